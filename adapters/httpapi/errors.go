@@ -1,0 +1,111 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+
+	"github.com/seckill/seckill/domain"
+)
+
+// errorBody is the contract's error shape: {"error": {"code", "message", ...}}.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	OrderID string `json:"order_id,omitempty"`
+}
+
+// retryAfterSeconds is what a 503 tells the client to wait.
+const retryAfterSeconds = "1"
+
+// errorHandler is the one place that turns an error into a response. Client errors
+// carry the contract's code and a safe message; anything unexpected is logged and
+// answered with a generic 500 that reveals nothing of the failure.
+func errorHandler(log *zap.Logger) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if c.Response().Committed {
+			return
+		}
+		status, detail := classify(err)
+		if status >= 500 {
+			log.Error("request failed", zap.Error(err), zap.String("method", c.Request().Method),
+				zap.String("path", c.Path()), zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
+		}
+		if status == http.StatusServiceUnavailable {
+			c.Response().Header().Set("Retry-After", retryAfterSeconds)
+		}
+		var werr error
+		if c.Request().Method == http.MethodHead {
+			werr = c.NoContent(status)
+		} else {
+			werr = c.JSON(status, errorBody{Error: detail})
+		}
+		if werr != nil {
+			log.Debug("write error response", zap.Error(werr))
+		}
+	}
+}
+
+func classify(err error) (int, errorDetail) {
+	var ap *domain.AlreadyPurchasedError
+	var ve *domain.ValidationError
+	switch {
+	case errors.As(err, &ap):
+		return http.StatusConflict, errorDetail{Code: "already_purchased", Message: "you already hold an order for this voucher", OrderID: string(ap.OrderID)}
+	case errors.As(err, &ve):
+		return http.StatusBadRequest, errorDetail{Code: "invalid_request", Message: ve.Error()}
+	case errors.Is(err, domain.ErrInvalid):
+		return http.StatusBadRequest, errorDetail{Code: "invalid_request", Message: "invalid request"}
+	case errors.Is(err, domain.ErrSoldOut):
+		return http.StatusConflict, errorDetail{Code: "sold_out", Message: "the voucher is sold out"}
+	case errors.Is(err, domain.ErrNotStarted):
+		return http.StatusConflict, errorDetail{Code: "not_started", Message: "the sale has not started"}
+	case errors.Is(err, domain.ErrEnded):
+		return http.StatusConflict, errorDetail{Code: "ended", Message: "the sale has ended"}
+	case errors.Is(err, domain.ErrPaused):
+		return http.StatusConflict, errorDetail{Code: "paused", Message: "the sale is paused"}
+	case errors.Is(err, domain.ErrInvalidState):
+		return http.StatusConflict, errorDetail{Code: "invalid_state", Message: "the order is not in a state that allows this"}
+	case errors.Is(err, domain.ErrNotFound):
+		return http.StatusNotFound, errorDetail{Code: "not_found", Message: "not found"}
+	case errors.Is(err, errUnauthorized):
+		return http.StatusUnauthorized, errorDetail{Code: "unauthorized", Message: errUnauthorized.Error()}
+	case errors.Is(err, errForbidden):
+		return http.StatusForbidden, errorDetail{Code: "forbidden", Message: errForbidden.Error()}
+	case errors.Is(err, domain.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, errorDetail{Code: "unavailable", Message: "temporarily unavailable, retry later"}
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		return fromEchoError(he)
+	}
+	return http.StatusInternalServerError, errorDetail{Code: "internal", Message: "internal error"}
+}
+
+// fromEchoError maps the errors Echo and its middleware raise (unknown route, wrong
+// method, body too large, timeout) onto the contract's codes.
+func fromEchoError(he *echo.HTTPError) (int, errorDetail) {
+	switch he.Code {
+	case http.StatusNotFound:
+		return he.Code, errorDetail{Code: "not_found", Message: "not found"}
+	case http.StatusMethodNotAllowed:
+		return he.Code, errorDetail{Code: "method_not_allowed", Message: "method not allowed"}
+	case http.StatusRequestEntityTooLarge:
+		return he.Code, errorDetail{Code: "invalid_request", Message: "request body too large"}
+	case http.StatusUnauthorized:
+		return he.Code, errorDetail{Code: "unauthorized", Message: errUnauthorized.Error()}
+	case http.StatusServiceUnavailable:
+		return he.Code, errorDetail{Code: "unavailable", Message: "temporarily unavailable, retry later"}
+	}
+	if he.Code >= 400 && he.Code < 500 {
+		return http.StatusBadRequest, errorDetail{Code: "invalid_request", Message: http.StatusText(he.Code)}
+	}
+	return http.StatusInternalServerError, errorDetail{Code: "internal", Message: "internal error"}
+}

@@ -1,0 +1,183 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/seckill/seckill/adapters/httpapi"
+	"github.com/seckill/seckill/adapters/pgstore"
+	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/system"
+	"github.com/seckill/seckill/adapters/testenv"
+	"github.com/seckill/seckill/application"
+	"github.com/seckill/seckill/domain"
+)
+
+const secret = "test-secret-0123456789"
+
+// api is the HTTP adapter on real Redis and PostgreSQL, as serve wires it.
+type api struct {
+	t      testing.TB
+	url    string
+	redis  *redis.Client
+	stock  *redisstore.Stock
+	tokens *httpapi.Tokens
+	admin  string
+}
+
+func newAPI(t testing.TB) *api {
+	t.Helper()
+	ctx := context.Background()
+	rdb := testenv.Redis(t)
+	db, err := pgstore.Open(ctx, testenv.PostgresURL(t))
+	if err != nil {
+		t.Fatalf("open database: %v", err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if _, err := pgstore.MigrateUp(ctx, db); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	prefix := "t" + testenv.Unique()
+	t.Cleanup(func() { deleteKeys(rdb, prefix) })
+	stock := redisstore.NewStock(rdb, redisstore.Options{Prefix: prefix})
+	vouchers := pgstore.NewVouchers(db)
+	clock, ids := system.Clock{}, system.ULIDs{}
+	tokens := httpapi.NewTokens([]byte(secret))
+	e := httpapi.New(
+		httpapi.Options{BodyLimit: "4K", RequestTimeout: 2 * time.Second},
+		httpapi.UseCases{
+			CreateVoucher: application.NewCreateVoucher(vouchers, stock),
+			GetVoucher:    application.NewGetVoucher(vouchers, stock),
+			ListVouchers:  application.NewListVouchers(vouchers, stock),
+			GrabVoucher:   application.NewGrabVoucher(stock, clock, ids),
+		},
+		tokens,
+		[]httpapi.Check{
+			{Name: "redis", Ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
+			{Name: "database", Ping: db.PingContext},
+		},
+		testLogger(t),
+	)
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	a := &api{t: t, url: srv.URL, redis: rdb, stock: stock, tokens: tokens}
+	a.admin = a.token(1, true)
+	return a
+}
+
+// testLogger logs through the test in tests; in benchmarks it encodes every line as
+// production does (JSON, info level) but discards it, so logging's cost is measured.
+func testLogger(t testing.TB) *zap.Logger {
+	if _, ok := t.(*testing.B); ok {
+		enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+		return zap.New(zapcore.NewCore(enc, zapcore.AddSync(io.Discard), zap.InfoLevel))
+	}
+	return zaptest.NewLogger(t)
+}
+
+func deleteKeys(rdb *redis.Client, prefix string) {
+	ctx := context.Background()
+	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+	for iter.Next(ctx) {
+		rdb.Unlink(ctx, iter.Val())
+	}
+}
+
+func (a *api) token(user domain.UserID, admin bool) string {
+	a.t.Helper()
+	tok, err := a.tokens.Mint(user, admin, time.Hour)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return tok
+}
+
+// response is a decoded answer.
+type response struct {
+	Status int
+	Header http.Header
+	Body   map[string]any
+	Raw    string
+}
+
+func (r response) code() string {
+	e, _ := r.Body["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+func (a *api) do(method, path, token, body string) response {
+	a.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = bytes.NewBufferString(body)
+	}
+	req, err := http.NewRequest(method, a.url+path, rd)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	out := response{Status: res.StatusCode, Header: res.Header, Raw: string(raw)}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &out.Body); err != nil {
+			a.t.Fatalf("%s %s: body is not a JSON object: %q", method, path, raw)
+		}
+	}
+	return out
+}
+
+// createVoucher makes a voucher on sale now and returns its id.
+func (a *api) createVoucher(stock, limit int) string {
+	a.t.Helper()
+	now := time.Now().UTC()
+	body, _ := json.Marshal(map[string]any{
+		"title": "Coffee", "stock": stock, "per_user_limit": limit,
+		"begins_at": now.Add(-time.Minute), "ends_at": now.Add(time.Hour),
+	})
+	r := a.do(http.MethodPost, "/api/v1/vouchers", a.admin, string(body))
+	if r.Status != http.StatusCreated {
+		a.t.Fatalf("create voucher: %d %s", r.Status, r.Raw)
+	}
+	return r.Body["id"].(string)
+}
+
+func (a *api) streamLen(id string) int64 {
+	a.t.Helper()
+	vid, _ := domain.ParseVoucherID(id)
+	n, err := a.redis.XLen(context.Background(), a.stock.Keys().Stream(vid)).Result()
+	if err != nil && err != redis.Nil {
+		a.t.Fatal(err)
+	}
+	return n
+}
+
+func (a *api) remaining(id string) float64 {
+	a.t.Helper()
+	r := a.do(http.MethodGet, "/api/v1/vouchers/"+id, "", "")
+	if r.Status != http.StatusOK {
+		a.t.Fatalf("get voucher: %d %s", r.Status, r.Raw)
+	}
+	return r.Body["remaining"].(float64)
+}

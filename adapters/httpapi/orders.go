@@ -1,0 +1,93 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/seckill/seckill/application"
+	"github.com/seckill/seckill/domain"
+)
+
+// orderJSON is the contract's order.
+type orderJSON struct {
+	OrderID   string             `json:"order_id"`
+	VoucherID string             `json:"voucher_id"`
+	UserID    string             `json:"user_id"`
+	Quantity  int                `json:"quantity"`
+	Status    domain.OrderStatus `json:"status"`
+	CreatedAt time.Time          `json:"created_at"`
+}
+
+func toOrderJSON(o domain.Order) orderJSON {
+	return orderJSON{
+		OrderID:   string(o.ID),
+		VoucherID: o.VoucherID.String(),
+		UserID:    o.UserID.String(),
+		Quantity:  o.Quantity,
+		Status:    o.Status,
+		CreatedAt: o.CreatedAt.UTC(),
+	}
+}
+
+func caller(c echo.Context) application.Caller {
+	p := principal(c)
+	return application.Caller{User: p.User, Admin: p.Admin}
+}
+
+func (h handlers) getOrder(c echo.Context) error {
+	id, err := domain.ParseOrderID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	o, err := h.uc.GetOrder.Handle(c.Request().Context(), caller(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toOrderJSON(o))
+}
+
+func (h handlers) listOrders(c echo.Context) error {
+	var voucher domain.VoucherID
+	if s := c.QueryParam("voucher_id"); s != "" {
+		id, err := domain.ParseVoucherID(s)
+		if err != nil {
+			return domain.Invalid("voucher_id", "must be a positive integer")
+		}
+		voucher = id
+	}
+	os, err := h.uc.ListOrders.Handle(c.Request().Context(), caller(c), voucher)
+	if err != nil {
+		return err
+	}
+	out := make([]orderJSON, len(os))
+	for i, o := range os {
+		out[i] = toOrderJSON(o)
+	}
+	return c.JSON(http.StatusOK, map[string][]orderJSON{"orders": out})
+}
+
+type statsJSON struct {
+	Stock           int   `json:"stock"`
+	Remaining       int   `json:"remaining"`
+	Queued          int   `json:"queued"`
+	AwaitingPayment int   `json:"awaiting_payment"`
+	Paid            int   `json:"paid"`
+	Cancelled       int   `json:"cancelled"`
+	Expired         int   `json:"expired"`
+	Failed          int   `json:"failed"`
+	Pending         int64 `json:"pending"`
+}
+
+func (h handlers) voucherStats(c echo.Context) error {
+	id, err := domain.ParseVoucherID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	s, err := h.uc.GetVoucherStats.Handle(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, statsJSON(s))
+}

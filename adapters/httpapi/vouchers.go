@@ -1,0 +1,197 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/seckill/seckill/application"
+	"github.com/seckill/seckill/domain"
+)
+
+type handlers struct {
+	uc UseCases
+}
+
+// voucherJSON is the contract's voucher.
+type voucherJSON struct {
+	ID           string    `json:"id"`
+	Title        string    `json:"title"`
+	Stock        int       `json:"stock"`
+	Remaining    int       `json:"remaining"`
+	BeginsAt     time.Time `json:"begins_at"`
+	EndsAt       time.Time `json:"ends_at"`
+	PerUserLimit int       `json:"per_user_limit"`
+}
+
+func toVoucherJSON(v application.LiveVoucher) voucherJSON {
+	return voucherJSON{
+		ID:           v.ID.String(),
+		Title:        v.Title,
+		Stock:        v.Stock,
+		Remaining:    v.Remaining,
+		BeginsAt:     v.BeginsAt.UTC(),
+		EndsAt:       v.EndsAt.UTC(),
+		PerUserLimit: v.PerUserLimit,
+	}
+}
+
+type createVoucherRequest struct {
+	Title        *string    `json:"title"`
+	Stock        *int       `json:"stock"`
+	BeginsAt     *time.Time `json:"begins_at"`
+	EndsAt       *time.Time `json:"ends_at"`
+	PerUserLimit *int       `json:"per_user_limit"`
+}
+
+func (h handlers) createVoucher(c echo.Context) error {
+	var req createVoucherRequest
+	if err := decodeJSON(c, &req, false); err != nil {
+		return err
+	}
+	switch {
+	case req.Title == nil:
+		return domain.Invalid("title", "is required")
+	case req.Stock == nil:
+		return domain.Invalid("stock", "is required")
+	case req.BeginsAt == nil:
+		return domain.Invalid("begins_at", "is required")
+	case req.EndsAt == nil:
+		return domain.Invalid("ends_at", "is required")
+	}
+	limit := 1
+	if req.PerUserLimit != nil {
+		limit = *req.PerUserLimit
+	}
+	v, err := h.uc.CreateVoucher.Handle(c.Request().Context(), application.CreateVoucherCmd{
+		Title: *req.Title, Stock: *req.Stock, BeginsAt: *req.BeginsAt, EndsAt: *req.EndsAt, PerUserLimit: limit,
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, toVoucherJSON(v))
+}
+
+func (h handlers) listVouchers(c echo.Context) error {
+	vs, err := h.uc.ListVouchers.Handle(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	out := make([]voucherJSON, len(vs))
+	for i, v := range vs {
+		out[i] = toVoucherJSON(v)
+	}
+	return c.JSON(http.StatusOK, map[string][]voucherJSON{"vouchers": out})
+}
+
+func (h handlers) getVoucher(c echo.Context) error {
+	id, err := domain.ParseVoucherID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	v, err := h.uc.GetVoucher.Handle(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toVoucherJSON(v))
+}
+
+type grabRequest struct {
+	Quantity *int `json:"quantity"`
+}
+
+type grabResponse struct {
+	OrderID   string             `json:"order_id"`
+	VoucherID string             `json:"voucher_id"`
+	Quantity  int                `json:"quantity"`
+	Status    domain.OrderStatus `json:"status"`
+}
+
+func (h handlers) grab(c echo.Context) error {
+	id, err := domain.ParseVoucherID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	var req grabRequest
+	if err := decodeJSON(c, &req, true); err != nil {
+		return err
+	}
+	qty := 1
+	if req.Quantity != nil {
+		qty = *req.Quantity
+	}
+	r, err := h.uc.GrabVoucher.Handle(c.Request().Context(), application.GrabVoucherCmd{
+		VoucherID: id, UserID: principal(c).User, Quantity: qty,
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, grabResponse{
+		OrderID: string(r.OrderID), VoucherID: r.VoucherID.String(), Quantity: r.Quantity, Status: domain.StatusQueued,
+	})
+}
+
+// decodeJSON reads exactly one JSON object into dst, refusing unknown fields and
+// trailing data. With optional, an empty body leaves dst as it is. Malformed input is
+// a *domain.ValidationError on "body"; a body over the limit keeps Echo's 413.
+func decodeJSON(c echo.Context, dst any, optional bool) error {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			return he
+		}
+		return domain.Invalid("body", "could not be read")
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		if optional {
+			return nil
+		}
+		return domain.Invalid("body", "a JSON object is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return domain.Invalid("body", describeJSONError(err))
+	}
+	if dec.More() {
+		return domain.Invalid("body", "must hold a single JSON object")
+	}
+	return nil
+}
+
+func describeJSONError(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	var pe *time.ParseError
+	switch {
+	case errors.As(err, &te) && te.Field != "":
+		return fmt.Sprintf("field %q must be a %s", te.Field, jsonKind(te.Type.Kind().String()))
+	case errors.As(err, &te):
+		return "must be a JSON object"
+	case errors.As(err, &se):
+		return fmt.Sprintf("malformed JSON at byte %d", se.Offset)
+	case errors.As(err, &pe):
+		return "times must be RFC 3339, e.g. 2026-11-29T12:00:00Z"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "truncated JSON"
+	}
+	// Unknown fields and the remaining decoder messages name only the input.
+	return err.Error()
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "int", "int64", "int32":
+		return "whole number"
+	case "struct":
+		return "RFC 3339 time"
+	}
+	return goKind
+}

@@ -1,0 +1,255 @@
+// Package memory holds in-memory implementations of the ports, for use-case tests.
+// They follow the same contracts as the Redis and PostgreSQL adapters but keep
+// everything in maps behind one mutex; they are not for production.
+package memory
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+// Stock is an in-memory ports.Stock.
+type Stock struct {
+	mu    sync.Mutex
+	sales map[domain.VoucherID]*sale
+	// Reserved lists every reservation made, in order: what the Redis adapter appends
+	// to a voucher's stream.
+	Reserved []domain.Reservation
+	// Err, when set, is returned by every call (a dependency that is down).
+	Err error
+	// Queue, when set, receives every reservation, as the Redis script appends it to
+	// the voucher's stream.
+	Queue *Queue
+}
+
+type sale struct {
+	v         domain.Voucher
+	remaining int
+	buyers    map[domain.UserID]domain.OrderID
+}
+
+var _ ports.Stock = (*Stock)(nil)
+
+// NewStock returns an empty stock.
+func NewStock() *Stock {
+	return &Stock{sales: map[domain.VoucherID]*sale{}}
+}
+
+// Warm loads v if absent.
+func (s *Stock) Warm(_ context.Context, v domain.Voucher) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Err != nil {
+		return false, s.Err
+	}
+	if _, ok := s.sales[v.ID]; ok {
+		return false, nil
+	}
+	s.sales[v.ID] = &sale{v: v, remaining: v.Stock - v.Sold, buyers: map[domain.UserID]domain.OrderID{}}
+	return true, nil
+}
+
+// Reserve follows the same order of checks as the Redis script.
+func (s *Stock) Reserve(_ context.Context, r domain.Reservation) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Err != nil {
+		return s.Err
+	}
+	sl, ok := s.sales[r.VoucherID]
+	if !ok {
+		return domain.ErrNotFound
+	}
+	if err := sl.v.Window(r.At); err != nil {
+		return err
+	}
+	if r.Quantity > sl.v.PerUserLimit {
+		return domain.Invalid("quantity", "exceeds the per-user limit")
+	}
+	if prev, ok := sl.buyers[r.UserID]; ok {
+		return &domain.AlreadyPurchasedError{OrderID: prev}
+	}
+	if sl.remaining < r.Quantity {
+		return domain.ErrSoldOut
+	}
+	sl.remaining -= r.Quantity
+	sl.buyers[r.UserID] = r.OrderID
+	s.Reserved = append(s.Reserved, r)
+	if s.Queue != nil {
+		s.Queue.Append(ports.Delivery{VoucherID: r.VoucherID, Reservation: r})
+	}
+	return nil
+}
+
+// Release returns o's units if the user's reservation still names o.
+func (s *Stock) Release(_ context.Context, o domain.Order) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Err != nil {
+		return false, s.Err
+	}
+	sl, ok := s.sales[o.VoucherID]
+	if !ok || sl.buyers[o.UserID] != o.ID {
+		return false, nil
+	}
+	delete(sl.buyers, o.UserID)
+	sl.remaining += o.Quantity
+	return true, nil
+}
+
+// Remaining returns the units left of each loaded voucher among ids.
+func (s *Stock) Remaining(_ context.Context, ids ...domain.VoucherID) (map[domain.VoucherID]int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Err != nil {
+		return nil, s.Err
+	}
+	out := make(map[domain.VoucherID]int, len(ids))
+	for _, id := range ids {
+		if sl, ok := s.sales[id]; ok {
+			out[id] = sl.remaining
+		}
+	}
+	return out, nil
+}
+
+// Reservations is an in-memory ports.Reservations over a Stock and its Queue.
+type Reservations struct {
+	Stock *Stock
+}
+
+var _ ports.Reservations = Reservations{}
+
+// Find returns a reservation the user still holds under id.
+func (r Reservations) Find(_ context.Context, id domain.OrderID) (domain.Reservation, error) {
+	s := r.Stock
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, res := range s.Reserved {
+		if res.OrderID == id && s.sales[res.VoucherID].buyers[res.UserID] == id {
+			return res, nil
+		}
+	}
+	return domain.Reservation{}, fmt.Errorf("reservation %s: %w", id, domain.ErrNotFound)
+}
+
+// Pending counts the stock's queue entries not yet acknowledged.
+func (r Reservations) Pending(_ context.Context, voucher domain.VoucherID) (int64, error) {
+	if r.Stock.Queue == nil {
+		return 0, nil
+	}
+	return r.Stock.Queue.Pending(voucher), nil
+}
+
+// Vouchers is an in-memory ports.Vouchers.
+type Vouchers struct {
+	mu     sync.Mutex
+	byID   map[domain.VoucherID]domain.Voucher
+	nextID domain.VoucherID
+}
+
+var _ ports.Vouchers = (*Vouchers)(nil)
+
+// NewVouchers returns an empty repository.
+func NewVouchers() *Vouchers {
+	return &Vouchers{byID: map[domain.VoucherID]domain.Voucher{}}
+}
+
+// Create stores v with the next id.
+func (r *Vouchers) Create(_ context.Context, v *domain.Voucher) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nextID++
+	v.ID = r.nextID
+	v.CreatedAt = time.Unix(int64(v.ID), 0).UTC()
+	r.byID[v.ID] = *v
+	return nil
+}
+
+// Put replaces a stored voucher, as a test arranging a state would.
+func (r *Vouchers) Put(v domain.Voucher) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.byID[v.ID] = v
+}
+
+// Get returns a voucher or domain.ErrNotFound.
+func (r *Vouchers) Get(_ context.Context, id domain.VoucherID) (domain.Voucher, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.byID[id]
+	if !ok {
+		return domain.Voucher{}, fmt.Errorf("voucher %s: %w", id, domain.ErrNotFound)
+	}
+	return v, nil
+}
+
+// List returns every voucher, newest first.
+func (r *Vouchers) List(_ context.Context) ([]domain.Voucher, error) {
+	return r.filter(func(domain.Voucher) bool { return true }), nil
+}
+
+// Active returns the vouchers not ended at now, newest first.
+func (r *Vouchers) Active(_ context.Context, now time.Time) ([]domain.Voucher, error) {
+	return r.filter(func(v domain.Voucher) bool { return v.EndsAt.After(now) }), nil
+}
+
+func (r *Vouchers) filter(keep func(domain.Voucher) bool) []domain.Voucher {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []domain.Voucher
+	for _, v := range r.byID {
+		if keep(v) {
+			out = append(out, v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID > out[j].ID })
+	return out
+}
+
+// Clock is a ports.Clock that tells the time it is set to.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+var _ ports.Clock = (*Clock)(nil)
+
+// NewClock returns a clock stopped at now.
+func NewClock(now time.Time) *Clock { return &Clock{now: now} }
+
+// Now returns the set time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Set moves the clock to now.
+func (c *Clock) Set(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = now
+}
+
+// OrderIDs mints predictable ids: o1, o2, …
+type OrderIDs struct {
+	mu sync.Mutex
+	n  int
+}
+
+var _ ports.OrderIDs = (*OrderIDs)(nil)
+
+// NewOrderID returns the next id.
+func (g *OrderIDs) NewOrderID() domain.OrderID {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.n++
+	return domain.OrderID(fmt.Sprintf("o%d", g.n))
+}

@@ -1,0 +1,139 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/migrate"
+
+	"github.com/seckill/seckill/migrations"
+)
+
+// migrationLockKey keys the PostgreSQL advisory lock that lets one instance at a time
+// migrate a database. Any fixed number does; this one spells "seckill".
+const migrationLockKey int64 = 0x7365636b696c6c
+
+// NewMigrator returns a Bun migrator over the embedded schema migrations. It records a
+// migration as applied only once it succeeded, so a failed one runs again next time.
+func NewMigrator(db *bun.DB) *migrate.Migrator {
+	return migrate.NewMigrator(db, migrations.Migrations, migrate.WithMarkAppliedOnSuccess(true))
+}
+
+// MigrationState is one migration as `seckill migrate status` lists it.
+type MigrationState struct {
+	// Name is the migration's file name without its suffix: "20261129000001_init".
+	Name string
+	// Applied reports whether the migration is applied.
+	Applied bool
+	// Group numbers the `migrate up` run that applied it (each run that applies
+	// anything is one group; `migrate down` rolls back the last); 0 when pending.
+	Group int64
+	// AppliedAt is when it was applied, in UTC; zero when pending.
+	AppliedAt time.Time
+}
+
+// MigrateUp applies every pending migration as one group and returns their names in
+// the order applied; when the schema is current it applies nothing and returns none.
+// It creates Bun's bookkeeping tables first if they are absent.
+func MigrateUp(ctx context.Context, db *bun.DB) ([]string, error) {
+	var applied []string
+	err := withMigrator(ctx, db, func(m *migrate.Migrator) error {
+		group, err := m.Migrate(ctx)
+		if err != nil {
+			return err
+		}
+		applied = names(group.Migrations)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("migrate up: %w", err)
+	}
+	return applied, nil
+}
+
+// MigrateDown rolls back the last group of migrations and returns their names in the
+// order rolled back (newest first); with nothing applied it returns none.
+func MigrateDown(ctx context.Context, db *bun.DB) ([]string, error) {
+	var rolledBack []string
+	err := withMigrator(ctx, db, func(m *migrate.Migrator) error {
+		group, err := m.Rollback(ctx)
+		if err != nil {
+			return err
+		}
+		for i := len(group.Migrations) - 1; i >= 0; i-- {
+			rolledBack = append(rolledBack, group.Migrations[i].String())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("migrate down: %w", err)
+	}
+	return rolledBack, nil
+}
+
+// MigrationStatus returns every known migration, oldest first, with whether and when
+// it was applied. Like MigrateUp it creates Bun's bookkeeping tables if absent, and it
+// waits for a migration in progress to finish, so it never reports half a run.
+func MigrationStatus(ctx context.Context, db *bun.DB) ([]MigrationState, error) {
+	var states []MigrationState
+	err := withMigrator(ctx, db, func(m *migrate.Migrator) error {
+		ms, err := m.MigrationsWithStatus(ctx)
+		if err != nil {
+			return err
+		}
+		states = make([]MigrationState, 0, len(ms))
+		for _, mig := range ms {
+			s := MigrationState{Name: mig.String(), Applied: mig.IsApplied()}
+			if s.Applied {
+				s.Group = mig.GroupID
+				s.AppliedAt = mig.MigratedAt.UTC()
+			}
+			states = append(states, s)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("migration status: %w", err)
+	}
+	return states, nil
+}
+
+// withMigrator runs fn with a migrator whose tables exist, holding the migration lock
+// throughout so instances starting together migrate one after the other: the first
+// applies, the rest find nothing left to do.
+//
+// The lock is a transaction-scoped advisory lock rather than Bun's lock table: a
+// second instance waits for it instead of failing, it also covers Init (concurrent
+// CREATE TABLE IF NOT EXISTS can fail in PostgreSQL), and it dies with the session,
+// so a migrator that crashes leaves no stale lock behind. The transaction only holds
+// the lock; the migrations run on other connections of db, which therefore needs a
+// pool of at least two.
+func withMigrator(ctx context.Context, db *bun.DB, fn func(*migrate.Migrator) error) error {
+	lock, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("lock migrations: %w", err)
+	}
+	// Ending the transaction releases the lock. A failed rollback needs no handling: the
+	// transaction was already ended (ctx done) or its connection is gone, and in both
+	// cases the server has released the lock.
+	defer func() { _ = lock.Rollback() }()
+	if _, err := lock.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", migrationLockKey); err != nil {
+		return fmt.Errorf("lock migrations: %w", err)
+	}
+
+	m := NewMigrator(db)
+	if err := m.Init(ctx); err != nil {
+		return fmt.Errorf("init migration tables: %w", err)
+	}
+	return fn(m)
+}
+
+func names(ms migrate.MigrationSlice) []string {
+	out := make([]string, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, m.String())
+	}
+	return out
+}

@@ -1,0 +1,161 @@
+package pgstore_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/uptrace/bun"
+
+	"github.com/seckill/seckill/adapters/pgstore"
+	"github.com/seckill/seckill/adapters/testenv"
+	"github.com/seckill/seckill/migrations"
+)
+
+// allMigrations returns the names of the embedded migrations, oldest first.
+func allMigrations(t *testing.T) []string {
+	t.Helper()
+	var names []string
+	for _, m := range migrations.Migrations.Sorted() {
+		names = append(names, m.String())
+	}
+	if len(names) == 0 {
+		t.Fatal("no migrations embedded")
+	}
+	return names
+}
+
+// tablesExist reports, for each table, whether it exists.
+func tablesExist(t *testing.T, db *bun.DB, tables ...string) []bool {
+	t.Helper()
+	out := make([]bool, 0, len(tables))
+	for _, table := range tables {
+		var exists bool
+		err := db.NewRaw("SELECT to_regclass(?) IS NOT NULL", table).Scan(context.Background(), &exists)
+		if err != nil {
+			t.Fatalf("look up table %s: %v", table, err)
+		}
+		out = append(out, exists)
+	}
+	return out
+}
+
+func migrateUp(t *testing.T, db *bun.DB) []string {
+	t.Helper()
+	applied, err := pgstore.MigrateUp(context.Background(), db)
+	if err != nil {
+		t.Fatalf("MigrateUp: %v", err)
+	}
+	return applied
+}
+
+func migrateDown(t *testing.T, db *bun.DB) []string {
+	t.Helper()
+	rolledBack, err := pgstore.MigrateDown(context.Background(), db)
+	if err != nil {
+		t.Fatalf("MigrateDown: %v", err)
+	}
+	return rolledBack
+}
+
+func migrationStatus(t *testing.T, db *bun.DB) []pgstore.MigrationState {
+	t.Helper()
+	states, err := pgstore.MigrationStatus(context.Background(), db)
+	if err != nil {
+		t.Fatalf("MigrationStatus: %v", err)
+	}
+	return states
+}
+
+func TestMigrateUpStatusDown(t *testing.T) {
+	db := openDB(t)
+	all := allMigrations(t)
+	schema := []string{"vouchers", "orders"}
+
+	var pending []pgstore.MigrationState
+	for _, name := range all {
+		pending = append(pending, pgstore.MigrationState{Name: name})
+	}
+	if got := migrationStatus(t, db); !slices.Equal(got, pending) {
+		t.Fatalf("status on a fresh database = %+v, want all pending %+v", got, pending)
+	}
+
+	if got, want := migrateUp(t, db), all; !slices.Equal(got, want) {
+		t.Fatalf("up applied %q, want %q", got, want)
+	}
+	if got, want := tablesExist(t, db, schema...), []bool{true, true}; !slices.Equal(got, want) {
+		t.Fatalf("after up, %q exist: %v, want %v", schema, got, want)
+	}
+	if got := migrateUp(t, db); len(got) != 0 {
+		t.Fatalf("second up applied %q, want nothing", got)
+	}
+
+	states := migrationStatus(t, db)
+	if got, want := len(states), len(all); got != want {
+		t.Fatalf("status lists %d migrations, want %d", got, want)
+	}
+	for i, s := range states {
+		if s.Name != all[i] || !s.Applied || s.Group != 1 || s.AppliedAt.IsZero() {
+			t.Errorf("status[%d] = %+v, want %s applied in group 1 with a time", i, s, all[i])
+		}
+	}
+
+	want := slices.Clone(all)
+	slices.Reverse(want)
+	if got := migrateDown(t, db); !slices.Equal(got, want) {
+		t.Fatalf("down rolled back %q, want %q", got, want)
+	}
+	if got, want := tablesExist(t, db, schema...), []bool{false, false}; !slices.Equal(got, want) {
+		t.Fatalf("after down, %q exist: %v, want %v", schema, got, want)
+	}
+	if got := migrationStatus(t, db); !slices.Equal(got, pending) {
+		t.Fatalf("status after down = %+v, want all pending %+v", got, pending)
+	}
+	if got := migrateDown(t, db); len(got) != 0 {
+		t.Fatalf("down with nothing applied rolled back %q", got)
+	}
+
+	if got, want := migrateUp(t, db), all; !slices.Equal(got, want) {
+		t.Fatalf("up after down applied %q, want %q", got, want)
+	}
+	if got, want := tablesExist(t, db, schema...), []bool{true, true}; !slices.Equal(got, want) {
+		t.Fatalf("after up again, %q exist: %v, want %v", schema, got, want)
+	}
+}
+
+// Instances that start together all migrate at once: exactly one applies the schema,
+// the others wait for it and then find nothing to do.
+func TestMigrateUpConcurrently(t *testing.T) {
+	ctx := context.Background()
+	url := testenv.PostgresURL(t)
+	const instances = 4
+	dbs := make([]*bun.DB, instances)
+	for i := range dbs {
+		db, err := pgstore.Open(ctx, url)
+		if err != nil {
+			t.Fatalf("open instance %d: %v", i, err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		dbs[i] = db
+	}
+
+	applied := make([][]string, instances)
+	errs := make([]error, instances)
+	var wg sync.WaitGroup
+	for i, db := range dbs {
+		wg.Go(func() { applied[i], errs[i] = pgstore.MigrateUp(ctx, db) })
+	}
+	wg.Wait()
+
+	var total []string
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("instance %d: MigrateUp: %v", i, err)
+		}
+		total = append(total, applied[i]...)
+	}
+	if got, want := total, allMigrations(t); !slices.Equal(got, want) {
+		t.Fatalf("instances applied %q between them, want each migration once: %q", got, want)
+	}
+}

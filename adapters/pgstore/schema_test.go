@@ -1,0 +1,127 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/uptrace/bun"
+
+	"github.com/seckill/seckill/adapters/pgstore"
+	"github.com/seckill/seckill/domain"
+)
+
+// These tests trip the schema's own safety nets with raw statements; the repositories
+// are meant never to reach them.
+
+// SQLSTATEs the tests expect.
+const (
+	foreignKeyViolation = "23503"
+	uniqueViolation     = "23505"
+	checkViolation      = "23514"
+)
+
+// wantViolation fails unless err is PostgreSQL's code on constraint.
+func wantViolation(t *testing.T, err error, code, constraint string) {
+	t.Helper()
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		t.Fatalf("error = %v, want PostgreSQL's %s on %s", err, code, constraint)
+	}
+	if pgErr.Code != code || pgErr.ConstraintName != constraint {
+		t.Fatalf("error = %s on %q (%v), want %s on %q", pgErr.Code, pgErr.ConstraintName, err, code, constraint)
+	}
+}
+
+func insertOrder(db *bun.DB, id string, voucher domain.VoucherID, user int64, status domain.OrderStatus) error {
+	_, err := db.NewRaw(
+		"INSERT INTO orders (id, voucher_id, user_id, quantity, status, created_at) VALUES (?, ?, ?, 1, ?, ?)",
+		id, int64(voucher), user, string(status), t0.UTC(),
+	).Exec(context.Background())
+	return err
+}
+
+func mustInsertOrder(t *testing.T, db *bun.DB, id string, voucher domain.VoucherID, user int64, status domain.OrderStatus) {
+	t.Helper()
+	if err := insertOrder(db, id, voucher, user, status); err != nil {
+		t.Fatalf("insert %s order %s (voucher %d, user %d): %v", status, id, voucher, user, err)
+	}
+}
+
+func setStatus(t *testing.T, db *bun.DB, id string, status domain.OrderStatus) {
+	t.Helper()
+	_, err := db.NewRaw("UPDATE orders SET status = ?, updated_at = now() WHERE id = ?", string(status), id).
+		Exec(context.Background())
+	if err != nil {
+		t.Fatalf("set order %s %s: %v", id, status, err)
+	}
+}
+
+func TestOneLiveOrderPerUserAndVoucher(t *testing.T) {
+	db := openMigrated(t)
+	vs := pgstore.NewVouchers(db)
+	v := create(t, vs, newVoucher("v", t0, t0.Add(time.Hour)))
+	other := create(t, vs, newVoucher("other", t0, t0.Add(time.Hour)))
+	const user = 7
+
+	mustInsertOrder(t, db, "01KB0000000000000000000001", v.ID, user, domain.StatusQueued)
+	// The same user on another voucher, and another user on this one, are distinct.
+	mustInsertOrder(t, db, "01KB0000000000000000000002", other.ID, user, domain.StatusQueued)
+	mustInsertOrder(t, db, "01KB0000000000000000000003", v.ID, user+1, domain.StatusQueued)
+
+	// Every status that holds stock blocks a second live order.
+	for _, live := range []domain.OrderStatus{domain.StatusQueued, domain.StatusAwaitingPayment, domain.StatusPaid} {
+		setStatus(t, db, "01KB0000000000000000000001", live)
+		err := insertOrder(db, "01KB0000000000000000000004", v.ID, user, domain.StatusQueued)
+		wantViolation(t, err, uniqueViolation, "orders_live_voucher_user_key")
+	}
+
+	// Once the live order is closed the user may order again, and again after that.
+	setStatus(t, db, "01KB0000000000000000000001", domain.StatusCancelled)
+	mustInsertOrder(t, db, "01KB0000000000000000000005", v.ID, user, domain.StatusAwaitingPayment)
+	setStatus(t, db, "01KB0000000000000000000005", domain.StatusExpired)
+	mustInsertOrder(t, db, "01KB0000000000000000000006", v.ID, user, domain.StatusQueued)
+
+	// A redelivered order id is refused whatever its status.
+	err := insertOrder(db, "01KB0000000000000000000005", v.ID, user+2, domain.StatusQueued)
+	wantViolation(t, err, uniqueViolation, "orders_pkey")
+}
+
+func TestOrderChecks(t *testing.T) {
+	db := openMigrated(t)
+	v := create(t, pgstore.NewVouchers(db), newVoucher("v", t0, t0.Add(time.Hour)))
+
+	err := insertOrder(db, "01KB0000000000000000000001", v.ID, 1, "refunded")
+	wantViolation(t, err, checkViolation, "orders_status_check")
+	err = insertOrder(db, "01KB0000000000000000000002", v.ID, 0, domain.StatusQueued)
+	wantViolation(t, err, checkViolation, "orders_user_id_check")
+	err = insertOrder(db, "01KB0000000000000000000003", v.ID+1, 1, domain.StatusQueued)
+	wantViolation(t, err, foreignKeyViolation, "orders_voucher_id_fkey")
+}
+
+func TestSoldNeverExceedsStock(t *testing.T) {
+	ctx := context.Background()
+	db := openMigrated(t)
+	vs := pgstore.NewVouchers(db)
+	v := create(t, vs, newVoucher("v", t0, t0.Add(time.Hour)))
+
+	setSold := func(sold int) error {
+		_, err := db.NewRaw("UPDATE vouchers SET sold = ? WHERE id = ?", sold, int64(v.ID)).Exec(ctx)
+		return err
+	}
+	if err := setSold(v.Stock); err != nil {
+		t.Fatalf("selling out exactly: %v", err)
+	}
+	wantViolation(t, setSold(v.Stock+1), checkViolation, "vouchers_sold_check")
+	wantViolation(t, setSold(-1), checkViolation, "vouchers_sold_check")
+
+	got, err := vs.Get(ctx, v.ID)
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if got.Sold != v.Stock {
+		t.Fatalf("sold = %d after refused updates, want %d", got.Sold, v.Stock)
+	}
+}

@@ -1,0 +1,149 @@
+package pgstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/uptrace/bun"
+
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+var _ ports.Vouchers = (*Vouchers)(nil)
+
+// Vouchers is a ports.Vouchers kept in the vouchers table.
+type Vouchers struct {
+	db *bun.DB
+}
+
+// NewVouchers returns a Vouchers that stores through db.
+func NewVouchers(db *bun.DB) *Vouchers {
+	return &Vouchers{db: db}
+}
+
+// voucherRow is a row of the vouchers table. The paused column is left out: the
+// domain has no such field yet, and its DEFAULT fills it on insert.
+type voucherRow struct {
+	bun.BaseModel `bun:"table:vouchers,alias:v"`
+
+	ID           int64     `bun:"id,pk,autoincrement"`
+	Title        string    `bun:"title"`
+	Stock        int       `bun:"stock"`
+	Sold         int       `bun:"sold"`
+	BeginsAt     time.Time `bun:"begins_at"`
+	EndsAt       time.Time `bun:"ends_at"`
+	PerUserLimit int       `bun:"per_user_limit"`
+	CreatedAt    time.Time `bun:"created_at"`
+}
+
+func (r voucherRow) voucher() domain.Voucher {
+	return domain.Voucher{
+		ID:           domain.VoucherID(r.ID),
+		Title:        r.Title,
+		Stock:        r.Stock,
+		BeginsAt:     r.BeginsAt.UTC(),
+		EndsAt:       r.EndsAt.UTC(),
+		PerUserLimit: r.PerUserLimit,
+		Sold:         r.Sold,
+		CreatedAt:    r.CreatedAt.UTC(),
+	}
+}
+
+// Create inserts v and refreshes it from the stored row: ID, Sold (0) and CreatedAt
+// come from the database, and the times read back in UTC at the database's
+// microsecond precision. A value a CHECK constraint rejects returns a
+// *domain.ValidationError, though the use case validates before it gets here.
+func (s *Vouchers) Create(ctx context.Context, v *domain.Voucher) error {
+	row := voucherRow{
+		Title:        v.Title,
+		Stock:        v.Stock,
+		BeginsAt:     v.BeginsAt.UTC(),
+		EndsAt:       v.EndsAt.UTC(),
+		PerUserLimit: v.PerUserLimit,
+	}
+	// id, sold and created_at are the database's to set.
+	_, err := s.db.NewInsert().
+		Model(&row).
+		Column("title", "stock", "begins_at", "ends_at", "per_user_limit").
+		Returning("id, title, stock, sold, begins_at, ends_at, per_user_limit, created_at").
+		Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("insert voucher: %w", classify(voucherCheckError(err)))
+	}
+	*v = row.voucher()
+	return nil
+}
+
+// Get returns the voucher with id, or domain.ErrNotFound.
+func (s *Vouchers) Get(ctx context.Context, id domain.VoucherID) (domain.Voucher, error) {
+	var row voucherRow
+	err := s.db.NewSelect().Model(&row).Where("v.id = ?", int64(id)).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.Voucher{}, fmt.Errorf("get voucher %s: %w", id, domain.ErrNotFound)
+	}
+	if err != nil {
+		return domain.Voucher{}, fmt.Errorf("get voucher %s: %w", id, classify(err))
+	}
+	return row.voucher(), nil
+}
+
+// List returns every voucher, newest first.
+func (s *Vouchers) List(ctx context.Context) ([]domain.Voucher, error) {
+	var rows []voucherRow
+	if err := s.db.NewSelect().Model(&rows).Order("v.id DESC").Scan(ctx); err != nil {
+		return nil, fmt.Errorf("list vouchers: %w", classify(err))
+	}
+	return vouchers(rows), nil
+}
+
+// Active returns the vouchers whose sale has not ended at now (ends_at > now, as
+// domain.Voucher.Window judges it), newest first.
+func (s *Vouchers) Active(ctx context.Context, now time.Time) ([]domain.Voucher, error) {
+	var rows []voucherRow
+	err := s.db.NewSelect().Model(&rows).
+		Where("v.ends_at > ?", now.UTC()).
+		Order("v.id DESC").
+		Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list active vouchers: %w", classify(err))
+	}
+	return vouchers(rows), nil
+}
+
+func vouchers(rows []voucherRow) []domain.Voucher {
+	out := make([]domain.Voucher, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, r.voucher())
+	}
+	return out
+}
+
+// checkViolation is PostgreSQL's SQLSTATE for a row a CHECK constraint rejects.
+const checkViolation = "23514"
+
+// voucherChecks names the field each CHECK constraint of the vouchers table guards,
+// in the words of domain.Voucher.Validate.
+var voucherChecks = map[string]struct{ field, reason string }{
+	"vouchers_stock_check":          {"stock", "must be greater than 0"},
+	"vouchers_sold_check":           {"stock", "must be greater than 0"},
+	"vouchers_window_check":         {"ends_at", "must be after begins_at"},
+	"vouchers_per_user_limit_check": {"per_user_limit", "must be at least 1"},
+}
+
+// voucherCheckError translates a CHECK violation on vouchers into a
+// *domain.ValidationError and returns any other error as it is.
+func voucherCheckError(err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != checkViolation {
+		return err
+	}
+	if c, ok := voucherChecks[pgErr.ConstraintName]; ok {
+		return domain.Invalid(c.field, c.reason)
+	}
+	return domain.Invalid("voucher", "violates "+pgErr.ConstraintName)
+}

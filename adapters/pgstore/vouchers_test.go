@@ -1,0 +1,167 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/adapters/pgstore"
+	"github.com/seckill/seckill/domain"
+)
+
+// t0 is a fixed instant off UTC and below the database's microsecond precision, so
+// the tests see both conversions.
+var t0 = time.Date(2026, 11, 29, 20, 0, 0, 123456789, time.FixedZone("UTC+8", 8*60*60))
+
+func newVoucher(title string, begins, ends time.Time) domain.Voucher {
+	return domain.Voucher{
+		Title:        title,
+		Stock:        100,
+		BeginsAt:     begins,
+		EndsAt:       ends,
+		PerUserLimit: 2,
+	}
+}
+
+func create(t *testing.T, vs *pgstore.Vouchers, v domain.Voucher) domain.Voucher {
+	t.Helper()
+	if err := vs.Create(context.Background(), &v); err != nil {
+		t.Fatalf("Create(%q): %v", v.Title, err)
+	}
+	return v
+}
+
+func list(t *testing.T, vs *pgstore.Vouchers) []domain.Voucher {
+	t.Helper()
+	got, err := vs.List(context.Background())
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	return got
+}
+
+func TestVouchersCreateGet(t *testing.T) {
+	vs := pgstore.NewVouchers(openMigrated(t))
+
+	in := newVoucher("Coffee 50% off", t0, t0.Add(time.Hour))
+	v := create(t, vs, in)
+
+	if v.ID <= 0 {
+		t.Fatalf("Create set ID %d, want a positive id", v.ID)
+	}
+	if v.CreatedAt.IsZero() || v.CreatedAt.Location() != time.UTC {
+		t.Fatalf("Create set CreatedAt %v, want a time in UTC", v.CreatedAt)
+	}
+	want := domain.Voucher{
+		ID:           v.ID,
+		Title:        in.Title,
+		Stock:        in.Stock,
+		BeginsAt:     in.BeginsAt.UTC().Truncate(time.Microsecond),
+		EndsAt:       in.EndsAt.UTC().Truncate(time.Microsecond),
+		PerUserLimit: in.PerUserLimit,
+		Sold:         0,
+		CreatedAt:    v.CreatedAt,
+	}
+	if v != want {
+		t.Fatalf("Create left\n%+v, want\n%+v", v, want)
+	}
+
+	got, err := vs.Get(context.Background(), v.ID)
+	if err != nil {
+		t.Fatalf("Get(%d): %v", v.ID, err)
+	}
+	if got != want {
+		t.Fatalf("Get(%d) =\n%+v, want\n%+v", v.ID, got, want)
+	}
+
+	if second := create(t, vs, newVoucher("Tea", t0, t0.Add(time.Hour))); second.ID <= v.ID {
+		t.Fatalf("second voucher got id %d, want above %d", second.ID, v.ID)
+	}
+}
+
+func TestVouchersGetNotFound(t *testing.T) {
+	vs := pgstore.NewVouchers(openMigrated(t))
+	if _, err := vs.Get(context.Background(), 42); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("Get(42) error = %v, want domain.ErrNotFound", err)
+	}
+}
+
+func TestVouchersList(t *testing.T) {
+	vs := pgstore.NewVouchers(openMigrated(t))
+
+	if got := list(t, vs); got == nil || len(got) != 0 {
+		t.Fatalf("List on an empty table = %#v, want an empty, non-nil slice", got)
+	}
+
+	a := create(t, vs, newVoucher("a", t0, t0.Add(time.Hour)))
+	b := create(t, vs, newVoucher("b", t0.Add(-time.Hour), t0))
+	c := create(t, vs, newVoucher("c", t0, t0.Add(2*time.Hour)))
+
+	if got, want := list(t, vs), []domain.Voucher{c, b, a}; !slices.Equal(got, want) {
+		t.Fatalf("List =\n%+v, want newest first\n%+v", got, want)
+	}
+}
+
+func TestVouchersActive(t *testing.T) {
+	vs := pgstore.NewVouchers(openMigrated(t))
+	now := t0.Truncate(time.Microsecond)
+
+	ended := create(t, vs, newVoucher("ended", now.Add(-2*time.Hour), now.Add(-time.Hour)))
+	endsNow := create(t, vs, newVoucher("ends now", now.Add(-time.Hour), now))
+	running := create(t, vs, newVoucher("running", now.Add(-time.Hour), now.Add(time.Microsecond)))
+	upcoming := create(t, vs, newVoucher("upcoming", now.Add(time.Hour), now.Add(2*time.Hour)))
+
+	got, err := vs.Active(context.Background(), now)
+	if err != nil {
+		t.Fatalf("Active: %v", err)
+	}
+	if want := []domain.Voucher{upcoming, running}; !slices.Equal(got, want) {
+		t.Fatalf("Active(%v) =\n%+v, want\n%+v", now, got, want)
+	}
+
+	// The boundary agrees with the domain's own judgement of the sale window.
+	for _, v := range []domain.Voucher{ended, endsNow} {
+		if err := v.Window(now); !errors.Is(err, domain.ErrEnded) {
+			t.Errorf("%q.Window(now) = %v, want domain.ErrEnded", v.Title, err)
+		}
+	}
+}
+
+// The use case validates first; the table's CHECKs still refuse what slips past, and
+// Create reports it as invalid input naming the field.
+func TestVouchersCreateRejectedByChecks(t *testing.T) {
+	vs := pgstore.NewVouchers(openMigrated(t))
+	tests := map[string]struct {
+		edit  func(*domain.Voucher)
+		field string
+	}{
+		"zero stock":      {func(v *domain.Voucher) { v.Stock = 0 }, "stock"},
+		"negative stock":  {func(v *domain.Voucher) { v.Stock = -5 }, "stock"},
+		"empty window":    {func(v *domain.Voucher) { v.EndsAt = v.BeginsAt }, "ends_at"},
+		"inverted window": {func(v *domain.Voucher) { v.EndsAt = v.BeginsAt.Add(-time.Hour) }, "ends_at"},
+		"zero limit":      {func(v *domain.Voucher) { v.PerUserLimit = 0 }, "per_user_limit"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			v := newVoucher(name, t0, t0.Add(time.Hour))
+			tc.edit(&v)
+			err := vs.Create(context.Background(), &v)
+			var verr *domain.ValidationError
+			if !errors.Is(err, domain.ErrInvalid) || !errors.As(err, &verr) {
+				t.Fatalf("Create error = %v, want a *domain.ValidationError", err)
+			}
+			if got, want := verr.Field, tc.field; got != want {
+				t.Fatalf("invalid field = %q, want %q (error %v)", got, want, err)
+			}
+			if v.ID != 0 {
+				t.Fatalf("a refused Create set ID %d", v.ID)
+			}
+		})
+	}
+
+	if got := list(t, vs); len(got) != 0 {
+		t.Fatalf("refused vouchers were stored: %+v", got)
+	}
+}

@@ -1,0 +1,707 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/testenv"
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+// newQueue returns a Queue over s's keys, reading as consumer, that re-reads the
+// registry on every call. The test's own prefix keeps consumer names apart.
+func newQueue(client *redis.Client, s *redisstore.Stock, consumer string) *redisstore.Queue {
+	return redisstore.NewQueue(client, redisstore.QueueOptions{
+		Prefix:        s.Keys().Prefix,
+		Consumer:      consumer,
+		DiscoverEvery: time.Nanosecond,
+	})
+}
+
+// read reads up to count entries, waiting at most 50ms.
+func read(t testing.TB, q *redisstore.Queue, count int) []ports.Delivery {
+	t.Helper()
+	ds, err := q.Read(context.Background(), count, 50*time.Millisecond)
+	check(t, err)
+	return ds
+}
+
+// reserve makes a reservation of one unit for each of users.
+func reserve(t testing.TB, s *redisstore.Stock, id domain.VoucherID, users ...domain.UserID) []domain.Reservation {
+	t.Helper()
+	rs := make([]domain.Reservation, len(users))
+	for i, u := range users {
+		rs[i] = grab(id, u, 1)
+		check(t, s.Reserve(context.Background(), rs[i]))
+	}
+	return rs
+}
+
+// pending returns the pending entries of voucher id's stream in the default group.
+func pending(t testing.TB, client *redis.Client, s *redisstore.Stock, id domain.VoucherID) map[string]redis.XPendingExt {
+	t.Helper()
+	rows, err := client.XPendingExt(context.Background(), &redis.XPendingExtArgs{
+		Stream: s.Keys().Stream(id), Group: redisstore.DefaultGroup, Start: "-", End: "+", Count: 1000,
+	}).Result()
+	check(t, err)
+	byID := make(map[string]redis.XPendingExt, len(rows))
+	for _, r := range rows {
+		byID[r.ID] = r
+	}
+	return byID
+}
+
+// group returns the default group's state on voucher id's stream.
+func group(t testing.TB, client *redis.Client, s *redisstore.Stock, id domain.VoucherID) redis.XInfoGroup {
+	t.Helper()
+	groups, err := client.XInfoGroups(context.Background(), s.Keys().Stream(id)).Result()
+	check(t, err)
+	if got, want := len(groups), 1; got != want {
+		t.Fatalf("%d groups on voucher %d's stream, want %d", got, id, want)
+	}
+	return groups[0]
+}
+
+// entryIDs returns the ids of voucher id's stream entries.
+func entryIDs(t testing.TB, client *redis.Client, s *redisstore.Stock, id domain.VoucherID) []string {
+	t.Helper()
+	msgs, err := client.XRange(context.Background(), s.Keys().Stream(id), "-", "+").Result()
+	check(t, err)
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.ID
+	}
+	return ids
+}
+
+func ids(ds []ports.Delivery) []string {
+	out := make([]string, len(ds))
+	for i, d := range ds {
+		out[i] = d.ID
+	}
+	return out
+}
+
+func sameReservation(a, b domain.Reservation) bool {
+	return a.OrderID == b.OrderID && a.VoucherID == b.VoucherID && a.UserID == b.UserID &&
+		a.Quantity == b.Quantity && a.At.Equal(b.At)
+}
+
+func TestWarmCreatesGroupAndRegistersVoucher(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	v := voucher(3, 10, 1)
+	warm(t, client, s, v)
+	k := s.Keys()
+
+	g := group(t, client, s, v.ID)
+	if g.Name != redisstore.DefaultGroup || g.LastDeliveredID != "0-0" || g.Pending != 0 {
+		t.Fatalf("group after warm-up = %+v, want %q at 0-0 with nothing pending", g, redisstore.DefaultGroup)
+	}
+	registered, err := client.SMembers(ctx, k.Registry()).Result()
+	check(t, err)
+	if want := []string{"3"}; !slices.Equal(registered, want) {
+		t.Fatalf("registry = %v, want %v", registered, want)
+	}
+	at, err := client.PExpireTime(ctx, k.Stream(v.ID)).Result()
+	check(t, err)
+	if got, want := at.Milliseconds(), v.EndsAt.Add(redisstore.DefaultGrace).UnixMilli(); got != want {
+		t.Fatalf("stream expires at %d, want %d (with the sale state)", got, want)
+	}
+
+	reserve(t, s, v.ID, 1, 2, 3)
+	if got, want := len(read(t, newQueue(client, s, "a"), 2)), 2; got != want {
+		t.Fatalf("read %d entries, want %d", got, want)
+	}
+	before := group(t, client, s, v.ID)
+
+	// Warm again, even with other settings: nothing moves, the group keeps its place.
+	v.EndsAt = v.EndsAt.Add(time.Hour)
+	for range 2 {
+		loaded, err := s.Warm(ctx, v)
+		check(t, err)
+		if loaded {
+			t.Fatal("a repeated warm-up loaded the sale state again")
+		}
+	}
+	after := group(t, client, s, v.ID)
+	if after.LastDeliveredID != before.LastDeliveredID || after.EntriesRead != before.EntriesRead ||
+		after.Pending != before.Pending || after.Lag != before.Lag {
+		t.Fatalf("group after a repeated warm-up = %+v, want it untouched (%+v)", after, before)
+	}
+	if got, want := after.EntriesRead, int64(2); got != want {
+		t.Fatalf("entries read = %d, want %d", got, want)
+	}
+	at2, err := client.PExpireTime(ctx, k.Stream(v.ID)).Result()
+	check(t, err)
+	if at2 != at {
+		t.Fatalf("stream expiry moved from %v to %v on a repeated warm-up", at, at2)
+	}
+	n, err := client.SCard(ctx, k.Registry()).Result()
+	check(t, err)
+	if got, want := n, int64(1); got != want {
+		t.Fatalf("registry holds %d ids, want %d", got, want)
+	}
+
+	// A lost group comes back with the next warm-up.
+	check(t, client.XGroupDestroy(ctx, k.Stream(v.ID), redisstore.DefaultGroup).Err())
+	_, err = s.Warm(ctx, v)
+	check(t, err)
+	if got, want := group(t, client, s, v.ID).LastDeliveredID, "0-0"; got != want {
+		t.Fatalf("recreated group at %s, want %s", got, want)
+	}
+}
+
+func TestWarmUsesTheConfiguredGroup(t *testing.T) {
+	client := testenv.Redis(t)
+	s := redisstore.NewStock(client, redisstore.Options{Prefix: "t" + testenv.Unique(), Group: "other"})
+	warm(t, client, s, voucher(1, 1, 1))
+	groups, err := client.XInfoGroups(context.Background(), s.Keys().Stream(1)).Result()
+	check(t, err)
+	if len(groups) != 1 || groups[0].Name != "other" {
+		t.Fatalf("groups = %+v, want one named %q", groups, "other")
+	}
+}
+
+func TestReadDeliversEachEntryOnceAcrossVouchers(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	warm(t, client, s, voucher(1, 10, 1))
+	warm(t, client, s, voucher(2, 10, 1))
+	want := append(reserve(t, s, 1, 1, 2, 3), reserve(t, s, 2, 4, 5)...)
+
+	a, b := newQueue(client, s, "a"), newQueue(client, s, "b")
+	ds := read(t, a, 10)
+	if got, want := len(ds), len(want); got != want {
+		t.Fatalf("read %d entries, want %d", got, want)
+	}
+	byOrder := map[domain.OrderID]ports.Delivery{}
+	for _, d := range ds {
+		if _, dup := byOrder[d.Reservation.OrderID]; dup {
+			t.Fatalf("order %s delivered twice", d.Reservation.OrderID)
+		}
+		byOrder[d.Reservation.OrderID] = d
+	}
+	for _, r := range want {
+		d, ok := byOrder[r.OrderID]
+		if !ok {
+			t.Fatalf("order %s not delivered", r.OrderID)
+		}
+		if d.Malformed != "" || !sameReservation(d.Reservation, r) || d.VoucherID != r.VoucherID || d.Deliveries != 1 {
+			t.Fatalf("delivery %+v, want reservation %+v delivered once", d, r)
+		}
+	}
+
+	if ds := read(t, b, 10); len(ds) != 0 {
+		t.Fatalf("second consumer read %d entries already delivered, want none", len(ds))
+	}
+	if ds := read(t, a, 10); len(ds) != 0 {
+		t.Fatalf("first consumer read %d entries again, want none", len(ds))
+	}
+
+	// Pending until acknowledged, per voucher.
+	if got, want := len(pending(t, client, s, 1)), 3; got != want {
+		t.Fatalf("%d entries pending on voucher 1, want %d", got, want)
+	}
+	var first []ports.Delivery
+	for _, d := range ds {
+		if d.VoucherID == 1 {
+			first = append(first, d)
+		}
+	}
+	check(t, a.Ack(ctx, first...))
+	if got, want := len(pending(t, client, s, 1)), 0; got != want {
+		t.Fatalf("%d entries pending on voucher 1 after ack, want %d", got, want)
+	}
+	if got, want := len(pending(t, client, s, 2)), 2; got != want {
+		t.Fatalf("%d entries pending on voucher 2, want %d", got, want)
+	}
+	check(t, a.Ack(ctx, ds...)) // twice for voucher 1: harmless
+	if got, want := len(pending(t, client, s, 2)), 0; got != want {
+		t.Fatalf("%d entries pending on voucher 2 after ack, want %d", got, want)
+	}
+	check(t, a.Ack(ctx))
+}
+
+func TestReadCountsPerStream(t *testing.T) {
+	client, s := newStock(t, 0)
+	warm(t, client, s, voucher(1, 10, 1))
+	rs := reserve(t, s, 1, 1, 2, 3)
+	q := newQueue(client, s, "a")
+
+	ds := read(t, q, 2)
+	if got, want := len(ds), 2; got != want {
+		t.Fatalf("read %d entries, want %d", got, want)
+	}
+	ds = read(t, q, 2)
+	if len(ds) != 1 || ds[0].Reservation.OrderID != rs[2].OrderID {
+		t.Fatalf("second read = %+v, want the third reservation", ds)
+	}
+}
+
+func TestReadWakesUpForANewEntry(t *testing.T) {
+	client, s := newStock(t, 0)
+	v := voucher(1, 10, 1)
+	warm(t, client, s, v)
+	q := newQueue(client, s, "a")
+
+	type result struct {
+		ds  []ports.Delivery
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ds, err := q.Read(context.Background(), 10, 10*time.Second)
+		done <- result{ds, err}
+	}()
+	// The reservation may land before the read blocks; it is delivered just the same.
+	r := reserve(t, s, v.ID, 1)[0]
+	select {
+	case res := <-done:
+		check(t, res.err)
+		if len(res.ds) != 1 || res.ds[0].Reservation.OrderID != r.OrderID {
+			t.Fatalf("blocked read returned %+v, want order %s", res.ds, r.OrderID)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a blocked read did not return")
+	}
+}
+
+func TestReadWithoutStreamsWaitsAndHonoursContext(t *testing.T) {
+	client, s := newStock(t, 0)
+	q := newQueue(client, s, "a")
+
+	start := time.Now()
+	ds, err := q.Read(context.Background(), 10, 100*time.Millisecond)
+	check(t, err)
+	if len(ds) != 0 {
+		t.Fatalf("read %d entries with no stream, want none", len(ds))
+	}
+	if waited := time.Since(start); waited < 100*time.Millisecond {
+		t.Fatalf("returned after %v, want it to wait the block (100ms)", waited)
+	}
+
+	ds, err = q.Read(context.Background(), 10, 0)
+	check(t, err)
+	if len(ds) != 0 {
+		t.Fatalf("read %d entries with no stream, want none", len(ds))
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := q.Read(ctx, 10, time.Hour)
+		done <- err
+	}()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Read = %v, want %v", err, context.Canceled)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Read ignored the cancelled context")
+	}
+}
+
+func TestReadRecreatesALostGroup(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	v := voucher(1, 10, 1)
+	warm(t, client, s, v)
+	rs := reserve(t, s, v.ID, 1, 2)
+	check(t, client.XGroupDestroy(ctx, s.Keys().Stream(v.ID), redisstore.DefaultGroup).Err())
+
+	ds := read(t, newQueue(client, s, "a"), 10)
+	if got, want := len(ds), len(rs); got != want {
+		t.Fatalf("read %d entries after the group was lost, want %d", got, want)
+	}
+	if got, want := group(t, client, s, v.ID).Pending, int64(2); got != want {
+		t.Fatalf("%d pending in the recreated group, want %d", got, want)
+	}
+}
+
+func TestReadRecreatesADeletedStreamOfALiveSale(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	v := voucher(1, 10, 1)
+	warm(t, client, s, v)
+	k := s.Keys()
+	check(t, client.Unlink(ctx, k.Stream(v.ID)).Err())
+	q := newQueue(client, s, "a")
+
+	if ds := read(t, q, 10); len(ds) != 0 {
+		t.Fatalf("read %d entries from a deleted stream, want none", len(ds))
+	}
+	at, err := client.PExpireTime(ctx, k.Stream(v.ID)).Result()
+	check(t, err)
+	if got, want := at.Milliseconds(), v.EndsAt.Add(redisstore.DefaultGrace).UnixMilli(); got != want {
+		t.Fatalf("recreated stream expires at %d, want %d", got, want)
+	}
+	r := reserve(t, s, v.ID, 1)[0]
+	if ds := read(t, q, 10); len(ds) != 1 || ds[0].Reservation.OrderID != r.OrderID {
+		t.Fatalf("read %+v, want order %s", ds, r.OrderID)
+	}
+	member, err := client.SIsMember(ctx, k.Registry(), "1").Result()
+	check(t, err)
+	if !member {
+		t.Fatal("a live sale was dropped from the registry")
+	}
+}
+
+func TestQueueForgetsExpiredSales(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	v := voucher(1, 10, 1)
+	warm(t, client, s, v)
+	r := reserve(t, s, v.ID, 1)[0]
+	k := s.Keys()
+	cleanup(t, client, s, 99)
+	check(t, client.SAdd(ctx, k.Registry(), "99", "not-a-voucher").Err())
+
+	ds := read(t, newQueue(client, s, "a"), 10)
+	if len(ds) != 1 || ds[0].Reservation.OrderID != r.OrderID {
+		t.Fatalf("read %+v, want order %s", ds, r.OrderID)
+	}
+	registered, err := client.SMembers(ctx, k.Registry()).Result()
+	check(t, err)
+	slices.Sort(registered)
+	if want := []string{"1", "not-a-voucher"}; !slices.Equal(registered, want) {
+		t.Fatalf("registry = %v, want %v (99 forgotten, a stray member left alone)", registered, want)
+	}
+	n, err := client.Exists(ctx, k.Stream(99), k.Meta(99)).Result()
+	check(t, err)
+	if n != 0 {
+		t.Fatalf("the queue recreated %d keys of an expired sale", n)
+	}
+}
+
+func TestClaimTakesOverAbandonedEntries(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	warm(t, client, s, voucher(1, 10, 1))
+	warm(t, client, s, voucher(2, 10, 1))
+	reserve(t, s, 1, 1, 2)
+	reserve(t, s, 2, 3)
+	a, b := newQueue(client, s, "a"), newQueue(client, s, "b")
+	abandoned := read(t, a, 10)
+	if got, want := len(abandoned), 3; got != want {
+		t.Fatalf("read %d entries, want %d", got, want)
+	}
+
+	fresh, err := b.Claim(ctx, time.Hour, 10)
+	check(t, err)
+	if len(fresh) != 0 {
+		t.Fatalf("claimed %d entries idle for less than minIdle, want none", len(fresh))
+	}
+
+	claimed := claimUntil(t, b, 3)
+	got, want := ids(claimed), ids(abandoned)
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("claimed %v, want %v", got, want)
+	}
+	for _, d := range claimed {
+		if d.Deliveries != 2 || d.Malformed != "" || d.Reservation.VoucherID != d.VoucherID {
+			t.Fatalf("claimed %+v, want a well-formed second delivery", d)
+		}
+	}
+	for _, id := range []domain.VoucherID{1, 2} {
+		for entry, p := range pending(t, client, s, id) {
+			if p.Consumer != "b" || p.RetryCount != 2 {
+				t.Fatalf("entry %s pending for %s, delivered %d times; want b, twice", entry, p.Consumer, p.RetryCount)
+			}
+		}
+	}
+	check(t, b.Ack(ctx, claimed...))
+	if n := len(pending(t, client, s, 1)) + len(pending(t, client, s, 2)); n != 0 {
+		t.Fatalf("%d entries pending after the claimer acknowledged, want none", n)
+	}
+}
+
+func TestClaimAcknowledgesDeletedEntries(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	v := voucher(1, 10, 1)
+	warm(t, client, s, v)
+	reserve(t, s, v.ID, 1, 2, 3)
+	a, b := newQueue(client, s, "a"), newQueue(client, s, "b")
+	ds := read(t, a, 10)
+	if got, want := len(ds), 3; got != want {
+		t.Fatalf("read %d entries, want %d", got, want)
+	}
+	check(t, client.XDel(ctx, s.Keys().Stream(v.ID), ds[1].ID).Err())
+
+	claimed := ids(claimUntil(t, b, 2))
+	slices.Sort(claimed)
+	if want := []string{ds[0].ID, ds[2].ID}; !slices.Equal(claimed, want) {
+		t.Fatalf("claimed %v, want %v (not the deleted %s)", claimed, want, ds[1].ID)
+	}
+	p := pending(t, client, s, v.ID)
+	if _, still := p[ds[1].ID]; still || len(p) != 2 {
+		t.Fatalf("pending = %v, want the two live entries only", p)
+	}
+}
+
+// claimUntil claims as q, with a minIdle of 50ms, until it holds n entries; it fails
+// the test when they do not come within 10s.
+func claimUntil(t testing.TB, q *redisstore.Queue, n int) []ports.Delivery {
+	t.Helper()
+	var got []ports.Delivery
+	deadline := time.Now().Add(10 * time.Second)
+	for len(got) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("claimed %d entries in 10s, want %d", len(got), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+		ds, err := q.Claim(context.Background(), 50*time.Millisecond, n-len(got))
+		check(t, err)
+		got = append(got, ds...)
+	}
+	return got
+}
+
+func TestMalformedEntriesComeBackWithAReason(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	v := voucher(1, 10, 1)
+	warm(t, client, s, v)
+	stream := s.Keys().Stream(v.ID)
+	good := map[string]any{"order": "x", "voucher": "1", "user": "5", "qty": "1", "at": "1"}
+	with := func(field string, value any) map[string]any {
+		m := map[string]any{}
+		for k, v := range good {
+			if k != field {
+				m[k] = v
+			}
+		}
+		if value != nil {
+			m[field] = value
+		}
+		return m
+	}
+	cases := []struct {
+		values map[string]any
+		reason string
+	}{
+		{with("qty", "lots"), `field "qty": not a positive integer`},
+		{with("qty", "0"), `field "qty": not a positive integer`},
+		{with("qty", "+1"), `field "qty": not a positive integer`},
+		{with("qty", "1001"), `field "qty": above 1000`},
+		{with("order", nil), `field "order": missing`},
+		{with("order", ""), `field "order": empty`},
+		{with("voucher", "2"), `field "voucher": names voucher 2 in the stream of voucher 1`},
+		{with("user", "-5"), `field "user": not a positive integer`},
+		{with("at", "soon"), `field "at": not a Unix time in milliseconds`},
+		{map[string]any{"garbage": "yes"}, `field "order": missing`},
+	}
+	for _, c := range cases {
+		check(t, client.XAdd(ctx, &redis.XAddArgs{Stream: stream, Values: c.values}).Err())
+	}
+	r := reserve(t, s, v.ID, 1)[0]
+
+	ds := read(t, newQueue(client, s, "a"), 100)
+	if got, want := len(ds), len(cases)+1; got != want {
+		t.Fatalf("read %d entries, want %d", got, want)
+	}
+	for i, c := range cases {
+		if got := ds[i].Malformed; got != c.reason {
+			t.Errorf("entry %v: Malformed = %q, want %q", c.values, got, c.reason)
+		}
+	}
+	last := ds[len(cases)]
+	if last.Malformed != "" || !sameReservation(last.Reservation, r) {
+		t.Fatalf("entry after the malformed ones = %+v, want reservation %+v", last, r)
+	}
+}
+
+func TestDeadLetterMovesAnEntry(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	v := voucher(1, 10, 1)
+	warm(t, client, s, v)
+	k := s.Keys()
+	check(t, client.XAdd(ctx, &redis.XAddArgs{Stream: k.Stream(v.ID),
+		Values: []any{"order", "x", "voucher", "1", "user", "5", "qty", "lots", "at", "1"}}).Err())
+	r := reserve(t, s, v.ID, 2)[0]
+	q := newQueue(client, s, "a")
+	ds := read(t, q, 10)
+	if len(ds) != 2 || ds[0].Malformed == "" {
+		t.Fatalf("read %+v, want a malformed entry then a good one", ds)
+	}
+	poison, kept := ds[0], ds[1]
+
+	check(t, q.DeadLetter(ctx, poison, "malformed: "+poison.Malformed))
+	dead, err := client.XRange(ctx, k.Dead(v.ID), "-", "+").Result()
+	check(t, err)
+	if got, want := len(dead), 1; got != want {
+		t.Fatalf("%d dead letters, want %d", got, want)
+	}
+	want := map[string]any{
+		"order": "x", "voucher": "1", "user": "5", "qty": "lots", "at": "1",
+		"reason":     `malformed: field "qty": not a positive integer`,
+		"stream":     k.Stream(v.ID),
+		"entry_id":   poison.ID,
+		"deliveries": "1",
+	}
+	if got := dead[0].Values; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("dead letter = %v, want %v", got, want)
+	}
+	p := pending(t, client, s, v.ID)
+	if _, still := p[poison.ID]; still {
+		t.Fatal("the dead-lettered entry is still pending")
+	}
+	if _, ok := p[kept.ID]; !ok || len(p) != 1 {
+		t.Fatalf("pending = %v, want only %s", p, kept.ID)
+	}
+	streamAt, err := client.PExpireTime(ctx, k.Stream(v.ID)).Result()
+	check(t, err)
+	deadAt, err := client.PExpireTime(ctx, k.Dead(v.ID)).Result()
+	check(t, err)
+	if deadAt != streamAt || deadAt <= 0 {
+		t.Fatalf("dead letters expire at %v, want %v (with the stream)", deadAt, streamAt)
+	}
+
+	// An entry deleted from the stream meanwhile is recorded from its decoded fields.
+	check(t, client.XDel(ctx, k.Stream(v.ID), kept.ID).Err())
+	check(t, q.DeadLetter(ctx, kept, "gave up"))
+	dead, err = client.XRange(ctx, k.Dead(v.ID), "-", "+").Result()
+	check(t, err)
+	if got, want := len(dead), 2; got != want {
+		t.Fatalf("%d dead letters, want %d", got, want)
+	}
+	at := strconv.FormatInt(r.At.UnixMilli(), 10)
+	want = map[string]any{
+		"order": string(r.OrderID), "voucher": "1", "user": "2", "qty": "1", "at": at,
+		"reason": "gave up", "stream": k.Stream(v.ID), "entry_id": kept.ID, "deliveries": "1",
+	}
+	if got := dead[1].Values; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("dead letter = %v, want %v", got, want)
+	}
+	if p := pending(t, client, s, v.ID); len(p) != 0 {
+		t.Fatalf("pending = %v after dead-lettering everything, want none", p)
+	}
+}
+
+func TestTrimDropsOnlyAcknowledgedEntries(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	warm(t, client, s, voucher(1, 10, 1))
+	warm(t, client, s, voucher(2, 10, 1))
+	// Another group on voucher 2 has read nothing: its entries must stay.
+	check(t, client.XGroupCreate(ctx, s.Keys().Stream(2), "audit", "0").Err())
+	reserve(t, s, 1, 1, 2, 3, 4, 5)
+	reserve(t, s, 2, 6, 7)
+	all := entryIDs(t, client, s, 1)
+	q := newQueue(client, s, "a")
+
+	ds := read(t, q, 3)
+	var first []ports.Delivery
+	for _, d := range ds {
+		if d.VoucherID == 2 || d.ID == all[0] || d.ID == all[1] {
+			first = append(first, d)
+		}
+	}
+	if got, want := len(first), 4; got != want {
+		t.Fatalf("%d of the first deliveries to acknowledge, want %d", got, want)
+	}
+	check(t, q.Ack(ctx, first...))
+
+	trimmed, err := q.Trim(ctx)
+	check(t, err)
+	if got, want := trimmed, int64(2); got != want {
+		t.Fatalf("trimmed %d entries, want %d", got, want)
+	}
+	if got, want := entryIDs(t, client, s, 1), all[2:]; !slices.Equal(got, want) {
+		t.Fatalf("voucher 1 keeps %v, want %v (pending and undelivered)", got, want)
+	}
+	if got, want := len(entryIDs(t, client, s, 2)), 2; got != want {
+		t.Fatalf("voucher 2 keeps %d entries, want %d", got, want)
+	}
+
+	for _, d := range ds {
+		if d.ID == all[2] {
+			check(t, q.Ack(ctx, d))
+		}
+	}
+	trimmed, err = q.Trim(ctx)
+	check(t, err)
+	if got, want := trimmed, int64(1); got != want {
+		t.Fatalf("trimmed %d entries, want %d", got, want)
+	}
+	if got, want := entryIDs(t, client, s, 1), all[3:]; !slices.Equal(got, want) {
+		t.Fatalf("voucher 1 keeps %v, want %v (never delivered)", got, want)
+	}
+
+	// Delivered but not acknowledged: kept.
+	if got, want := len(read(t, q, 10)), 2; got != want {
+		t.Fatalf("read %d entries, want %d", got, want)
+	}
+	trimmed, err = q.Trim(ctx)
+	check(t, err)
+	if trimmed != 0 || len(entryIDs(t, client, s, 1)) != 2 {
+		t.Fatalf("trimmed %d pending entries, want none", trimmed)
+	}
+	if got, want := group(t, client, s, 1).Pending, int64(2); got != want {
+		t.Fatalf("%d pending after trimming, want %d", got, want)
+	}
+}
+
+// closedClient returns a client that is closed: every command fails at once.
+func closedClient(t *testing.T) *redis.Client {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:0"})
+	check(t, client.Close())
+	return client
+}
+
+func TestQueueAndReservationsErrorsAreWrapped(t *testing.T) {
+	ctx := context.Background()
+	client := closedClient(t)
+	q := redisstore.NewQueue(client, redisstore.QueueOptions{Consumer: "c"})
+	res := redisstore.NewReservations(client, redisstore.Options{})
+	d := ports.Delivery{ID: "1-0", VoucherID: 1}
+	_, readErr := q.Read(ctx, 1, 0)
+	_, claimErr := q.Claim(ctx, time.Second, 1)
+	_, trimErr := q.Trim(ctx)
+	_, findErr := res.Find(ctx, "o1")
+	_, pendingErr := res.Pending(ctx, 1)
+	for _, tc := range []struct {
+		err    error
+		prefix string
+	}{
+		{readErr, "read queue: "},
+		{claimErr, "claim queue entries: "},
+		{q.Ack(ctx, d), "ack queue entries: "},
+		{q.DeadLetter(ctx, d, "why"), "dead-letter queue entry: "},
+		{trimErr, "trim queue: "},
+		{findErr, "find reservation: "},
+		{pendingErr, "count pending entries: "},
+	} {
+		if !errors.Is(tc.err, redis.ErrClosed) {
+			t.Errorf("error %v does not wrap %v", tc.err, redis.ErrClosed)
+		}
+		if tc.err == nil || !strings.HasPrefix(tc.err.Error(), tc.prefix) {
+			t.Errorf("error %v does not start with %q", tc.err, tc.prefix)
+		}
+	}
+}
+
+func TestNewQueueRequiresAConsumerName(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("NewQueue without a consumer name did not panic")
+		}
+	}()
+	redisstore.NewQueue(nil, redisstore.QueueOptions{})
+}

@@ -1,0 +1,170 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+// Reservations is a ports.Reservations reading what the grab path recorded in Redis:
+// the orders hash of each voucher in the registry, and the state of the consumer group
+// on each voucher's stream.
+type Reservations struct {
+	client redis.UniversalClient
+	keys   Keys
+	group  string
+}
+
+var _ ports.Reservations = (*Reservations)(nil)
+
+// NewReservations returns Reservations reading through client. It uses opts.Prefix and
+// opts.Group (defaults as for NewStock); opts.Grace does not matter to it.
+func NewReservations(client redis.UniversalClient, opts Options) *Reservations {
+	if opts.Group == "" {
+		opts.Group = DefaultGroup
+	}
+	return &Reservations{client: client, keys: Keys{Prefix: opts.Prefix}, group: opts.Group}
+}
+
+// Find returns the reservation order id names, looking in the orders hash of every
+// voucher in the registry in one round trip (after reading the registry). It returns
+// domain.ErrNotFound when none holds it: unknown, released, or its sale's keys expired.
+func (r *Reservations) Find(ctx context.Context, id domain.OrderID) (domain.Reservation, error) {
+	if id == "" {
+		return domain.Reservation{}, domain.ErrNotFound
+	}
+	members, err := r.client.SMembers(ctx, r.keys.Registry()).Result()
+	if err != nil {
+		return domain.Reservation{}, fmt.Errorf("find reservation: %w", err)
+	}
+	vouchers := make([]domain.VoucherID, 0, len(members))
+	for _, m := range members {
+		if v, err := domain.ParseVoucherID(m); err == nil {
+			vouchers = append(vouchers, v)
+		}
+	}
+	if len(vouchers) == 0 {
+		return domain.Reservation{}, domain.ErrNotFound
+	}
+	slices.Sort(vouchers)
+
+	pipe := r.client.Pipeline()
+	cmds := make([]*redis.StringCmd, len(vouchers))
+	for i, v := range vouchers {
+		cmds[i] = pipe.HGet(ctx, r.keys.Orders(v), string(id))
+	}
+	// Exec reports the first failed command, redis.Nil included; each is checked below.
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return domain.Reservation{}, fmt.Errorf("find reservation: %w", err)
+	}
+	for i, cmd := range cmds {
+		record, err := cmd.Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return domain.Reservation{}, fmt.Errorf("find reservation: %w", err)
+		}
+		res, err := decodeRecord(id, vouchers[i], record)
+		if err != nil {
+			return domain.Reservation{}, fmt.Errorf("find reservation: %w", err)
+		}
+		return res, nil
+	}
+	return domain.Reservation{}, domain.ErrNotFound
+}
+
+// decodeRecord reads an orders hash value, "user_id:qty:at_ms".
+func decodeRecord(id domain.OrderID, voucher domain.VoucherID, record string) (domain.Reservation, error) {
+	parts := strings.Split(record, ":")
+	if len(parts) == 3 {
+		user, err1 := domain.ParseUserID(parts[0])
+		qty, err2 := strconv.Atoi(parts[1])
+		at, err3 := strconv.ParseInt(parts[2], 10, 64)
+		if err1 == nil && err2 == nil && err3 == nil && qty > 0 {
+			return domain.Reservation{
+				OrderID:   id,
+				VoucherID: voucher,
+				UserID:    user,
+				Quantity:  qty,
+				At:        time.UnixMilli(at).UTC(),
+			}, nil
+		}
+	}
+	return domain.Reservation{}, fmt.Errorf("order %s of voucher %d: malformed record %q", id, voucher, record)
+}
+
+// Pending returns how many entries of voucher's stream the consumer group has not
+// acknowledged: those delivered and pending plus those not yet delivered, in one round
+// trip (XINFO GROUPS pending + lag). Redis 7.0 miscounts the lag once an entry has been
+// deleted (XDEL) after a group's position, and Redis 6 has none; then the undelivered
+// entries are counted instead (XRANGE after the last delivered id, a page at a time).
+// A voucher without a stream or without the group has 0.
+func (r *Reservations) Pending(ctx context.Context, voucher domain.VoucherID) (int64, error) {
+	stream := r.keys.Stream(voucher)
+	pipe := r.client.Pipeline()
+	exists := pipe.Exists(ctx, stream)
+	groups := pipe.XInfoGroups(ctx, stream)
+	info := pipe.XInfoStream(ctx, stream)
+	// Exec reports the first failed command; the XINFOs fail on a missing stream, which
+	// EXISTS tells apart below.
+	_, _ = pipe.Exec(ctx)
+	if err := exists.Err(); err != nil {
+		return 0, fmt.Errorf("count pending entries: %w", err)
+	}
+	if exists.Val() == 0 {
+		return 0, nil
+	}
+	gs, err := groups.Result()
+	if err != nil {
+		return 0, fmt.Errorf("count pending entries: %w", err)
+	}
+	s, err := info.Result()
+	if err != nil {
+		return 0, fmt.Errorf("count pending entries: %w", err)
+	}
+	for _, g := range gs {
+		if g.Name != r.group {
+			continue
+		}
+		switch {
+		case g.LastDeliveredID == s.LastGeneratedID:
+			return g.Pending, nil
+		case g.Lag >= 0 && s.MaxDeletedEntryID == "0-0":
+			// Nothing was ever deleted from the stream: the lag is exact.
+			return g.Pending + g.Lag, nil
+		}
+		undelivered, err := r.countAfter(ctx, stream, g.LastDeliveredID)
+		if err != nil {
+			return 0, fmt.Errorf("count pending entries: %w", err)
+		}
+		return g.Pending + undelivered, nil
+	}
+	return 0, nil
+}
+
+// countAfter counts the entries of stream after id, a page at a time.
+func (r *Reservations) countAfter(ctx context.Context, stream, id string) (int64, error) {
+	const page = 1000
+	var n int64
+	for {
+		msgs, err := r.client.XRangeN(ctx, stream, "("+id, "+", page).Result()
+		if err != nil {
+			return 0, err
+		}
+		n += int64(len(msgs))
+		if len(msgs) < page {
+			return n, nil
+		}
+		id = msgs[len(msgs)-1].ID
+	}
+}

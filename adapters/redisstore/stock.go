@@ -1,0 +1,273 @@
+// Package redisstore keeps the sellable stock of each voucher in Redis. One Lua script
+// judges and takes a grab atomically and appends the reservation to the voucher's
+// stream in the same step, so no reservation is ever taken without being queued. The
+// streams are consumed through one consumer group by Queue, and Reservations reads
+// what the grab path recorded.
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+// DefaultPrefix starts every key when no prefix is given.
+const DefaultPrefix = "seckill"
+
+// DefaultGrace is how long a voucher's keys outlive its sale when Options.Grace is zero.
+const DefaultGrace = 24 * time.Hour
+
+// DefaultGroup names the consumer group of every voucher's stream when none is given.
+// All fulfilment workers share the group; each process reads as its own consumer.
+const DefaultGroup = "fulfil"
+
+// Keys names the Redis keys of a voucher. All keys of one voucher share the hash tag
+// {v<id>}, so a script touching them runs on Redis Cluster too. The zero value uses
+// DefaultPrefix.
+type Keys struct {
+	Prefix string
+}
+
+// Meta returns the key of the voucher's sale state: a hash of stock, remaining,
+// begins and ends (Unix ms), limit (units per user) and expire (Unix ms).
+func (k Keys) Meta(id domain.VoucherID) string { return k.key(id, "meta") }
+
+// Buyers returns the key of the hash from user id to the order id the user holds.
+func (k Keys) Buyers(id domain.VoucherID) string { return k.key(id, "buyers") }
+
+// Orders returns the key of the hash from order id to "user_id:qty:at_ms".
+func (k Keys) Orders(id domain.VoucherID) string { return k.key(id, "orders") }
+
+// Stream returns the key of the stream of the voucher's reservations, one entry with
+// fields order, voucher, user, qty and at (Unix ms) per reservation.
+func (k Keys) Stream(id domain.VoucherID) string { return k.key(id, "stream") }
+
+// Dead returns the key of the voucher's dead-letter stream: the entries of Stream that
+// could not be fulfilled, with their original fields plus reason, stream, entry_id and
+// deliveries.
+func (k Keys) Dead(id domain.VoucherID) string { return k.key(id, "dead") }
+
+// Registry returns the key of the set of voucher ids ever warmed (decimal), from which
+// the queue discovers the streams to read. It has no hash tag: it lives in its own slot,
+// so no script touches it together with a voucher's keys.
+func (k Keys) Registry() string { return k.prefix() + ":vouchers" }
+
+func (k Keys) key(id domain.VoucherID, name string) string {
+	return k.prefix() + ":{v" + id.String() + "}:" + name
+}
+
+func (k Keys) prefix() string {
+	if k.Prefix == "" {
+		return DefaultPrefix
+	}
+	return k.Prefix
+}
+
+// Options configures a Stock.
+type Options struct {
+	// Prefix starts every key; DefaultPrefix when empty.
+	Prefix string
+	// Grace is how long a voucher's keys outlive its sale: they expire at EndsAt+Grace.
+	// DefaultGrace when zero.
+	Grace time.Duration
+	// Group names the consumer group Warm creates on each voucher's stream; DefaultGroup
+	// when empty. It must match the Queue's QueueOptions.Group.
+	Group string
+}
+
+// Stock is a ports.Stock kept in Redis.
+type Stock struct {
+	client redis.UniversalClient
+	keys   Keys
+	grace  time.Duration
+	group  string
+}
+
+var _ ports.Stock = (*Stock)(nil)
+
+// NewStock returns a Stock that keeps its state through client.
+func NewStock(client redis.UniversalClient, opts Options) *Stock {
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	if opts.Grace == 0 {
+		opts.Grace = DefaultGrace
+	}
+	if opts.Group == "" {
+		opts.Group = DefaultGroup
+	}
+	return &Stock{client: client, keys: Keys{Prefix: opts.Prefix}, grace: opts.Grace, group: opts.Group}
+}
+
+// Keys returns the key names s uses, for adapters that share them (the stream queue).
+func (s *Stock) Keys() Keys { return s.keys }
+
+// warmScript loads a voucher's sale state unless it already exists, and every time
+// makes sure the stream and its consumer group exist (XGROUP CREATE … 0 MKSTREAM,
+// BUSYGROUP ignored, so a live group keeps its position).
+// KEYS[1] meta, KEYS[2] stream. ARGV: stock, begins_ms, ends_ms, per_user_limit,
+// expire_at_ms, group.
+// Returns 1 when it loaded the state, 0 when the state was already there (untouched).
+// The stream expires with the meta hash (at the meta's own expire when it exists).
+//
+//go:embed warm.lua
+var warmSrc string
+var warmScript = redis.NewScript(warmSrc)
+
+// Warm loads v's sale state only if it is absent, so a live counter is never reset.
+// It reports whether it loaded anything. The keys expire at v.EndsAt plus the grace.
+// Whether or not it loaded, it creates the voucher's stream and consumer group if they
+// are missing and adds v.ID to the registry the queue discovers streams from; both are
+// idempotent, so a repeated warm-up repairs a lost group and changes nothing else.
+func (s *Stock) Warm(ctx context.Context, v domain.Voucher) (bool, error) {
+	loaded, err := warmScript.Run(ctx, s.client, []string{s.keys.Meta(v.ID), s.keys.Stream(v.ID)},
+		v.Stock, v.BeginsAt.UnixMilli(), v.EndsAt.UnixMilli(), v.PerUserLimit,
+		v.EndsAt.Add(s.grace).UnixMilli(), s.group).Int()
+	if err != nil {
+		return false, fmt.Errorf("warm stock: %w", err)
+	}
+	// The registry is in another slot, so it cannot join the script. It is written
+	// after the stream exists: the queue takes an id without a stream for an expired
+	// sale and forgets it.
+	if err := s.client.SAdd(ctx, s.keys.Registry(), v.ID.String()).Err(); err != nil {
+		return false, fmt.Errorf("warm stock: register voucher: %w", err)
+	}
+	return loaded == 1, nil
+}
+
+// Outcomes of reserveScript.
+const (
+	reserved = iota
+	alreadyPurchased
+	soldOut
+	notStarted
+	ended
+	unknownVoucher
+	overLimit
+)
+
+// reserveScript judges a grab and, when it succeeds, takes the units, records the
+// buyer and the order, and appends the reservation to the stream, all in one step.
+// KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders, KEYS[4] stream (one voucher, one tag).
+// ARGV: user_id, order_id, qty, now_ms, voucher_id.
+// Returns {0, order_id} reserved; {1, existing_order_id} already purchased; {2} sold
+// out; {3} not started; {4} ended; {5} no sale state; {6} qty above the per-user limit.
+// Buyers, orders and stream expire with the meta hash.
+//
+//go:embed reserve.lua
+var reserveSrc string
+var reserveScript = redis.NewScript(reserveSrc)
+
+// Reserve takes r.Quantity units of r.VoucherID for r.UserID atomically and appends
+// the reservation to the voucher's stream. The sale window is judged at r.At. It
+// returns domain.ErrSoldOut, an *domain.AlreadyPurchasedError naming the existing
+// order, domain.ErrNotStarted, domain.ErrEnded, domain.ErrNotFound (no sale state) or
+// a *domain.ValidationError (quantity below 1 or above the per-user limit).
+func (s *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
+	// A negative quantity would put units back on sale; refuse it before Redis does.
+	if r.Quantity < 1 {
+		return domain.Invalid("quantity", "must be at least 1")
+	}
+	keys := []string{
+		s.keys.Meta(r.VoucherID), s.keys.Buyers(r.VoucherID),
+		s.keys.Orders(r.VoucherID), s.keys.Stream(r.VoucherID),
+	}
+	reply, err := reserveScript.Run(ctx, s.client, keys,
+		r.UserID.String(), string(r.OrderID), r.Quantity, r.At.UnixMilli(),
+		r.VoucherID.String()).Slice()
+	if err != nil {
+		return fmt.Errorf("reserve stock: %w", err)
+	}
+	// The script answers a code, then the order id for codes 0 and 1; a reply of any
+	// other shape becomes an error below rather than a panic on the grab path.
+	code, order := int64(-1), ""
+	if len(reply) > 0 {
+		code, _ = reply[0].(int64)
+	}
+	if len(reply) > 1 {
+		order, _ = reply[1].(string)
+	}
+	switch code {
+	case reserved:
+		return nil
+	case alreadyPurchased:
+		return &domain.AlreadyPurchasedError{OrderID: domain.OrderID(order)}
+	case soldOut:
+		return domain.ErrSoldOut
+	case notStarted:
+		return domain.ErrNotStarted
+	case ended:
+		return domain.ErrEnded
+	case unknownVoucher:
+		return domain.ErrNotFound
+	case overLimit:
+		return domain.Invalid("quantity", "exceeds the per-user limit")
+	}
+	return fmt.Errorf("reserve stock: unexpected reply %v", reply)
+}
+
+// Remaining returns the units left of each of ids that has sale state, in one round
+// trip; vouchers without it are absent from the map.
+func (s *Stock) Remaining(ctx context.Context, ids ...domain.VoucherID) (map[domain.VoucherID]int, error) {
+	left := make(map[domain.VoucherID]int, len(ids))
+	if len(ids) == 0 {
+		return left, nil
+	}
+	pipe := s.client.Pipeline()
+	cmds := make([]*redis.StringCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HGet(ctx, s.keys.Meta(id), "remaining")
+	}
+	// Exec reports the first failed command, redis.Nil included; each is checked below.
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("read remaining stock: %w", err)
+	}
+	for i, cmd := range cmds {
+		n, err := cmd.Int()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read remaining stock: %w", err)
+		}
+		left[ids[i]] = n
+	}
+	return left, nil
+}
+
+// releaseScript gives an order's units back and forgets the user's reservation, only
+// if the user's reservation still names the order.
+// KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders (one voucher, one tag).
+// ARGV: user_id, order_id, qty.
+// Returns 1 when it released, 0 when there was nothing to release (no sale state, or
+// the user holds no reservation or another one).
+//
+//go:embed release.lua
+var releaseSrc string
+var releaseScript = redis.NewScript(releaseSrc)
+
+// Release returns o.Quantity units of o.VoucherID to the sale and forgets o.UserID's
+// reservation, only if that reservation still names o.ID; it reports whether it did.
+// Applied twice, or to an order the user's reservation no longer names (the user has
+// grabbed again since), it changes nothing and reports false; so does a voucher without
+// sale state. It returns a *domain.ValidationError for a quantity below 1.
+func (s *Stock) Release(ctx context.Context, o domain.Order) (bool, error) {
+	// A quantity below 1 would take units instead of giving them back.
+	if o.Quantity < 1 {
+		return false, domain.Invalid("quantity", "must be at least 1")
+	}
+	keys := []string{s.keys.Meta(o.VoucherID), s.keys.Buyers(o.VoucherID), s.keys.Orders(o.VoucherID)}
+	released, err := releaseScript.Run(ctx, s.client, keys,
+		o.UserID.String(), string(o.ID), o.Quantity).Int()
+	if err != nil {
+		return false, fmt.Errorf("release stock: %w", err)
+	}
+	return released == 1, nil
+}

@@ -1,0 +1,29 @@
+// Package system provides the production clock and order id source.
+package system
+
+import (
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+// Clock tells the wall-clock time.
+type Clock struct{}
+
+var _ ports.Clock = Clock{}
+
+// Now returns the current time.
+func (Clock) Now() time.Time { return time.Now() }
+
+// ULIDs mints order ids as ULIDs: 26 characters, sortable by creation time, and with
+// 80 random bits (monotonic within a millisecond in one process), unique across
+// instances without coordination.
+type ULIDs struct{}
+
+var _ ports.OrderIDs = ULIDs{}
+
+// NewOrderID returns a fresh ULID.
+func (ULIDs) NewOrderID() domain.OrderID { return domain.OrderID(ulid.Make().String()) }

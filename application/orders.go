@@ -1,0 +1,128 @@
+package application
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+// Caller is who asks: a user, possibly an admin.
+type Caller struct {
+	User  domain.UserID
+	Admin bool
+}
+
+// GetOrder reads one order: from the database once persisted, else the reservation
+// still queued in Redis.
+type GetOrder struct {
+	orders       ports.Orders
+	reservations ports.Reservations
+}
+
+// NewGetOrder returns the use case.
+func NewGetOrder(orders ports.Orders, reservations ports.Reservations) *GetOrder {
+	return &GetOrder{orders: orders, reservations: reservations}
+}
+
+// Handle returns the order if the caller owns it or is an admin; otherwise, and when
+// there is no such order, domain.ErrNotFound (so ids of others' orders leak nothing).
+func (uc *GetOrder) Handle(ctx context.Context, caller Caller, id domain.OrderID) (domain.Order, error) {
+	o, err := uc.orders.Get(ctx, id)
+	if errors.Is(err, domain.ErrNotFound) {
+		r, ferr := uc.reservations.Find(ctx, id)
+		if ferr != nil {
+			return domain.Order{}, ferr
+		}
+		o = domain.Order{ID: r.OrderID, VoucherID: r.VoucherID, UserID: r.UserID, Quantity: r.Quantity,
+			Status: domain.StatusQueued, CreatedAt: r.At}
+	} else if err != nil {
+		return domain.Order{}, fmt.Errorf("get order: %w", err)
+	}
+	if !caller.Admin && o.UserID != caller.User {
+		return domain.Order{}, domain.ErrNotFound
+	}
+	return o, nil
+}
+
+// ListOrders reads the caller's persisted orders, newest first.
+type ListOrders struct {
+	orders ports.Orders
+}
+
+// NewListOrders returns the use case.
+func NewListOrders(orders ports.Orders) *ListOrders {
+	return &ListOrders{orders: orders}
+}
+
+// Handle returns the caller's orders; voucher 0 means all vouchers.
+func (uc *ListOrders) Handle(ctx context.Context, caller Caller, voucher domain.VoucherID) ([]domain.Order, error) {
+	os, err := uc.orders.ListByUser(ctx, caller.User, voucher)
+	if err != nil {
+		return nil, fmt.Errorf("list orders: %w", err)
+	}
+	return os, nil
+}
+
+// VoucherStats is where a voucher's units are.
+type VoucherStats struct {
+	Stock           int
+	Remaining       int
+	Queued          int
+	AwaitingPayment int
+	Paid            int
+	Cancelled       int
+	Expired         int
+	Failed          int
+	// Pending counts queue entries not yet acknowledged.
+	Pending int64
+}
+
+// GetVoucherStats reads a voucher's stats.
+type GetVoucherStats struct {
+	vouchers     ports.Vouchers
+	orders       ports.Orders
+	stock        ports.Stock
+	reservations ports.Reservations
+}
+
+// NewGetVoucherStats returns the use case.
+func NewGetVoucherStats(vouchers ports.Vouchers, orders ports.Orders, stock ports.Stock, reservations ports.Reservations) *GetVoucherStats {
+	return &GetVoucherStats{vouchers: vouchers, orders: orders, stock: stock, reservations: reservations}
+}
+
+// Handle returns the stats, or domain.ErrNotFound. Queued units are those reserved in
+// Redis and not yet held by a live order in the database, so at a quiet moment
+// stock = remaining + queued + awaiting_payment + paid.
+func (uc *GetVoucherStats) Handle(ctx context.Context, id domain.VoucherID) (VoucherStats, error) {
+	v, err := uc.vouchers.Get(ctx, id)
+	if err != nil {
+		return VoucherStats{}, err
+	}
+	live, err := withRemaining(ctx, uc.stock, []domain.Voucher{v})
+	if err != nil {
+		return VoucherStats{}, err
+	}
+	units, err := uc.orders.UnitsByStatus(ctx, id)
+	if err != nil {
+		return VoucherStats{}, fmt.Errorf("order units: %w", err)
+	}
+	pending, err := uc.reservations.Pending(ctx, id)
+	if err != nil {
+		return VoucherStats{}, fmt.Errorf("pending entries: %w", err)
+	}
+	s := VoucherStats{
+		Stock:           v.Stock,
+		Remaining:       live[0].Remaining,
+		AwaitingPayment: units[domain.StatusAwaitingPayment],
+		Paid:            units[domain.StatusPaid],
+		Cancelled:       units[domain.StatusCancelled],
+		Expired:         units[domain.StatusExpired],
+		Failed:          units[domain.StatusFailed],
+		Pending:         pending,
+	}
+	s.Queued = max(0, s.Stock-s.Remaining-s.AwaitingPayment-s.Paid)
+	return s, nil
+}

@@ -1,0 +1,161 @@
+package application
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+// LiveVoucher is a voucher with the units still on sale.
+type LiveVoucher struct {
+	domain.Voucher
+	Remaining int
+}
+
+// CreateVoucherCmd is what an admin asks for when putting a voucher on sale.
+type CreateVoucherCmd struct {
+	Title        string
+	Stock        int
+	BeginsAt     time.Time
+	EndsAt       time.Time
+	PerUserLimit int
+}
+
+// CreateVoucher stores a new voucher and loads its stock for the grab path.
+type CreateVoucher struct {
+	vouchers ports.Vouchers
+	stock    ports.Stock
+}
+
+// NewCreateVoucher returns the use case.
+func NewCreateVoucher(vouchers ports.Vouchers, stock ports.Stock) *CreateVoucher {
+	return &CreateVoucher{vouchers: vouchers, stock: stock}
+}
+
+// Handle validates and stores the voucher, then warms its stock (only if absent, so a
+// live counter is never reset). It returns a *domain.ValidationError for a bad command.
+// If warming fails the voucher is stored all the same and the error is returned; the
+// periodic warm-up (WarmVouchers) loads it later.
+func (uc *CreateVoucher) Handle(ctx context.Context, cmd CreateVoucherCmd) (LiveVoucher, error) {
+	v := domain.Voucher{
+		Title:        cmd.Title,
+		Stock:        cmd.Stock,
+		BeginsAt:     cmd.BeginsAt.UTC(),
+		EndsAt:       cmd.EndsAt.UTC(),
+		PerUserLimit: cmd.PerUserLimit,
+	}
+	if err := v.Validate(); err != nil {
+		return LiveVoucher{}, err
+	}
+	if err := uc.vouchers.Create(ctx, &v); err != nil {
+		return LiveVoucher{}, fmt.Errorf("create voucher: %w", err)
+	}
+	if _, err := uc.stock.Warm(ctx, v); err != nil {
+		return LiveVoucher{}, fmt.Errorf("warm voucher %s: %w", v.ID, err)
+	}
+	return LiveVoucher{Voucher: v, Remaining: v.Stock}, nil
+}
+
+// GetVoucher reads one voucher with its live remaining stock.
+type GetVoucher struct {
+	vouchers ports.Vouchers
+	stock    ports.Stock
+}
+
+// NewGetVoucher returns the use case.
+func NewGetVoucher(vouchers ports.Vouchers, stock ports.Stock) *GetVoucher {
+	return &GetVoucher{vouchers: vouchers, stock: stock}
+}
+
+// Handle returns the voucher, or domain.ErrNotFound.
+func (uc *GetVoucher) Handle(ctx context.Context, id domain.VoucherID) (LiveVoucher, error) {
+	v, err := uc.vouchers.Get(ctx, id)
+	if err != nil {
+		return LiveVoucher{}, err
+	}
+	live, err := withRemaining(ctx, uc.stock, []domain.Voucher{v})
+	if err != nil {
+		return LiveVoucher{}, err
+	}
+	return live[0], nil
+}
+
+// ListVouchers reads every voucher with its live remaining stock.
+type ListVouchers struct {
+	vouchers ports.Vouchers
+	stock    ports.Stock
+}
+
+// NewListVouchers returns the use case.
+func NewListVouchers(vouchers ports.Vouchers, stock ports.Stock) *ListVouchers {
+	return &ListVouchers{vouchers: vouchers, stock: stock}
+}
+
+// Handle returns all vouchers, newest first.
+func (uc *ListVouchers) Handle(ctx context.Context) ([]LiveVoucher, error) {
+	vs, err := uc.vouchers.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list vouchers: %w", err)
+	}
+	return withRemaining(ctx, uc.stock, vs)
+}
+
+// withRemaining asks the stock for every voucher's remaining units in one call. A
+// voucher without sale state (never warmed, or its keys expired after the sale) reads
+// its remaining units from the database's sold counter.
+func withRemaining(ctx context.Context, stock ports.Stock, vs []domain.Voucher) ([]LiveVoucher, error) {
+	ids := make([]domain.VoucherID, len(vs))
+	for i, v := range vs {
+		ids[i] = v.ID
+	}
+	left, err := stock.Remaining(ctx, ids...)
+	if err != nil {
+		return nil, fmt.Errorf("remaining stock: %w", err)
+	}
+	out := make([]LiveVoucher, len(vs))
+	for i, v := range vs {
+		r, ok := left[v.ID]
+		if !ok {
+			r = v.Stock - v.Sold
+		}
+		out[i] = LiveVoucher{Voucher: v, Remaining: r}
+	}
+	return out, nil
+}
+
+// WarmVouchers loads the stock of every voucher whose sale has not ended, each only if
+// absent. Start-up runs it, and serve repeats it so a voucher whose warm-up failed at
+// creation, or whose keys a Redis restart lost, goes (back) on sale.
+type WarmVouchers struct {
+	vouchers ports.Vouchers
+	stock    ports.Stock
+	clock    ports.Clock
+}
+
+// NewWarmVouchers returns the use case.
+func NewWarmVouchers(vouchers ports.Vouchers, stock ports.Stock, clock ports.Clock) *WarmVouchers {
+	return &WarmVouchers{vouchers: vouchers, stock: stock, clock: clock}
+}
+
+// Handle warms the active vouchers and returns how many it loaded (those already
+// loaded are left alone and not counted).
+func (uc *WarmVouchers) Handle(ctx context.Context) (int, error) {
+	vs, err := uc.vouchers.Active(ctx, uc.clock.Now())
+	if err != nil {
+		return 0, fmt.Errorf("active vouchers: %w", err)
+	}
+	loaded := 0
+	for _, v := range vs {
+		ok, err := uc.stock.Warm(ctx, v)
+		if err != nil {
+			return loaded, fmt.Errorf("warm voucher %s: %w", v.ID, err)
+		}
+		if ok {
+			loaded++
+		}
+	}
+	return loaded, nil
+}

@@ -1,0 +1,144 @@
+package application_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/adapters/memory"
+	"github.com/seckill/seckill/application"
+	"github.com/seckill/seckill/domain"
+)
+
+func TestCreateVoucher(t *testing.T) {
+	good := application.CreateVoucherCmd{Title: "Coffee", Stock: 100, BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: 1}
+	tests := []struct {
+		name  string
+		edit  func(*application.CreateVoucherCmd)
+		field string // the field a *ValidationError names; "" means success
+	}{
+		{name: "valid"},
+		{name: "empty title", edit: func(c *application.CreateVoucherCmd) { c.Title = "  " }, field: "title"},
+		{name: "zero stock", edit: func(c *application.CreateVoucherCmd) { c.Stock = 0 }, field: "stock"},
+		{name: "negative stock", edit: func(c *application.CreateVoucherCmd) { c.Stock = -5 }, field: "stock"},
+		{name: "window reversed", edit: func(c *application.CreateVoucherCmd) { c.EndsAt = c.BeginsAt }, field: "ends_at"},
+		{name: "no begin", edit: func(c *application.CreateVoucherCmd) { c.BeginsAt = time.Time{} }, field: "begins_at"},
+		{name: "limit zero", edit: func(c *application.CreateVoucherCmd) { c.PerUserLimit = 0 }, field: "per_user_limit"},
+		{name: "limit above stock", edit: func(c *application.CreateVoucherCmd) { c.PerUserLimit = 101 }, field: "per_user_limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vouchers, stock := memory.NewVouchers(), memory.NewStock()
+			cmd := good
+			if tt.edit != nil {
+				tt.edit(&cmd)
+			}
+			got, err := application.NewCreateVoucher(vouchers, stock).Handle(context.Background(), cmd)
+			all, _ := vouchers.List(context.Background())
+			if tt.field != "" {
+				var ve *domain.ValidationError
+				if !errors.As(err, &ve) || ve.Field != tt.field {
+					t.Fatalf("err = %v, want a validation error on %s", err, tt.field)
+				}
+				if len(all) != 0 {
+					t.Fatalf("an invalid voucher was stored")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("create: %v", err)
+			}
+			if got.ID == 0 || got.Remaining != 100 || len(all) != 1 {
+				t.Fatalf("created %+v, stored %d", got, len(all))
+			}
+			left, _ := stock.Remaining(context.Background(), got.ID)
+			if left[got.ID] != 100 {
+				t.Fatalf("warmed remaining = %d, want 100", left[got.ID])
+			}
+		})
+	}
+}
+
+func TestCreateVoucherReportsAFailedWarmUp(t *testing.T) {
+	vouchers, stock := memory.NewVouchers(), memory.NewStock()
+	stock.Err = domain.ErrUnavailable
+	_, err := application.NewCreateVoucher(vouchers, stock).Handle(context.Background(),
+		application.CreateVoucherCmd{Title: "x", Stock: 1, BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: 1})
+	if !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
+	}
+	// The voucher is kept; the periodic warm-up loads it once the stock is back.
+	stock.Err = nil
+	n, err := application.NewWarmVouchers(vouchers, stock, memory.NewClock(t0)).Handle(context.Background())
+	if err != nil || n != 1 {
+		t.Fatalf("warm = %d, %v; want 1 loaded", n, err)
+	}
+}
+
+func TestWarmVouchersNeverResetsALiveCounter(t *testing.T) {
+	f := newGrabFixture(t, window)
+	mustGrab(t, f, 7, 1)
+	vouchers := memory.NewVouchers()
+	v := window
+	v.ID = f.id
+	if err := vouchers.Create(context.Background(), &v); err != nil {
+		t.Fatal(err)
+	}
+	n, err := application.NewWarmVouchers(vouchers, f.stock, f.clock).Handle(context.Background())
+	if err != nil || n != 0 {
+		t.Fatalf("warm = %d, %v; want 0 loaded", n, err)
+	}
+	left, _ := f.stock.Remaining(context.Background(), f.id)
+	if got, want := left[f.id], 1; got != want {
+		t.Fatalf("remaining = %d, want %d", got, want)
+	}
+}
+
+func TestWarmVouchersSkipsEndedSales(t *testing.T) {
+	vouchers, stock := memory.NewVouchers(), memory.NewStock()
+	ended := domain.Voucher{Title: "old", Stock: 1, BeginsAt: t0.Add(-2 * time.Hour), EndsAt: t0.Add(-time.Hour), PerUserLimit: 1}
+	live := domain.Voucher{Title: "new", Stock: 1, BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: 1}
+	for _, v := range []*domain.Voucher{&ended, &live} {
+		if err := vouchers.Create(context.Background(), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := application.NewWarmVouchers(vouchers, stock, memory.NewClock(t0)).Handle(context.Background())
+	if err != nil || n != 1 {
+		t.Fatalf("warm = %d, %v; want 1", n, err)
+	}
+	left, _ := stock.Remaining(context.Background(), ended.ID, live.ID)
+	if _, ok := left[ended.ID]; ok {
+		t.Fatalf("an ended sale was warmed")
+	}
+}
+
+func TestGetAndListVouchersShowLiveRemaining(t *testing.T) {
+	ctx := context.Background()
+	f := newGrabFixture(t, window)
+	mustGrab(t, f, 7, 2)
+	got, err := application.NewGetVoucher(f.vouchers, f.stock).Handle(ctx, f.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Remaining != 0 {
+		t.Fatalf("remaining = %d, want 0 after selling both units", got.Remaining)
+	}
+	if _, err := application.NewGetVoucher(f.vouchers, f.stock).Handle(ctx, 999); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("get unknown: %v, want ErrNotFound", err)
+	}
+
+	// A voucher without sale state reads stock - sold from the database.
+	cold := domain.Voucher{Title: "cold", Stock: 10, Sold: 3, BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: 1}
+	if err := f.vouchers.Create(ctx, &cold); err != nil {
+		t.Fatal(err)
+	}
+	list, err := application.NewListVouchers(f.vouchers, f.stock).Handle(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].ID != cold.ID || list[0].Remaining != 7 || list[1].Remaining != 0 {
+		t.Fatalf("list = %+v", list)
+	}
+}

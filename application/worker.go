@@ -1,0 +1,145 @@
+package application
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+// WorkerOptions tune a fulfilment worker.
+type WorkerOptions struct {
+	// Batch is the most deliveries read and persisted at once.
+	Batch int
+	// Block is how long one read waits for new entries.
+	Block time.Duration
+	// ClaimIdle is how long an entry may sit pending in any consumer before this
+	// worker claims it.
+	ClaimIdle time.Duration
+	// ClaimEvery is how often the worker looks for such entries.
+	ClaimEvery time.Duration
+	// MinBackoff and MaxBackoff bound the pause after a dependency failed; it doubles
+	// from the first to the second, with jitter.
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// WorkerObserver hears what a worker has to say. Health is called once per change of
+// state (down with the failure, then up with nil), never once per message; Problem
+// once per dead letter or delivery left pending. Either may be nil.
+type WorkerObserver struct {
+	Health  func(healthy bool, err error)
+	Problem func(err error)
+}
+
+// Worker runs FulfillOrder over the queue until its context ends.
+type Worker struct {
+	fulfil  *FulfillOrder
+	queue   ports.Queue
+	opts    WorkerOptions
+	observe WorkerObserver
+	healthy bool
+}
+
+// NewWorker returns a worker.
+func NewWorker(fulfil *FulfillOrder, queue ports.Queue, opts WorkerOptions, observe WorkerObserver) *Worker {
+	if observe.Health == nil {
+		observe.Health = func(bool, error) {}
+	}
+	if observe.Problem == nil {
+		observe.Problem = func(error) {}
+	}
+	return &Worker{fulfil: fulfil, queue: queue, opts: opts, observe: observe, healthy: true}
+}
+
+// Run reads, persists and acknowledges batches until ctx is cancelled. On
+// cancellation it stops reading, finishes the batch in hand (persisting and
+// acknowledging it, unless a dependency is down, in which case the batch stays pending
+// for another worker) and returns nil.
+func (w *Worker) Run(ctx context.Context) error {
+	// A batch in hand is finished even after shutdown begins.
+	work := context.WithoutCancel(ctx)
+	backoff := w.opts.MinBackoff
+	nextClaim := time.Now()
+	for ctx.Err() == nil {
+		var ds []ports.Delivery
+		var err error
+		if !time.Now().Before(nextClaim) {
+			ds, err = w.queue.Claim(ctx, w.opts.ClaimIdle, w.opts.Batch)
+			nextClaim = time.Now().Add(w.opts.ClaimEvery)
+		}
+		if err == nil && len(ds) == 0 {
+			ds, err = w.queue.Read(ctx, w.opts.Batch, w.opts.Block)
+		}
+		if err == nil && len(ds) > 0 {
+			err = w.finish(ctx, work, ds, &backoff)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			w.setHealth(err)
+			if !sleep(ctx, jitter(backoff)) {
+				return nil
+			}
+			backoff = min(2*backoff, w.opts.MaxBackoff)
+			continue
+		}
+		w.setHealth(nil)
+		backoff = w.opts.MinBackoff
+	}
+	return nil
+}
+
+// finish persists one batch, retrying while a dependency is down. It gives up only
+// when shutdown begins during an outage: the batch then stays pending.
+func (w *Worker) finish(ctx, work context.Context, ds []ports.Delivery, backoff *time.Duration) error {
+	for {
+		// Every step of Handle is idempotent, so the whole batch is simply retried.
+		rep, err := w.fulfil.Handle(work, ds)
+		for _, p := range rep.Problems {
+			w.observe.Problem(p)
+		}
+		if err == nil || !errors.Is(err, domain.ErrUnavailable) {
+			return err
+		}
+		w.setHealth(err)
+		if !sleep(ctx, jitter(*backoff)) {
+			return nil
+		}
+		*backoff = min(2**backoff, w.opts.MaxBackoff)
+	}
+}
+
+func (w *Worker) setHealth(err error) {
+	healthy := err == nil
+	if healthy == w.healthy {
+		return
+	}
+	w.healthy = healthy
+	w.observe.Health(healthy, err)
+}
+
+// jitter spreads d over [d/2, d) so that workers recovering together do not retry in
+// lockstep.
+func jitter(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	half := d / 2
+	return half + rand.N(half)
+}
+
+// sleep waits d or until ctx ends; it reports whether the full wait elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

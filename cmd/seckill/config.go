@@ -1,0 +1,178 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/labstack/gommon/bytes"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// Config is every setting of `seckill serve`, read once from flags and SECKILL_*
+// variables and validated before anything starts. Adapters receive explicit values
+// from it and never read the environment themselves.
+type Config struct {
+	HTTPAddr        string        `name:"http-addr" env:"SECKILL_HTTP_ADDR" default:":8080" help:"Address the API listens on."`
+	RedisURL        string        `name:"redis-url" env:"SECKILL_REDIS_URL" help:"Redis URL, e.g. redis://127.0.0.1:6379/0."`
+	DatabaseURL     string        `name:"database-url" env:"SECKILL_DATABASE_URL" help:"PostgreSQL URL, e.g. postgres://user@127.0.0.1:5432/seckill?sslmode=disable."`
+	JWTSecret       string        `name:"jwt-secret" env:"SECKILL_JWT_SECRET" help:"HS256 secret that signs bearer tokens (at least 16 bytes)."`
+	LogLevel        string        `name:"log-level" env:"SECKILL_LOG_LEVEL" default:"info" help:"debug, info, warn or error."`
+	LogFormat       string        `name:"log-format" env:"SECKILL_LOG_FORMAT" default:"json" help:"json or console."`
+	KeyPrefix       string        `name:"key-prefix" env:"SECKILL_KEY_PREFIX" default:"seckill" help:"Prefix of every Redis key seckill writes."`
+	KeyGrace        time.Duration `name:"key-grace" env:"SECKILL_KEY_GRACE" default:"24h" help:"How long a voucher's Redis keys outlive the end of its sale."`
+	RequestTimeout  time.Duration `name:"request-timeout" env:"SECKILL_REQUEST_TIMEOUT" default:"2s" help:"Deadline of each request; past it the answer is 503."`
+	ShutdownTimeout time.Duration `name:"shutdown-timeout" env:"SECKILL_SHUTDOWN_TIMEOUT" default:"15s" help:"How long SIGTERM waits for in-flight requests."`
+	WarmInterval    time.Duration `name:"warm-interval" env:"SECKILL_WARM_INTERVAL" default:"30s" help:"How often active vouchers missing from Redis are loaded again."`
+	BodyLimit       string        `name:"body-limit" env:"SECKILL_BODY_LIMIT" default:"16K" help:"Largest request body accepted (e.g. 16K, 1M)."`
+
+	Roles         string        `name:"roles" env:"SECKILL_ROLES" default:"api,worker" help:"What this process runs: api, worker, or both (comma-separated)."`
+	Consumer      string        `name:"consumer" env:"SECKILL_CONSUMER" help:"This process's consumer name in the fulfilment group; unique per process (default: host-pid-random)."`
+	BatchSize     int           `name:"batch-size" env:"SECKILL_BATCH_SIZE" default:"100" help:"Reservations a worker persists per transaction."`
+	ClaimIdle     time.Duration `name:"claim-idle" env:"SECKILL_CLAIM_IDLE" default:"30s" help:"How long a reservation may sit unacknowledged in any worker before another claims it."`
+	MaxDeliveries int64         `name:"max-deliveries" env:"SECKILL_MAX_DELIVERIES" default:"5" help:"Deliveries after which a reservation that still fails goes to the dead letter and is compensated."`
+	TrimInterval  time.Duration `name:"trim-interval" env:"SECKILL_TRIM_INTERVAL" default:"10s" help:"How often acknowledged stream entries are trimmed."`
+}
+
+// runsAPI and runsWorker read Roles (validated by Validate).
+func (c *Config) runsAPI() bool    { return slices.Contains(c.roles(), "api") }
+func (c *Config) runsWorker() bool { return slices.Contains(c.roles(), "worker") }
+
+func (c *Config) roles() []string {
+	var out []string
+	for _, r := range strings.Split(c.Roles, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// minSecretLen is the shortest JWT secret serve accepts.
+const minSecretLen = 16
+
+// Validate checks every setting and returns the first problem as one line naming the
+// setting.
+func (c *Config) Validate() error {
+	if err := checkRedisURL(c.RedisURL); err != nil {
+		return err
+	}
+	if err := checkDatabaseURL(c.DatabaseURL); err != nil {
+		return err
+	}
+	if len(c.JWTSecret) < minSecretLen {
+		return fmt.Errorf("SECKILL_JWT_SECRET (--jwt-secret): must be at least %d bytes", minSecretLen)
+	}
+	if _, err := zapcore.ParseLevel(c.LogLevel); err != nil || c.LogLevel == "" {
+		return fmt.Errorf("SECKILL_LOG_LEVEL (--log-level): %q is not one of debug, info, warn, error", c.LogLevel)
+	}
+	if c.LogFormat != "json" && c.LogFormat != "console" {
+		return fmt.Errorf("SECKILL_LOG_FORMAT (--log-format): %q is not json or console", c.LogFormat)
+	}
+	if c.HTTPAddr == "" || !strings.Contains(c.HTTPAddr, ":") {
+		return fmt.Errorf("SECKILL_HTTP_ADDR (--http-addr): %q is not host:port", c.HTTPAddr)
+	}
+	if c.KeyPrefix == "" || strings.ContainsAny(c.KeyPrefix, "{} \t\n") {
+		return fmt.Errorf("SECKILL_KEY_PREFIX (--key-prefix): %q must be non-empty, without braces or spaces", c.KeyPrefix)
+	}
+	roles := c.roles()
+	if len(roles) == 0 {
+		return fmt.Errorf("SECKILL_ROLES (--roles): %q names no role; use api, worker or api,worker", c.Roles)
+	}
+	for _, r := range roles {
+		if r != "api" && r != "worker" {
+			return fmt.Errorf("SECKILL_ROLES (--roles): unknown role %q; use api, worker or api,worker", r)
+		}
+	}
+	if c.BatchSize < 1 || c.BatchSize > 10_000 {
+		return fmt.Errorf("SECKILL_BATCH_SIZE (--batch-size): %d is not between 1 and 10000", c.BatchSize)
+	}
+	if c.MaxDeliveries < 1 {
+		return fmt.Errorf("SECKILL_MAX_DELIVERIES (--max-deliveries): %d must be at least 1", c.MaxDeliveries)
+	}
+	if strings.ContainsAny(c.Consumer, " \t\n") {
+		return fmt.Errorf("SECKILL_CONSUMER (--consumer): %q must not contain spaces", c.Consumer)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"SECKILL_CLAIM_IDLE (--claim-idle)", c.ClaimIdle},
+		{"SECKILL_TRIM_INTERVAL (--trim-interval)", c.TrimInterval},
+		{"SECKILL_KEY_GRACE (--key-grace)", c.KeyGrace},
+		{"SECKILL_REQUEST_TIMEOUT (--request-timeout)", c.RequestTimeout},
+		{"SECKILL_SHUTDOWN_TIMEOUT (--shutdown-timeout)", c.ShutdownTimeout},
+		{"SECKILL_WARM_INTERVAL (--warm-interval)", c.WarmInterval},
+	} {
+		if d.v <= 0 {
+			return fmt.Errorf("%s: must be greater than 0", d.name)
+		}
+	}
+	if err := checkBodyLimit(c.BodyLimit); err != nil {
+		return err
+	}
+	return nil
+}
+
+func checkRedisURL(s string) error {
+	if s == "" {
+		return errors.New("SECKILL_REDIS_URL (--redis-url): is required")
+	}
+	if _, err := redis.ParseURL(s); err != nil {
+		return fmt.Errorf("SECKILL_REDIS_URL (--redis-url): %v", err)
+	}
+	return nil
+}
+
+func checkDatabaseURL(s string) error {
+	if s == "" {
+		return errors.New("SECKILL_DATABASE_URL (--database-url): is required")
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+		return fmt.Errorf("SECKILL_DATABASE_URL (--database-url): want postgres://user@host:port/db, got %q", redactURL(s))
+	}
+	return nil
+}
+
+// checkBodyLimit accepts the sizes Echo's BodyLimit understands (16K, 1M, 512B).
+func checkBodyLimit(s string) error {
+	n, err := bytes.Parse(s)
+	if err != nil || n <= 0 {
+		return fmt.Errorf("SECKILL_BODY_LIMIT (--body-limit): %q is not a size like 16K or 1M", s)
+	}
+	return nil
+}
+
+// redactURL hides a password in a URL before it reaches a message.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "<unparsable>"
+	}
+	return u.Redacted()
+}
+
+// newLogger builds the process logger at the configured level and format.
+func newLogger(level, format string) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("log level: %w", err)
+	}
+	cfg := zap.NewProductionConfig()
+	if format == "console" {
+		cfg = zap.NewDevelopmentConfig()
+	}
+	cfg.Level = zap.NewAtomicLevelAt(lvl)
+	cfg.DisableStacktrace = true
+	log, err := cfg.Build()
+	if err != nil {
+		return nil, fmt.Errorf("build logger: %w", err)
+	}
+	return log, nil
+}

@@ -1,0 +1,69 @@
+// Command seckill is the flash-sale voucher service: `serve` runs the API, `migrate`
+// manages the database schema and `token` mints a JWT for local use. Settings come
+// from flags and SECKILL_* environment variables, flags winning; `seckill --help`
+// lists them.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+)
+
+type cli struct {
+	Serve   serveCmd   `cmd:"" help:"Run the HTTP API and the background jobs."`
+	Migrate migrateCmd `cmd:"" help:"Apply, roll back or show the database schema migrations."`
+	Token   tokenCmd   `cmd:"" help:"Print a signed JWT for local use."`
+}
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+// run parses args, runs the chosen command and returns the exit status: 0 on success,
+// 1 when the command failed, 2 for a bad flag or setting. Errors are one line on stderr.
+func run(args []string) int {
+	var c cli
+	parser, err := kong.New(&c,
+		kong.Name("seckill"),
+		kong.Description("A flash-sale voucher service: exactly N sold, never twice to one user, no order lost."),
+		kong.Exit(func(code int) { panic(exitCode(code)) }),
+	)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "seckill: %v\n", err)
+		return 2
+	}
+	return runParsed(parser, args)
+}
+
+// exitCode carries kong's requested exit (after --help) out of Parse.
+type exitCode int
+
+func runParsed(parser *kong.Kong, args []string) (status int) {
+	defer func() {
+		if r := recover(); r != nil {
+			code, ok := r.(exitCode)
+			if !ok {
+				panic(r)
+			}
+			status = int(code)
+		}
+	}()
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "seckill: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	kctx.BindTo(ctx, (*context.Context)(nil))
+	if err := kctx.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "seckill: %v\n", err)
+		return 1
+	}
+	return 0
+}

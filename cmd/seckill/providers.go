@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/google/wire"
+	"github.com/labstack/echo/v4"
+	"github.com/redis/go-redis/v9"
+	"github.com/uptrace/bun"
+	"go.uber.org/zap"
+
+	"github.com/seckill/seckill/adapters/httpapi"
+	"github.com/seckill/seckill/adapters/pgstore"
+	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/system"
+	"github.com/seckill/seckill/application"
+	"github.com/seckill/seckill/ports"
+)
+
+// app is everything serve runs.
+type app struct {
+	HTTP   *echo.Echo
+	Warm   *application.WarmVouchers
+	Worker *application.Worker
+	Queue  *redisstore.Queue
+}
+
+// redisSet provides the Redis client and the adapters built on it.
+var redisSet = wire.NewSet(
+	openRedis,
+	stockOptions,
+	redisstore.NewStock,
+	wire.Bind(new(ports.Stock), new(*redisstore.Stock)),
+	queueOptions,
+	redisstore.NewQueue,
+	wire.Bind(new(ports.Queue), new(*redisstore.Queue)),
+	redisstore.NewReservations,
+	wire.Bind(new(ports.Reservations), new(*redisstore.Reservations)),
+)
+
+// postgresSet provides the database and its repositories.
+var postgresSet = wire.NewSet(
+	openDatabase,
+	pgstore.NewVouchers,
+	wire.Bind(new(ports.Vouchers), new(*pgstore.Vouchers)),
+	pgstore.NewOrders,
+	wire.Bind(new(ports.Orders), new(*pgstore.Orders)),
+)
+
+// systemSet provides the clock and the order id source.
+var systemSet = wire.NewSet(
+	wire.Struct(new(system.Clock)),
+	wire.Bind(new(ports.Clock), new(system.Clock)),
+	wire.Struct(new(system.ULIDs)),
+	wire.Bind(new(ports.OrderIDs), new(system.ULIDs)),
+)
+
+// applicationSet provides the use cases.
+var applicationSet = wire.NewSet(
+	application.NewCreateVoucher,
+	application.NewGetVoucher,
+	application.NewListVouchers,
+	application.NewGrabVoucher,
+	application.NewWarmVouchers,
+	application.NewGetOrder,
+	application.NewListOrders,
+	application.NewGetVoucherStats,
+	application.NewCompensate,
+	fulfillOrder,
+	workerOptions,
+	workerObserver,
+	application.NewWorker,
+)
+
+// httpSet provides the REST API.
+var httpSet = wire.NewSet(
+	wire.Struct(new(httpapi.UseCases), "*"),
+	httpOptions,
+	tokens,
+	readinessChecks,
+	httpapi.New,
+)
+
+// openRedis connects to cfg.RedisURL. The connection is checked at start-up so a wrong
+// URL stops serve with one line instead of failing every grab.
+func openRedis(ctx context.Context, cfg Config) (redis.UniversalClient, func(), error) {
+	opts, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("SECKILL_REDIS_URL: %w", err)
+	}
+	// The grab path waits on Redis: fail fast instead of queueing behind a dead server.
+	opts.DialTimeout = time.Second
+	opts.ReadTimeout = 500 * time.Millisecond
+	opts.WriteTimeout = 500 * time.Millisecond
+	opts.PoolSize = 64
+	opts.MinIdleConns = 8
+	client := redis.NewClient(opts)
+	pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := client.Ping(pingCtx).Err(); err != nil {
+		_ = client.Close()
+		return nil, nil, fmt.Errorf("connect to redis %s: %w", redactURL(cfg.RedisURL), err)
+	}
+	return client, func() { _ = client.Close() }, nil
+}
+
+// openDatabase connects to cfg.DatabaseURL.
+func openDatabase(ctx context.Context, cfg Config) (*bun.DB, func(), error) {
+	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	db, err := pgstore.Open(pingCtx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to database %s: %w", redactURL(cfg.DatabaseURL), err)
+	}
+	return db, func() { _ = db.Close() }, nil
+}
+
+func stockOptions(cfg Config) redisstore.Options {
+	return redisstore.Options{Prefix: cfg.KeyPrefix, Grace: cfg.KeyGrace}
+}
+
+func queueOptions(cfg Config) redisstore.QueueOptions {
+	return redisstore.QueueOptions{Prefix: cfg.KeyPrefix, Consumer: consumerName(cfg.Consumer)}
+}
+
+// consumerName is the configured name, or one unique to this process: host, pid and
+// a random suffix, so two processes never share a pending list by accident.
+func consumerName(configured string) string {
+	if configured != "" {
+		return configured
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "seckill"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+func fulfillOrder(orders ports.Orders, queue ports.Queue, compensate *application.Compensate, cfg Config) *application.FulfillOrder {
+	return application.NewFulfillOrder(orders, queue, compensate, cfg.MaxDeliveries)
+}
+
+func workerOptions(cfg Config) application.WorkerOptions {
+	return application.WorkerOptions{
+		Batch:      cfg.BatchSize,
+		Block:      time.Second,
+		ClaimIdle:  cfg.ClaimIdle,
+		ClaimEvery: max(cfg.ClaimIdle/4, time.Second),
+		MinBackoff: 100 * time.Millisecond,
+		MaxBackoff: 5 * time.Second,
+	}
+}
+
+// workerObserver logs the worker's changes of health, once each, and every dead
+// letter or delivery left pending.
+func workerObserver(log *zap.Logger) application.WorkerObserver {
+	return application.WorkerObserver{
+		Health: func(healthy bool, err error) {
+			if healthy {
+				log.Info("fulfilment recovered: persisting again")
+				return
+			}
+			log.Error("fulfilment paused: a dependency is down; reservations stay pending and are retried with back-off", zap.Error(err))
+		},
+		Problem: func(err error) { log.Warn("fulfilment", zap.Error(err)) },
+	}
+}
+
+func httpOptions(cfg Config) httpapi.Options {
+	return httpapi.Options{BodyLimit: cfg.BodyLimit, RequestTimeout: cfg.RequestTimeout}
+}
+
+func tokens(cfg Config) *httpapi.Tokens {
+	return httpapi.NewTokens([]byte(cfg.JWTSecret))
+}
+
+func readinessChecks(client redis.UniversalClient, db *bun.DB) []httpapi.Check {
+	return []httpapi.Check{
+		{Name: "redis", Ping: func(ctx context.Context) error { return client.Ping(ctx).Err() }},
+		{Name: "database", Ping: db.PingContext},
+	}
+}

@@ -1,0 +1,66 @@
+package domain
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors the use cases return. Adapters translate their own failures into these at the
+// boundary, and the HTTP adapter maps each to the contract's status and code.
+var (
+	// ErrSoldOut: not enough units are left for the quantity asked.
+	ErrSoldOut = errors.New("voucher sold out")
+	// ErrAlreadyPurchased: the user already holds a live order for the voucher. It is
+	// returned wrapped in an *AlreadyPurchasedError that names the order.
+	ErrAlreadyPurchased = errors.New("voucher already purchased by this user")
+	// ErrNotStarted: the sale window has not opened yet.
+	ErrNotStarted = errors.New("sale not started")
+	// ErrEnded: the sale window has closed.
+	ErrEnded = errors.New("sale ended")
+	// ErrPaused: an operator paused the sale.
+	ErrPaused = errors.New("sale paused")
+	// ErrNotFound: no such voucher or order (or not one the caller may see).
+	ErrNotFound = errors.New("not found")
+	// ErrInvalidState: the order is not in a state that allows the transition.
+	ErrInvalidState = errors.New("invalid order state")
+	// ErrInvalid: the request is malformed or a value is out of range. It is returned
+	// wrapped in a *ValidationError that says which field and why.
+	ErrInvalid = errors.New("invalid request")
+	// ErrDuplicateOrder: the user already has another live order for the voucher
+	// (the database's last safety net, the unique index over live orders).
+	ErrDuplicateOrder = errors.New("duplicate live order")
+	// ErrUnavailable: a dependency is down or overloaded; the caller may retry later.
+	ErrUnavailable = errors.New("service unavailable")
+)
+
+// ValidationError says which field of a request is wrong and why. It matches
+// ErrInvalid with errors.Is.
+type ValidationError struct {
+	Field  string
+	Reason string
+}
+
+// Invalid returns a *ValidationError for field.
+func Invalid(field, reason string) error {
+	return &ValidationError{Field: field, Reason: reason}
+}
+
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("%s: %s", e.Field, e.Reason)
+}
+
+// Is reports whether target is ErrInvalid.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
+
+// AlreadyPurchasedError carries the order the user already holds. It matches
+// ErrAlreadyPurchased with errors.Is.
+type AlreadyPurchasedError struct {
+	OrderID OrderID
+}
+
+func (e *AlreadyPurchasedError) Error() string {
+	return fmt.Sprintf("%v: order %s", ErrAlreadyPurchased, e.OrderID)
+}
+
+// Is reports whether target is ErrAlreadyPurchased.
+func (e *AlreadyPurchasedError) Is(target error) bool { return target == ErrAlreadyPurchased }

@@ -1,0 +1,95 @@
+package domain
+
+import "time"
+
+// OrderID identifies an order. The application generates it before the reservation
+// is made (time-ordered, unique across instances), so the id a grab answers with is the
+// id the persisted order keeps.
+type OrderID string
+
+// OrderStatus is where an order is in its life.
+type OrderStatus string
+
+// The statuses of an order.
+const (
+	// StatusQueued: reserved in Redis, not yet persisted.
+	StatusQueued OrderStatus = "queued"
+	// StatusAwaitingPayment: persisted, waiting for the user to pay.
+	StatusAwaitingPayment OrderStatus = "awaiting_payment"
+	// StatusPaid: paid; final.
+	StatusPaid OrderStatus = "paid"
+	// StatusCancelled: cancelled by the user; its units went back on sale.
+	StatusCancelled OrderStatus = "cancelled"
+	// StatusExpired: not paid in time; its units went back on sale.
+	StatusExpired OrderStatus = "expired"
+	// StatusFailed: the reservation could never become an order; its units went back.
+	StatusFailed OrderStatus = "failed"
+)
+
+var transitions = map[OrderStatus][]OrderStatus{
+	StatusQueued:          {StatusAwaitingPayment, StatusFailed},
+	StatusAwaitingPayment: {StatusPaid, StatusCancelled, StatusExpired, StatusFailed},
+}
+
+// Valid reports whether s is one of the statuses above.
+func (s OrderStatus) Valid() bool {
+	switch s {
+	case StatusQueued, StatusAwaitingPayment, StatusPaid, StatusCancelled, StatusExpired, StatusFailed:
+		return true
+	}
+	return false
+}
+
+// HoldsStock reports whether an order in status s keeps its units off the sale.
+func (s OrderStatus) HoldsStock() bool {
+	return s == StatusQueued || s == StatusAwaitingPayment || s == StatusPaid
+}
+
+// CanBecome reports whether an order may move from s to next.
+func (s OrderStatus) CanBecome(next OrderStatus) bool {
+	for _, t := range transitions[s] {
+		if t == next {
+			return true
+		}
+	}
+	return false
+}
+
+// MaxQuantity bounds the units a single grab may ask for, before any voucher's own
+// per-user limit is consulted.
+const MaxQuantity = 1000
+
+// Reservation is what a successful grab records: Quantity units of VoucherID held for
+// UserID under OrderID, at At (the application's clock).
+type Reservation struct {
+	OrderID   OrderID
+	VoucherID VoucherID
+	UserID    UserID
+	Quantity  int
+	At        time.Time
+}
+
+// Order is a reservation as the database keeps it, with its status.
+type Order struct {
+	ID        OrderID
+	VoucherID VoucherID
+	UserID    UserID
+	Quantity  int
+	Status    OrderStatus
+	CreatedAt time.Time
+}
+
+// ParseOrderID checks that s looks like an order id the application mints: a ULID, 26
+// characters of Crockford's base32. It returns a *ValidationError otherwise.
+func ParseOrderID(s string) (OrderID, error) {
+	if len(s) != 26 || s[0] > '7' {
+		return "", Invalid("id", "must be a 26-character order id")
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' && c != 'I' && c != 'L' && c != 'O' && c != 'U') {
+			return "", Invalid("id", "must be a 26-character order id")
+		}
+	}
+	return OrderID(s), nil
+}

@@ -1,0 +1,27 @@
+// Package migrations holds seckill's PostgreSQL schema as SQL migrations embedded in
+// the binary; `seckill migrate` applies them (see pgstore.MigrateUp).
+//
+// Files are named <version>_<name>.tx.up.sql and .tx.down.sql: Bun runs each file in
+// one transaction, so a migration that fails half-way leaves nothing behind. Statements
+// within a file are separated by a "--bun:split" line.
+package migrations
+
+import (
+	"embed"
+	"fmt"
+
+	"github.com/uptrace/bun/migrate"
+)
+
+//go:embed *.sql
+var sqlFiles embed.FS
+
+// Migrations is every schema migration, discovered from the embedded SQL files.
+var Migrations = migrate.NewMigrations()
+
+func init() {
+	// Only a malformed file name can fail here, which is a bug in this package.
+	if err := Migrations.Discover(sqlFiles); err != nil {
+		panic(fmt.Sprintf("discover migrations: %v", err))
+	}
+}

@@ -1,0 +1,32 @@
+package ports_test
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestDependencyRule enforces STYLE.md §1: the core (domain, ports, application)
+// imports no adapter, no command and no infrastructure library. domain imports the
+// standard library only.
+func TestDependencyRule(t *testing.T) {
+	const module = "github.com/seckill/seckill/"
+	allowedInCore := map[string][]string{
+		"domain":      {},
+		"ports":       {module + "domain"},
+		"application": {module + "domain", module + "ports"},
+	}
+	for pkg, allowed := range allowedInCore {
+		out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", "../"+pkg).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", pkg, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if dep == module+pkg || slices.Contains(allowed, dep) {
+				continue
+			}
+			t.Errorf("%s depends on %s; the core may import only %v and the standard library", pkg, dep, allowed)
+		}
+	}
+}

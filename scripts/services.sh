@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Throwaway Redis and PostgreSQL for tests and benchmarks, on free loopback ports, in a
+# temporary directory. Source this file, then call start_services; it exports
+# SECKILL_TEST_REDIS_URL and SECKILL_TEST_DATABASE_URL and arranges stop_services on exit.
+# It never touches a server someone else runs. When redis-server or PostgreSQL is
+# missing and we are root, it installs them with apt-get.
+
+svc_log() { printf 'services: %s\n' "$*" >&2; }
+
+free_port() {
+	local port
+	for _ in $(seq 1 200); do
+		port=$((20000 + RANDOM % 30000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			echo "$port"
+			return 0
+		fi
+	done
+	svc_log "no free port found"
+	return 1
+}
+
+pg_bindir() {
+	local d
+	if command -v pg_config >/dev/null 2>&1 && [ -x "$(pg_config --bindir)/initdb" ]; then
+		pg_config --bindir
+		return 0
+	fi
+	for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+		[ -x "$d/initdb" ] && { echo "$d"; return 0; }
+	done
+	return 1
+}
+
+apt_install() {
+	if [ "$(id -u)" != 0 ]; then
+		svc_log "$* missing and not root: install it and retry"
+		return 1
+	fi
+	svc_log "installing $* with apt-get"
+	if [ -z "${SVC_APT_UPDATED:-}" ]; then
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || return 1
+		SVC_APT_UPDATED=1
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >&2
+}
+
+ensure_tools() {
+	command -v redis-server >/dev/null 2>&1 || apt_install redis-server || return 1
+	pg_bindir >/dev/null || apt_install postgresql || return 1
+	# pgbench and psql come with postgresql-client
+	command -v psql >/dev/null 2>&1 || apt_install postgresql-client || return 1
+}
+
+# run_as_pg runs a command as the postgres user when we are root (initdb refuses root).
+run_as_pg() {
+	if [ "$(id -u)" = 0 ]; then
+		id postgres >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql postgres
+		runuser -u postgres -- "$@"
+	else
+		"$@"
+	fi
+}
+
+start_services() {
+	ensure_tools || return 1
+	SVC_DIR=$(mktemp -d /tmp/seckill-test.XXXXXX)
+	chmod 755 "$SVC_DIR"
+	trap stop_services EXIT
+
+	SVC_REDIS_PORT=$(free_port) || return 1
+	redis-server --port "$SVC_REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+		--dir "$SVC_DIR" --daemonize yes --pidfile "$SVC_DIR/redis.pid" \
+		--logfile "$SVC_DIR/redis.log" >/dev/null || { svc_log "redis-server failed"; return 1; }
+
+	local bin
+	bin=$(pg_bindir) || { svc_log "PostgreSQL binaries not found"; return 1; }
+	SVC_PG_BIN=$bin
+	SVC_PG_DATA="$SVC_DIR/pg"
+	SVC_PG_PORT=$(free_port) || return 1
+	mkdir -p "$SVC_PG_DATA"
+	[ "$(id -u)" = 0 ] && { id postgres >/dev/null 2>&1 || useradd --system postgres; chown postgres "$SVC_PG_DATA"; }
+	run_as_pg "$bin/initdb" -D "$SVC_PG_DATA" -U postgres --auth=trust -E UTF8 --no-sync >"$SVC_DIR/initdb.log" 2>&1 ||
+		{ svc_log "initdb failed: $(tail -n 5 "$SVC_DIR/initdb.log")"; return 1; }
+	pg_start || return 1
+
+	for _ in $(seq 1 100); do
+		redis-cli -p "$SVC_REDIS_PORT" ping >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	export SECKILL_TEST_REDIS_URL="redis://127.0.0.1:$SVC_REDIS_PORT/0"
+	export SECKILL_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$SVC_PG_PORT/postgres?sslmode=disable"
+	# Outage tests stop and start the throwaway cluster with these.
+	export SECKILL_TEST_PG_STOP="$SVC_DIR/pg-stop"
+	export SECKILL_TEST_PG_START="$SVC_DIR/pg-start"
+	export SECKILL_TEST_REDIS_STOP="$SVC_DIR/redis-stop"
+	export SECKILL_TEST_REDIS_START="$SVC_DIR/redis-start"
+	export SECKILL_TEST_REDIS_PORT="$SVC_REDIS_PORT" SECKILL_TEST_PG_PORT="$SVC_PG_PORT"
+	write_controls
+	svc_log "redis on 127.0.0.1:$SVC_REDIS_PORT, postgres on 127.0.0.1:$SVC_PG_PORT ($SVC_DIR)"
+}
+
+pg_start() {
+	# fsync off: a throwaway cluster trades durability for test speed.
+	run_as_pg "$SVC_PG_BIN/pg_ctl" -D "$SVC_PG_DATA" -l "$SVC_PG_DATA/server.log" -w -t 60 \
+		-o "-p $SVC_PG_PORT -k $SVC_PG_DATA -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" \
+		start >/dev/null || { svc_log "postgres failed: $(tail -n 5 "$SVC_PG_DATA/server.log")"; return 1; }
+}
+
+write_controls() {
+	cat >"$SVC_DIR/pg-stop" <<SH
+#!/usr/bin/env bash
+$( [ "$(id -u)" = 0 ] && echo "runuser -u postgres -- ")"$SVC_PG_BIN/pg_ctl" -D "$SVC_PG_DATA" -m fast -w stop >/dev/null
+SH
+	cat >"$SVC_DIR/pg-start" <<SH
+#!/usr/bin/env bash
+$( [ "$(id -u)" = 0 ] && echo "runuser -u postgres -- ")"$SVC_PG_BIN/pg_ctl" -D "$SVC_PG_DATA" -l "$SVC_PG_DATA/server.log" -w -t 60 -o "-p $SVC_PG_PORT -k $SVC_PG_DATA -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" start >/dev/null
+SH
+	cat >"$SVC_DIR/redis-stop" <<SH
+#!/usr/bin/env bash
+redis-cli -p $SVC_REDIS_PORT shutdown nosave >/dev/null 2>&1 || true
+SH
+	cat >"$SVC_DIR/redis-start" <<SH
+#!/usr/bin/env bash
+redis-server --port $SVC_REDIS_PORT --bind 127.0.0.1 --save '' --appendonly no --dir "$SVC_DIR" --daemonize yes --pidfile "$SVC_DIR/redis.pid" --logfile "$SVC_DIR/redis.log" >/dev/null
+for _ in \$(seq 1 100); do redis-cli -p $SVC_REDIS_PORT ping >/dev/null 2>&1 && exit 0; sleep 0.1; done
+exit 1
+SH
+	chmod +x "$SVC_DIR"/pg-stop "$SVC_DIR"/pg-start "$SVC_DIR"/redis-stop "$SVC_DIR"/redis-start
+}
+
+stop_services() {
+	[ -n "${SVC_DIR:-}" ] || return 0
+	[ -n "${SVC_REDIS_PORT:-}" ] && redis-cli -p "$SVC_REDIS_PORT" shutdown nosave >/dev/null 2>&1
+	if [ -n "${SVC_PG_DATA:-}" ] && [ -f "$SVC_PG_DATA/postmaster.pid" ]; then
+		run_as_pg "$SVC_PG_BIN/pg_ctl" -D "$SVC_PG_DATA" -m immediate -w stop >/dev/null 2>&1
+	fi
+	rm -rf "$SVC_DIR"
+	SVC_DIR=
+}

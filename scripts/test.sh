@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs every check and test of seckill against a throwaway Redis and PostgreSQL:
+#   bash scripts/test.sh            # gofmt, go vet, wire diff, go test -race ./...
+#   bash scripts/test.sh -run Burst # extra arguments go to go test
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/services.sh
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; fi
+echo "== go vet"
+go vet ./...
+echo "== wire diff"
+if ! out=$(cd cmd/seckill && go tool wire diff . 2>&1); then
+	echo "wire_gen.go is stale or wire failed (run: go generate ./cmd/seckill):"
+	echo "$out"
+	exit 1
+fi
+
+start_services
+echo "== go test -race"
+go test -race -count=1 "$@" ./...
