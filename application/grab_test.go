@@ -35,7 +35,7 @@ func newGrabFixture(t *testing.T, v domain.Voucher) grabFixture {
 	if err != nil {
 		t.Fatalf("create voucher: %v", err)
 	}
-	return grabFixture{vouchers: vouchers, stock: stock, clock: clock, grab: application.NewGrabVoucher(stock, clock, &memory.OrderIDs{}), id: created.ID}
+	return grabFixture{vouchers: vouchers, stock: stock, clock: clock, grab: application.NewGrabVoucher(stock, clock, &memory.OrderIDs{}, application.GrabOptions{SoldOutTTL: time.Second}), id: created.ID}
 }
 
 func TestGrabVoucherOutcomes(t *testing.T) {
@@ -130,4 +130,45 @@ func mustGrab(t *testing.T, f grabFixture, user domain.UserID, qty int) domain.R
 		t.Fatalf("grab: %v", err)
 	}
 	return r
+}
+
+func TestGrabVoucherSoldOutShortCut(t *testing.T) {
+	ctx := context.Background()
+	f := newGrabFixture(t, window)
+	mustGrab(t, f, 1, 2)
+	calls := f.stock.ReserveCalls()
+	// A two-unit grab refused proves nothing about single units: it sets no flag.
+	if _, err := f.grab.Handle(ctx, application.GrabVoucherCmd{VoucherID: f.id, UserID: 2, Quantity: 2}); !errors.Is(err, domain.ErrSoldOut) {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := f.grab.Handle(ctx, application.GrabVoucherCmd{VoucherID: f.id, UserID: 3, Quantity: 1}); !errors.Is(err, domain.ErrSoldOut) {
+		t.Fatalf("err = %v", err)
+	}
+	if got, want := f.stock.ReserveCalls(), calls+2; got != want {
+		t.Fatalf("reserve calls = %d, want %d", got, want)
+	}
+	// Now flagged: a thousand more grabs answer sold out without asking the stock.
+	for u := domain.UserID(10); u < 1010; u++ {
+		if _, err := f.grab.Handle(ctx, application.GrabVoucherCmd{VoucherID: f.id, UserID: u, Quantity: 1}); !errors.Is(err, domain.ErrSoldOut) {
+			t.Fatalf("err = %v", err)
+		}
+	}
+	if got, want := f.stock.ReserveCalls(), calls+2; got != want {
+		t.Fatalf("reserve calls = %d after the flag, want %d", got, want)
+	}
+	// Units come back: once told, the next grab asks the stock again and gets them.
+	first := f.stock.Reserved[0]
+	if ok, err := f.stock.Release(ctx, domain.Order{ID: first.OrderID, VoucherID: f.id, UserID: first.UserID, Quantity: 2}); !ok || err != nil {
+		t.Fatalf("release: %v %v", ok, err)
+	}
+	f.grab.Restocked(f.id)
+	mustGrab(t, f, 3, 1)
+	// The flag also lapses by itself after its TTL.
+	mustGrab(t, f, 4, 1)
+	if _, err := f.grab.Handle(ctx, application.GrabVoucherCmd{VoucherID: f.id, UserID: 5, Quantity: 1}); !errors.Is(err, domain.ErrSoldOut) {
+		t.Fatalf("err = %v", err)
+	}
+	f.stock.Release(ctx, domain.Order{ID: f.stock.Reserved[2].OrderID, VoucherID: f.id, UserID: 4, Quantity: 1})
+	f.clock.Set(t0.Add(time.Second))
+	mustGrab(t, f, 5, 1)
 }

@@ -60,7 +60,7 @@ func newAPI(t testing.TB) *api {
 			CreateVoucher: application.NewCreateVoucher(vouchers, stock),
 			GetVoucher:    application.NewGetVoucher(vouchers, stock),
 			ListVouchers:  application.NewListVouchers(vouchers, stock),
-			GrabVoucher:   application.NewGrabVoucher(stock, clock, ids),
+			GrabVoucher:   application.NewGrabVoucher(stock, clock, ids, application.GrabOptions{SoldOutTTL: time.Second}),
 		},
 		tokens,
 		[]httpapi.Check{

@@ -16,8 +16,9 @@ import (
 
 // Stock is an in-memory ports.Stock.
 type Stock struct {
-	mu    sync.Mutex
-	sales map[domain.VoucherID]*sale
+	mu       sync.Mutex
+	reserves int
+	sales    map[domain.VoucherID]*sale
 	// Reserved lists every reservation made, in order: what the Redis adapter appends
 	// to a voucher's stream.
 	Reserved []domain.Reservation
@@ -59,6 +60,7 @@ func (s *Stock) Warm(_ context.Context, v domain.Voucher) (bool, error) {
 func (s *Stock) Reserve(_ context.Context, r domain.Reservation) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.reserves++
 	if s.Err != nil {
 		return s.Err
 	}
@@ -85,6 +87,13 @@ func (s *Stock) Reserve(_ context.Context, r domain.Reservation) error {
 		s.Queue.Append(ports.Delivery{VoucherID: r.VoucherID, Reservation: r})
 	}
 	return nil
+}
+
+// ReserveCalls counts the calls to Reserve so far.
+func (s *Stock) ReserveCalls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reserves
 }
 
 // Release returns o's units if the user's reservation still names o.

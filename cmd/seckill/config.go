@@ -31,6 +31,7 @@ type Config struct {
 	WarmInterval    time.Duration `name:"warm-interval" env:"SECKILL_WARM_INTERVAL" default:"30s" help:"How often active vouchers missing from Redis are loaded again."`
 	BodyLimit       string        `name:"body-limit" env:"SECKILL_BODY_LIMIT" default:"16K" help:"Largest request body accepted (e.g. 16K, 1M)."`
 
+	SoldOutTTL    time.Duration `name:"sold-out-ttl" env:"SECKILL_SOLD_OUT_TTL" default:"1s" help:"How long an instance answers sold_out without asking Redis once a voucher sold out (0 disables)."`
 	Roles         string        `name:"roles" env:"SECKILL_ROLES" default:"api,worker" help:"What this process runs: api, worker, or both (comma-separated)."`
 	Consumer      string        `name:"consumer" env:"SECKILL_CONSUMER" help:"This process's consumer name in the fulfilment group; unique per process (default: host-pid-random)."`
 	BatchSize     int           `name:"batch-size" env:"SECKILL_BATCH_SIZE" default:"100" help:"Reservations a worker persists per transaction."`
@@ -97,6 +98,9 @@ func (c *Config) Validate() error {
 	}
 	if strings.ContainsAny(c.Consumer, " \t\n") {
 		return fmt.Errorf("SECKILL_CONSUMER (--consumer): %q must not contain spaces", c.Consumer)
+	}
+	if c.SoldOutTTL < 0 {
+		return fmt.Errorf("SECKILL_SOLD_OUT_TTL (--sold-out-ttl): must not be negative")
 	}
 	for _, d := range []struct {
 		name string

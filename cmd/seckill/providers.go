@@ -65,6 +65,7 @@ var applicationSet = wire.NewSet(
 	application.NewCreateVoucher,
 	application.NewGetVoucher,
 	application.NewListVouchers,
+	grabOptions,
 	application.NewGrabVoucher,
 	application.NewWarmVouchers,
 	application.NewGetOrder,
@@ -122,6 +123,10 @@ func openDatabase(ctx context.Context, cfg Config) (*bun.DB, func(), error) {
 
 func stockOptions(cfg Config) redisstore.Options {
 	return redisstore.Options{Prefix: cfg.KeyPrefix, Grace: cfg.KeyGrace}
+}
+
+func grabOptions(cfg Config) application.GrabOptions {
+	return application.GrabOptions{SoldOutTTL: cfg.SoldOutTTL}
 }
 
 func queueOptions(cfg Config) redisstore.QueueOptions {

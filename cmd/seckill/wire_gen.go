@@ -38,7 +38,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	listVouchers := application.NewListVouchers(vouchers, stock)
 	clock := system.Clock{}
 	uliDs := system.ULIDs{}
-	grabVoucher := application.NewGrabVoucher(stock, clock, uliDs)
+	applicationGrabOptions := grabOptions(cfg)
+	grabVoucher := application.NewGrabVoucher(stock, clock, uliDs, applicationGrabOptions)
 	orders := pgstore.NewOrders(db)
 	reservations := redisstore.NewReservations(universalClient, redisstoreOptions)
 	getOrder := application.NewGetOrder(orders, reservations)
