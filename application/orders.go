@@ -1,7 +1,9 @@
 package application
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"errors"
 	"fmt"
 
@@ -47,23 +49,43 @@ func (uc *GetOrder) Handle(ctx context.Context, caller Caller, id domain.OrderID
 	return o, nil
 }
 
-// ListOrders reads the caller's persisted orders, newest first.
+// ListOrders reads the caller's orders, newest first: those persisted, and those
+// reserved and still queued for persistence.
 type ListOrders struct {
-	orders ports.Orders
+	orders       ports.Orders
+	reservations ports.Reservations
 }
 
 // NewListOrders returns the use case.
-func NewListOrders(orders ports.Orders) *ListOrders {
-	return &ListOrders{orders: orders}
+func NewListOrders(orders ports.Orders, reservations ports.Reservations) *ListOrders {
+	return &ListOrders{orders: orders, reservations: reservations}
 }
 
 // Handle returns the caller's orders; voucher 0 means all vouchers.
 func (uc *ListOrders) Handle(ctx context.Context, caller Caller, voucher domain.VoucherID) ([]domain.Order, error) {
-	os, err := uc.orders.ListByUser(ctx, caller.User, voucher)
+	persisted, err := uc.orders.ListByUser(ctx, caller.User, voucher)
 	if err != nil {
 		return nil, fmt.Errorf("list orders: %w", err)
 	}
-	return os, nil
+	held, err := uc.reservations.ForUser(ctx, caller.User)
+	if err != nil {
+		return nil, fmt.Errorf("list reservations: %w", err)
+	}
+	known := make(map[domain.OrderID]bool, len(persisted))
+	for _, o := range persisted {
+		known[o.ID] = true
+	}
+	out := persisted
+	for _, r := range held {
+		if known[r.OrderID] || (voucher != 0 && r.VoucherID != voucher) {
+			continue
+		}
+		out = append(out, domain.Order{ID: r.OrderID, VoucherID: r.VoucherID, UserID: r.UserID,
+			Quantity: r.Quantity, Status: domain.StatusQueued, CreatedAt: r.At})
+	}
+	// Order ids are time-ordered: the highest is the newest.
+	slices.SortFunc(out, func(a, b domain.Order) int { return cmp.Compare(b.ID, a.ID) })
+	return out, nil
 }
 
 // VoucherStats is where a voucher's units are.

@@ -50,12 +50,18 @@ func TestListOrders(t *testing.T) {
 	s := newSale(t, 10, 1)
 	r := mustGrab(t, s.grabFixture, 5, 1)
 	mustGrab(t, s.grabFixture, 6, 1)
+	list := application.NewListOrders(s.orders, memory.Reservations{Stock: s.stock})
+	// Queued: listed from the reservation.
+	got, err := list.Handle(ctx, application.Caller{User: 5}, 0)
+	if err != nil || len(got) != 1 || got[0].ID != r.OrderID || got[0].Status != domain.StatusQueued {
+		t.Fatalf("orders = %+v, %v", got, err)
+	}
 	if _, err := s.fulfil.Handle(ctx, s.read(t)); err != nil {
 		t.Fatal(err)
 	}
-	list := application.NewListOrders(s.orders)
-	got, err := list.Handle(ctx, application.Caller{User: 5}, 0)
-	if err != nil || len(got) != 1 || got[0].ID != r.OrderID {
+	// Persisted: listed once, from the database.
+	got, err = list.Handle(ctx, application.Caller{User: 5}, 0)
+	if err != nil || len(got) != 1 || got[0].ID != r.OrderID || got[0].Status != domain.StatusAwaitingPayment {
 		t.Fatalf("orders = %+v, %v", got, err)
 	}
 	if got, _ := list.Handle(ctx, application.Caller{User: 5}, 999); len(got) != 0 {

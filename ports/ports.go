@@ -35,6 +35,9 @@ type Reservations interface {
 	// Find returns the reservation an order id names, among the vouchers whose sale
 	// state is loaded, or domain.ErrNotFound.
 	Find(ctx context.Context, id domain.OrderID) (domain.Reservation, error)
+	// ForUser returns the reservations a user holds now, at most one per voucher whose
+	// sale state is loaded; persisted ones included.
+	ForUser(ctx context.Context, user domain.UserID) ([]domain.Reservation, error)
 	// Pending returns how many of a voucher's queue entries are not yet acknowledged
 	// (delivered and pending, or not yet delivered).
 	Pending(ctx context.Context, voucher domain.VoucherID) (int64, error)

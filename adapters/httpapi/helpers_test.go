@@ -32,6 +32,8 @@ type api struct {
 	url    string
 	redis  *redis.Client
 	stock  *redisstore.Stock
+	fulfil *application.FulfillOrder
+	queue  *redisstore.Queue
 	tokens *httpapi.Tokens
 	admin  string
 }
@@ -52,15 +54,21 @@ func newAPI(t testing.TB) *api {
 	t.Cleanup(func() { deleteKeys(rdb, prefix) })
 	stock := redisstore.NewStock(rdb, redisstore.Options{Prefix: prefix})
 	vouchers := pgstore.NewVouchers(db)
+	orders := pgstore.NewOrders(db)
+	reservations := redisstore.NewReservations(rdb, redisstore.Options{Prefix: prefix})
+	queue := redisstore.NewQueue(rdb, redisstore.QueueOptions{Prefix: prefix, Consumer: "test-" + testenv.Unique()})
 	clock, ids := system.Clock{}, system.ULIDs{}
 	tokens := httpapi.NewTokens([]byte(secret))
 	e := httpapi.New(
 		httpapi.Options{BodyLimit: "4K", RequestTimeout: 2 * time.Second},
 		httpapi.UseCases{
-			CreateVoucher: application.NewCreateVoucher(vouchers, stock),
-			GetVoucher:    application.NewGetVoucher(vouchers, stock),
-			ListVouchers:  application.NewListVouchers(vouchers, stock),
-			GrabVoucher:   application.NewGrabVoucher(stock, clock, ids, application.GrabOptions{SoldOutTTL: time.Second}),
+			CreateVoucher:   application.NewCreateVoucher(vouchers, stock),
+			GetVoucher:      application.NewGetVoucher(vouchers, stock),
+			ListVouchers:    application.NewListVouchers(vouchers, stock),
+			GrabVoucher:     application.NewGrabVoucher(stock, clock, ids, application.GrabOptions{SoldOutTTL: time.Second}),
+			GetOrder:        application.NewGetOrder(orders, reservations),
+			ListOrders:      application.NewListOrders(orders, reservations),
+			GetVoucherStats: application.NewGetVoucherStats(vouchers, orders, stock, reservations),
 		},
 		tokens,
 		[]httpapi.Check{
@@ -71,7 +79,8 @@ func newAPI(t testing.TB) *api {
 	)
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
-	a := &api{t: t, url: srv.URL, redis: rdb, stock: stock, tokens: tokens}
+	a := &api{t: t, url: srv.URL, redis: rdb, stock: stock, tokens: tokens, queue: queue,
+		fulfil: application.NewFulfillOrder(orders, queue, application.NewCompensate(stock), 5)}
 	a.admin = a.token(1, true)
 	return a
 }
@@ -180,4 +189,16 @@ func (a *api) remaining(id string) float64 {
 		a.t.Fatalf("get voucher: %d %s", r.Status, r.Raw)
 	}
 	return r.Body["remaining"].(float64)
+}
+
+// fulfil persists every reservation queued so far, as a worker would.
+func (a *api) fulfilAll() {
+	a.t.Helper()
+	ds, err := a.queue.Read(context.Background(), 1000, time.Millisecond)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	if _, err := a.fulfil.Handle(context.Background(), ds); err != nil {
+		a.t.Fatal(err)
+	}
 }

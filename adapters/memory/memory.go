@@ -148,6 +148,20 @@ func (r Reservations) Find(_ context.Context, id domain.OrderID) (domain.Reserva
 	return domain.Reservation{}, fmt.Errorf("reservation %s: %w", id, domain.ErrNotFound)
 }
 
+// ForUser returns the reservations user still holds.
+func (r Reservations) ForUser(_ context.Context, user domain.UserID) ([]domain.Reservation, error) {
+	s := r.Stock
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []domain.Reservation
+	for _, res := range s.Reserved {
+		if res.UserID == user && s.sales[res.VoucherID].buyers[user] == res.OrderID {
+			out = append(out, res)
+		}
+	}
+	return out, nil
+}
+
 // Pending counts the stock's queue entries not yet acknowledged.
 func (r Reservations) Pending(_ context.Context, voucher domain.VoucherID) (int64, error) {
 	if r.Stock.Queue == nil {

@@ -42,20 +42,13 @@ func (r *Reservations) Find(ctx context.Context, id domain.OrderID) (domain.Rese
 	if id == "" {
 		return domain.Reservation{}, domain.ErrNotFound
 	}
-	members, err := r.client.SMembers(ctx, r.keys.Registry()).Result()
+	vouchers, err := r.registry(ctx)
 	if err != nil {
 		return domain.Reservation{}, fmt.Errorf("find reservation: %w", err)
-	}
-	vouchers := make([]domain.VoucherID, 0, len(members))
-	for _, m := range members {
-		if v, err := domain.ParseVoucherID(m); err == nil {
-			vouchers = append(vouchers, v)
-		}
 	}
 	if len(vouchers) == 0 {
 		return domain.Reservation{}, domain.ErrNotFound
 	}
-	slices.Sort(vouchers)
 
 	pipe := r.client.Pipeline()
 	cmds := make([]*redis.StringCmd, len(vouchers))
@@ -81,6 +74,81 @@ func (r *Reservations) Find(ctx context.Context, id domain.OrderID) (domain.Rese
 		return res, nil
 	}
 	return domain.Reservation{}, domain.ErrNotFound
+}
+
+// ForUser returns the reservations user holds now, one per voucher in the registry at
+// most, in two round trips after reading the registry: the user's order id in each
+// buyers hash, then those orders' records.
+func (r *Reservations) ForUser(ctx context.Context, user domain.UserID) ([]domain.Reservation, error) {
+	vouchers, err := r.registry(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reservations of user: %w", err)
+	}
+	if len(vouchers) == 0 {
+		return nil, nil
+	}
+	pipe := r.client.Pipeline()
+	ids := make([]*redis.StringCmd, len(vouchers))
+	for i, v := range vouchers {
+		ids[i] = pipe.HGet(ctx, r.keys.Buyers(v), user.String())
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("reservations of user: %w", err)
+	}
+	held := make([]domain.VoucherID, 0, len(vouchers))
+	heldIDs := make([]domain.OrderID, 0, len(vouchers))
+	records := make([]*redis.StringCmd, 0, len(vouchers))
+	pipe = r.client.Pipeline()
+	for i, cmd := range ids {
+		id, err := cmd.Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reservations of user: %w", err)
+		}
+		held = append(held, vouchers[i])
+		heldIDs = append(heldIDs, domain.OrderID(id))
+		records = append(records, pipe.HGet(ctx, r.keys.Orders(vouchers[i]), id))
+	}
+	if len(held) == 0 {
+		return nil, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("reservations of user: %w", err)
+	}
+	out := make([]domain.Reservation, 0, len(held))
+	for i, cmd := range records {
+		record, err := cmd.Result()
+		if errors.Is(err, redis.Nil) {
+			continue // released between the two reads
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reservations of user: %w", err)
+		}
+		res, err := decodeRecord(heldIDs[i], held[i], record)
+		if err != nil {
+			return nil, fmt.Errorf("reservations of user: %w", err)
+		}
+		out = append(out, res)
+	}
+	return out, nil
+}
+
+// registry returns the vouchers in the registry, in id order.
+func (r *Reservations) registry(ctx context.Context) ([]domain.VoucherID, error) {
+	members, err := r.client.SMembers(ctx, r.keys.Registry()).Result()
+	if err != nil {
+		return nil, err
+	}
+	vouchers := make([]domain.VoucherID, 0, len(members))
+	for _, m := range members {
+		if v, err := domain.ParseVoucherID(m); err == nil {
+			vouchers = append(vouchers, v)
+		}
+	}
+	slices.Sort(vouchers)
+	return vouchers, nil
 }
 
 // decodeRecord reads an orders hash value, "user_id:qty:at_ms".

@@ -107,3 +107,33 @@ func TestPendingCountsUnacknowledgedEntries(t *testing.T) {
 		t.Fatalf("Pending without the group = %d, want %d", got, want)
 	}
 }
+
+func TestReservationsForUser(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	for id := domain.VoucherID(1); id <= 3; id++ {
+		warm(t, client, s, voucher(id, 10, 3))
+	}
+	res := redisstore.NewReservations(client, redisstore.Options{Prefix: s.Keys().Prefix})
+	a, b := grab(1, 7, 1), grab(3, 7, 2)
+	check(t, s.Reserve(ctx, a))
+	check(t, s.Reserve(ctx, b))
+	check(t, s.Reserve(ctx, grab(2, 8, 1))) // another user's
+
+	got, err := res.ForUser(ctx, 7)
+	check(t, err)
+	if len(got) != 2 || !sameReservation(got[0], a) || !sameReservation(got[1], b) {
+		t.Fatalf("ForUser = %+v, want %+v and %+v", got, a, b)
+	}
+	if _, err := s.Release(ctx, order(a)); err != nil {
+		t.Fatal(err)
+	}
+	got, err = res.ForUser(ctx, 7)
+	check(t, err)
+	if len(got) != 1 || !sameReservation(got[0], b) {
+		t.Fatalf("ForUser after a release = %+v, want only %+v", got, b)
+	}
+	if got, err := res.ForUser(ctx, 99); err != nil || len(got) != 0 {
+		t.Fatalf("ForUser of a user without reservations = %+v, %v", got, err)
+	}
+}

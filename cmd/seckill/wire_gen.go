@@ -43,7 +43,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	orders := pgstore.NewOrders(db)
 	reservations := redisstore.NewReservations(universalClient, redisstoreOptions)
 	getOrder := application.NewGetOrder(orders, reservations)
-	listOrders := application.NewListOrders(orders)
+	listOrders := application.NewListOrders(orders, reservations)
 	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stock, reservations)
 	useCases := httpapi.UseCases{
 		CreateVoucher:   createVoucher,

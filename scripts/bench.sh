@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Reproduces BENCHMARKS.md: every figure with its same-run baseline, against a
+# throwaway Redis and PostgreSQL (see scripts/services.sh). Takes a few minutes.
+#   bash scripts/bench.sh            # all sections
+#   BENCHTIME=5s bash scripts/bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/services.sh
+start_services
+benchtime=${BENCHTIME:-3s}
+
+echo "== machine"
+echo "$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+go version
+redis-server --version | cut -d' ' -f1-3
+psql --version
+
+echo
+echo "== Redis baseline: redis-benchmark EVALSHA of reserve.lua (50 clients, no pipelining)"
+rc() { redis-cli -p "$SVC_REDIS_PORT" "$@"; }
+sha=$(rc SCRIPT LOAD "$(cat adapters/redisstore/reserve.lua)")
+now=$(($(date +%s) * 1000))
+rc HSET 'bench:{v1}:meta' stock 1000000000 remaining 1000000000 begins $((now - 60000)) ends $((now + 3600000)) limit 1 expire $((now + 7200000)) >/dev/null
+redis-benchmark -p "$SVC_REDIS_PORT" -q -n 200000 -c 50 -r 1000000000 \
+	EVALSHA "$sha" 4 'bench:{v1}:meta' 'bench:{v1}:buyers' 'bench:{v1}:orders' 'bench:{v1}:stream' \
+	__rand_int__ o__rand_int__ 1 "$now" 1
+rc UNLINK 'bench:{v1}:meta' 'bench:{v1}:buyers' 'bench:{v1}:orders' 'bench:{v1}:stream' >/dev/null
+
+echo
+echo "== adapter level: the same script through go-redis (go test -bench Reserve)"
+go test -run '^$' -bench 'Reserve' -benchtime "$benchtime" ./adapters/redisstore/
+
+echo
+echo "== HTTP level: grab endpoint vs a hello-world Echo handler, same client and loopback"
+go test -run '^$' -bench 'HelloWorld|Grab' -benchtime "$benchtime" ./adapters/httpapi/
+
+echo
+echo "== PostgreSQL baseline: pgbench, one client, single-row INSERT of an order row"
+db="postgres://postgres@127.0.0.1:$SVC_PG_PORT/postgres?sslmode=disable"
+psql -q "$db" -c 'CREATE TABLE bench_orders (id text PRIMARY KEY, voucher_id bigint NOT NULL, user_id bigint NOT NULL, quantity int NOT NULL, status text NOT NULL, created_at timestamptz NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())'
+cat >"$SVC_DIR/insert.sql" <<'SQL'
+INSERT INTO bench_orders (id, voucher_id, user_id, quantity, status, created_at) VALUES (md5(random()::text), 1, (random()*1e9)::bigint, 1, 'awaiting_payment', now());
+SQL
+pgbench -n -c 1 -T 10 -f "$SVC_DIR/insert.sql" "$db" 2>/dev/null | grep -E 'tps|latency average'
+
+echo
+echo "== fulfilment: stream to committed rows, batch sizes 1, 10, 100 (one worker)"
+go test -run '^$' -bench 'Fulfil' -benchtime "$benchtime" ./cmd/seckill/
+go test -run '^$' -bench 'Persist' -benchtime "$benchtime" ./adapters/pgstore/
+
+echo
+echo "== the reference burst, 5,000 grabs each on its own connection (5 runs)"
+go test -run 'TestReferenceBurst' -count 5 -v ./cmd/seckill/ | grep -E 'cleared|^(ok|FAIL)'
