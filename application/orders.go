@@ -3,9 +3,9 @@ package application
 import (
 	"cmp"
 	"context"
-	"slices"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/seckill/seckill/domain"
 	"github.com/seckill/seckill/ports"
