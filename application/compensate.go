@@ -9,24 +9,32 @@ import (
 )
 
 // Compensate puts the units of an order that will never be sold back on sale. The
-// order is already closed in the database (the source of truth) when it is called;
-// the release is idempotent, so calling it again for the same order is harmless.
+// order is already closed in the database (the source of truth) when it is called.
+// The release is idempotent — it returns units only while the user's reservation
+// still names this order — so calling it again for the same order is harmless; and
+// it is recorded, so an order whose release failed is found and retried
+// (ReleaseClosed). A release that returns units tells every instance (the restock
+// signal), so a voucher that was sold out becomes grabbable again everywhere.
 type Compensate struct {
-	stock ports.Stock
+	stock    ports.Stock
+	releases ports.Releases
 }
 
 // NewCompensate returns the use case.
-func NewCompensate(stock ports.Stock) *Compensate {
-	return &Compensate{stock: stock}
+func NewCompensate(stock ports.Stock, releases ports.Releases) *Compensate {
+	return &Compensate{stock: stock, releases: releases}
 }
 
-// Handle releases o's units if the user's reservation still names o. It reports
-// whether units went back; an error means nothing was released and the caller must
-// try again.
+// Handle releases o's units and records that it did. It reports whether units went
+// back (false when they already had, or the reservation names another order now); an
+// error means the caller, or ReleaseClosed, must try again.
 func (uc *Compensate) Handle(ctx context.Context, o domain.Order) (bool, error) {
 	released, err := uc.stock.Release(ctx, o)
 	if err != nil {
 		return false, fmt.Errorf("release order %s: %w", o.ID, err)
+	}
+	if err := uc.releases.MarkReleased(ctx, o.ID); err != nil {
+		return released, fmt.Errorf("mark order %s released: %w", o.ID, err)
 	}
 	return released, nil
 }

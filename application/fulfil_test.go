@@ -33,7 +33,7 @@ func newSale(t *testing.T, stock, limit int) sale {
 	f.stock.Queue = q
 	orders := memory.NewOrders(f.vouchers)
 	return sale{grabFixture: f, queue: q, orders: orders, maxDlvr: 5,
-		fulfil: application.NewFulfillOrder(orders, q, application.NewCompensate(f.stock), 5)}
+		fulfil: application.NewFulfillOrder(orders, q, application.NewCompensate(f.stock, orders), 5)}
 }
 
 func (s sale) read(t *testing.T) []ports.Delivery {

@@ -104,47 +104,48 @@ type VoucherStats struct {
 
 // GetVoucherStats reads a voucher's stats.
 type GetVoucherStats struct {
-	vouchers     ports.Vouchers
-	orders       ports.Orders
-	stock        ports.Stock
-	reservations ports.Reservations
+	vouchers ports.Vouchers
+	orders   ports.Orders
+	audit    ports.StockAudit
 }
 
 // NewGetVoucherStats returns the use case.
-func NewGetVoucherStats(vouchers ports.Vouchers, orders ports.Orders, stock ports.Stock, reservations ports.Reservations) *GetVoucherStats {
-	return &GetVoucherStats{vouchers: vouchers, orders: orders, stock: stock, reservations: reservations}
+func NewGetVoucherStats(vouchers ports.Vouchers, orders ports.Orders, audit ports.StockAudit) *GetVoucherStats {
+	return &GetVoucherStats{vouchers: vouchers, orders: orders, audit: audit}
 }
 
-// Handle returns the stats, or domain.ErrNotFound. Queued units are those reserved in
-// Redis and not yet held by a live order in the database, so at a quiet moment
-// stock = remaining + queued + awaiting_payment + paid.
+// Handle returns the stats, or domain.ErrNotFound. Each figure is read from where it
+// lives — remaining units and queued (reserved, not yet persisted) units from Redis,
+// the others from the database — so that at a quiet moment
+// stock = remaining + queued + awaiting_payment + paid is a real check of agreement.
 func (uc *GetVoucherStats) Handle(ctx context.Context, id domain.VoucherID) (VoucherStats, error) {
 	v, err := uc.vouchers.Get(ctx, id)
 	if err != nil {
 		return VoucherStats{}, err
 	}
-	live, err := withRemaining(ctx, uc.stock, []domain.Voucher{v})
+	snap, err := uc.audit.Snapshot(ctx, id)
 	if err != nil {
-		return VoucherStats{}, err
+		return VoucherStats{}, fmt.Errorf("sale state: %w", err)
 	}
 	units, err := uc.orders.UnitsByStatus(ctx, id)
 	if err != nil {
 		return VoucherStats{}, fmt.Errorf("order units: %w", err)
 	}
-	pending, err := uc.reservations.Pending(ctx, id)
-	if err != nil {
-		return VoucherStats{}, fmt.Errorf("pending entries: %w", err)
-	}
 	s := VoucherStats{
 		Stock:           v.Stock,
-		Remaining:       live[0].Remaining,
+		Remaining:       v.Stock - v.Sold,
 		AwaitingPayment: units[domain.StatusAwaitingPayment],
 		Paid:            units[domain.StatusPaid],
 		Cancelled:       units[domain.StatusCancelled],
 		Expired:         units[domain.StatusExpired],
 		Failed:          units[domain.StatusFailed],
-		Pending:         pending,
+		Pending:         int64(len(snap.Unacked)),
 	}
-	s.Queued = max(0, s.Stock-s.Remaining-s.AwaitingPayment-s.Paid)
+	if snap.Present {
+		s.Remaining = snap.Remaining
+	}
+	for _, r := range snap.Unacked {
+		s.Queued += r.Quantity
+	}
 	return s, nil
 }

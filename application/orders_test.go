@@ -72,7 +72,7 @@ func TestListOrders(t *testing.T) {
 func TestVoucherStatsAddUp(t *testing.T) {
 	ctx := context.Background()
 	s := newSale(t, 10, 2)
-	stats := application.NewGetVoucherStats(s.vouchers, s.orders, s.stock, memory.Reservations{Stock: s.stock})
+	stats := application.NewGetVoucherStats(s.vouchers, s.orders, s.stock)
 	mustGrab(t, s.grabFixture, 1, 2)
 	mustGrab(t, s.grabFixture, 2, 1)
 	if _, err := s.fulfil.Handle(ctx, s.read(t)); err != nil {

@@ -126,18 +126,22 @@ func withRemaining(ctx context.Context, stock ports.Stock, vs []domain.Voucher) 
 	return out, nil
 }
 
-// WarmVouchers loads the stock of every voucher whose sale has not ended, each only if
-// absent. Start-up runs it, and serve repeats it so a voucher whose warm-up failed at
-// creation, or whose keys a Redis restart lost, goes (back) on sale.
+// WarmVouchers loads the sale state of every voucher whose sale has not ended, each
+// only if absent. Start-up runs it, and serve repeats it, so a voucher whose warm-up
+// failed at creation, or whose keys a Redis restart lost, goes (back) on sale: with
+// its stock less the units of its live orders, and their reservations recorded so
+// their users cannot grab it twice.
 type WarmVouchers struct {
 	vouchers ports.Vouchers
 	stock    ports.Stock
+	audit    ports.StockAudit
+	ledger   ports.OrderAudit
 	clock    ports.Clock
 }
 
 // NewWarmVouchers returns the use case.
-func NewWarmVouchers(vouchers ports.Vouchers, stock ports.Stock, clock ports.Clock) *WarmVouchers {
-	return &WarmVouchers{vouchers: vouchers, stock: stock, clock: clock}
+func NewWarmVouchers(vouchers ports.Vouchers, stock ports.Stock, audit ports.StockAudit, ledger ports.OrderAudit, clock ports.Clock) *WarmVouchers {
+	return &WarmVouchers{vouchers: vouchers, stock: stock, audit: audit, ledger: ledger, clock: clock}
 }
 
 // Handle warms the active vouchers and returns how many it loaded (those already
@@ -153,8 +157,19 @@ func (uc *WarmVouchers) Handle(ctx context.Context) (int, error) {
 		if err != nil {
 			return loaded, fmt.Errorf("warm voucher %s: %w", v.ID, err)
 		}
-		if ok {
-			loaded++
+		if !ok {
+			continue
+		}
+		loaded++
+		if v.Sold == 0 {
+			continue
+		}
+		ledger, err := uc.ledger.Ledger(ctx, v.ID)
+		if err != nil {
+			return loaded, fmt.Errorf("voucher %s: %w", v.ID, err)
+		}
+		if err := restoreLive(ctx, uc.audit, ledger); err != nil {
+			return loaded, err
 		}
 	}
 	return loaded, nil

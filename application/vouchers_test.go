@@ -70,7 +70,7 @@ func TestCreateVoucherReportsAFailedWarmUp(t *testing.T) {
 	}
 	// The voucher is kept; the periodic warm-up loads it once the stock is back.
 	stock.Err = nil
-	n, err := application.NewWarmVouchers(vouchers, stock, memory.NewClock(t0)).Handle(context.Background())
+	n, err := application.NewWarmVouchers(vouchers, stock, stock, memory.NewOrders(vouchers), memory.NewClock(t0)).Handle(context.Background())
 	if err != nil || n != 1 {
 		t.Fatalf("warm = %d, %v; want 1 loaded", n, err)
 	}
@@ -85,7 +85,7 @@ func TestWarmVouchersNeverResetsALiveCounter(t *testing.T) {
 	if err := vouchers.Create(context.Background(), &v); err != nil {
 		t.Fatal(err)
 	}
-	n, err := application.NewWarmVouchers(vouchers, f.stock, f.clock).Handle(context.Background())
+	n, err := application.NewWarmVouchers(vouchers, f.stock, f.stock, memory.NewOrders(vouchers), f.clock).Handle(context.Background())
 	if err != nil || n != 0 {
 		t.Fatalf("warm = %d, %v; want 0 loaded", n, err)
 	}
@@ -104,7 +104,7 @@ func TestWarmVouchersSkipsEndedSales(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n, err := application.NewWarmVouchers(vouchers, stock, memory.NewClock(t0)).Handle(context.Background())
+	n, err := application.NewWarmVouchers(vouchers, stock, stock, memory.NewOrders(vouchers), memory.NewClock(t0)).Handle(context.Background())
 	if err != nil || n != 1 {
 		t.Fatalf("warm = %d, %v; want 1", n, err)
 	}

@@ -34,7 +34,11 @@ CREATE TABLE orders (
         status IN ('queued', 'awaiting_payment', 'paid', 'cancelled', 'expired', 'failed')
     ),
     created_at TIMESTAMPTZ NOT NULL,
-    updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    -- When a closed order's units were confirmed back on sale (released in Redis).
+    -- NULL means not yet: a closed order with NULL still has to be released, and the
+    -- release is retried until it succeeds. Live orders keep it NULL.
+    released_at TIMESTAMPTZ NULL
 );
 
 --bun:split
@@ -60,3 +64,10 @@ CREATE INDEX orders_voucher_id_status_idx ON orders (voucher_id, status);
 -- Orders waiting for payment, oldest first, for the payment-timeout sweeper.
 CREATE INDEX orders_awaiting_payment_created_at_idx ON orders (created_at)
     WHERE status = 'awaiting_payment';
+
+--bun:split
+
+-- Closed orders whose units are not yet back on sale, oldest closing first, for the
+-- job that retries releases. It stays small: an order leaves it once released.
+CREATE INDEX orders_closed_unreleased_updated_at_idx ON orders (updated_at)
+    WHERE status IN ('cancelled', 'expired', 'failed') AND released_at IS NULL;

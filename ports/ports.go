@@ -13,7 +13,8 @@ import (
 // judge a grab (window, per-user limit) kept beside them.
 type Stock interface {
 	// Warm loads a voucher's sale state only if it is absent, so a live counter is
-	// never reset. It reports whether it loaded anything.
+	// never reset: stock v.Stock, remaining v.Stock - v.Sold (the units the database's
+	// live orders hold). It reports whether it loaded anything.
 	Warm(ctx context.Context, v domain.Voucher) (bool, error)
 	// Reserve takes r.Quantity units for r.UserID atomically and records the
 	// reservation for fulfilment. It returns domain.ErrSoldOut, an
@@ -38,9 +39,6 @@ type Reservations interface {
 	// ForUser returns the reservations a user holds now, at most one per voucher whose
 	// sale state is loaded; persisted ones included.
 	ForUser(ctx context.Context, user domain.UserID) ([]domain.Reservation, error)
-	// Pending returns how many of a voucher's queue entries are not yet acknowledged
-	// (delivered and pending, or not yet delivered).
-	Pending(ctx context.Context, voucher domain.VoucherID) (int64, error)
 }
 
 // Vouchers stores vouchers.
@@ -138,4 +136,86 @@ type Orders interface {
 	ListByUser(ctx context.Context, user domain.UserID, voucher domain.VoucherID) ([]domain.Order, error)
 	// UnitsByStatus returns the units a voucher's orders hold in each status.
 	UnitsByStatus(ctx context.Context, voucher domain.VoucherID) (map[domain.OrderStatus]int, error)
+}
+
+// OrderLifecycle moves persisted orders through their states. Every change is a
+// conditional update on the current state, so of two racing changes exactly one wins.
+type OrderLifecycle interface {
+	// Transition moves the order id of user (0: of any user) from awaiting_payment to
+	// to (paid, cancelled or expired). Closing it (cancelled, expired) also takes its
+	// units off the voucher's sold counter, in the same transaction. It returns the
+	// order as it now is, or domain.ErrNotFound (no such order of that user) or
+	// domain.ErrInvalidState (it is not awaiting payment).
+	Transition(ctx context.Context, id domain.OrderID, user domain.UserID, to domain.OrderStatus) (domain.Order, error)
+	// ExpireDue expires up to limit orders awaiting payment since before cutoff, as
+	// Transition would, skipping those another instance is expiring at the same time,
+	// and returns the ones it expired.
+	ExpireDue(ctx context.Context, cutoff time.Time, limit int) ([]domain.Order, error)
+}
+
+// Releases remembers which closed orders still have to give their units back to the
+// sale, so a release that failed (Redis down) is retried until it succeeds, across
+// restarts.
+type Releases interface {
+	// Unreleased returns up to limit closed orders (cancelled, expired, failed) whose
+	// units are not yet marked released, oldest first.
+	Unreleased(ctx context.Context, limit int) ([]domain.Order, error)
+	// MarkReleased records that these orders' units are back on sale.
+	MarkReleased(ctx context.Context, ids ...domain.OrderID) error
+}
+
+// Payments is where a payment gateway plugs in. Pay authorises before the order is
+// marked paid and voids the authorisation if the order could not be marked (it
+// expired or was cancelled meanwhile).
+type Payments interface {
+	// Authorize reserves the order's amount with the gateway.
+	Authorize(ctx context.Context, o domain.Order) error
+	// Void cancels an authorisation that will not be captured.
+	Void(ctx context.Context, o domain.Order) error
+}
+
+// StockSnapshot is what Redis holds for one voucher, read atomically.
+type StockSnapshot struct {
+	// Present is false when the voucher's sale state is gone (never warmed, expired, or
+	// lost with a Redis restart); the other fields are then empty.
+	Present bool
+	// Stock and Remaining are the units on sale and left.
+	Stock, Remaining int
+	// Reservations are the reservations users hold.
+	Reservations []domain.Reservation
+	// Unacked are the queue's entries not yet acknowledged (pending or not yet
+	// delivered), decoded; malformed entries are left out.
+	Unacked []domain.Reservation
+}
+
+// StockAudit inspects and repairs a voucher's sale state, for reconciliation and
+// stats. Every repair is idempotent and safe while the sale is live.
+type StockAudit interface {
+	// Snapshot returns what Redis holds for a voucher.
+	Snapshot(ctx context.Context, id domain.VoucherID) (StockSnapshot, error)
+	// Restore records a reservation that the database holds as a live order but Redis
+	// lost, only if the user holds no reservation of the voucher. It does not touch the
+	// remaining units (Recount does). It reports whether it recorded anything.
+	Restore(ctx context.Context, r domain.Reservation) (bool, error)
+	// Requeue appends a reservation to its voucher's queue again.
+	Requeue(ctx context.Context, r domain.Reservation) error
+	// Recount sets a voucher's remaining units to stock minus the units its
+	// reservations hold, atomically, and returns the new value.
+	Recount(ctx context.Context, id domain.VoucherID) (int, error)
+}
+
+// Ledger is what the database holds for one voucher, read consistently.
+type Ledger struct {
+	Voucher domain.Voucher
+	Orders  []domain.Order
+}
+
+// OrderAudit inspects and repairs the database side of a voucher.
+type OrderAudit interface {
+	// Ledger returns a voucher and all its orders as of one moment, or
+	// domain.ErrNotFound.
+	Ledger(ctx context.Context, id domain.VoucherID) (Ledger, error)
+	// RecountSold sets a voucher's sold counter to the units of its live orders,
+	// without racing concurrent fulfilment, and returns the new value.
+	RecountSold(ctx context.Context, id domain.VoucherID) (int, error)
 }

@@ -58,6 +58,9 @@ func newAPI(t testing.TB) *api {
 	reservations := redisstore.NewReservations(rdb, redisstore.Options{Prefix: prefix})
 	queue := redisstore.NewQueue(rdb, redisstore.QueueOptions{Prefix: prefix, Consumer: "test-" + testenv.Unique()})
 	clock, ids := system.Clock{}, system.ULIDs{}
+	audit := redisstore.NewAudit(rdb, redisstore.Options{Prefix: prefix})
+	getOrder := application.NewGetOrder(orders, reservations)
+	compensate := application.NewCompensate(stock, orders)
 	tokens := httpapi.NewTokens([]byte(secret))
 	e := httpapi.New(
 		httpapi.Options{BodyLimit: "4K", RequestTimeout: 2 * time.Second},
@@ -66,9 +69,11 @@ func newAPI(t testing.TB) *api {
 			GetVoucher:      application.NewGetVoucher(vouchers, stock),
 			ListVouchers:    application.NewListVouchers(vouchers, stock),
 			GrabVoucher:     application.NewGrabVoucher(stock, clock, ids, application.GrabOptions{SoldOutTTL: time.Second}),
-			GetOrder:        application.NewGetOrder(orders, reservations),
+			GetOrder:        getOrder,
 			ListOrders:      application.NewListOrders(orders, reservations),
-			GetVoucherStats: application.NewGetVoucherStats(vouchers, orders, stock, reservations),
+			GetVoucherStats: application.NewGetVoucherStats(vouchers, orders, audit),
+			PayOrder:        application.NewPayOrder(getOrder, orders, system.AcceptPayments{}),
+			CancelOrder:     application.NewCancelOrder(getOrder, orders, compensate),
 		},
 		tokens,
 		[]httpapi.Check{
@@ -80,7 +85,7 @@ func newAPI(t testing.TB) *api {
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	a := &api{t: t, url: srv.URL, redis: rdb, stock: stock, tokens: tokens, queue: queue,
-		fulfil: application.NewFulfillOrder(orders, queue, application.NewCompensate(stock), 5)}
+		fulfil: application.NewFulfillOrder(orders, queue, compensate, 5)}
 	a.admin = a.token(1, true)
 	return a
 }

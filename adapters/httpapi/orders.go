@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -42,6 +43,27 @@ func (h handlers) getOrder(c echo.Context) error {
 		return err
 	}
 	o, err := h.uc.GetOrder.Handle(c.Request().Context(), caller(c), id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toOrderJSON(o))
+}
+
+func (h handlers) payOrder(c echo.Context) error {
+	return h.transition(c, h.uc.PayOrder.Handle)
+}
+
+func (h handlers) cancelOrder(c echo.Context) error {
+	return h.transition(c, h.uc.CancelOrder.Handle)
+}
+
+// transition runs a change of an order's state on behalf of its owner.
+func (h handlers) transition(c echo.Context, change func(context.Context, domain.UserID, domain.OrderID) (domain.Order, error)) error {
+	id, err := domain.ParseOrderID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	o, err := change(c.Request().Context(), principal(c).User, id)
 	if err != nil {
 		return err
 	}

@@ -91,3 +91,71 @@ func TestVoucherStats(t *testing.T) {
 	assertJSON(t, r.Body, map[string]any{"stock": 10.0, "remaining": 6.0, "queued": 1.0, "awaiting_payment": 3.0,
 		"paid": 0.0, "cancelled": 0.0, "expired": 0.0, "failed": 0.0, "pending": 1.0})
 }
+
+func TestPayAndCancel(t *testing.T) {
+	a := newAPI(t)
+	id := a.createVoucher(2, 1)
+	alice, bob := a.token(10, false), a.token(11, false)
+	grab := func(token string) string {
+		r := a.do(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", token, "")
+		if r.Status != http.StatusAccepted {
+			t.Fatalf("grab: %d %s", r.Status, r.Raw)
+		}
+		return r.Body["order_id"].(string)
+	}
+	aliceOrder, bobOrder := grab(alice), grab(bob)
+
+	// Not yet persisted: nothing to pay or cancel yet.
+	if r := a.do(http.MethodPost, "/api/v1/orders/"+aliceOrder+"/pay", alice, ""); r.Status != http.StatusConflict || r.code() != "invalid_state" {
+		t.Fatalf("pay a queued order: %d %s", r.Status, r.Raw)
+	}
+	a.fulfilAll()
+
+	for _, tc := range []struct {
+		name, path, token string
+		status            int
+		code              string
+	}{
+		{"pay another's order", "/api/v1/orders/" + bobOrder + "/pay", alice, 404, "not_found"},
+		{"cancel another's order", "/api/v1/orders/" + bobOrder + "/cancel", alice, 404, "not_found"},
+		{"admin pays another's order", "/api/v1/orders/" + bobOrder + "/pay", a.admin, 404, "not_found"},
+		{"pay malformed id", "/api/v1/orders/xyz/pay", alice, 400, "invalid_request"},
+		{"cancel malformed id", "/api/v1/orders/xyz/cancel", alice, 400, "invalid_request"},
+		{"pay unknown order", "/api/v1/orders/01KB0000000000000000000000/pay", alice, 404, "not_found"},
+		{"pay without token", "/api/v1/orders/" + aliceOrder + "/pay", "", 401, "unauthorized"},
+	} {
+		if r := a.do(http.MethodPost, tc.path, tc.token, ""); r.Status != tc.status || r.code() != tc.code {
+			t.Errorf("%s: %d %s, want %d %s", tc.name, r.Status, r.Raw, tc.status, tc.code)
+		}
+	}
+
+	paid := a.do(http.MethodPost, "/api/v1/orders/"+aliceOrder+"/pay", alice, "")
+	if paid.Status != http.StatusOK || paid.Body["status"] != "paid" || paid.Body["order_id"] != aliceOrder {
+		t.Fatalf("pay: %d %s", paid.Status, paid.Raw)
+	}
+	for _, action := range []string{"pay", "cancel"} {
+		if r := a.do(http.MethodPost, "/api/v1/orders/"+aliceOrder+"/"+action, alice, ""); r.Status != http.StatusConflict || r.code() != "invalid_state" {
+			t.Fatalf("%s a paid order: %d %s", action, r.Status, r.Raw)
+		}
+	}
+
+	if got := a.remaining(id); got != 0 {
+		t.Fatalf("remaining = %v before cancel, want 0", got)
+	}
+	cancelled := a.do(http.MethodPost, "/api/v1/orders/"+bobOrder+"/cancel", bob, "")
+	if cancelled.Status != http.StatusOK || cancelled.Body["status"] != "cancelled" {
+		t.Fatalf("cancel: %d %s", cancelled.Status, cancelled.Raw)
+	}
+	if got := a.remaining(id); got != 1 {
+		t.Fatalf("remaining = %v after cancel, want 1", got)
+	}
+	// The unit is back on sale, and Bob may grab again.
+	again := grab(bob)
+	if again == bobOrder {
+		t.Fatal("the new grab reused the cancelled order's id")
+	}
+	a.fulfilAll()
+	r := a.do(http.MethodGet, "/api/v1/vouchers/"+id+"/stats", a.admin, "")
+	assertJSON(t, r.Body, map[string]any{"stock": 2.0, "remaining": 0.0, "queued": 0.0, "awaiting_payment": 1.0,
+		"paid": 1.0, "cancelled": 1.0, "expired": 0.0, "failed": 0.0, "pending": 0.0})
+}

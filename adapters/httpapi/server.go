@@ -33,6 +33,8 @@ type UseCases struct {
 	GetOrder        *application.GetOrder
 	ListOrders      *application.ListOrders
 	GetVoucherStats *application.GetVoucherStats
+	PayOrder        *application.PayOrder
+	CancelOrder     *application.CancelOrder
 }
 
 // Check is one dependency /readyz asks about.
@@ -71,6 +73,8 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	api.GET("/vouchers/:id/stats", h.voucherStats, auth, requireAdmin)
 	api.GET("/orders", h.listOrders, auth)
 	api.GET("/orders/:id", h.getOrder, auth)
+	api.POST("/orders/:id/pay", h.payOrder, auth)
+	api.POST("/orders/:id/cancel", h.cancelOrder, auth)
 
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})

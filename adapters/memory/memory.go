@@ -162,14 +162,6 @@ func (r Reservations) ForUser(_ context.Context, user domain.UserID) ([]domain.R
 	return out, nil
 }
 
-// Pending counts the stock's queue entries not yet acknowledged.
-func (r Reservations) Pending(_ context.Context, voucher domain.VoucherID) (int64, error) {
-	if r.Stock.Queue == nil {
-		return 0, nil
-	}
-	return r.Stock.Queue.Pending(voucher), nil
-}
-
 // Vouchers is an in-memory ports.Vouchers.
 type Vouchers struct {
 	mu     sync.Mutex

@@ -18,6 +18,7 @@ type Orders struct {
 	mu       sync.Mutex
 	vouchers *Vouchers
 	byID     map[domain.OrderID]domain.Order
+	released map[domain.OrderID]bool
 	// Err, when set, is returned by every call (a database that is down).
 	Err error
 	// Poison makes Persist fail, alone, for a batch holding one of these ids.
@@ -28,7 +29,7 @@ var _ ports.Orders = (*Orders)(nil)
 
 // NewOrders returns an empty repository over vouchers.
 func NewOrders(vouchers *Vouchers) *Orders {
-	return &Orders{vouchers: vouchers, byID: map[domain.OrderID]domain.Order{}}
+	return &Orders{vouchers: vouchers, byID: map[domain.OrderID]domain.Order{}, released: map[domain.OrderID]bool{}}
 }
 
 // SetErr sets Err while other goroutines use the repository.

@@ -57,8 +57,9 @@ const persistAttempts = 3
 // stricter level would fail the transaction instead.
 var readCommitted = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 
-// orderRow is a row of the orders table. updated_at is left out: its DEFAULT fills it
-// on insert, and the domain does not read it.
+// orderRow is a row of the orders table. updated_at and released_at are left out:
+// inserts leave them to their defaults (now(), and NULL: not released), the domain
+// reads neither, and the statements that change them name them.
 type orderRow struct {
 	bun.BaseModel `bun:"table:orders,alias:o"`
 
@@ -101,7 +102,8 @@ func (r orderRow) order() domain.Order {
 //     earlier in rs); nothing changed;
 //   - Failed: the user already holds another live order for the voucher, or the
 //     voucher's sold counter has no room left for it; it is stored as a failed order
-//     (or was, by an earlier delivery: the caller releases its units again, safely);
+//     (or was, by an earlier delivery: the caller releases its units again, safely),
+//     not yet marked released, so Releases.Unreleased finds it until it is;
 //   - VoucherGone: the voucher does not exist; nothing is stored for it.
 //
 // When a voucher's counter cannot take all of the batch's new orders for it, they are

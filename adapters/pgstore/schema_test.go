@@ -3,6 +3,8 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -123,5 +125,63 @@ func TestSoldNeverExceedsStock(t *testing.T) {
 	}
 	if got.Sold != v.Stock {
 		t.Fatalf("sold = %d after refused updates, want %d", got.Sold, v.Stock)
+	}
+}
+
+// queryLog records the SQL of every query a bun.DB runs.
+type queryLog struct {
+	mu      sync.Mutex
+	queries []string
+}
+
+func (l *queryLog) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context { return ctx }
+
+func (l *queryLog) AfterQuery(_ context.Context, e *bun.QueryEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.queries = append(l.queries, e.Query)
+}
+
+// released_at starts NULL (not released), and Unreleased's query is served by the
+// partial index over closed, unreleased orders, not by scanning every order.
+func TestReleasedAtSchema(t *testing.T) {
+	ctx := context.Background()
+	db := openMigrated(t)
+
+	var nullable, typ string
+	var def *string
+	err := db.NewRaw(`SELECT is_nullable, data_type, column_default FROM information_schema.columns
+		WHERE table_name = 'orders' AND column_name = 'released_at'`).Scan(ctx, &nullable, &typ, &def)
+	if err != nil {
+		t.Fatalf("look up released_at: %v", err)
+	}
+	if nullable != "YES" || typ != "timestamp with time zone" || def != nil {
+		t.Fatalf("released_at is %s, nullable %s, default %v; want a nullable timestamptz without default", typ, nullable, def)
+	}
+
+	log := &queryLog{}
+	db.AddQueryHook(log)
+	if _, err := pgstore.NewOrders(db).Unreleased(ctx, 10); err != nil {
+		t.Fatalf("Unreleased: %v", err)
+	}
+	if len(log.queries) != 1 {
+		t.Fatalf("Unreleased ran %d queries, want 1: %q", len(log.queries), log.queries)
+	}
+	// An empty table would be scanned whole; forbid that, as a big one would.
+	err = db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.ExecContext(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
+			return err
+		}
+		var plan []string
+		if err := tx.NewRaw("EXPLAIN "+log.queries[0]).Scan(ctx, &plan); err != nil {
+			return err
+		}
+		if !strings.Contains(strings.Join(plan, "\n"), "orders_closed_unreleased_updated_at_idx") {
+			t.Errorf("Unreleased's plan does not use orders_closed_unreleased_updated_at_idx:\n%s", strings.Join(plan, "\n"))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("explain: %v", err)
 	}
 }

@@ -3,14 +3,48 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/domain"
 )
+
+// listen subscribes to channel and returns a function that collects what was published
+// there since: it publishes an end marker and returns the payloads before it. Redis
+// delivers one subscriber's messages in the order it ran the PUBLISHes, so nothing
+// published before the marker can arrive after it.
+func listen(t *testing.T, client *redis.Client, channel string) func() []string {
+	t.Helper()
+	ctx := context.Background()
+	sub := client.Subscribe(ctx, channel)
+	t.Cleanup(func() { _ = sub.Close() })
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatalf("subscribe to %s: %v", channel, err)
+	}
+	const end = "end-of-test"
+	return func() []string {
+		t.Helper()
+		check(t, client.Publish(ctx, channel, end).Err())
+		var got []string
+		for {
+			wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+			m, err := sub.ReceiveMessage(wait)
+			cancel()
+			if err != nil {
+				t.Fatalf("receive from %s: %v", channel, err)
+			}
+			if m.Payload == end {
+				return got
+			}
+			got = append(got, m.Payload)
+		}
+	}
+}
 
 // order returns the order r became, as the database would hand it to Release.
 func order(r domain.Reservation) domain.Order {
@@ -168,5 +202,38 @@ func TestReleaseRefusesQuantityBelowOne(t *testing.T) {
 	}
 	if _, err := closedStock(t).Release(context.Background(), order(r)); !errors.Is(err, redis.ErrClosed) {
 		t.Fatalf("Release on a closed client = %v, want %v", err, redis.ErrClosed)
+	}
+}
+
+func TestReleaseAnnouncesEachReleaseOnce(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	v := voucher(4, 5, 1)
+	warm(t, client, s, v)
+	r, other := grab(v.ID, 1, 1), grab(v.ID, 2, 1)
+	check(t, s.Reserve(ctx, r))
+	check(t, s.Reserve(ctx, other))
+	published := listen(t, client, s.Keys().Restock())
+
+	for i, want := range []bool{true, false} {
+		ok, err := s.Release(ctx, order(r))
+		check(t, err)
+		if ok != want {
+			t.Fatalf("release %d released = %v, want %v", i+1, ok, want)
+		}
+	}
+	// Refused releases: an order the user's reservation does not name, a user holding
+	// nothing, a voucher without sale state.
+	stale := order(other)
+	stale.ID = "o2-stale"
+	for _, o := range []domain.Order{stale, order(grab(v.ID, 9, 1)), order(grab(99, 2, 1))} {
+		ok, err := s.Release(ctx, o)
+		check(t, err)
+		if ok {
+			t.Fatalf("release of %+v released", o)
+		}
+	}
+	if got, want := published(), []string{"4"}; !slices.Equal(got, want) {
+		t.Fatalf("published %q, want %q (one release, once)", got, want)
 	}
 }

@@ -2,7 +2,9 @@
 // judges and takes a grab atomically and appends the reservation to the voucher's
 // stream in the same step, so no reservation is ever taken without being queued. The
 // streams are consumed through one consumer group by Queue, and Reservations reads
-// what the grab path recorded.
+// what the grab path recorded. A release that puts units back on sale announces it on
+// a Pub/Sub channel (Stock.SubscribeRestocks). Audit reads a voucher's whole state and
+// repairs it, for reconciliation.
 package redisstore
 
 import (
@@ -54,6 +56,11 @@ func (k Keys) Stream(id domain.VoucherID) string { return k.key(id, "stream") }
 // deliveries.
 func (k Keys) Dead(id domain.VoucherID) string { return k.key(id, "dead") }
 
+// Restock returns the name of the Pub/Sub channel on which a release that gave units
+// back (or a recount that raised the remaining units) announces the voucher's id
+// (decimal), so every instance can drop its sold-out flag. It is a channel, not a key: it has no hash tag and holds nothing.
+func (k Keys) Restock() string { return k.prefix() + ":restock" }
+
 // Registry returns the key of the set of voucher ids ever warmed (decimal), from which
 // the queue discovers the streams to read. It has no hash tag: it lives in its own slot,
 // so no script touches it together with a voucher's keys.
@@ -70,7 +77,7 @@ func (k Keys) prefix() string {
 	return k.Prefix
 }
 
-// Options configures a Stock.
+// Options configures a Stock, and the Reservations and Audit sharing its keys.
 type Options struct {
 	// Prefix starts every key; DefaultPrefix when empty.
 	Prefix string
@@ -112,8 +119,8 @@ func (s *Stock) Keys() Keys { return s.keys }
 // warmScript loads a voucher's sale state unless it already exists, and every time
 // makes sure the stream and its consumer group exist (XGROUP CREATE … 0 MKSTREAM,
 // BUSYGROUP ignored, so a live group keeps its position).
-// KEYS[1] meta, KEYS[2] stream. ARGV: stock, begins_ms, ends_ms, per_user_limit,
-// expire_at_ms, group.
+// KEYS[1] meta, KEYS[2] stream. ARGV: stock, remaining, begins_ms, ends_ms,
+// per_user_limit, expire_at_ms, group.
 // Returns 1 when it loaded the state, 0 when the state was already there (untouched).
 // The stream expires with the meta hash (at the meta's own expire when it exists).
 //
@@ -121,14 +128,17 @@ func (s *Stock) Keys() Keys { return s.keys }
 var warmSrc string
 var warmScript = redis.NewScript(warmSrc)
 
-// Warm loads v's sale state only if it is absent, so a live counter is never reset.
-// It reports whether it loaded anything. The keys expire at v.EndsAt plus the grace.
+// Warm loads v's sale state only if it is absent, so a live counter is never reset:
+// stock v.Stock and remaining v.Stock - v.Sold (never below 0), since the units the
+// database's live orders hold are not on sale again. It reports whether it loaded
+// anything. The keys expire at v.EndsAt plus the grace.
 // Whether or not it loaded, it creates the voucher's stream and consumer group if they
 // are missing and adds v.ID to the registry the queue discovers streams from; both are
 // idempotent, so a repeated warm-up repairs a lost group and changes nothing else.
 func (s *Stock) Warm(ctx context.Context, v domain.Voucher) (bool, error) {
+	left := max(v.Stock-v.Sold, 0)
 	loaded, err := warmScript.Run(ctx, s.client, []string{s.keys.Meta(v.ID), s.keys.Stream(v.ID)},
-		v.Stock, v.BeginsAt.UnixMilli(), v.EndsAt.UnixMilli(), v.PerUserLimit,
+		v.Stock, left, v.BeginsAt.UnixMilli(), v.EndsAt.UnixMilli(), v.PerUserLimit,
 		v.EndsAt.Add(s.grace).UnixMilli(), s.group).Int()
 	if err != nil {
 		return false, fmt.Errorf("warm stock: %w", err)
@@ -243,11 +253,12 @@ func (s *Stock) Remaining(ctx context.Context, ids ...domain.VoucherID) (map[dom
 }
 
 // releaseScript gives an order's units back and forgets the user's reservation, only
-// if the user's reservation still names the order.
+// if the user's reservation still names the order, and then publishes the voucher id
+// on the restock channel (a channel is not a key, so it comes as an argument).
 // KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders (one voucher, one tag).
-// ARGV: user_id, order_id, qty.
-// Returns 1 when it released, 0 when there was nothing to release (no sale state, or
-// the user holds no reservation or another one).
+// ARGV: user_id, order_id, qty, restock_channel, voucher_id.
+// Returns 1 when it released (and published), 0 when there was nothing to release (no
+// sale state, or the user holds no reservation or another one; nothing is published).
 //
 //go:embed release.lua
 var releaseSrc string
@@ -257,7 +268,9 @@ var releaseScript = redis.NewScript(releaseSrc)
 // reservation, only if that reservation still names o.ID; it reports whether it did.
 // Applied twice, or to an order the user's reservation no longer names (the user has
 // grabbed again since), it changes nothing and reports false; so does a voucher without
-// sale state. It returns a *domain.ValidationError for a quantity below 1.
+// sale state. A release that gives units back publishes o.VoucherID on the restock
+// channel (Keys.Restock, see SubscribeRestocks), in the same script. It returns a
+// *domain.ValidationError for a quantity below 1.
 func (s *Stock) Release(ctx context.Context, o domain.Order) (bool, error) {
 	// A quantity below 1 would take units instead of giving them back.
 	if o.Quantity < 1 {
@@ -265,9 +278,48 @@ func (s *Stock) Release(ctx context.Context, o domain.Order) (bool, error) {
 	}
 	keys := []string{s.keys.Meta(o.VoucherID), s.keys.Buyers(o.VoucherID), s.keys.Orders(o.VoucherID)}
 	released, err := releaseScript.Run(ctx, s.client, keys,
-		o.UserID.String(), string(o.ID), o.Quantity).Int()
+		o.UserID.String(), string(o.ID), o.Quantity, s.keys.Restock(), o.VoucherID.String()).Int()
 	if err != nil {
 		return false, fmt.Errorf("release stock: %w", err)
 	}
 	return released == 1, nil
+}
+
+// SubscribeRestocks calls fn with the voucher id of every restock announced on the
+// restock channel (Keys.Restock: a Release that gave units back, or a Recount that
+// raised the remaining units), one call at a time, until ctx is done; then it returns
+// nil. It returns an error only when the first subscription fails. Afterwards it rides
+// out Redis restarts and network failures: the subscription reconnects and
+// resubscribes by itself. Messages that are not a voucher id are ignored.
+//
+// Pub/Sub delivers at most once: announcements made while the subscriber is
+// disconnected (or reconnecting) are lost, and so is one that waits more than a minute
+// behind a slow fn. A restock is a hint, not a ledger: the grab path's sold-out flag
+// must also expire by itself, and its TTL bounds how long a lost announcement leaves an
+// instance answering sold out while units are back on sale. Keep fn quick.
+func (s *Stock) SubscribeRestocks(ctx context.Context, fn func(domain.VoucherID)) error {
+	sub := s.client.Subscribe(ctx, s.keys.Restock())
+	defer sub.Close()
+	// Subscribe sends SUBSCRIBE without waiting; the confirmation tells a subscription
+	// that works from one that never did.
+	if _, err := sub.Receive(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("subscribe to restocks: %w", err)
+	}
+	msgs := sub.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m, ok := <-msgs:
+			if !ok {
+				return nil
+			}
+			if id, err := domain.ParseVoucherID(m.Payload); err == nil {
+				fn(id)
+			}
+		}
+	}
 }

@@ -105,6 +105,8 @@ func TestKeys(t *testing.T) {
 		{k.Stream(42), "p:{v42}:stream"},
 		{k.Dead(42), "p:{v42}:dead"},
 		{k.Registry(), "p:vouchers"},
+		{k.Restock(), "p:restock"},
+		{redisstore.Keys{}.Restock(), "seckill:restock"},
 		{redisstore.Keys{}.Registry(), "seckill:vouchers"},
 		{redisstore.Keys{}.Meta(7), "seckill:{v7}:meta"},
 		{redisstore.NewStock(nil, redisstore.Options{}).Keys().Stream(7), "seckill:{v7}:stream"},
@@ -146,6 +148,46 @@ func TestWarmLoadsSaleStateOnce(t *testing.T) {
 	check(t, err)
 	if loaded {
 		t.Fatal("second warm-up loaded again")
+	}
+}
+
+func TestWarmLeavesWhatTheDatabaseSold(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	v := voucher(1, 10, 2)
+	v.Sold = 3
+	warm(t, client, s, v)
+
+	meta, err := client.HMGet(ctx, s.Keys().Meta(v.ID), "stock", "remaining").Result()
+	check(t, err)
+	if got, want := fmt.Sprint(meta), "[10 7]"; got != want {
+		t.Fatalf("stock and remaining = %s, want %s (remaining = stock - sold)", got, want)
+	}
+	check(t, s.Reserve(ctx, grab(v.ID, 1, 2)))
+	if got, want := remaining(t, s, v.ID), 5; got != want {
+		t.Fatalf("remaining = %d after a grab of 2, want %d", got, want)
+	}
+	// Still load-only-if-absent: a warm-up with another sold count changes nothing.
+	v.Sold = 0
+	loaded, err := s.Warm(ctx, v)
+	check(t, err)
+	if loaded {
+		t.Fatal("a second warm-up loaded again")
+	}
+	if got, want := remaining(t, s, v.ID), 5; got != want {
+		t.Fatalf("remaining = %d after a second warm-up, want %d", got, want)
+	}
+
+	// More sold than stock (a database ahead of a shrunk stock): nothing left, never
+	// a negative count.
+	over := voucher(2, 4, 1)
+	over.Sold = 6
+	warm(t, client, s, over)
+	if got, want := remaining(t, s, over.ID), 0; got != want {
+		t.Fatalf("remaining = %d with more sold than stock, want %d", got, want)
+	}
+	if err := s.Reserve(ctx, grab(over.ID, 1, 1)); !errors.Is(err, domain.ErrSoldOut) {
+		t.Fatalf("Reserve = %v, want %v", err, domain.ErrSoldOut)
 	}
 }
 

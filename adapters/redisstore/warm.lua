@@ -1,20 +1,21 @@
 -- Make sure the stream and its consumer group exist, on every warm-up: a live group
 -- keeps its position (BUSYGROUP), a lost one comes back. This goes first so that a
 -- failure (a key of the wrong type) leaves nothing half done.
-local created = redis.pcall('XGROUP', 'CREATE', KEYS[2], ARGV[6], '0', 'MKSTREAM')
+local created = redis.pcall('XGROUP', 'CREATE', KEYS[2], ARGV[7], '0', 'MKSTREAM')
 if type(created) == 'table' and created.err and string.sub(created.err, 1, 9) ~= 'BUSYGROUP' then
   return redis.error_reply(created.err)
 end
 -- Load a voucher's sale state only if it is absent: a live counter is never reset.
+-- The remaining units come apart from the stock: the database's live orders hold some.
 local loaded = 0
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('HSET', KEYS[1],
-    'stock', ARGV[1], 'remaining', ARGV[1],
-    'begins', ARGV[2], 'ends', ARGV[3], 'limit', ARGV[4], 'expire', ARGV[5])
-  redis.call('PEXPIREAT', KEYS[1], ARGV[5])
+    'stock', ARGV[1], 'remaining', ARGV[2],
+    'begins', ARGV[3], 'ends', ARGV[4], 'limit', ARGV[5], 'expire', ARGV[6])
+  redis.call('PEXPIREAT', KEYS[1], ARGV[6])
   loaded = 1
 end
 -- The stream expires with the sale state it belongs to, as reserve.lua keeps it.
-local expire = redis.call('HGET', KEYS[1], 'expire') or ARGV[5]
+local expire = redis.call('HGET', KEYS[1], 'expire') or ARGV[6]
 redis.call('PEXPIREAT', KEYS[2], expire)
 return loaded

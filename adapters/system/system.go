@@ -2,6 +2,7 @@
 package system
 
 import (
+	"context"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -27,3 +28,16 @@ var _ ports.OrderIDs = ULIDs{}
 
 // NewOrderID returns a fresh ULID.
 func (ULIDs) NewOrderID() domain.OrderID { return domain.OrderID(ulid.Make().String()) }
+
+// AcceptPayments is the payment gateway seckill ships with: it approves every payment,
+// so paying records the transition and nothing else. A real gateway implements
+// ports.Payments in its own adapter and replaces this one in the wiring.
+type AcceptPayments struct{}
+
+var _ ports.Payments = AcceptPayments{}
+
+// Authorize approves o.
+func (AcceptPayments) Authorize(context.Context, domain.Order) error { return nil }
+
+// Void has nothing to undo.
+func (AcceptPayments) Void(context.Context, domain.Order) error { return nil }

@@ -48,7 +48,7 @@ func newFulfilBench(b *testing.B) *fulfilBench {
 	queue := redisstore.NewQueue(rdb, redisstore.QueueOptions{Prefix: prefix, Consumer: "bench"})
 	orders := pgstore.NewOrders(db)
 	return &fulfilBench{b: b, db: db, stock: stock, queue: queue,
-		fulfil: application.NewFulfillOrder(orders, queue, application.NewCompensate(stock), 5)}
+		fulfil: application.NewFulfillOrder(orders, queue, application.NewCompensate(stock, orders), 5)}
 }
 
 // reserve puts a fresh voucher on sale and makes n reservations of it, which wait in

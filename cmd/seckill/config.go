@@ -14,18 +14,25 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
+// Common holds the settings of every command that reaches Redis and PostgreSQL.
+type Common struct {
+	RedisURL       string        `name:"redis-url" env:"SECKILL_REDIS_URL" help:"Redis URL, e.g. redis://127.0.0.1:6379/0."`
+	DatabaseURL    string        `name:"database-url" env:"SECKILL_DATABASE_URL" help:"PostgreSQL URL, e.g. postgres://user@127.0.0.1:5432/seckill?sslmode=disable."`
+	KeyPrefix      string        `name:"key-prefix" env:"SECKILL_KEY_PREFIX" default:"seckill" help:"Prefix of every Redis key seckill writes."`
+	KeyGrace       time.Duration `name:"key-grace" env:"SECKILL_KEY_GRACE" default:"24h" help:"How long a voucher's Redis keys outlive the end of its sale."`
+	ReconcileGrace time.Duration `name:"reconcile-grace" env:"SECKILL_RECONCILE_GRACE" default:"30s" help:"Reservations younger than this are not judged by reconciliation."`
+	LogLevel       string        `name:"log-level" env:"SECKILL_LOG_LEVEL" default:"info" help:"debug, info, warn or error."`
+	LogFormat      string        `name:"log-format" env:"SECKILL_LOG_FORMAT" default:"json" help:"json or console."`
+}
+
 // Config is every setting of `seckill serve`, read once from flags and SECKILL_*
 // variables and validated before anything starts. Adapters receive explicit values
 // from it and never read the environment themselves.
 type Config struct {
+	Common `embed:""`
+
 	HTTPAddr        string        `name:"http-addr" env:"SECKILL_HTTP_ADDR" default:":8080" help:"Address the API listens on."`
-	RedisURL        string        `name:"redis-url" env:"SECKILL_REDIS_URL" help:"Redis URL, e.g. redis://127.0.0.1:6379/0."`
-	DatabaseURL     string        `name:"database-url" env:"SECKILL_DATABASE_URL" help:"PostgreSQL URL, e.g. postgres://user@127.0.0.1:5432/seckill?sslmode=disable."`
 	JWTSecret       string        `name:"jwt-secret" env:"SECKILL_JWT_SECRET" help:"HS256 secret that signs bearer tokens (at least 16 bytes)."`
-	LogLevel        string        `name:"log-level" env:"SECKILL_LOG_LEVEL" default:"info" help:"debug, info, warn or error."`
-	LogFormat       string        `name:"log-format" env:"SECKILL_LOG_FORMAT" default:"json" help:"json or console."`
-	KeyPrefix       string        `name:"key-prefix" env:"SECKILL_KEY_PREFIX" default:"seckill" help:"Prefix of every Redis key seckill writes."`
-	KeyGrace        time.Duration `name:"key-grace" env:"SECKILL_KEY_GRACE" default:"24h" help:"How long a voucher's Redis keys outlive the end of its sale."`
 	RequestTimeout  time.Duration `name:"request-timeout" env:"SECKILL_REQUEST_TIMEOUT" default:"2s" help:"Deadline of each request; past it the answer is 503."`
 	ShutdownTimeout time.Duration `name:"shutdown-timeout" env:"SECKILL_SHUTDOWN_TIMEOUT" default:"15s" help:"How long SIGTERM waits for in-flight requests."`
 	WarmInterval    time.Duration `name:"warm-interval" env:"SECKILL_WARM_INTERVAL" default:"30s" help:"How often active vouchers missing from Redis are loaded again."`
@@ -38,6 +45,9 @@ type Config struct {
 	ClaimIdle     time.Duration `name:"claim-idle" env:"SECKILL_CLAIM_IDLE" default:"30s" help:"How long a reservation may sit unacknowledged in any worker before another claims it."`
 	MaxDeliveries int64         `name:"max-deliveries" env:"SECKILL_MAX_DELIVERIES" default:"5" help:"Deliveries after which a reservation that still fails goes to the dead letter and is compensated."`
 	TrimInterval  time.Duration `name:"trim-interval" env:"SECKILL_TRIM_INTERVAL" default:"10s" help:"How often acknowledged stream entries are trimmed."`
+
+	PaymentTimeout    time.Duration `name:"payment-timeout" env:"SECKILL_PAYMENT_TIMEOUT" default:"15m" help:"An order unpaid this long expires and its units go back on sale."`
+	ReconcileInterval time.Duration `name:"reconcile-interval" env:"SECKILL_RECONCILE_INTERVAL" default:"5m" help:"How often serve checks that Redis and the database agree, and logs any drift (0 disables)."`
 }
 
 // runsAPI and runsWorker read Roles (validated by Validate).
@@ -57,17 +67,14 @@ func (c *Config) roles() []string {
 // minSecretLen is the shortest JWT secret serve accepts.
 const minSecretLen = 16
 
-// Validate checks every setting and returns the first problem as one line naming the
-// setting.
-func (c *Config) Validate() error {
+// validate checks the common settings and returns the first problem as one line
+// naming the setting.
+func (c *Common) validate() error {
 	if err := checkRedisURL(c.RedisURL); err != nil {
 		return err
 	}
 	if err := checkDatabaseURL(c.DatabaseURL); err != nil {
 		return err
-	}
-	if len(c.JWTSecret) < minSecretLen {
-		return fmt.Errorf("SECKILL_JWT_SECRET (--jwt-secret): must be at least %d bytes", minSecretLen)
 	}
 	if _, err := zapcore.ParseLevel(c.LogLevel); err != nil || c.LogLevel == "" {
 		return fmt.Errorf("SECKILL_LOG_LEVEL (--log-level): %q is not one of debug, info, warn, error", c.LogLevel)
@@ -75,11 +82,26 @@ func (c *Config) Validate() error {
 	if c.LogFormat != "json" && c.LogFormat != "console" {
 		return fmt.Errorf("SECKILL_LOG_FORMAT (--log-format): %q is not json or console", c.LogFormat)
 	}
-	if c.HTTPAddr == "" || !strings.Contains(c.HTTPAddr, ":") {
-		return fmt.Errorf("SECKILL_HTTP_ADDR (--http-addr): %q is not host:port", c.HTTPAddr)
-	}
 	if c.KeyPrefix == "" || strings.ContainsAny(c.KeyPrefix, "{} \t\n") {
 		return fmt.Errorf("SECKILL_KEY_PREFIX (--key-prefix): %q must be non-empty, without braces or spaces", c.KeyPrefix)
+	}
+	return positive(
+		setting{"SECKILL_KEY_GRACE (--key-grace)", c.KeyGrace},
+		setting{"SECKILL_RECONCILE_GRACE (--reconcile-grace)", c.ReconcileGrace},
+	)
+}
+
+// Validate checks every setting and returns the first problem as one line naming the
+// setting. Kong calls it before Run; a failure exits with status 2.
+func (c *Config) Validate() error {
+	if err := c.Common.validate(); err != nil {
+		return err
+	}
+	if len(c.JWTSecret) < minSecretLen {
+		return fmt.Errorf("SECKILL_JWT_SECRET (--jwt-secret): must be at least %d bytes", minSecretLen)
+	}
+	if c.HTTPAddr == "" || !strings.Contains(c.HTTPAddr, ":") {
+		return fmt.Errorf("SECKILL_HTTP_ADDR (--http-addr): %q is not host:port", c.HTTPAddr)
 	}
 	roles := c.roles()
 	if len(roles) == 0 {
@@ -102,23 +124,34 @@ func (c *Config) Validate() error {
 	if c.SoldOutTTL < 0 {
 		return fmt.Errorf("SECKILL_SOLD_OUT_TTL (--sold-out-ttl): must not be negative")
 	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{
-		{"SECKILL_CLAIM_IDLE (--claim-idle)", c.ClaimIdle},
-		{"SECKILL_TRIM_INTERVAL (--trim-interval)", c.TrimInterval},
-		{"SECKILL_KEY_GRACE (--key-grace)", c.KeyGrace},
-		{"SECKILL_REQUEST_TIMEOUT (--request-timeout)", c.RequestTimeout},
-		{"SECKILL_SHUTDOWN_TIMEOUT (--shutdown-timeout)", c.ShutdownTimeout},
-		{"SECKILL_WARM_INTERVAL (--warm-interval)", c.WarmInterval},
-	} {
-		if d.v <= 0 {
-			return fmt.Errorf("%s: must be greater than 0", d.name)
-		}
+	if c.ReconcileInterval < 0 {
+		return fmt.Errorf("SECKILL_RECONCILE_INTERVAL (--reconcile-interval): must not be negative")
 	}
-	if err := checkBodyLimit(c.BodyLimit); err != nil {
+	if err := positive(
+		setting{"SECKILL_CLAIM_IDLE (--claim-idle)", c.ClaimIdle},
+		setting{"SECKILL_TRIM_INTERVAL (--trim-interval)", c.TrimInterval},
+		setting{"SECKILL_REQUEST_TIMEOUT (--request-timeout)", c.RequestTimeout},
+		setting{"SECKILL_SHUTDOWN_TIMEOUT (--shutdown-timeout)", c.ShutdownTimeout},
+		setting{"SECKILL_WARM_INTERVAL (--warm-interval)", c.WarmInterval},
+		setting{"SECKILL_PAYMENT_TIMEOUT (--payment-timeout)", c.PaymentTimeout},
+	); err != nil {
 		return err
+	}
+	return checkBodyLimit(c.BodyLimit)
+}
+
+// setting is a named duration for positive.
+type setting struct {
+	name string
+	v    time.Duration
+}
+
+// positive returns an error naming the first setting that is not greater than 0.
+func positive(settings ...setting) error {
+	for _, s := range settings {
+		if s.v <= 0 {
+			return fmt.Errorf("%s: must be greater than 0", s.name)
+		}
 	}
 	return nil
 }

@@ -15,9 +15,10 @@ import (
 )
 
 type cli struct {
-	Serve   serveCmd   `cmd:"" help:"Run the HTTP API and the background jobs."`
-	Migrate migrateCmd `cmd:"" help:"Apply, roll back or show the database schema migrations."`
-	Token   tokenCmd   `cmd:"" help:"Print a signed JWT for local use."`
+	Serve     serveCmd     `cmd:"" help:"Run the HTTP API and the background jobs."`
+	Migrate   migrateCmd   `cmd:"" help:"Apply, roll back or show the database schema migrations."`
+	Token     tokenCmd     `cmd:"" help:"Print a signed JWT for local use."`
+	Reconcile reconcileCmd `cmd:"" help:"Check that Redis and the database agree per voucher; exit 1 while drift remains."`
 }
 
 func main() {

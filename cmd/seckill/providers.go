@@ -24,10 +24,15 @@ import (
 
 // app is everything serve runs.
 type app struct {
-	HTTP   *echo.Echo
-	Warm   *application.WarmVouchers
-	Worker *application.Worker
-	Queue  *redisstore.Queue
+	HTTP      *echo.Echo
+	Warm      *application.WarmVouchers
+	Worker    *application.Worker
+	Queue     *redisstore.Queue
+	Stock     *redisstore.Stock
+	Grab      *application.GrabVoucher
+	Expire    *application.ExpireOrders
+	Release   *application.ReleaseClosed
+	Reconcile *application.Reconcile
 }
 
 // redisSet provides the Redis client and the adapters built on it.
@@ -41,6 +46,8 @@ var redisSet = wire.NewSet(
 	wire.Bind(new(ports.Queue), new(*redisstore.Queue)),
 	redisstore.NewReservations,
 	wire.Bind(new(ports.Reservations), new(*redisstore.Reservations)),
+	redisstore.NewAudit,
+	wire.Bind(new(ports.StockAudit), new(*redisstore.Audit)),
 )
 
 // postgresSet provides the database and its repositories.
@@ -50,6 +57,9 @@ var postgresSet = wire.NewSet(
 	wire.Bind(new(ports.Vouchers), new(*pgstore.Vouchers)),
 	pgstore.NewOrders,
 	wire.Bind(new(ports.Orders), new(*pgstore.Orders)),
+	wire.Bind(new(ports.OrderLifecycle), new(*pgstore.Orders)),
+	wire.Bind(new(ports.Releases), new(*pgstore.Orders)),
+	wire.Bind(new(ports.OrderAudit), new(*pgstore.Orders)),
 )
 
 // systemSet provides the clock and the order id source.
@@ -58,6 +68,8 @@ var systemSet = wire.NewSet(
 	wire.Bind(new(ports.Clock), new(system.Clock)),
 	wire.Struct(new(system.ULIDs)),
 	wire.Bind(new(ports.OrderIDs), new(system.ULIDs)),
+	wire.Struct(new(system.AcceptPayments)),
+	wire.Bind(new(ports.Payments), new(system.AcceptPayments)),
 )
 
 // applicationSet provides the use cases.
@@ -72,6 +84,11 @@ var applicationSet = wire.NewSet(
 	application.NewListOrders,
 	application.NewGetVoucherStats,
 	application.NewCompensate,
+	application.NewPayOrder,
+	application.NewCancelOrder,
+	expireOrders,
+	application.NewReleaseClosed,
+	reconcile,
 	fulfillOrder,
 	workerOptions,
 	workerObserver,
@@ -87,9 +104,12 @@ var httpSet = wire.NewSet(
 	httpapi.New,
 )
 
+// commonSet provides the settings shared by every command from serve's.
+var commonSet = wire.NewSet(wire.FieldsOf(new(Config), "Common"))
+
 // openRedis connects to cfg.RedisURL. The connection is checked at start-up so a wrong
 // URL stops serve with one line instead of failing every grab.
-func openRedis(ctx context.Context, cfg Config) (redis.UniversalClient, func(), error) {
+func openRedis(ctx context.Context, cfg Common) (redis.UniversalClient, func(), error) {
 	opts, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("SECKILL_REDIS_URL: %w", err)
@@ -111,7 +131,7 @@ func openRedis(ctx context.Context, cfg Config) (redis.UniversalClient, func(), 
 }
 
 // openDatabase connects to cfg.DatabaseURL.
-func openDatabase(ctx context.Context, cfg Config) (*bun.DB, func(), error) {
+func openDatabase(ctx context.Context, cfg Common) (*bun.DB, func(), error) {
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	db, err := pgstore.Open(pingCtx, cfg.DatabaseURL)
@@ -121,7 +141,7 @@ func openDatabase(ctx context.Context, cfg Config) (*bun.DB, func(), error) {
 	return db, func() { _ = db.Close() }, nil
 }
 
-func stockOptions(cfg Config) redisstore.Options {
+func stockOptions(cfg Common) redisstore.Options {
 	return redisstore.Options{Prefix: cfg.KeyPrefix, Grace: cfg.KeyGrace}
 }
 
@@ -146,6 +166,15 @@ func consumerName(configured string) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}
+
+func expireOrders(lifecycle ports.OrderLifecycle, compensate *application.Compensate, clock ports.Clock, cfg Config) *application.ExpireOrders {
+	return application.NewExpireOrders(lifecycle, compensate, clock, cfg.PaymentTimeout)
+}
+
+func reconcile(vouchers ports.Vouchers, stock ports.Stock, audit ports.StockAudit, ledger ports.OrderAudit,
+	compensate *application.Compensate, clock ports.Clock, cfg Common) *application.Reconcile {
+	return application.NewReconcile(vouchers, stock, audit, ledger, compensate, clock, cfg.ReconcileGrace)
 }
 
 func fulfillOrder(orders ports.Orders, queue ports.Queue, compensate *application.Compensate, cfg Config) *application.FulfillOrder {

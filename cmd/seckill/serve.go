@@ -10,6 +10,8 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/seckill/seckill/application"
 )
 
 type serveCmd struct {
@@ -55,6 +57,24 @@ func serve(ctx context.Context, a *app, ln net.Listener, cfg Config, log *zap.Lo
 		log.Info("fulfilment worker started", zap.String("consumer", a.Queue.Consumer()))
 		g.Go(func() error { return a.Worker.Run(gctx) })
 		g.Go(func() error { every(gctx, cfg.TrimInterval, func() { trim(gctx, a, log) }); return nil })
+		// Expiry is checked every second so an unpaid order is back on sale within
+		// the payment timeout plus a second or two.
+		g.Go(func() error { every(gctx, time.Second, func() { expire(gctx, a, log) }); return nil })
+		g.Go(func() error { every(gctx, 5*time.Second, func() { releaseClosed(gctx, a, log) }); return nil })
+		if cfg.ReconcileInterval > 0 {
+			g.Go(func() error { every(gctx, cfg.ReconcileInterval, func() { audit(gctx, a, log) }); return nil })
+		}
+	}
+	if cfg.runsAPI() {
+		// Units released anywhere clear this instance's sold-out flags at once.
+		// Without the signal the flags still lapse after SECKILL_SOLD_OUT_TTL, so a
+		// failure here is logged, not fatal.
+		g.Go(func() error {
+			if err := a.Stock.SubscribeRestocks(gctx, a.Grab.Restocked); err != nil {
+				log.Warn("restock signal unavailable; sold-out flags lapse by their TTL instead", zap.Error(err))
+			}
+			return nil
+		})
 	}
 	g.Go(func() error { every(gctx, cfg.WarmInterval, func() { warm(gctx, a, log) }); return nil })
 	err := g.Wait()
@@ -121,5 +141,43 @@ func trim(ctx context.Context, a *app, log *zap.Logger) {
 	}
 	if n > 0 {
 		log.Debug("trimmed streams", zap.Int64("entries", n))
+	}
+}
+
+// expire closes the orders left unpaid past the payment timeout.
+func expire(ctx context.Context, a *app, log *zap.Logger) {
+	n, err := a.Expire.Handle(ctx)
+	if err != nil {
+		log.Warn("expire unpaid orders", zap.Error(err))
+	}
+	if n > 0 {
+		log.Info("expired unpaid orders", zap.Int("orders", n))
+	}
+}
+
+// releaseClosed retries the releases that failed when their orders closed.
+func releaseClosed(ctx context.Context, a *app, log *zap.Logger) {
+	n, err := a.Release.Handle(ctx)
+	if err != nil {
+		log.Warn("release closed orders", zap.Error(err))
+	}
+	if n > 0 {
+		log.Info("released closed orders", zap.Int("orders", n))
+	}
+}
+
+// audit runs reconciliation without repairing and logs what it finds.
+func audit(ctx context.Context, a *app, log *zap.Logger) {
+	reports, err := a.Reconcile.Handle(ctx, application.ReconcileCmd{})
+	if err != nil {
+		log.Warn("reconcile", zap.Error(err))
+		return
+	}
+	for _, r := range reports {
+		for _, d := range r.Drifts {
+			log.Error("drift between redis and the database; run seckill reconcile --repair",
+				zap.Stringer("voucher", r.VoucherID), zap.String("kind", string(d.Kind)),
+				zap.Int("count", d.Count), zap.Strings("examples", d.Examples))
+		}
 	}
 }

@@ -21,17 +21,18 @@ import (
 // buildApp assembles serve's object graph.
 func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), error) {
 	options := httpOptions(cfg)
-	db, cleanup, err := openDatabase(ctx, cfg)
+	common := cfg.Common
+	db, cleanup, err := openDatabase(ctx, common)
 	if err != nil {
 		return nil, nil, err
 	}
 	vouchers := pgstore.NewVouchers(db)
-	universalClient, cleanup2, err := openRedis(ctx, cfg)
+	universalClient, cleanup2, err := openRedis(ctx, common)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	redisstoreOptions := stockOptions(cfg)
+	redisstoreOptions := stockOptions(common)
 	stock := redisstore.NewStock(universalClient, redisstoreOptions)
 	createVoucher := application.NewCreateVoucher(vouchers, stock)
 	getVoucher := application.NewGetVoucher(vouchers, stock)
@@ -44,7 +45,12 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	reservations := redisstore.NewReservations(universalClient, redisstoreOptions)
 	getOrder := application.NewGetOrder(orders, reservations)
 	listOrders := application.NewListOrders(orders, reservations)
-	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stock, reservations)
+	redisstoreAudit := redisstore.NewAudit(universalClient, redisstoreOptions)
+	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, redisstoreAudit)
+	acceptPayments := system.AcceptPayments{}
+	payOrder := application.NewPayOrder(getOrder, orders, acceptPayments)
+	compensate := application.NewCompensate(stock, orders)
+	cancelOrder := application.NewCancelOrder(getOrder, orders, compensate)
 	useCases := httpapi.UseCases{
 		CreateVoucher:   createVoucher,
 		GetVoucher:      getVoucher,
@@ -53,25 +59,59 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		GetOrder:        getOrder,
 		ListOrders:      listOrders,
 		GetVoucherStats: getVoucherStats,
+		PayOrder:        payOrder,
+		CancelOrder:     cancelOrder,
 	}
 	httpapiTokens := tokens(cfg)
 	v := readinessChecks(universalClient, db)
 	echo := httpapi.New(options, useCases, httpapiTokens, v, log)
-	warmVouchers := application.NewWarmVouchers(vouchers, stock, clock)
+	warmVouchers := application.NewWarmVouchers(vouchers, stock, redisstoreAudit, orders, clock)
 	redisstoreQueueOptions := queueOptions(cfg)
 	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
-	compensate := application.NewCompensate(stock)
 	applicationFulfillOrder := fulfillOrder(orders, queue, compensate, cfg)
 	applicationWorkerOptions := workerOptions(cfg)
 	applicationWorkerObserver := workerObserver(log)
 	worker := application.NewWorker(applicationFulfillOrder, queue, applicationWorkerOptions, applicationWorkerObserver)
+	applicationExpireOrders := expireOrders(orders, compensate, clock, cfg)
+	applicationReleaseClosed := application.NewReleaseClosed(orders, compensate)
+	applicationReconcile := reconcile(vouchers, stock, redisstoreAudit, orders, compensate, clock, common)
 	mainApp := &app{
-		HTTP:   echo,
-		Warm:   warmVouchers,
-		Worker: worker,
-		Queue:  queue,
+		HTTP:      echo,
+		Warm:      warmVouchers,
+		Worker:    worker,
+		Queue:     queue,
+		Stock:     stock,
+		Grab:      grabVoucher,
+		Expire:    applicationExpireOrders,
+		Release:   applicationReleaseClosed,
+		Reconcile: applicationReconcile,
 	}
 	return mainApp, func() {
+		cleanup2()
+		cleanup()
+	}, nil
+}
+
+// buildReconcile assembles what `seckill reconcile` needs.
+func buildReconcile(ctx context.Context, cfg Common) (*application.Reconcile, func(), error) {
+	db, cleanup, err := openDatabase(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	vouchers := pgstore.NewVouchers(db)
+	universalClient, cleanup2, err := openRedis(ctx, cfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	options := stockOptions(cfg)
+	stock := redisstore.NewStock(universalClient, options)
+	redisstoreAudit := redisstore.NewAudit(universalClient, options)
+	orders := pgstore.NewOrders(db)
+	compensate := application.NewCompensate(stock, orders)
+	clock := system.Clock{}
+	applicationReconcile := reconcile(vouchers, stock, redisstoreAudit, orders, compensate, clock, cfg)
+	return applicationReconcile, func() {
 		cleanup2()
 		cleanup()
 	}, nil

@@ -1,0 +1,278 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+var (
+	_ ports.OrderLifecycle = (*Orders)(nil)
+	_ ports.Releases       = (*Orders)(nil)
+	_ ports.OrderAudit     = (*Orders)(nil)
+	_ ports.StockAudit     = (*Stock)(nil)
+	_ ports.Payments       = (*Payments)(nil)
+)
+
+// Transition moves an awaiting order, as the PostgreSQL adapter does.
+func (r *Orders) Transition(_ context.Context, id domain.OrderID, user domain.UserID, to domain.OrderStatus) (domain.Order, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.Err != nil {
+		return domain.Order{}, r.Err
+	}
+	if to != domain.StatusPaid && to != domain.StatusCancelled && to != domain.StatusExpired {
+		return domain.Order{}, domain.Invalid("status", "must be paid, cancelled or expired")
+	}
+	o, ok := r.byID[id]
+	if !ok || (user != 0 && o.UserID != user) {
+		return domain.Order{}, fmt.Errorf("order %s: %w", id, domain.ErrNotFound)
+	}
+	if o.Status != domain.StatusAwaitingPayment {
+		return domain.Order{}, fmt.Errorf("order %s is %s: %w", id, o.Status, domain.ErrInvalidState)
+	}
+	return r.move(o, to), nil
+}
+
+// move sets o's status, giving its units back to the sold counter when it closes.
+// r.mu is held.
+func (r *Orders) move(o domain.Order, to domain.OrderStatus) domain.Order {
+	o.Status = to
+	r.byID[o.ID] = o
+	if !to.HoldsStock() {
+		r.vouchers.mu.Lock()
+		v := r.vouchers.byID[o.VoucherID]
+		v.Sold -= o.Quantity
+		r.vouchers.byID[v.ID] = v
+		r.vouchers.mu.Unlock()
+	}
+	return o
+}
+
+// ExpireDue expires up to limit orders awaiting payment created before cutoff.
+func (r *Orders) ExpireDue(_ context.Context, cutoff time.Time, limit int) ([]domain.Order, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.Err != nil {
+		return nil, r.Err
+	}
+	var due []domain.Order
+	for _, o := range r.byID {
+		if o.Status == domain.StatusAwaitingPayment && o.CreatedAt.Before(cutoff) {
+			due = append(due, o)
+		}
+	}
+	sort.Slice(due, func(i, j int) bool { return due[i].CreatedAt.Before(due[j].CreatedAt) })
+	if len(due) > limit {
+		due = due[:limit]
+	}
+	for i, o := range due {
+		due[i] = r.move(o, domain.StatusExpired)
+	}
+	return due, nil
+}
+
+// Unreleased returns closed orders not marked released, oldest id first.
+func (r *Orders) Unreleased(_ context.Context, limit int) ([]domain.Order, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.Err != nil {
+		return nil, r.Err
+	}
+	var out []domain.Order
+	for _, o := range r.byID {
+		if !o.Status.HoldsStock() && !r.released[o.ID] {
+			out = append(out, o)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// MarkReleased records releases.
+func (r *Orders) MarkReleased(_ context.Context, ids ...domain.OrderID) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.Err != nil {
+		return r.Err
+	}
+	for _, id := range ids {
+		r.released[id] = true
+	}
+	return nil
+}
+
+// Ledger returns a voucher and its orders.
+func (r *Orders) Ledger(ctx context.Context, id domain.VoucherID) (ports.Ledger, error) {
+	v, err := r.vouchers.Get(ctx, id)
+	if err != nil {
+		return ports.Ledger{}, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l := ports.Ledger{Voucher: v}
+	for _, o := range r.byID {
+		if o.VoucherID == id {
+			l.Orders = append(l.Orders, o)
+		}
+	}
+	sort.Slice(l.Orders, func(i, j int) bool { return l.Orders[i].ID < l.Orders[j].ID })
+	return l, nil
+}
+
+// RecountSold sets sold to the units of live orders.
+func (r *Orders) RecountSold(_ context.Context, id domain.VoucherID) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.vouchers.mu.Lock()
+	defer r.vouchers.mu.Unlock()
+	v, ok := r.vouchers.byID[id]
+	if !ok {
+		return 0, domain.ErrNotFound
+	}
+	v.Sold = 0
+	for _, o := range r.byID {
+		if o.VoucherID == id && o.Status.HoldsStock() {
+			v.Sold += o.Quantity
+		}
+	}
+	r.vouchers.byID[id] = v
+	return v.Sold, nil
+}
+
+// SetStatus overwrites an order's status, as a test injecting drift would.
+func (r *Orders) SetStatus(id domain.OrderID, s domain.OrderStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o := r.byID[id]
+	o.Status = s
+	r.byID[id] = o
+}
+
+// Snapshot returns the sale state of a voucher.
+func (s *Stock) Snapshot(_ context.Context, id domain.VoucherID) (ports.StockSnapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Err != nil {
+		return ports.StockSnapshot{}, s.Err
+	}
+	sl, ok := s.sales[id]
+	if !ok {
+		return ports.StockSnapshot{}, nil
+	}
+	snap := ports.StockSnapshot{Present: true, Stock: sl.v.Stock, Remaining: sl.remaining}
+	for _, r := range s.Reserved {
+		if r.VoucherID == id && sl.buyers[r.UserID] == r.OrderID {
+			snap.Reservations = append(snap.Reservations, r)
+		}
+	}
+	if s.Queue != nil {
+		s.Queue.mu.Lock()
+		for _, e := range s.Queue.entries {
+			if !e.acked && e.d.VoucherID == id && e.d.Malformed == "" {
+				snap.Unacked = append(snap.Unacked, e.d.Reservation)
+			}
+		}
+		s.Queue.mu.Unlock()
+	}
+	return snap, nil
+}
+
+// Restore records a reservation unless the user holds one.
+func (s *Stock) Restore(_ context.Context, r domain.Reservation) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Err != nil {
+		return false, s.Err
+	}
+	sl, ok := s.sales[r.VoucherID]
+	if !ok {
+		return false, nil
+	}
+	if _, held := sl.buyers[r.UserID]; held {
+		return false, nil
+	}
+	sl.buyers[r.UserID] = r.OrderID
+	if !slices.ContainsFunc(s.Reserved, func(x domain.Reservation) bool { return x.OrderID == r.OrderID }) {
+		s.Reserved = append(s.Reserved, r)
+	}
+	return true, nil
+}
+
+// Requeue appends r to the queue again.
+func (s *Stock) Requeue(_ context.Context, r domain.Reservation) error {
+	if s.Queue != nil {
+		s.Queue.Append(ports.Delivery{VoucherID: r.VoucherID, Reservation: r})
+	}
+	return nil
+}
+
+// Recount sets remaining to stock minus the reserved units.
+func (s *Stock) Recount(_ context.Context, id domain.VoucherID) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sl, ok := s.sales[id]
+	if !ok {
+		return 0, domain.ErrNotFound
+	}
+	held := 0
+	for _, r := range s.Reserved {
+		if r.VoucherID == id && sl.buyers[r.UserID] == r.OrderID {
+			held += r.Quantity
+		}
+	}
+	sl.remaining = max(0, sl.v.Stock-held)
+	return sl.remaining, nil
+}
+
+// Forget drops a user's reservation without returning its units, as a test injecting
+// drift would.
+func (s *Stock) Forget(id domain.VoucherID, user domain.UserID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.sales[id].buyers, user)
+}
+
+// Drop removes a voucher's whole sale state, as a Redis restart would.
+func (s *Stock) Drop(id domain.VoucherID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.sales, id)
+}
+
+// Payments is a ports.Payments that records what it was asked.
+type Payments struct {
+	mu sync.Mutex
+	// Authorized and Voided list the orders, in call order.
+	Authorized, Voided []domain.OrderID
+	// Err, when set, is what Authorize returns.
+	Err error
+}
+
+// Authorize records o, or fails with Err.
+func (p *Payments) Authorize(_ context.Context, o domain.Order) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.Err != nil {
+		return p.Err
+	}
+	p.Authorized = append(p.Authorized, o.ID)
+	return nil
+}
+
+// Void records o.
+func (p *Payments) Void(_ context.Context, o domain.Order) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.Voided = append(p.Voided, o.ID)
+	return nil
+}

@@ -1,0 +1,273 @@
+package pgstore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/uptrace/bun"
+
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+var (
+	_ ports.OrderLifecycle = (*Orders)(nil)
+	_ ports.Releases       = (*Orders)(nil)
+)
+
+// orderColumns are the columns of orderRow, for the RETURNING clause of an update
+// scanned into it (RETURNING * would bring updated_at and released_at, which the row
+// does not have).
+const orderColumns = "o.id, o.voucher_id, o.user_id, o.quantity, o.status, o.created_at"
+
+// closedStatuses are the statuses whose units went (or must go) back on sale: the
+// orders Unreleased finds. The list matches the partial index
+// orders_closed_unreleased_updated_at_idx.
+var closedStatuses = []string{
+	string(domain.StatusCancelled), string(domain.StatusExpired), string(domain.StatusFailed),
+}
+
+// Transition moves order id, of user (0: of any user), from awaiting_payment to to,
+// which must be paid, cancelled or expired (anything else is a *domain.ValidationError
+// and touches nothing). Closing the order (cancelled, expired) takes its units off its
+// voucher's sold counter in the same transaction. It returns the order as it now is;
+// domain.ErrNotFound when there is no such order of user (another user's order is not
+// found, whatever its state); domain.ErrInvalidState when it is not awaiting payment.
+//
+// The change is one conditional update on the status, so of two racing transitions
+// (a payment and the expiry sweeper, a payment and a cancellation) exactly one wins
+// and the other finds the order no longer awaiting payment.
+func (s *Orders) Transition(ctx context.Context, id domain.OrderID, user domain.UserID, to domain.OrderStatus) (domain.Order, error) {
+	switch to {
+	case domain.StatusPaid, domain.StatusCancelled, domain.StatusExpired:
+	default:
+		return domain.Order{}, fmt.Errorf("transition order %s: %w", id, domain.Invalid("status", "must be paid, cancelled or expired"))
+	}
+	var o domain.Order
+	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		o, err = transitionTx(ctx, tx, id, user, to)
+		return err
+	})
+	if err != nil {
+		return domain.Order{}, fmt.Errorf("transition order %s to %s: %w", id, to, classify(err))
+	}
+	return o, nil
+}
+
+// transitionTx is Transition's transaction. It locks the order row (the update), then
+// its voucher's row (the counter), the order every writer of both follows.
+func transitionTx(ctx context.Context, tx bun.Tx, id domain.OrderID, user domain.UserID, to domain.OrderStatus) (domain.Order, error) {
+	// A second attempt is needed only when the order was committed by Persist between
+	// the update's snapshot and the look-up's: the update missed a row the look-up
+	// then finds awaiting payment. An order never returns to awaiting payment, so the
+	// second attempt either moves it or finds it moved.
+	for attempt := 1; ; attempt++ {
+		var rows []orderRow
+		q := tx.NewUpdate().Model((*orderRow)(nil)).
+			Set("status = ?", string(to)).
+			Set("updated_at = now()").
+			Where("o.id = ?", string(id)).
+			Where("o.status = ?", string(domain.StatusAwaitingPayment))
+		if user != 0 {
+			q = q.Where("o.user_id = ?", int64(user))
+		}
+		if _, err := q.Returning(orderColumns).Exec(ctx, &rows); err != nil {
+			return domain.Order{}, fmt.Errorf("update order: %w", err)
+		}
+		if len(rows) == 1 {
+			o := rows[0].order()
+			if !to.HoldsStock() {
+				if err := takeSold(ctx, tx, o.VoucherID, o.Quantity); err != nil {
+					return domain.Order{}, err
+				}
+			}
+			return o, nil
+		}
+
+		var status string
+		sel := tx.NewSelect().Model((*orderRow)(nil)).Column("status").Where("o.id = ?", string(id))
+		if user != 0 {
+			sel = sel.Where("o.user_id = ?", int64(user))
+		}
+		err := sel.Scan(ctx, &status)
+		if errors.Is(err, sql.ErrNoRows) {
+			return domain.Order{}, domain.ErrNotFound
+		}
+		if err != nil {
+			return domain.Order{}, fmt.Errorf("look up order: %w", err)
+		}
+		if status != string(domain.StatusAwaitingPayment) || attempt == 2 {
+			return domain.Order{}, fmt.Errorf("order is %s: %w", status, domain.ErrInvalidState)
+		}
+	}
+}
+
+// takeSold takes units of a closed order off voucher v's sold counter.
+//
+// The counter holds the units of v's live orders, so it cannot fall below a live
+// order's units unless something outside the repositories corrupted it. The CHECK
+// then refuses the update and the order stays open rather than hide the drift; the
+// error says to recount (OrderAudit.RecountSold, run by reconciliation).
+func takeSold(ctx context.Context, tx bun.Tx, v domain.VoucherID, units int) error {
+	res, err := tx.NewUpdate().Model((*voucherRow)(nil)).
+		Set("sold = sold - ?", units).
+		Where("v.id = ?", int64(v)).
+		Exec(ctx)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == checkViolation {
+		return fmt.Errorf("voucher %s: sold counter is below the %d units of a live order, recount it: %w", v, units, err)
+	}
+	if err != nil {
+		return fmt.Errorf("take %d units off sold of voucher %s: %w", units, v, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("take %d units off sold of voucher %s: %w", units, v, err)
+	}
+	if n != 1 {
+		// The foreign key makes this impossible; refuse to commit rather than guess.
+		return fmt.Errorf("take %d units off sold of voucher %s: voucher not found", units, v)
+	}
+	return nil
+}
+
+// ExpireDue expires up to limit orders awaiting payment since before cutoff (created
+// at < cutoff), oldest first, in one transaction: each becomes expired and its units
+// leave its voucher's sold counter. It returns them as they now are, oldest first;
+// none when nothing is due. A limit below 1 is a *domain.ValidationError.
+//
+// Instances may sweep at once: each locks the orders it picks and skips those locked
+// by another sweeper or by a Transition in progress, so every order is expired by
+// exactly one of them, and an order being paid is left to the payment (if that fails,
+// the next sweep expires it).
+func (s *Orders) ExpireDue(ctx context.Context, cutoff time.Time, limit int) ([]domain.Order, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("expire due orders: %w", domain.Invalid("limit", "must be at least 1"))
+	}
+	var rows []orderRow
+	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+		return expireTx(ctx, tx, cutoff, limit, &rows)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("expire due orders: %w", classify(err))
+	}
+	out := make([]domain.Order, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, r.order())
+	}
+	// RETURNING promises no order.
+	slices.SortFunc(out, func(a, b domain.Order) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+// expireTx is ExpireDue's transaction: the due order rows first, then the voucher rows
+// by id, the lock order of every writer.
+func expireTx(ctx context.Context, tx bun.Tx, cutoff time.Time, limit int, expired *[]orderRow) error {
+	// FOR NO KEY UPDATE is the lock the update below takes anyway (no key changes);
+	// taking it here, with SKIP LOCKED, is what keeps concurrent sweepers apart.
+	var ids []string
+	err := tx.NewSelect().Model((*orderRow)(nil)).
+		Column("id").
+		Where("o.status = ?", string(domain.StatusAwaitingPayment)).
+		Where("o.created_at < ?", cutoff.UTC()).
+		OrderExpr("o.created_at, o.id").
+		Limit(int64(limit)).
+		For("NO KEY UPDATE SKIP LOCKED").
+		Scan(ctx, &ids)
+	if err != nil {
+		return fmt.Errorf("lock due orders: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+
+	// The rows are locked and were re-checked awaiting payment when locked; the status
+	// condition only restates it.
+	_, err = tx.NewUpdate().Model((*orderRow)(nil)).
+		Set("status = ?", string(domain.StatusExpired)).
+		Set("updated_at = now()").
+		Where("o.id IN (?)", bun.List(ids)).
+		Where("o.status = ?", string(domain.StatusAwaitingPayment)).
+		Returning(orderColumns).
+		Exec(ctx, expired)
+	if err != nil {
+		return fmt.Errorf("expire orders: %w", err)
+	}
+
+	units := make(map[domain.VoucherID]int)
+	for _, r := range *expired {
+		units[domain.VoucherID(r.VoucherID)] += r.Quantity
+	}
+	vouchers := make([]domain.VoucherID, 0, len(units))
+	for v := range units {
+		vouchers = append(vouchers, v)
+	}
+	slices.Sort(vouchers)
+	for _, v := range vouchers {
+		if err := takeSold(ctx, tx, v, units[v]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Unreleased returns up to limit closed orders (cancelled, expired, failed) whose
+// units are not yet marked released, oldest closing (updated_at) first, then by id. A
+// limit below 1 is a *domain.ValidationError. No orders is an empty, non-nil slice.
+func (s *Orders) Unreleased(ctx context.Context, limit int) ([]domain.Order, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("list unreleased orders: %w", domain.Invalid("limit", "must be at least 1"))
+	}
+	var rows []orderRow
+	err := s.db.NewSelect().Model(&rows).
+		Where("o.status IN (?)", bun.List(closedStatuses)).
+		Where("o.released_at IS NULL").
+		OrderExpr("o.updated_at, o.id").
+		Limit(int64(limit)).
+		Scan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list unreleased orders: %w", classify(err))
+	}
+	out := make([]domain.Order, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, r.order())
+	}
+	return out, nil
+}
+
+// MarkReleased records that the units of the closed orders ids are back on sale, so
+// Unreleased stops returning them. It is idempotent: an order marked before keeps its
+// first released_at. Ids of unknown orders are ignored, and so are ids of orders still
+// live (awaiting payment, paid): marking one would let it close later without its
+// units ever going back. No ids touches nothing.
+func (s *Orders) MarkReleased(ctx context.Context, ids ...domain.OrderID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	// Sorted and distinct, so concurrent calls meet the rows in one order.
+	list := make([]string, 0, len(ids))
+	for _, id := range ids {
+		list = append(list, string(id))
+	}
+	slices.Sort(list)
+	list = slices.Compact(list)
+	_, err := s.db.NewUpdate().Model((*orderRow)(nil)).
+		Set("released_at = now()").
+		Where("o.id IN (?)", bun.List(list)).
+		Where("o.status IN (?)", bun.List(closedStatuses)).
+		Where("o.released_at IS NULL").
+		Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("mark %d orders released: %w", len(list), classify(err))
+	}
+	return nil
+}

@@ -1,0 +1,321 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+// auditPage is how many pending or stream entries Snapshot asks for at a time.
+var auditPage int64 = 1000
+
+// metaFields are the fields of a complete sale state (Keys.Meta); a hash missing any
+// of them is partial and counts as absent.
+var metaFields = []string{"stock", "remaining", "begins", "ends", "limit", "expire"}
+
+// Audit is a ports.StockAudit over the sale state Stock keeps: it reads a voucher's
+// whole state for reconciliation and stats, and repairs it. Every repair is one
+// script, idempotent, and safe while the sale is live.
+type Audit struct {
+	client redis.UniversalClient
+	keys   Keys
+	group  string
+}
+
+var _ ports.StockAudit = (*Audit)(nil)
+
+// NewAudit returns an Audit working through client. It uses opts.Prefix and opts.Group
+// (defaults as for NewStock); opts.Grace does not matter to it.
+func NewAudit(client redis.UniversalClient, opts Options) *Audit {
+	if opts.Group == "" {
+		opts.Group = DefaultGroup
+	}
+	return &Audit{client: client, keys: Keys{Prefix: opts.Prefix}, group: opts.Group}
+}
+
+// Snapshot returns what Redis holds for voucher id: its stock and remaining units, the
+// reservations its users hold (sorted by order id) and its queue's unacknowledged
+// entries (in queue order). A voucher whose sale state is missing or partial is not
+// Present, and nothing else is read. A reservation record or queue entry that cannot
+// be decoded is left out; a sale state whose stock or remaining is not a number is an
+// error.
+//
+// The sale state, the reservations and the consumer group's position (its last
+// delivered entry) are read in one MULTI/EXEC. The queue's entries cannot join it:
+// they are read after it, a page at a time, so a long backlog never holds Redis up.
+// First the entries after that position (not delivered then), with XRANGE; then the
+// group's pending entries up to that position, with XPENDING, and their fields with
+// XRANGE. An entry moves one way only: appended, delivered (pending), acknowledged. So
+// an entry delivered between the reads was caught by the first, and one pending at the
+// position is still pending at the second unless acknowledged: every entry
+// unacknowledged throughout the Snapshot is in Unacked, none acknowledged before it
+// began is, and one appended or acknowledged meanwhile may or may not be.
+// Acknowledged entries not yet trimmed are never counted: they are neither pending nor
+// after the group's position.
+//
+// That is enough for reconciliation, as long as the database is read after Snapshot
+// returns. Reserve records a reservation and appends its entry in one script, so the
+// entry of every reservation in Reservations was appended before the MULTI/EXEC; it
+// is in Unacked unless it was acknowledged, and an entry is acknowledged only after
+// its order was committed to the database. A reservation found neither in Unacked nor
+// in the database read afterwards is therefore really lost, not merely in flight.
+// Entries of reservations made during the Snapshot may appear in Unacked without
+// their reservation.
+//
+// A stream without the consumer group counts all its entries as unacknowledged: the
+// queue recreates a lost group at the stream's start and delivers them all again.
+func (a *Audit) Snapshot(ctx context.Context, id domain.VoucherID) (ports.StockSnapshot, error) {
+	stream := a.keys.Stream(id)
+	var (
+		meta   *redis.SliceCmd
+		orders *redis.MapStringStringCmd
+		exists *redis.IntCmd
+		groups *redis.XInfoGroupsCmd
+	)
+	// Exec reports the first failed command; XINFO fails on a missing stream, which
+	// EXISTS tells apart, so each command is checked below.
+	_, _ = a.client.TxPipelined(ctx, func(tx redis.Pipeliner) error {
+		meta = tx.HMGet(ctx, a.keys.Meta(id), metaFields...)
+		orders = tx.HGetAll(ctx, a.keys.Orders(id))
+		exists = tx.Exists(ctx, stream)
+		groups = tx.XInfoGroups(ctx, stream)
+		return nil
+	})
+	for _, cmd := range []redis.Cmder{meta, orders, exists} {
+		if err := cmd.Err(); err != nil {
+			return ports.StockSnapshot{}, fmt.Errorf("snapshot stock: %w", err)
+		}
+	}
+
+	var snap ports.StockSnapshot
+	values := meta.Val()
+	for _, v := range values {
+		if v == nil {
+			return ports.StockSnapshot{}, nil
+		}
+	}
+	stockField, _ := values[0].(string)
+	leftField, _ := values[1].(string)
+	stock, err1 := strconv.Atoi(stockField)
+	left, err2 := strconv.Atoi(leftField)
+	if err1 != nil || err2 != nil {
+		return ports.StockSnapshot{}, fmt.Errorf("snapshot stock: voucher %d: malformed sale state %v", id, values)
+	}
+	snap.Present, snap.Stock, snap.Remaining = true, stock, left
+
+	for order, record := range orders.Val() {
+		if r, err := decodeRecord(domain.OrderID(order), id, record); err == nil {
+			snap.Reservations = append(snap.Reservations, r)
+		}
+	}
+	slices.SortFunc(snap.Reservations, func(a, b domain.Reservation) int {
+		return strings.Compare(string(a.OrderID), string(b.OrderID))
+	})
+
+	if exists.Val() == 0 {
+		return snap, nil
+	}
+	gs, err := groups.Result()
+	if err != nil {
+		return ports.StockSnapshot{}, fmt.Errorf("snapshot stock: %w", err)
+	}
+	last, pending := "0-0", int64(0)
+	for _, g := range gs {
+		if g.Name == a.group {
+			last, pending = g.LastDeliveredID, g.Pending
+		}
+	}
+	undelivered, err := a.entriesAfter(ctx, stream, last)
+	if err != nil {
+		return ports.StockSnapshot{}, fmt.Errorf("snapshot stock: %w", err)
+	}
+	var delivered []redis.XMessage
+	// Nothing pending at the group's position: any entry pending now was delivered
+	// since, so it is after the position and already read.
+	if pending > 0 {
+		if delivered, err = a.pendingUpTo(ctx, stream, last); err != nil {
+			return ports.StockSnapshot{}, fmt.Errorf("snapshot stock: %w", err)
+		}
+	}
+	for _, m := range append(delivered, undelivered...) {
+		if r, err := decodeFields(id, m.Values); err == nil {
+			snap.Unacked = append(snap.Unacked, r)
+		}
+	}
+	return snap, nil
+}
+
+// entriesAfter returns the entries of stream after id, a page at a time.
+func (a *Audit) entriesAfter(ctx context.Context, stream, id string) ([]redis.XMessage, error) {
+	var out []redis.XMessage
+	for {
+		msgs, err := a.client.XRangeN(ctx, stream, "("+id, "+", auditPage).Result()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, msgs...)
+		if int64(len(msgs)) < auditPage {
+			return out, nil
+		}
+		id = msgs[len(msgs)-1].ID
+	}
+}
+
+// pendingUpTo returns the group's pending entries of stream up to id (inclusive), in
+// order, a page of XPENDING at a time, each page's fields read in one pipelined round
+// trip. Pending entries deleted from the stream have no fields and are left out.
+func (a *Audit) pendingUpTo(ctx context.Context, stream, id string) ([]redis.XMessage, error) {
+	var out []redis.XMessage
+	for start := "-"; ; {
+		rows, err := a.client.XPendingExt(ctx, &redis.XPendingExtArgs{
+			Stream: stream, Group: a.group, Start: start, End: id, Count: auditPage,
+		}).Result()
+		if redis.HasErrorPrefix(err, "NOGROUP") {
+			// The group was lost since its position was read: its entries were all
+			// after that position, or will be delivered again from the start.
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(rows) > 0 {
+			pipe := a.client.Pipeline()
+			cmds := make([]*redis.XMessageSliceCmd, len(rows))
+			for i, row := range rows {
+				cmds[i] = pipe.XRangeN(ctx, stream, row.ID, row.ID, 1)
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				return nil, err
+			}
+			for _, cmd := range cmds {
+				out = append(out, cmd.Val()...)
+			}
+		}
+		if int64(len(rows)) < auditPage {
+			return out, nil
+		}
+		start = "(" + rows[len(rows)-1].ID
+	}
+}
+
+// restoreScript records a reservation the database holds but Redis lost, unless the
+// user holds one; the remaining units are left alone.
+// KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders (one voucher, one tag).
+// ARGV: user_id, order_id, record ("user_id:qty:at_ms").
+// Returns 1 when it recorded, 0 when the sale state is missing or partial or the user
+// already holds a reservation. Buyers and orders expire with the meta hash.
+//
+//go:embed restore.lua
+var restoreSrc string
+var restoreScript = redis.NewScript(restoreSrc)
+
+// Restore records r (the user's order id and the order's record) as reserve.lua does,
+// only if r's voucher has sale state and r.UserID holds no reservation of it; it
+// reports whether it recorded anything. It does not touch the remaining units (Recount
+// does) and does not queue r (Requeue does). Applied twice it records once. It
+// returns a *domain.ValidationError for a quantity below 1, an empty order id or a
+// user id below 1.
+func (a *Audit) Restore(ctx context.Context, r domain.Reservation) (bool, error) {
+	if err := validReservation(r); err != nil {
+		return false, err
+	}
+	keys := []string{a.keys.Meta(r.VoucherID), a.keys.Buyers(r.VoucherID), a.keys.Orders(r.VoucherID)}
+	record := r.UserID.String() + ":" + strconv.Itoa(r.Quantity) + ":" + strconv.FormatInt(r.At.UnixMilli(), 10)
+	restored, err := restoreScript.Run(ctx, a.client, keys, r.UserID.String(), string(r.OrderID), record).Int()
+	if err != nil {
+		return false, fmt.Errorf("restore reservation: %w", err)
+	}
+	return restored == 1, nil
+}
+
+// requeueScript appends a reservation to the voucher's stream, creating the stream and
+// the consumer group if they are missing, while the voucher has sale state.
+// KEYS[1] stream, KEYS[2] meta (one voucher, one tag).
+// ARGV: group, order_id, voucher_id, user_id, qty, at_ms.
+// Returns 1 when it appended, 0 when the sale state is missing or partial. The stream
+// expires with the meta hash.
+//
+//go:embed requeue.lua
+var requeueSrc string
+var requeueScript = redis.NewScript(requeueSrc)
+
+// Requeue appends r to its voucher's stream with the fields Reserve writes, so a
+// fulfilment worker persists it; it creates the stream's consumer group if it is
+// missing (at the stream's start, as Warm does) and registers the voucher with the
+// queue. Each call appends one more entry; persisting is idempotent by order id, so an
+// entry too many is harmless. It returns an error wrapping domain.ErrNotFound when the
+// voucher has no sale state (the stream could not expire with the sale), and a
+// *domain.ValidationError for a quantity below 1, an empty order id or a user id
+// below 1.
+func (a *Audit) Requeue(ctx context.Context, r domain.Reservation) error {
+	if err := validReservation(r); err != nil {
+		return err
+	}
+	keys := []string{a.keys.Stream(r.VoucherID), a.keys.Meta(r.VoucherID)}
+	queued, err := requeueScript.Run(ctx, a.client, keys, a.group,
+		string(r.OrderID), r.VoucherID.String(), r.UserID.String(), r.Quantity, r.At.UnixMilli()).Int()
+	if err != nil {
+		return fmt.Errorf("requeue reservation: %w", err)
+	}
+	if queued == 0 {
+		return fmt.Errorf("requeue reservation: voucher %d: %w", r.VoucherID, domain.ErrNotFound)
+	}
+	// As in Warm: the registry lives in another slot, and is written once the stream
+	// exists. The voucher is registered already unless someone removed it.
+	if err := a.client.SAdd(ctx, a.keys.Registry(), r.VoucherID.String()).Err(); err != nil {
+		return fmt.Errorf("requeue reservation: register voucher: %w", err)
+	}
+	return nil
+}
+
+// recountScript sets the remaining units to stock minus the units the orders hash
+// holds (never below 0) and publishes the voucher id on the restock channel when that
+// raised them.
+// KEYS[1] meta, KEYS[2] orders (one voucher, one tag). ARGV: restock_channel, voucher_id.
+// Returns the new remaining units, or -1 when the sale state is missing or partial. A
+// record it cannot read is an error, and nothing changes.
+//
+//go:embed recount.lua
+var recountSrc string
+var recountScript = redis.NewScript(recountSrc)
+
+// Recount sets voucher id's remaining units to its stock minus the units its recorded
+// reservations hold (never below 0), in one script, so concurrent grabs and releases
+// stay exact; it returns the new value. When that puts units back on sale it announces
+// a restock, as Release does. It returns an error wrapping domain.ErrNotFound when the
+// voucher has no sale state, and an error naming a reservation record it cannot read
+// (changing nothing: guessing could sell units twice). It reads every reservation of
+// the voucher inside the script, so it holds Redis for time proportional to them.
+func (a *Audit) Recount(ctx context.Context, id domain.VoucherID) (int, error) {
+	left, err := recountScript.Run(ctx, a.client, []string{a.keys.Meta(id), a.keys.Orders(id)},
+		a.keys.Restock(), id.String()).Int()
+	if err != nil {
+		return 0, fmt.Errorf("recount stock: %w", err)
+	}
+	if left < 0 {
+		return 0, fmt.Errorf("recount stock: voucher %d: %w", id, domain.ErrNotFound)
+	}
+	return left, nil
+}
+
+// validReservation refuses a reservation that would write an entry or record the
+// queue and the grab path could not read back.
+func validReservation(r domain.Reservation) error {
+	switch {
+	case r.Quantity < 1:
+		return domain.Invalid("quantity", "must be at least 1")
+	case r.OrderID == "":
+		return domain.Invalid("order_id", "must not be empty")
+	case r.UserID < 1:
+		return domain.Invalid("user", "must be a positive integer")
+	}
+	return nil
+}

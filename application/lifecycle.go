@@ -1,0 +1,153 @@
+package application
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+// PayOrder records the payment of an order awaiting it.
+type PayOrder struct {
+	get       *GetOrder
+	lifecycle ports.OrderLifecycle
+	payments  ports.Payments
+}
+
+// NewPayOrder returns the use case.
+func NewPayOrder(get *GetOrder, lifecycle ports.OrderLifecycle, payments ports.Payments) *PayOrder {
+	return &PayOrder{get: get, lifecycle: lifecycle, payments: payments}
+}
+
+// Handle authorises the payment and marks the order paid. Only its owner may pay it.
+// It returns domain.ErrNotFound (no such order of the caller), domain.ErrInvalidState
+// (not awaiting payment: still queued, already paid, cancelled or expired — also when
+// it expired while the payment was being authorised, in which case the authorisation
+// is voided), or the gateway's error.
+func (uc *PayOrder) Handle(ctx context.Context, user domain.UserID, id domain.OrderID) (domain.Order, error) {
+	o, err := uc.get.Handle(ctx, Caller{User: user}, id)
+	if err != nil {
+		return domain.Order{}, err
+	}
+	if o.Status != domain.StatusAwaitingPayment {
+		return domain.Order{}, fmt.Errorf("pay order %s (%s): %w", id, o.Status, domain.ErrInvalidState)
+	}
+	if err := uc.payments.Authorize(ctx, o); err != nil {
+		return domain.Order{}, fmt.Errorf("authorize payment: %w", err)
+	}
+	paid, err := uc.lifecycle.Transition(ctx, id, user, domain.StatusPaid)
+	if err != nil {
+		if verr := uc.payments.Void(ctx, o); verr != nil {
+			return domain.Order{}, errors.Join(err, fmt.Errorf("void payment: %w", verr))
+		}
+		return domain.Order{}, err
+	}
+	return paid, nil
+}
+
+// CancelOrder lets a user give an order back before paying.
+type CancelOrder struct {
+	get        *GetOrder
+	lifecycle  ports.OrderLifecycle
+	compensate *Compensate
+}
+
+// NewCancelOrder returns the use case.
+func NewCancelOrder(get *GetOrder, lifecycle ports.OrderLifecycle, compensate *Compensate) *CancelOrder {
+	return &CancelOrder{get: get, lifecycle: lifecycle, compensate: compensate}
+}
+
+// Handle cancels the caller's order awaiting payment in the database, then returns its
+// units to the sale. If the release fails (Redis down) the order stays cancelled and
+// ReleaseClosed retries the release until it succeeds. It returns domain.ErrNotFound
+// or domain.ErrInvalidState (not awaiting payment).
+func (uc *CancelOrder) Handle(ctx context.Context, user domain.UserID, id domain.OrderID) (domain.Order, error) {
+	o, err := uc.get.Handle(ctx, Caller{User: user}, id)
+	if err != nil {
+		return domain.Order{}, err
+	}
+	if o.Status != domain.StatusAwaitingPayment {
+		return domain.Order{}, fmt.Errorf("cancel order %s (%s): %w", id, o.Status, domain.ErrInvalidState)
+	}
+	cancelled, err := uc.lifecycle.Transition(ctx, id, user, domain.StatusCancelled)
+	if err != nil {
+		return domain.Order{}, err
+	}
+	// The cancellation is committed; a failed release is ReleaseClosed's to retry.
+	_, _ = uc.compensate.Handle(ctx, cancelled)
+	return cancelled, nil
+}
+
+// ExpireOrders closes the orders left unpaid past the payment timeout and returns
+// their units. It is driven by the database, so a restart loses nothing, and safe to
+// run on every instance at once.
+type ExpireOrders struct {
+	lifecycle  ports.OrderLifecycle
+	compensate *Compensate
+	clock      ports.Clock
+	timeout    time.Duration
+}
+
+// NewExpireOrders returns the use case for the given payment timeout.
+func NewExpireOrders(lifecycle ports.OrderLifecycle, compensate *Compensate, clock ports.Clock, timeout time.Duration) *ExpireOrders {
+	return &ExpireOrders{lifecycle: lifecycle, compensate: compensate, clock: clock, timeout: timeout}
+}
+
+// expireBatch bounds one transaction of ExpireOrders.
+const expireBatch = 100
+
+// Handle expires every order due now and releases its units; it returns how many it
+// expired. Releases that fail are left to ReleaseClosed.
+func (uc *ExpireOrders) Handle(ctx context.Context) (int, error) {
+	cutoff := uc.clock.Now().Add(-uc.timeout)
+	total := 0
+	for {
+		expired, err := uc.lifecycle.ExpireDue(ctx, cutoff, expireBatch)
+		if err != nil {
+			return total, fmt.Errorf("expire orders: %w", err)
+		}
+		total += len(expired)
+		for _, o := range expired {
+			_, _ = uc.compensate.Handle(ctx, o)
+		}
+		if len(expired) < expireBatch {
+			return total, nil
+		}
+	}
+}
+
+// ReleaseClosed retries the releases of closed orders whose units are not yet back on
+// sale (Redis was down when they closed, or the process died in between).
+type ReleaseClosed struct {
+	releases   ports.Releases
+	compensate *Compensate
+}
+
+// NewReleaseClosed returns the use case.
+func NewReleaseClosed(releases ports.Releases, compensate *Compensate) *ReleaseClosed {
+	return &ReleaseClosed{releases: releases, compensate: compensate}
+}
+
+// Handle releases every closed, unreleased order and returns how many it released.
+// It stops at the first failure (the dependency is likely down) and reports it.
+func (uc *ReleaseClosed) Handle(ctx context.Context) (int, error) {
+	done := 0
+	for {
+		os, err := uc.releases.Unreleased(ctx, expireBatch)
+		if err != nil {
+			return done, fmt.Errorf("unreleased orders: %w", err)
+		}
+		for _, o := range os {
+			if _, err := uc.compensate.Handle(ctx, o); err != nil {
+				return done, err
+			}
+			done++
+		}
+		if len(os) < expireBatch {
+			return done, nil
+		}
+	}
+}

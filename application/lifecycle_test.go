@@ -1,0 +1,215 @@
+package application_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/adapters/memory"
+	"github.com/seckill/seckill/application"
+	"github.com/seckill/seckill/domain"
+)
+
+// lifecycle is a sale with persisted orders and the lifecycle use cases over it.
+type lifecycle struct {
+	sale
+	payments *memory.Payments
+	get      *application.GetOrder
+	pay      *application.PayOrder
+	cancel   *application.CancelOrder
+	expire   *application.ExpireOrders
+	release  *application.ReleaseClosed
+}
+
+const paymentTimeout = 15 * time.Minute
+
+func newLifecycle(t *testing.T, stock int) lifecycle {
+	s := newSale(t, stock, 1)
+	comp := application.NewCompensate(s.stock, s.orders)
+	get := application.NewGetOrder(s.orders, memory.Reservations{Stock: s.stock})
+	p := &memory.Payments{}
+	return lifecycle{sale: s, payments: p, get: get,
+		pay:     application.NewPayOrder(get, s.orders, p),
+		cancel:  application.NewCancelOrder(get, s.orders, comp),
+		expire:  application.NewExpireOrders(s.orders, comp, s.clock, paymentTimeout),
+		release: application.NewReleaseClosed(s.orders, comp)}
+}
+
+// persisted grabs one unit for user and fulfils it.
+func (l lifecycle) persisted(t *testing.T, user domain.UserID) domain.OrderID {
+	t.Helper()
+	r := mustGrab(t, l.grabFixture, user, 1)
+	if _, err := l.fulfil.Handle(context.Background(), l.read(t)); err != nil {
+		t.Fatal(err)
+	}
+	return r.OrderID
+}
+
+func TestPayOrder(t *testing.T) {
+	ctx := context.Background()
+	l := newLifecycle(t, 10)
+	id := l.persisted(t, 5)
+	if _, err := l.pay.Handle(ctx, 6, id); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("another user pays: %v, want ErrNotFound", err)
+	}
+	o, err := l.pay.Handle(ctx, 5, id)
+	if err != nil || o.Status != domain.StatusPaid {
+		t.Fatalf("pay: %+v, %v", o, err)
+	}
+	if _, err := l.pay.Handle(ctx, 5, id); !errors.Is(err, domain.ErrInvalidState) {
+		t.Fatalf("pay twice: %v, want ErrInvalidState", err)
+	}
+	if _, err := l.cancel.Handle(ctx, 5, id); !errors.Is(err, domain.ErrInvalidState) {
+		t.Fatalf("cancel a paid order: %v, want ErrInvalidState", err)
+	}
+	// A queued order cannot be paid yet.
+	queued := mustGrab(t, l.grabFixture, 6, 1)
+	if _, err := l.pay.Handle(ctx, 6, queued.OrderID); !errors.Is(err, domain.ErrInvalidState) {
+		t.Fatalf("pay a queued order: %v, want ErrInvalidState", err)
+	}
+	if len(l.payments.Authorized) != 1 {
+		t.Fatalf("authorized %v, want only the first payment", l.payments.Authorized)
+	}
+	// A gateway that refuses leaves the order awaiting payment.
+	other := l.persisted(t, 7)
+	l.payments.Err = errors.New("card declined")
+	if _, err := l.pay.Handle(ctx, 7, other); err == nil {
+		t.Fatal("pay with a declined card succeeded")
+	}
+	if o := l.order(t, other); o.Status != domain.StatusAwaitingPayment {
+		t.Fatalf("order after a declined payment: %+v", o)
+	}
+}
+
+func TestCancelOrderReturnsTheUnitsAndTheUserMayGrabAgain(t *testing.T) {
+	ctx := context.Background()
+	l := newLifecycle(t, 1)
+	id := l.persisted(t, 5)
+	if got := l.remaining(t); got != 0 {
+		t.Fatalf("remaining = %d", got)
+	}
+	if _, err := l.cancel.Handle(ctx, 6, id); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("another user cancels: %v", err)
+	}
+	o, err := l.cancel.Handle(ctx, 5, id)
+	if err != nil || o.Status != domain.StatusCancelled {
+		t.Fatalf("cancel: %+v, %v", o, err)
+	}
+	if got := l.remaining(t); got != 1 {
+		t.Fatalf("remaining = %d after cancel, want 1", got)
+	}
+	if v, _ := l.vouchers.Get(ctx, l.id); v.Sold != 0 {
+		t.Fatalf("sold = %d after cancel", v.Sold)
+	}
+	if _, err := l.cancel.Handle(ctx, 5, id); !errors.Is(err, domain.ErrInvalidState) {
+		t.Fatalf("cancel twice: %v", err)
+	}
+	if n, _ := l.release.Handle(ctx); n != 0 {
+		t.Fatalf("%d releases left to retry, want 0", n)
+	}
+	again := l.persisted(t, 5)
+	if again == id {
+		t.Fatal("the new grab reused the order id")
+	}
+}
+
+func TestCancelWhileRedisIsDownReleasesLater(t *testing.T) {
+	ctx := context.Background()
+	l := newLifecycle(t, 1)
+	id := l.persisted(t, 5)
+	l.stock.Err = domain.ErrUnavailable
+	if _, err := l.cancel.Handle(ctx, 5, id); err != nil {
+		t.Fatalf("cancel while Redis is down: %v", err)
+	}
+	if _, err := l.release.Handle(ctx); !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("release while Redis is down: %v", err)
+	}
+	l.stock.Err = nil
+	n, err := l.release.Handle(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("release after Redis is back: %d, %v", n, err)
+	}
+	if got := l.remaining(t); got != 1 {
+		t.Fatalf("remaining = %d, want 1", got)
+	}
+	// Released twice, returned once.
+	if _, err := application.NewCompensate(l.stock, l.orders).Handle(ctx, l.order(t, id)); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.remaining(t); got != 1 {
+		t.Fatalf("remaining = %d after a second release, want 1", got)
+	}
+}
+
+func TestExpireOrders(t *testing.T) {
+	ctx := context.Background()
+	l := newLifecycle(t, 10)
+	early := l.persisted(t, 5)
+	l.clock.Set(t0.Add(10 * time.Minute))
+	late := l.persisted(t, 6)
+
+	l.clock.Set(t0.Add(paymentTimeout))
+	if n, err := l.expire.Handle(ctx); err != nil || n != 0 {
+		t.Fatalf("at the timeout exactly: %d, %v", n, err)
+	}
+	l.clock.Set(t0.Add(paymentTimeout + time.Second))
+	if n, err := l.expire.Handle(ctx); err != nil || n != 1 {
+		t.Fatalf("after the timeout: %d, %v", n, err)
+	}
+	if o := l.order(t, early); o.Status != domain.StatusExpired {
+		t.Fatalf("early order: %+v", o)
+	}
+	if o := l.order(t, late); o.Status != domain.StatusAwaitingPayment {
+		t.Fatalf("late order: %+v", o)
+	}
+	if got := l.remaining(t); got != 9 {
+		t.Fatalf("remaining = %d, want 9", got)
+	}
+	if _, err := l.pay.Handle(ctx, 5, early); !errors.Is(err, domain.ErrInvalidState) {
+		t.Fatalf("pay an expired order: %v", err)
+	}
+}
+
+// TestPayVersusExpire runs both at once many times: exactly one wins each time.
+func TestPayVersusExpire(t *testing.T) {
+	ctx := context.Background()
+	l := newLifecycle(t, 200)
+	ids := make([]domain.OrderID, 100)
+	for i := range ids {
+		ids[i] = l.persisted(t, domain.UserID(100+i))
+	}
+	l.clock.Set(t0.Add(paymentTimeout + time.Second))
+	var wg sync.WaitGroup
+	paid := make([]bool, len(ids))
+	for i, id := range ids {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, err := l.pay.Handle(ctx, domain.UserID(100+i), id)
+			paid[i] = err == nil
+		}()
+		go func() {
+			defer wg.Done()
+			if _, err := l.expire.Handle(ctx); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	for i, id := range ids {
+		o := l.order(t, id)
+		if paid[i] != (o.Status == domain.StatusPaid) || (o.Status != domain.StatusPaid && o.Status != domain.StatusExpired) {
+			t.Fatalf("order %s: pay succeeded %v, status %s", id, paid[i], o.Status)
+		}
+	}
+	units, _ := l.orders.UnitsByStatus(ctx, l.id)
+	if got := l.remaining(t) + units[domain.StatusPaid]; got != 200 {
+		t.Fatalf("remaining + paid = %d, want 200", got)
+	}
+	// Only a payment that lost the race after authorising is voided.
+	if got, most := len(l.payments.Voided), 100-units[domain.StatusPaid]; got > most {
+		t.Fatalf("voided %d payments, at most %d orders expired", got, most)
+	}
+}

@@ -1,0 +1,330 @@
+package application
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+// DriftKind names one way Redis and the database can disagree about a voucher.
+type DriftKind string
+
+// The kinds of drift Reconcile finds.
+const (
+	// DriftSaleStateMissing: a voucher on sale has no sale state in Redis (its keys
+	// vanished, say with a Redis restart without persistence).
+	DriftSaleStateMissing DriftKind = "sale_state_missing"
+	// DriftStockMismatch: Redis's remaining units plus its reservations' units differ
+	// from the voucher's stock.
+	DriftStockMismatch DriftKind = "stock_mismatch"
+	// DriftReservationWithoutOrder: a reservation older than the grace period has no
+	// order in the database and no entry left in its queue; it would never be
+	// persisted.
+	DriftReservationWithoutOrder DriftKind = "reservation_without_order"
+	// DriftOrderWithoutReservation: a live order in the database has no reservation in
+	// Redis, so its user could grab again and the stock count is off.
+	DriftOrderWithoutReservation DriftKind = "order_without_reservation"
+	// DriftClosedStillReserved: a cancelled, expired or failed order still holds its
+	// reservation in Redis: its units never went back on sale.
+	DriftClosedStillReserved DriftKind = "closed_order_still_reserved"
+	// DriftSoldMismatch: the database's sold counter differs from its live orders.
+	DriftSoldMismatch DriftKind = "sold_mismatch"
+)
+
+// maxExamples bounds the examples a Drift carries.
+const maxExamples = 5
+
+// Drift is one kind of disagreement found in a voucher, with how often it occurs and
+// a few examples (order ids or figures).
+type Drift struct {
+	Kind     DriftKind `json:"kind"`
+	Count    int       `json:"count"`
+	Examples []string  `json:"examples"`
+	// Repaired says whether --repair fixed it (or set the fix in motion: a requeued
+	// reservation is persisted by the workers).
+	Repaired bool `json:"repaired"`
+	// RepairError says why the repair failed.
+	RepairError string `json:"repair_error,omitempty"`
+}
+
+// VoucherReconciliation is Reconcile's finding for one voucher.
+type VoucherReconciliation struct {
+	VoucherID domain.VoucherID `json:"voucher_id,string"`
+	Drifts    []Drift          `json:"drifts"`
+}
+
+// Consistent reports whether no drift remains: none was found, or every one found was
+// repaired.
+func (r VoucherReconciliation) Consistent() bool {
+	for _, d := range r.Drifts {
+		if !d.Repaired {
+			return false
+		}
+	}
+	return true
+}
+
+// ReconcileCmd says what to check: one voucher, or 0 for every voucher whose sale has
+// not ended; Repair fixes what it finds.
+type ReconcileCmd struct {
+	Voucher domain.VoucherID
+	Repair  bool
+}
+
+// Reconcile proves, per voucher, that Redis and the database agree, and on request
+// repairs where they do not. Every repair is idempotent and safe during a live sale.
+type Reconcile struct {
+	vouchers   ports.Vouchers
+	stock      ports.Stock
+	audit      ports.StockAudit
+	ledger     ports.OrderAudit
+	compensate *Compensate
+	clock      ports.Clock
+	grace      time.Duration
+}
+
+// NewReconcile returns the use case. Reservations younger than grace are not judged:
+// their entries may still be on their way to the database.
+func NewReconcile(vouchers ports.Vouchers, stock ports.Stock, audit ports.StockAudit, ledger ports.OrderAudit,
+	compensate *Compensate, clock ports.Clock, grace time.Duration) *Reconcile {
+	return &Reconcile{vouchers: vouchers, stock: stock, audit: audit, ledger: ledger, compensate: compensate, clock: clock, grace: grace}
+}
+
+// Handle checks the vouchers cmd names and returns one finding per voucher. It
+// returns domain.ErrNotFound for an unknown voucher.
+func (uc *Reconcile) Handle(ctx context.Context, cmd ReconcileCmd) ([]VoucherReconciliation, error) {
+	var ids []domain.VoucherID
+	if cmd.Voucher != 0 {
+		ids = []domain.VoucherID{cmd.Voucher}
+	} else {
+		active, err := uc.vouchers.Active(ctx, uc.clock.Now())
+		if err != nil {
+			return nil, fmt.Errorf("active vouchers: %w", err)
+		}
+		for _, v := range active {
+			ids = append(ids, v.ID)
+		}
+	}
+	out := make([]VoucherReconciliation, 0, len(ids))
+	for _, id := range ids {
+		r, err := uc.one(ctx, id, cmd.Repair)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (uc *Reconcile) one(ctx context.Context, id domain.VoucherID, repair bool) (VoucherReconciliation, error) {
+	now := uc.clock.Now()
+	// Redis first, then the database: whatever changes in between (a reservation
+	// persisted, an order closed and released) moves the database side forward, so
+	// it cannot look like drift.
+	snap, err := uc.audit.Snapshot(ctx, id)
+	if err != nil {
+		return VoucherReconciliation{}, fmt.Errorf("voucher %s: read redis: %w", id, err)
+	}
+	ledger, err := uc.ledger.Ledger(ctx, id)
+	if err != nil {
+		return VoucherReconciliation{}, fmt.Errorf("voucher %s: %w", id, err)
+	}
+	f := findings{}
+	live := 0
+	for _, o := range ledger.Orders {
+		if o.Status.HoldsStock() {
+			live += o.Quantity
+		}
+	}
+	if ledger.Voucher.Sold != live {
+		f.add(DriftSoldMismatch, fmt.Sprintf("sold %d, live units %d", ledger.Voucher.Sold, live))
+	}
+
+	switch {
+	case !snap.Present && ledger.Voucher.Window(now) != domain.ErrEnded:
+		f.add(DriftSaleStateMissing, "no sale state in redis")
+	case snap.Present:
+		uc.compare(snap, ledger, now, &f)
+	}
+
+	rec := VoucherReconciliation{VoucherID: id, Drifts: f.drifts()}
+	if repair && len(rec.Drifts) > 0 {
+		uc.repair(ctx, &rec, snap, ledger, &f)
+	}
+	return rec, nil
+}
+
+// compare finds the drifts between a present sale state and the database.
+func (uc *Reconcile) compare(snap ports.StockSnapshot, ledger ports.Ledger, now time.Time, f *findings) {
+	orders := make(map[domain.OrderID]domain.Order, len(ledger.Orders))
+	for _, o := range ledger.Orders {
+		orders[o.ID] = o
+	}
+	reserved := make(map[domain.OrderID]bool, len(snap.Reservations))
+	held := 0
+	for _, r := range snap.Reservations {
+		reserved[r.OrderID] = true
+		held += r.Quantity
+	}
+	queued := make(map[domain.OrderID]bool, len(snap.Unacked))
+	for _, r := range snap.Unacked {
+		queued[r.OrderID] = true
+	}
+	if snap.Remaining+held != snap.Stock {
+		f.add(DriftStockMismatch, fmt.Sprintf("remaining %d + reserved %d != stock %d", snap.Remaining, held, snap.Stock))
+	}
+	for _, r := range snap.Reservations {
+		o, persisted := orders[r.OrderID]
+		switch {
+		case !persisted && !queued[r.OrderID] && now.Sub(r.At) >= uc.grace:
+			f.addReservation(DriftReservationWithoutOrder, r)
+		case persisted && !o.Status.HoldsStock():
+			f.addOrder(DriftClosedStillReserved, o)
+		}
+	}
+	for _, o := range ledger.Orders {
+		if o.Status.HoldsStock() && !reserved[o.ID] {
+			f.addOrder(DriftOrderWithoutReservation, o)
+		}
+	}
+}
+
+// repair fixes what one voucher's findings name, in an order where each fix leaves
+// the next one's inputs right: the database's counter first (warm-up and restores read
+// it), then Redis's records, then Redis's remaining count from its records.
+func (uc *Reconcile) repair(ctx context.Context, rec *VoucherReconciliation, snap ports.StockSnapshot, ledger ports.Ledger, f *findings) {
+	mark := func(kind DriftKind, err error) {
+		for i := range rec.Drifts {
+			if rec.Drifts[i].Kind == kind {
+				rec.Drifts[i].Repaired = err == nil
+				if err != nil {
+					rec.Drifts[i].RepairError = err.Error()
+				}
+			}
+		}
+	}
+	id := rec.VoucherID
+	if f.has(DriftSoldMismatch) || f.has(DriftSaleStateMissing) {
+		sold, err := uc.ledger.RecountSold(ctx, id)
+		mark(DriftSoldMismatch, err)
+		ledger.Voucher.Sold = sold
+	}
+	if f.has(DriftSaleStateMissing) {
+		mark(DriftSaleStateMissing, rebuildSaleState(ctx, uc.stock, uc.audit, ledger))
+	}
+	if f.has(DriftOrderWithoutReservation) {
+		var errs []error
+		for _, o := range f.orders[DriftOrderWithoutReservation] {
+			ok, err := uc.audit.Restore(ctx, reservationOf(o))
+			if err == nil && !ok {
+				err = fmt.Errorf("order %s: user %s holds another reservation", o.ID, o.UserID)
+			}
+			errs = append(errs, err)
+		}
+		mark(DriftOrderWithoutReservation, firstErr(errs))
+	}
+	if f.has(DriftClosedStillReserved) {
+		var errs []error
+		for _, o := range f.orders[DriftClosedStillReserved] {
+			_, err := uc.compensate.Handle(ctx, o)
+			errs = append(errs, err)
+		}
+		mark(DriftClosedStillReserved, firstErr(errs))
+	}
+	if f.has(DriftReservationWithoutOrder) {
+		var errs []error
+		for _, r := range f.reservations[DriftReservationWithoutOrder] {
+			errs = append(errs, uc.audit.Requeue(ctx, r))
+		}
+		mark(DriftReservationWithoutOrder, firstErr(errs))
+	}
+	if snap.Present && (f.has(DriftStockMismatch) || f.has(DriftOrderWithoutReservation)) {
+		_, err := uc.audit.Recount(ctx, id)
+		mark(DriftStockMismatch, err)
+	}
+}
+
+// rebuildSaleState loads a voucher whose sale state vanished from the database (only
+// if it is still absent): its stock less the units of live orders, and each live
+// order's reservation, so its users cannot grab it twice.
+func rebuildSaleState(ctx context.Context, stock ports.Stock, audit ports.StockAudit, ledger ports.Ledger) error {
+	if _, err := stock.Warm(ctx, ledger.Voucher); err != nil {
+		return fmt.Errorf("warm voucher %s: %w", ledger.Voucher.ID, err)
+	}
+	return restoreLive(ctx, audit, ledger)
+}
+
+// restoreLive records the reservation of each live order of a ledger in Redis.
+func restoreLive(ctx context.Context, audit ports.StockAudit, ledger ports.Ledger) error {
+	for _, o := range ledger.Orders {
+		if !o.Status.HoldsStock() {
+			continue
+		}
+		if _, err := audit.Restore(ctx, reservationOf(o)); err != nil {
+			return fmt.Errorf("restore order %s: %w", o.ID, err)
+		}
+	}
+	return nil
+}
+
+func reservationOf(o domain.Order) domain.Reservation {
+	return domain.Reservation{OrderID: o.ID, VoucherID: o.VoucherID, UserID: o.UserID, Quantity: o.Quantity, At: o.CreatedAt}
+}
+
+func firstErr(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// findings collects drifts with their subjects.
+type findings struct {
+	order        []DriftKind
+	counts       map[DriftKind]int
+	examples     map[DriftKind][]string
+	orders       map[DriftKind][]domain.Order
+	reservations map[DriftKind][]domain.Reservation
+}
+
+func (f *findings) add(kind DriftKind, example string) {
+	if f.counts == nil {
+		f.counts = map[DriftKind]int{}
+		f.examples = map[DriftKind][]string{}
+		f.orders = map[DriftKind][]domain.Order{}
+		f.reservations = map[DriftKind][]domain.Reservation{}
+	}
+	if !slices.Contains(f.order, kind) {
+		f.order = append(f.order, kind)
+	}
+	f.counts[kind]++
+	if len(f.examples[kind]) < maxExamples {
+		f.examples[kind] = append(f.examples[kind], example)
+	}
+}
+
+func (f *findings) addOrder(kind DriftKind, o domain.Order) {
+	f.add(kind, fmt.Sprintf("order %s (user %s, %s)", o.ID, o.UserID, o.Status))
+	f.orders[kind] = append(f.orders[kind], o)
+}
+
+func (f *findings) addReservation(kind DriftKind, r domain.Reservation) {
+	f.add(kind, fmt.Sprintf("order %s (user %s)", r.OrderID, r.UserID))
+	f.reservations[kind] = append(f.reservations[kind], r)
+}
+
+func (f *findings) has(kind DriftKind) bool { return f.counts[kind] > 0 }
+
+func (f *findings) drifts() []Drift {
+	out := make([]Drift, 0, len(f.order))
+	for _, k := range f.order {
+		out = append(out, Drift{Kind: k, Count: f.counts[k], Examples: f.examples[k]})
+	}
+	return out
+}

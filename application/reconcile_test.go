@@ -1,0 +1,135 @@
+package application_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/application"
+	"github.com/seckill/seckill/domain"
+)
+
+func newReconcile(l lifecycle) *application.Reconcile {
+	return application.NewReconcile(l.vouchers, l.stock, l.stock, l.orders, application.NewCompensate(l.stock, l.orders), l.clock, time.Minute)
+}
+
+func reconcileOnce(t *testing.T, rc *application.Reconcile, id domain.VoucherID, repair bool) application.VoucherReconciliation {
+	t.Helper()
+	out, err := rc.Handle(context.Background(), application.ReconcileCmd{Voucher: id, Repair: repair})
+	if err != nil || len(out) != 1 {
+		t.Fatalf("reconcile: %+v, %v", out, err)
+	}
+	return out[0]
+}
+
+func kinds(r application.VoucherReconciliation) []application.DriftKind {
+	var out []application.DriftKind
+	for _, d := range r.Drifts {
+		out = append(out, d.Kind)
+	}
+	return out
+}
+
+// TestReconcileFindsAndRepairsEachDrift injects each kind of drift into a sale that
+// was consistent, checks that reconcile names it, repairs it, and that the sale is
+// consistent again afterwards.
+func TestReconcileFindsAndRepairsEachDrift(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		inject func(t *testing.T, l lifecycle, ids []domain.OrderID)
+		want   []application.DriftKind
+	}{
+		{"reservation deleted", func(t *testing.T, l lifecycle, ids []domain.OrderID) {
+			l.stock.Forget(l.id, l.order(t, ids[0]).UserID)
+		}, []application.DriftKind{application.DriftStockMismatch, application.DriftOrderWithoutReservation}},
+		{"sale state lost", func(t *testing.T, l lifecycle, _ []domain.OrderID) {
+			l.stock.Drop(l.id)
+		}, []application.DriftKind{application.DriftSaleStateMissing}},
+		{"closed order still reserved", func(t *testing.T, l lifecycle, ids []domain.OrderID) {
+			l.orders.SetStatus(ids[1], domain.StatusCancelled) // closed without release or counter
+		}, []application.DriftKind{application.DriftSoldMismatch, application.DriftClosedStillReserved}},
+		{"sold counter off", func(t *testing.T, l lifecycle, _ []domain.OrderID) {
+			v, _ := l.vouchers.Get(context.Background(), l.id)
+			v.Sold = 1
+			l.vouchers.Put(v)
+		}, []application.DriftKind{application.DriftSoldMismatch}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLifecycle(t, 10)
+			rc := newReconcile(l)
+			ids := []domain.OrderID{l.persisted(t, 1), l.persisted(t, 2), l.persisted(t, 3)}
+			if r := reconcileOnce(t, rc, l.id, false); !r.Consistent() || len(r.Drifts) != 0 {
+				t.Fatalf("before the drift: %+v", r)
+			}
+			tt.inject(t, l, ids)
+			found := reconcileOnce(t, rc, l.id, false)
+			if got := kinds(found); !sameKinds(got, tt.want) || found.Consistent() {
+				t.Fatalf("found %v (consistent %v), want %v", got, found.Consistent(), tt.want)
+			}
+			repaired := reconcileOnce(t, rc, l.id, true)
+			if !repaired.Consistent() {
+				t.Fatalf("repair left drift: %+v", repaired)
+			}
+			if after := reconcileOnce(t, rc, l.id, false); len(after.Drifts) != 0 {
+				t.Fatalf("after the repair: %+v", after)
+			}
+			stats, err := application.NewGetVoucherStats(l.vouchers, l.orders, l.stock).Handle(ctx, l.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stats.Stock != stats.Remaining+stats.Queued+stats.AwaitingPayment+stats.Paid {
+				t.Fatalf("stats do not add up: %+v", stats)
+			}
+		})
+	}
+}
+
+func TestReconcileRequeuesALostQueueEntry(t *testing.T) {
+	ctx := context.Background()
+	l := newLifecycle(t, 10)
+	rc := newReconcile(l)
+	r := mustGrab(t, l.grabFixture, 1, 1)
+	// The entry is lost before any worker read it (acknowledged away, say).
+	ds := l.read(t)
+	if err := l.queue.Ack(ctx, ds...); err != nil {
+		t.Fatal(err)
+	}
+	if got := reconcileOnce(t, rc, l.id, false); len(got.Drifts) != 0 {
+		t.Fatalf("a young reservation is judged: %+v", got)
+	}
+	l.clock.Set(t0.Add(2 * time.Minute))
+	found := reconcileOnce(t, rc, l.id, true)
+	if got := kinds(found); !sameKinds(got, []application.DriftKind{application.DriftReservationWithoutOrder}) || !found.Consistent() {
+		t.Fatalf("found %+v", found)
+	}
+	if _, err := l.fulfil.Handle(ctx, l.read(t)); err != nil {
+		t.Fatal(err)
+	}
+	if o := l.order(t, r.OrderID); o.Status != domain.StatusAwaitingPayment {
+		t.Fatalf("requeued order = %+v", o)
+	}
+	if after := reconcileOnce(t, rc, l.id, false); len(after.Drifts) != 0 {
+		t.Fatalf("after the repair: %+v", after)
+	}
+}
+
+func sameKinds(a, b []application.DriftKind) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[application.DriftKind]int{}
+	for _, k := range a {
+		seen[k]++
+	}
+	for _, k := range b {
+		seen[k]--
+	}
+	for _, n := range seen {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
+}
