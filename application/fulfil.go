@@ -47,7 +47,10 @@ func NewFulfillOrder(orders ports.Orders, queue ports.Queue, compensate *Compens
 // domain.ErrUnavailable means a dependency is down: the unacknowledged deliveries stay
 // pending and the caller should retry them later. Other per-delivery failures are
 // isolated: the rest of the batch goes through and the failing deliveries are left
-// pending for redelivery, until they reach the delivery limit and are dead-lettered.
+// pending for redelivery. A delivery is dead-lettered (and its units returned) only
+// when it fails on its own after more than the delivery limit — never for being
+// delivered often: during a database outage other workers claim and re-claim the same
+// entries, which counts deliveries without any of them failing on its own.
 func (uc *FulfillOrder) Handle(ctx context.Context, ds []ports.Delivery) (FulfillReport, error) {
 	var rep FulfillReport
 	good := make([]ports.Delivery, 0, len(ds))
@@ -55,11 +58,6 @@ func (uc *FulfillOrder) Handle(ctx context.Context, ds []ports.Delivery) (Fulfil
 		switch {
 		case d.Malformed != "":
 			if err := uc.deadLetter(ctx, d, "malformed entry: "+d.Malformed, false, &rep); err != nil {
-				return rep, err
-			}
-		case uc.maxDeliveries > 0 && d.Deliveries > uc.maxDeliveries:
-			reason := fmt.Sprintf("delivered %d times without being persisted", d.Deliveries)
-			if err := uc.deadLetter(ctx, d, reason, true, &rep); err != nil {
 				return rep, err
 			}
 		default:
@@ -88,6 +86,14 @@ func (uc *FulfillOrder) Handle(ctx context.Context, ds []ports.Delivery) (Fulfil
 		if errors.Is(err, domain.ErrInvalid) {
 			// The store refuses it as it is: no redelivery can help.
 			if err := uc.deadLetter(ctx, d, err.Error(), true, &rep); err != nil {
+				return rep, err
+			}
+			continue
+		}
+		if err != nil && uc.maxDeliveries > 0 && d.Deliveries > uc.maxDeliveries {
+			// It failed on its own once more, past the limit: a poison entry.
+			reason := fmt.Sprintf("delivered %d times without being persisted; last error: %v", d.Deliveries, err)
+			if err := uc.deadLetter(ctx, d, reason, true, &rep); err != nil {
 				return rep, err
 			}
 			continue

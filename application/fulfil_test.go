@@ -173,6 +173,37 @@ func TestFulfillIsolatesAPoisonReservation(t *testing.T) {
 	}
 }
 
+// TestFulfillNeverDeadLettersForDeliveriesAlone: entries re-claimed many times during
+// an outage are persisted once the database is back, not dead-lettered.
+func TestFulfillNeverDeadLettersForDeliveriesAlone(t *testing.T) {
+	s := newSale(t, 10, 1)
+	r := mustGrab(t, s.grabFixture, 1, 1)
+	ds := s.read(t)
+	s.orders.Err = domain.ErrUnavailable
+	for i := 0; i < 10; i++ {
+		if _, err := s.fulfil.Handle(context.Background(), ds); !errors.Is(err, domain.ErrUnavailable) {
+			t.Fatalf("during the outage: %v", err)
+		}
+		if ds, _ = s.queue.Claim(context.Background(), 0, 10); len(ds) != 1 {
+			t.Fatalf("claim: %+v", ds)
+		}
+	}
+	if ds[0].Deliveries <= s.maxDlvr {
+		t.Fatalf("deliveries = %d, want past the limit", ds[0].Deliveries)
+	}
+	s.orders.Err = nil
+	rep, err := s.fulfil.Handle(context.Background(), ds)
+	if err != nil || rep.Persisted != 1 || rep.DeadLettered != 0 {
+		t.Fatalf("after the outage: %+v, %v", rep, err)
+	}
+	if o := s.order(t, r.OrderID); o.Status != domain.StatusAwaitingPayment {
+		t.Fatalf("order = %+v", o)
+	}
+	if len(s.queue.Dead) != 0 || s.remaining(t) != 9 {
+		t.Fatalf("dead letters %v, remaining %d", s.queue.Dead, s.remaining(t))
+	}
+}
+
 func TestFulfillDeadLettersWhatTheStoreRefuses(t *testing.T) {
 	s := newSale(t, 10, 1)
 	good := mustGrab(t, s.grabFixture, 1, 1)

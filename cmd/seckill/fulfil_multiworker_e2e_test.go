@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/adapters/redisstore"
+)
+
+// startWorkerOnly starts one more `seckill serve` with SECKILL_ROLES=worker on fi's
+// database and prefix (so a consumer of its own); it is stopped with SIGTERM when the
+// test ends.
+func (fi *fulfilInstance) startWorkerOnly() *exec.Cmd {
+	fi.t.Helper()
+	env := append(append([]string{}, fi.env...), "SECKILL_ROLES=worker")
+	cmd := exec.Command(seckillBinary(fi.t), "serve")
+	cmd.Env = env
+	logs := &bytes.Buffer{} // its own: fi.logs is written by fi's process
+	cmd.Stdout = logs
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		fi.t.Fatal(err)
+	}
+	fi.t.Cleanup(func() {
+		if cmd.ProcessState != nil {
+			return
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				fi.t.Errorf("worker exited with %v:\n%s", err, logs)
+			}
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			fi.t.Errorf("worker did not stop on SIGTERM:\n%s", logs)
+		}
+		if fi.t.Failed() {
+			fi.t.Logf("worker-only process log:\n%s", logs)
+		}
+	})
+	return cmd
+}
+
+// TestFulfilOutageWithMoreWorkersThanTheDeliveryLimit runs two worker processes with
+// SECKILL_MAX_DELIVERIES=1 (in general: more workers than the delivery limit) and a
+// short claim idle, and grabs once while PostgreSQL is down. The worker that read the
+// reservation holds it, retrying; the idle one claims it once it has been idle for
+// SECKILL_CLAIM_IDLE, which counts as another delivery. An outage is not a poison
+// message: once the database is back the reservation must be one live order, Redis and
+// PostgreSQL must agree on the units, and the user's repeated grab must answer with
+// that order.
+func TestFulfilOutageWithMoreWorkersThanTheDeliveryLimit(t *testing.T) {
+	stopPG, startPG := pgOutage(t)
+	fi := startFulfilInstance(t, "SECKILL_CLAIM_IDLE=1s", "SECKILL_MAX_DELIVERIES=1")
+	const stock = 10
+	id := fi.createVoucher(stock, 1)
+	vid := fi.voucherID(id)
+	ctx := context.Background()
+
+	g := newGrabs()
+	fi.prime(id, 1, g)
+	fi.startWorkerOnly()
+	// A consumer appears in the group with its first delivery: prime until both have one.
+	user := int64(100)
+	eventually(t, 10*time.Second, "both workers consuming", func() (bool, string) {
+		q := fi.queueState(id)
+		if len(q.Consumers) == 2 {
+			return true, q.String()
+		}
+		user++
+		fi.prime(id, user, g)
+		return false, q.String()
+	})
+
+	down := false
+	startDB := func() error {
+		out, err := exec.Command(startPG).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%s: %v\n%s", startPG, err, out)
+		}
+		down = false
+		return nil
+	}
+	t.Cleanup(func() {
+		if down {
+			if err := startDB(); err != nil {
+				t.Errorf("restart postgres: %v", err)
+			}
+		}
+	})
+	if out, err := exec.Command(stopPG).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", stopPG, err, out)
+	}
+	down = true
+
+	const buyer = 2
+	status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", fi.token(buyer, false), nil)
+	order, _ := body["order_id"].(string)
+	if status != http.StatusAccepted || order == "" {
+		t.Fatalf("grab during the outage: %d %v", status, body)
+	}
+	g.reserved[order], g.holder[buyer] = buyer, order
+
+	// Give the idle worker the time to claim it (claim idle 1s, claims every 1s): wait
+	// until it was delivered a second time or dead-lettered, at most 3 s; a service that
+	// does neither is fine too.
+	stream := fi.keys.Stream(vid)
+	began := time.Now()
+	for time.Since(began) < 3*time.Second {
+		dead, _ := fi.redis.XLen(ctx, fi.keys.Dead(vid)).Result()
+		p, _ := fi.redis.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: stream, Group: redisstore.DefaultGroup,
+			Start: "-", End: "+", Count: 100}).Result()
+		redelivered := false
+		for _, e := range p {
+			redelivered = redelivered || e.RetryCount >= 2
+		}
+		if dead > 0 || redelivered {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	deadDuring, _ := fi.redis.XRange(ctx, fi.keys.Dead(vid), "-", "+").Result()
+	remaining, _ := fi.redis.HGet(ctx, fi.keys.Meta(vid), "remaining").Result()
+	t.Logf("%v into the outage: redis remaining %s, queue %v, dead letters %v", time.Since(began), remaining, fi.queueState(id), deadDuring)
+
+	if err := startDB(); err != nil {
+		t.Fatal(err)
+	}
+	fi.waitSettled(id, len(g.reserved), 30*time.Second)
+
+	st := fi.stats(id)
+	dead, _ := fi.redis.XRange(ctx, fi.keys.Dead(vid), "-", "+").Result()
+	t.Logf("after recovery: stats %v, dead letters %v", st, dead)
+	if got, want := st["remaining"]+st["queued"]+st["awaiting_payment"]+st["paid"], st["stock"]; got != want {
+		t.Errorf("Redis and PostgreSQL disagree: remaining %v + queued %v + awaiting_payment %v + paid %v = %v, want stock %v",
+			st["remaining"], st["queued"], st["awaiting_payment"], st["paid"], got, want)
+	}
+	status, o := fi.call(http.MethodGet, "/api/v1/orders/"+order, fi.token(buyer, false), nil)
+	if status != http.StatusOK || o["status"] != "awaiting_payment" {
+		t.Errorf("the buyer reads order %s: %d %v, want 200 awaiting_payment", order, status, o)
+	}
+	status, again := fi.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", fi.token(buyer, false), nil)
+	e, _ := again["error"].(map[string]any)
+	if status != http.StatusConflict || e["code"] != "already_purchased" || e["order_id"] != order {
+		t.Errorf("the buyer grabs again while holding %s: %d %v, want 409 already_purchased naming it", order, status, again)
+	}
+	if len(dead) > 0 {
+		t.Errorf("the outage dead-lettered %d reservations (an outage is not a poison message): %v", len(dead), dead)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	fi.assertPersistedExactlyOnce(id, g)
+}
