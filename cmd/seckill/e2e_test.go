@@ -65,10 +65,12 @@ type instance struct {
 	tokens *httpapi.Tokens
 	redis  *redis.Client
 	keys   redisstore.Keys
+	dbURL  string
 }
 
-// startInstance migrates a fresh database and starts serve on a free port.
-func startInstance(t *testing.T) *instance {
+// startInstance migrates a fresh database and starts serve on a free port, with
+// extra SECKILL_* settings (later entries win).
+func startInstance(t *testing.T, extraEnv ...string) *instance {
 	t.Helper()
 	bin := seckillBinary(t)
 	rdb := testenv.Redis(t)
@@ -95,11 +97,12 @@ func startInstance(t *testing.T) *instance {
 		"SECKILL_KEY_PREFIX="+prefix,
 		"SECKILL_LOG_LEVEL=warn",
 	)
+	env = append(env, extraEnv...)
 	if out, err := runCmd(bin, env, "migrate", "up"); err != nil {
 		t.Fatalf("migrate up: %v\n%s", err, out)
 	}
 	in := &instance{t: t, base: "http://" + addr, env: env, logs: &bytes.Buffer{},
-		tokens: httpapi.NewTokens([]byte(e2eSecret)), redis: rdb, keys: redisstore.Keys{Prefix: prefix}}
+		tokens: httpapi.NewTokens([]byte(e2eSecret)), redis: rdb, keys: redisstore.Keys{Prefix: prefix}, dbURL: dbURL}
 	in.start()
 	t.Cleanup(in.stop)
 	return in

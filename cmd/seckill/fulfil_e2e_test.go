@@ -6,10 +6,8 @@ package main
 // Redis and PostgreSQL that scripts/test.sh provides.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,58 +20,21 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/adapters/httpapi"
 	"github.com/seckill/seckill/adapters/redisstore"
-	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/cmd/seckill/internal/burst"
 	"github.com/seckill/seckill/domain"
 )
 
-// fulfilInstance is an instance that also knows its database, so tests can count the
-// orders fulfilment persisted without going through the API.
+// fulfilInstance is an instance with the helpers the fulfilment tests share: orders
+// counted straight from the database, the queue's state, bursts and their checks.
 type fulfilInstance struct {
 	*instance
-	dbURL string
 }
 
-// startFulfilInstance is startInstance with extra SECKILL_* settings (later entries
-// win) and the database URL kept.
+// startFulfilInstance is startInstance for the fulfilment tests.
 func startFulfilInstance(t *testing.T, extraEnv ...string) *fulfilInstance {
 	t.Helper()
-	bin := seckillBinary(t)
-	rdb := testenv.Redis(t)
-	dbURL := testenv.PostgresURL(t)
-	prefix := "f" + testenv.Unique()
-	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-		for iter.Next(ctx) {
-			rdb.Unlink(ctx, iter.Val())
-		}
-	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	env := append(os.Environ(),
-		"SECKILL_HTTP_ADDR="+addr,
-		"SECKILL_REDIS_URL="+testenv.RedisURL(t),
-		"SECKILL_DATABASE_URL="+dbURL,
-		"SECKILL_JWT_SECRET="+e2eSecret,
-		"SECKILL_KEY_PREFIX="+prefix,
-		"SECKILL_LOG_LEVEL=warn",
-	)
-	env = append(env, extraEnv...)
-	if out, err := runCmd(bin, env, "migrate", "up"); err != nil {
-		t.Fatalf("migrate up: %v\n%s", err, out)
-	}
-	in := &instance{t: t, base: "http://" + addr, env: env, logs: &bytes.Buffer{},
-		tokens: httpapi.NewTokens([]byte(e2eSecret)), redis: rdb, keys: redisstore.Keys{Prefix: prefix}}
-	in.start()
-	t.Cleanup(in.stop)
-	return &fulfilInstance{instance: in, dbURL: dbURL}
+	return &fulfilInstance{instance: startInstance(t, extraEnv...)}
 }
 
 // kill ends the process with SIGKILL, as a crash would, and reaps it.
