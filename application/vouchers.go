@@ -158,6 +158,11 @@ func (uc *WarmVouchers) Handle(ctx context.Context) (int, error) {
 			return loaded, fmt.Errorf("warm voucher %s: %w", v.ID, err)
 		}
 		if !ok {
+			// Already loaded: keep its paused flag in step with the database, in case
+			// PauseSale stored one but could not reach Redis.
+			if _, err := uc.stock.SetPaused(ctx, v.ID, v.Paused); err != nil {
+				return loaded, fmt.Errorf("voucher %s: %w", v.ID, err)
+			}
 			continue
 		}
 		loaded++
@@ -173,4 +178,34 @@ func (uc *WarmVouchers) Handle(ctx context.Context) (int, error) {
 		}
 	}
 	return loaded, nil
+}
+
+// PauseSale is the operator's kill switch: it stops (or resumes) a voucher's grabs.
+type PauseSale struct {
+	vouchers ports.Vouchers
+	stock    ports.Stock
+}
+
+// NewPauseSale returns the use case.
+func NewPauseSale(vouchers ports.Vouchers, stock ports.Stock) *PauseSale {
+	return &PauseSale{vouchers: vouchers, stock: stock}
+}
+
+// Handle records the flag in the database (the source of truth), then sets it on the
+// grab path. It returns the voucher, or domain.ErrNotFound. When Redis cannot be
+// reached the flag is stored all the same and the error returned; the periodic
+// warm-up carries the flag to Redis once it is back.
+func (uc *PauseSale) Handle(ctx context.Context, id domain.VoucherID, paused bool) (LiveVoucher, error) {
+	v, err := uc.vouchers.SetPaused(ctx, id, paused)
+	if err != nil {
+		return LiveVoucher{}, err
+	}
+	if _, err := uc.stock.SetPaused(ctx, id, paused); err != nil {
+		return LiveVoucher{}, fmt.Errorf("pause voucher %s: %w", id, err)
+	}
+	live, err := withRemaining(ctx, uc.stock, []domain.Voucher{v})
+	if err != nil {
+		return LiveVoucher{}, err
+	}
+	return live[0], nil
 }

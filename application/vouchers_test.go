@@ -142,3 +142,35 @@ func TestGetAndListVouchersShowLiveRemaining(t *testing.T) {
 		t.Fatalf("list = %+v", list)
 	}
 }
+
+func TestPauseSale(t *testing.T) {
+	ctx := context.Background()
+	f := newGrabFixture(t, window)
+	pause := application.NewPauseSale(f.vouchers, f.stock)
+	v, err := pause.Handle(ctx, f.id, true)
+	if err != nil || !v.Paused {
+		t.Fatalf("pause: %+v, %v", v, err)
+	}
+	if _, err := f.grab.Handle(ctx, application.GrabVoucherCmd{VoucherID: f.id, UserID: 1, Quantity: 1}); !errors.Is(err, domain.ErrPaused) {
+		t.Fatalf("grab while paused: %v", err)
+	}
+	if _, err := pause.Handle(ctx, f.id, false); err != nil {
+		t.Fatal(err)
+	}
+	mustGrab(t, f, 1, 1)
+	if _, err := pause.Handle(ctx, 999, true); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("pause unknown: %v", err)
+	}
+	// Redis unreachable: the flag is stored and the warm-up carries it over later.
+	f.stock.Err = domain.ErrUnavailable
+	if _, err := pause.Handle(ctx, f.id, true); !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("pause with redis down: %v", err)
+	}
+	f.stock.Err = nil
+	if _, err := application.NewWarmVouchers(f.vouchers, f.stock, f.stock, memory.NewOrders(f.vouchers), f.clock).Handle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.grab.Handle(ctx, application.GrabVoucherCmd{VoucherID: f.id, UserID: 2, Quantity: 1}); !errors.Is(err, domain.ErrPaused) {
+		t.Fatalf("grab after the warm-up synced the flag: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package domain
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Errors the use cases return. Adapters translate their own failures into these at the
@@ -32,6 +33,23 @@ var (
 	// ErrUnavailable: a dependency is down or overloaded; the caller may retry later.
 	ErrUnavailable = errors.New("service unavailable")
 )
+
+// ErrRateLimited: the caller sent more requests than its limit allows. It is
+// returned wrapped in a *RateLimitedError that says when to retry.
+var ErrRateLimited = errors.New("rate limited")
+
+// RateLimitedError says how long the caller should wait before trying again. It
+// matches ErrRateLimited with errors.Is.
+type RateLimitedError struct {
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitedError) Error() string {
+	return fmt.Sprintf("%v: retry after %v", ErrRateLimited, e.RetryAfter)
+}
+
+// Is reports whether target is ErrRateLimited.
+func (e *RateLimitedError) Is(target error) bool { return target == ErrRateLimited }
 
 // ValidationError says which field of a request is wrong and why. It matches
 // ErrInvalid with errors.Is.

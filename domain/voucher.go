@@ -67,7 +67,9 @@ type Voucher struct {
 	EndsAt       time.Time
 	PerUserLimit int
 	// Sold is the database's count of units held by live orders.
-	Sold      int
+	Sold int
+	// Paused is set while an operator has stopped the sale; grabs answer ErrPaused.
+	Paused    bool
 	CreatedAt time.Time
 }
 

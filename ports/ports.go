@@ -25,6 +25,10 @@ type Stock interface {
 	// Remaining returns the units left of each voucher that has sale state; vouchers
 	// without it are absent from the map.
 	Remaining(ctx context.Context, ids ...domain.VoucherID) (map[domain.VoucherID]int, error)
+	// SetPaused pauses or resumes a voucher's grabs (they answer domain.ErrPaused
+	// meanwhile). It reports false when the voucher has no sale state; Warm then loads
+	// the flag from the voucher.
+	SetPaused(ctx context.Context, id domain.VoucherID, paused bool) (bool, error)
 	// Release returns an order's units to the sale and forgets the user's reservation,
 	// only if that reservation still names o.ID; it reports whether it did. Applied
 	// twice it releases once. A voucher without sale state releases nothing.
@@ -51,6 +55,9 @@ type Vouchers interface {
 	List(ctx context.Context) ([]domain.Voucher, error)
 	// Active returns the vouchers whose sale has not ended at now.
 	Active(ctx context.Context, now time.Time) ([]domain.Voucher, error)
+	// SetPaused records whether a voucher's sale is paused and returns the voucher, or
+	// domain.ErrNotFound.
+	SetPaused(ctx context.Context, id domain.VoucherID, paused bool) (domain.Voucher, error)
 }
 
 // Clock tells the application's time; the grab path judges sale windows by it.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
@@ -41,6 +43,10 @@ func errorHandler(log *zap.Logger) echo.HTTPErrorHandler {
 		if status == http.StatusServiceUnavailable {
 			c.Response().Header().Set("Retry-After", retryAfterSeconds)
 		}
+		var rl *domain.RateLimitedError
+		if errors.As(err, &rl) {
+			c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfter(rl.RetryAfter)))
+		}
 		var werr error
 		if c.Request().Method == http.MethodHead {
 			werr = c.NoContent(status)
@@ -53,6 +59,11 @@ func errorHandler(log *zap.Logger) echo.HTTPErrorHandler {
 	}
 }
 
+// retryAfter rounds a wait up to whole seconds, at least one, as Retry-After wants.
+func retryAfter(d time.Duration) int {
+	return max(1, int((d+time.Second-1)/time.Second))
+}
+
 func classify(err error) (int, errorDetail) {
 	var ap *domain.AlreadyPurchasedError
 	var ve *domain.ValidationError
@@ -63,6 +74,8 @@ func classify(err error) (int, errorDetail) {
 		return http.StatusBadRequest, errorDetail{Code: "invalid_request", Message: ve.Error()}
 	case errors.Is(err, domain.ErrInvalid):
 		return http.StatusBadRequest, errorDetail{Code: "invalid_request", Message: "invalid request"}
+	case errors.Is(err, domain.ErrRateLimited):
+		return http.StatusTooManyRequests, errorDetail{Code: "rate_limited", Message: "too many requests; retry after the time in Retry-After"}
 	case errors.Is(err, domain.ErrSoldOut):
 		return http.StatusConflict, errorDetail{Code: "sold_out", Message: "the voucher is sold out"}
 	case errors.Is(err, domain.ErrNotStarted):

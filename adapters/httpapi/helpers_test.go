@@ -38,7 +38,9 @@ type api struct {
 	admin  string
 }
 
-func newAPI(t testing.TB) *api {
+// newAPI wires the API on real Redis and PostgreSQL; opts adjust the grab path's
+// limits (off by default, so tests that are not about them can grab freely).
+func newAPI(t testing.TB, opts ...func(*redisstore.Options)) *api {
 	t.Helper()
 	ctx := context.Background()
 	rdb := testenv.Redis(t)
@@ -52,7 +54,11 @@ func newAPI(t testing.TB) *api {
 	}
 	prefix := "t" + testenv.Unique()
 	t.Cleanup(func() { deleteKeys(rdb, prefix) })
-	stock := redisstore.NewStock(rdb, redisstore.Options{Prefix: prefix})
+	stockOpts := redisstore.Options{Prefix: prefix}
+	for _, o := range opts {
+		o(&stockOpts)
+	}
+	stock := redisstore.NewStock(rdb, stockOpts)
 	vouchers := pgstore.NewVouchers(db)
 	orders := pgstore.NewOrders(db)
 	reservations := redisstore.NewReservations(rdb, redisstore.Options{Prefix: prefix})
@@ -74,6 +80,7 @@ func newAPI(t testing.TB) *api {
 			GetVoucherStats: application.NewGetVoucherStats(vouchers, orders, audit),
 			PayOrder:        application.NewPayOrder(getOrder, orders, system.AcceptPayments{}),
 			CancelOrder:     application.NewCancelOrder(getOrder, orders, compensate),
+			PauseSale:       application.NewPauseSale(vouchers, stock),
 		},
 		tokens,
 		[]httpapi.Check{

@@ -35,6 +35,7 @@ type UseCases struct {
 	GetVoucherStats *application.GetVoucherStats
 	PayOrder        *application.PayOrder
 	CancelOrder     *application.CancelOrder
+	PauseSale       *application.PauseSale
 }
 
 // Check is one dependency /readyz asks about.
@@ -71,6 +72,8 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	api.GET("/vouchers/:id", h.getVoucher)
 	api.POST("/vouchers/:id/grab", h.grab, auth)
 	api.GET("/vouchers/:id/stats", h.voucherStats, auth, requireAdmin)
+	api.POST("/vouchers/:id/pause", h.pauseSale(true), auth, requireAdmin)
+	api.POST("/vouchers/:id/resume", h.pauseSale(false), auth, requireAdmin)
 	api.GET("/orders", h.listOrders, auth)
 	api.GET("/orders/:id", h.getOrder, auth)
 	api.POST("/orders/:id/pay", h.payOrder, auth)

@@ -102,6 +102,21 @@ func (h handlers) getVoucher(c echo.Context) error {
 	return c.JSON(http.StatusOK, toVoucherJSON(v))
 }
 
+// pauseSale pauses (or resumes) a voucher's sale and answers with the voucher.
+func (h handlers) pauseSale(paused bool) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id, err := domain.ParseVoucherID(c.Param("id"))
+		if err != nil {
+			return err
+		}
+		v, err := h.uc.PauseSale.Handle(c.Request().Context(), id, paused)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, toVoucherJSON(v))
+	}
+}
+
 type grabRequest struct {
 	Quantity *int `json:"quantity"`
 }

@@ -68,6 +68,9 @@ func (s *Stock) Reserve(_ context.Context, r domain.Reservation) error {
 	if !ok {
 		return domain.ErrNotFound
 	}
+	if sl.v.Paused {
+		return domain.ErrPaused
+	}
 	if err := sl.v.Window(r.At); err != nil {
 		return err
 	}
@@ -87,6 +90,21 @@ func (s *Stock) Reserve(_ context.Context, r domain.Reservation) error {
 		s.Queue.Append(ports.Delivery{VoucherID: r.VoucherID, Reservation: r})
 	}
 	return nil
+}
+
+// SetPaused sets a loaded voucher's paused flag.
+func (s *Stock) SetPaused(_ context.Context, id domain.VoucherID, paused bool) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Err != nil {
+		return false, s.Err
+	}
+	sl, ok := s.sales[id]
+	if !ok {
+		return false, nil
+	}
+	sl.v.Paused = paused
+	return true, nil
 }
 
 // ReserveCalls counts the calls to Reserve so far.
@@ -185,6 +203,19 @@ func (r *Vouchers) Create(_ context.Context, v *domain.Voucher) error {
 	v.CreatedAt = time.Unix(int64(v.ID), 0).UTC()
 	r.byID[v.ID] = *v
 	return nil
+}
+
+// SetPaused records the paused flag.
+func (r *Vouchers) SetPaused(_ context.Context, id domain.VoucherID, paused bool) (domain.Voucher, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.byID[id]
+	if !ok {
+		return domain.Voucher{}, fmt.Errorf("voucher %s: %w", id, domain.ErrNotFound)
+	}
+	v.Paused = paused
+	r.byID[id] = v
+	return v, nil
 }
 
 // Put replaces a stored voucher, as a test arranging a state would.

@@ -38,6 +38,7 @@ type voucherRow struct {
 	BeginsAt     time.Time `bun:"begins_at"`
 	EndsAt       time.Time `bun:"ends_at"`
 	PerUserLimit int       `bun:"per_user_limit"`
+	Paused       bool      `bun:"paused"`
 	CreatedAt    time.Time `bun:"created_at"`
 }
 
@@ -50,6 +51,7 @@ func (r voucherRow) voucher() domain.Voucher {
 		EndsAt:       r.EndsAt.UTC(),
 		PerUserLimit: r.PerUserLimit,
 		Sold:         r.Sold,
+		Paused:       r.Paused,
 		CreatedAt:    r.CreatedAt.UTC(),
 	}
 }
@@ -65,18 +67,34 @@ func (s *Vouchers) Create(ctx context.Context, v *domain.Voucher) error {
 		BeginsAt:     v.BeginsAt.UTC(),
 		EndsAt:       v.EndsAt.UTC(),
 		PerUserLimit: v.PerUserLimit,
+		Paused:       v.Paused,
 	}
 	// id, sold and created_at are the database's to set.
 	_, err := s.db.NewInsert().
 		Model(&row).
-		Column("title", "stock", "begins_at", "ends_at", "per_user_limit").
-		Returning("id, title, stock, sold, begins_at, ends_at, per_user_limit, created_at").
+		Column("title", "stock", "begins_at", "ends_at", "per_user_limit", "paused").
+		Returning("id, title, stock, sold, begins_at, ends_at, per_user_limit, paused, created_at").
 		Exec(ctx)
 	if err != nil {
 		return fmt.Errorf("insert voucher: %w", classify(voucherCheckError(err)))
 	}
 	*v = row.voucher()
 	return nil
+}
+
+// SetPaused records whether the voucher's sale is paused and returns the voucher, or
+// domain.ErrNotFound.
+func (s *Vouchers) SetPaused(ctx context.Context, id domain.VoucherID, paused bool) (domain.Voucher, error) {
+	var row voucherRow
+	err := s.db.NewUpdate().Model(&row).Set("paused = ?", paused).Where("v.id = ?", int64(id)).
+		Returning("*").Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.Voucher{}, fmt.Errorf("pause voucher %s: %w", id, domain.ErrNotFound)
+	}
+	if err != nil {
+		return domain.Voucher{}, fmt.Errorf("pause voucher %s: %w", id, classify(err))
+	}
+	return row.voucher(), nil
 }
 
 // Get returns the voucher with id, or domain.ErrNotFound.

@@ -12,6 +12,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -61,6 +62,12 @@ func (k Keys) Dead(id domain.VoucherID) string { return k.key(id, "dead") }
 // (decimal), so every instance can drop its sold-out flag. It is a channel, not a key: it has no hash tag and holds nothing.
 func (k Keys) Restock() string { return k.prefix() + ":restock" }
 
+// Rate names a user's rate counter for one voucher (a GCRA "theoretical arrival
+// time"), in the voucher's slot so the reserve script can check it.
+func (k Keys) Rate(id domain.VoucherID, user domain.UserID) string {
+	return k.key(id, "rate:"+user.String())
+}
+
 // Registry returns the key of the set of voucher ids ever warmed (decimal), from which
 // the queue discovers the streams to read. It has no hash tag: it lives in its own slot,
 // so no script touches it together with a voucher's keys.
@@ -87,6 +94,14 @@ type Options struct {
 	// Group names the consumer group Warm creates on each voucher's stream; DefaultGroup
 	// when empty. It must match the Queue's QueueOptions.Group.
 	Group string
+	// UserRate and UserBurst limit each user's grabs of one voucher, in the reserve
+	// script itself (GCRA), so the limit is shared by every instance and costs no extra
+	// round trip: UserRate grabs a second on average, UserBurst at once. 0 turns it off.
+	UserRate  float64
+	UserBurst int
+	// MaxBacklog refuses new grabs of a voucher (domain.ErrUnavailable) while more than
+	// this many of its reservations wait to be persisted; 0 turns it off.
+	MaxBacklog int
 }
 
 // Stock is a ports.Stock kept in Redis.
@@ -95,6 +110,10 @@ type Stock struct {
 	keys   Keys
 	grace  time.Duration
 	group  string
+	// interval and tolerance are the per-user GCRA's emission interval and burst
+	// tolerance in milliseconds; interval 0 turns it off.
+	interval, tolerance int64
+	maxBacklog          int
 }
 
 var _ ports.Stock = (*Stock)(nil)
@@ -110,7 +129,12 @@ func NewStock(client redis.UniversalClient, opts Options) *Stock {
 	if opts.Group == "" {
 		opts.Group = DefaultGroup
 	}
-	return &Stock{client: client, keys: Keys{Prefix: opts.Prefix}, grace: opts.Grace, group: opts.Group}
+	s := &Stock{client: client, keys: Keys{Prefix: opts.Prefix}, grace: opts.Grace, group: opts.Group, maxBacklog: opts.MaxBacklog}
+	if opts.UserRate > 0 {
+		s.interval = max(1, int64(1000/opts.UserRate))
+		s.tolerance = s.interval * int64(max(opts.UserBurst, 1)-1)
+	}
+	return s
 }
 
 // Keys returns the key names s uses, for adapters that share them (the stream queue).
@@ -120,7 +144,7 @@ func (s *Stock) Keys() Keys { return s.keys }
 // makes sure the stream and its consumer group exist (XGROUP CREATE … 0 MKSTREAM,
 // BUSYGROUP ignored, so a live group keeps its position).
 // KEYS[1] meta, KEYS[2] stream. ARGV: stock, remaining, begins_ms, ends_ms,
-// per_user_limit, expire_at_ms, group.
+// per_user_limit, expire_at_ms, group, paused ("1" or "0").
 // Returns 1 when it loaded the state, 0 when the state was already there (untouched).
 // The stream expires with the meta hash (at the meta's own expire when it exists).
 //
@@ -139,7 +163,7 @@ func (s *Stock) Warm(ctx context.Context, v domain.Voucher) (bool, error) {
 	left := max(v.Stock-v.Sold, 0)
 	loaded, err := warmScript.Run(ctx, s.client, []string{s.keys.Meta(v.ID), s.keys.Stream(v.ID)},
 		v.Stock, left, v.BeginsAt.UnixMilli(), v.EndsAt.UnixMilli(), v.PerUserLimit,
-		v.EndsAt.Add(s.grace).UnixMilli(), s.group).Int()
+		v.EndsAt.Add(s.grace).UnixMilli(), s.group, pausedFlag(v.Paused)).Int()
 	if err != nil {
 		return false, fmt.Errorf("warm stock: %w", err)
 	}
@@ -152,6 +176,30 @@ func (s *Stock) Warm(ctx context.Context, v domain.Voucher) (bool, error) {
 	return loaded == 1, nil
 }
 
+func pausedFlag(p bool) string {
+	if p {
+		return "1"
+	}
+	return "0"
+}
+
+// pauseScript sets a voucher's paused flag, only if its sale state exists.
+// KEYS[1] meta. ARGV: "1" paused or "0" not. Returns 1 when set, 0 without sale state.
+//
+//go:embed pause.lua
+var pauseSrc string
+var pauseScript = redis.NewScript(pauseSrc)
+
+// SetPaused pauses or resumes the grab path of a voucher. It reports false when the
+// voucher has no sale state (Warm then loads the flag from the voucher).
+func (s *Stock) SetPaused(ctx context.Context, id domain.VoucherID, paused bool) (bool, error) {
+	set, err := pauseScript.Run(ctx, s.client, []string{s.keys.Meta(id)}, pausedFlag(paused)).Int()
+	if err != nil {
+		return false, fmt.Errorf("pause sale: %w", err)
+	}
+	return set == 1, nil
+}
+
 // Outcomes of reserveScript.
 const (
 	reserved = iota
@@ -161,15 +209,22 @@ const (
 	ended
 	unknownVoucher
 	overLimit
+	rateLimited
+	paused
+	backlogged
 )
 
 // reserveScript judges a grab and, when it succeeds, takes the units, records the
 // buyer and the order, and appends the reservation to the stream, all in one step.
-// KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders, KEYS[4] stream (one voucher, one tag).
-// ARGV: user_id, order_id, qty, now_ms, voucher_id.
+// KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders, KEYS[4] stream, KEYS[5] the user's
+// rate counter (one voucher, one tag).
+// ARGV: user_id, order_id, qty, now_ms, voucher_id, rate_interval_ms (0: no limit),
+// rate_tolerance_ms, max_backlog (0: none), group.
 // Returns {0, order_id} reserved; {1, existing_order_id} already purchased; {2} sold
-// out; {3} not started; {4} ended; {5} no sale state; {6} qty above the per-user limit.
-// Buyers, orders and stream expire with the meta hash.
+// out; {3} not started; {4} ended; {5} no sale state; {6} qty above the per-user limit;
+// {7, retry_after_ms} over the user's rate; {8} paused; {9} backlog over its bound.
+// Buyers, orders and stream expire with the meta hash; the rate counter with its
+// window.
 //
 //go:embed reserve.lua
 var reserveSrc string
@@ -178,8 +233,10 @@ var reserveScript = redis.NewScript(reserveSrc)
 // Reserve takes r.Quantity units of r.VoucherID for r.UserID atomically and appends
 // the reservation to the voucher's stream. The sale window is judged at r.At. It
 // returns domain.ErrSoldOut, an *domain.AlreadyPurchasedError naming the existing
-// order, domain.ErrNotStarted, domain.ErrEnded, domain.ErrNotFound (no sale state) or
-// a *domain.ValidationError (quantity below 1 or above the per-user limit).
+// order, domain.ErrNotStarted, domain.ErrEnded, domain.ErrNotFound (no sale state), a
+// *domain.ValidationError (quantity below 1 or above the per-user limit), a
+// *domain.RateLimitedError (the user is over Options.UserRate), domain.ErrPaused, or
+// an error wrapping domain.ErrUnavailable (backlog over Options.MaxBacklog).
 func (s *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
 	// A negative quantity would put units back on sale; refuse it before Redis does.
 	if r.Quantity < 1 {
@@ -188,10 +245,11 @@ func (s *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
 	keys := []string{
 		s.keys.Meta(r.VoucherID), s.keys.Buyers(r.VoucherID),
 		s.keys.Orders(r.VoucherID), s.keys.Stream(r.VoucherID),
+		s.keys.Rate(r.VoucherID, r.UserID),
 	}
 	reply, err := reserveScript.Run(ctx, s.client, keys,
 		r.UserID.String(), string(r.OrderID), r.Quantity, r.At.UnixMilli(),
-		r.VoucherID.String()).Slice()
+		r.VoucherID.String(), s.interval, s.tolerance, s.maxBacklog, s.group).Slice()
 	if err != nil {
 		return fmt.Errorf("reserve stock: %w", err)
 	}
@@ -219,6 +277,13 @@ func (s *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
 		return domain.ErrNotFound
 	case overLimit:
 		return domain.Invalid("quantity", "exceeds the per-user limit")
+	case rateLimited:
+		ms, _ := strconv.ParseInt(order, 10, 64)
+		return &domain.RateLimitedError{RetryAfter: time.Duration(ms) * time.Millisecond}
+	case paused:
+		return domain.ErrPaused
+	case backlogged:
+		return fmt.Errorf("reserve stock: voucher %s: %w: too many reservations wait to be persisted", r.VoucherID, domain.ErrUnavailable)
 	}
 	return fmt.Errorf("reserve stock: unexpected reply %v", reply)
 }

@@ -134,6 +134,7 @@ func TestWarmLoadsSaleStateOnce(t *testing.T) {
 		"ends":      strconv.FormatInt(v.EndsAt.UnixMilli(), 10),
 		"limit":     "2",
 		"expire":    strconv.FormatInt(expire, 10),
+		"paused":    "0",
 	}
 	if !maps.Equal(meta, want) {
 		t.Fatalf("meta = %v, want %v", meta, want)

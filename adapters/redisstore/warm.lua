@@ -11,7 +11,7 @@ local loaded = 0
 if redis.call('EXISTS', KEYS[1]) == 0 then
   redis.call('HSET', KEYS[1],
     'stock', ARGV[1], 'remaining', ARGV[2],
-    'begins', ARGV[3], 'ends', ARGV[4], 'limit', ARGV[5], 'expire', ARGV[6])
+    'begins', ARGV[3], 'ends', ARGV[4], 'limit', ARGV[5], 'expire', ARGV[6], 'paused', ARGV[8])
   redis.call('PEXPIREAT', KEYS[1], ARGV[6])
   loaded = 1
 end

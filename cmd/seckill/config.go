@@ -46,6 +46,10 @@ type Config struct {
 	MaxDeliveries int64         `name:"max-deliveries" env:"SECKILL_MAX_DELIVERIES" default:"5" help:"Deliveries after which a reservation that still fails goes to the dead letter and is compensated."`
 	TrimInterval  time.Duration `name:"trim-interval" env:"SECKILL_TRIM_INTERVAL" default:"10s" help:"How often acknowledged stream entries are trimmed."`
 
+	UserRate   float64 `name:"user-rate" env:"SECKILL_USER_RATE" default:"5" help:"Grabs a second one user may make of one voucher, shared by all instances (0 disables)."`
+	UserBurst  int     `name:"user-burst" env:"SECKILL_USER_BURST" default:"5" help:"Grabs one user may make at once before SECKILL_USER_RATE applies."`
+	MaxBacklog int     `name:"max-backlog" env:"SECKILL_MAX_BACKLOG" default:"100000" help:"Reservations of one voucher that may wait to be persisted before new grabs answer 503 (0 disables)."`
+
 	PaymentTimeout    time.Duration `name:"payment-timeout" env:"SECKILL_PAYMENT_TIMEOUT" default:"15m" help:"An order unpaid this long expires and its units go back on sale."`
 	ReconcileInterval time.Duration `name:"reconcile-interval" env:"SECKILL_RECONCILE_INTERVAL" default:"5m" help:"How often serve checks that Redis and the database agree, and logs any drift (0 disables)."`
 }
@@ -123,6 +127,15 @@ func (c *Config) Validate() error {
 	}
 	if c.SoldOutTTL < 0 {
 		return fmt.Errorf("SECKILL_SOLD_OUT_TTL (--sold-out-ttl): must not be negative")
+	}
+	if c.UserRate < 0 || c.UserRate > 1000 {
+		return fmt.Errorf("SECKILL_USER_RATE (--user-rate): %v is not between 0 (off) and 1000", c.UserRate)
+	}
+	if c.UserBurst < 1 || c.UserBurst > 1000 {
+		return fmt.Errorf("SECKILL_USER_BURST (--user-burst): %d is not between 1 and 1000", c.UserBurst)
+	}
+	if c.MaxBacklog < 0 {
+		return fmt.Errorf("SECKILL_MAX_BACKLOG (--max-backlog): %d must not be negative (0 turns it off)", c.MaxBacklog)
 	}
 	if c.ReconcileInterval < 0 {
 		return fmt.Errorf("SECKILL_RECONCILE_INTERVAL (--reconcile-interval): must not be negative")

@@ -38,7 +38,7 @@ type app struct {
 // redisSet provides the Redis client and the adapters built on it.
 var redisSet = wire.NewSet(
 	openRedis,
-	stockOptions,
+	grabStockOptions,
 	redisstore.NewStock,
 	wire.Bind(new(ports.Stock), new(*redisstore.Stock)),
 	queueOptions,
@@ -75,6 +75,7 @@ var systemSet = wire.NewSet(
 // applicationSet provides the use cases.
 var applicationSet = wire.NewSet(
 	application.NewCreateVoucher,
+	application.NewPauseSale,
 	application.NewGetVoucher,
 	application.NewListVouchers,
 	grabOptions,
@@ -141,8 +142,17 @@ func openDatabase(ctx context.Context, cfg Common) (*bun.DB, func(), error) {
 	return db, func() { _ = db.Close() }, nil
 }
 
+// stockOptions are the Redis adapters' settings for reading and repairing, as
+// reconcile uses them.
 func stockOptions(cfg Common) redisstore.Options {
 	return redisstore.Options{Prefix: cfg.KeyPrefix, Grace: cfg.KeyGrace}
+}
+
+// grabStockOptions add the grab path's limits for serve.
+func grabStockOptions(cfg Config) redisstore.Options {
+	o := stockOptions(cfg.Common)
+	o.UserRate, o.UserBurst, o.MaxBacklog = cfg.UserRate, cfg.UserBurst, cfg.MaxBacklog
+	return o
 }
 
 func grabOptions(cfg Config) application.GrabOptions {

@@ -32,7 +32,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		cleanup()
 		return nil, nil, err
 	}
-	redisstoreOptions := stockOptions(common)
+	redisstoreOptions := grabStockOptions(cfg)
 	stock := redisstore.NewStock(universalClient, redisstoreOptions)
 	createVoucher := application.NewCreateVoucher(vouchers, stock)
 	getVoucher := application.NewGetVoucher(vouchers, stock)
@@ -51,6 +51,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	payOrder := application.NewPayOrder(getOrder, orders, acceptPayments)
 	compensate := application.NewCompensate(stock, orders)
 	cancelOrder := application.NewCancelOrder(getOrder, orders, compensate)
+	pauseSale := application.NewPauseSale(vouchers, stock)
 	useCases := httpapi.UseCases{
 		CreateVoucher:   createVoucher,
 		GetVoucher:      getVoucher,
@@ -61,6 +62,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		GetVoucherStats: getVoucherStats,
 		PayOrder:        payOrder,
 		CancelOrder:     cancelOrder,
+		PauseSale:       pauseSale,
 	}
 	httpapiTokens := tokens(cfg)
 	v := readinessChecks(universalClient, db)

@@ -1,0 +1,116 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/testenv"
+	"github.com/seckill/seckill/domain"
+)
+
+// limitedStock is a Stock with the grab path's limits set.
+func limitedStock(t *testing.T, opts redisstore.Options) *redisstore.Stock {
+	t.Helper()
+	client, base := newStock(t, 0)
+	opts.Prefix = base.Keys().Prefix
+	return redisstore.NewStock(client, opts)
+}
+
+func TestReservePausedSale(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	v := voucher(1, 10, 1)
+	v.Paused = true
+	warm(t, client, s, v)
+	if err := s.Reserve(ctx, grab(1, 7, 1)); !errors.Is(err, domain.ErrPaused) {
+		t.Fatalf("reserve while paused: %v", err)
+	}
+	if ok, err := s.SetPaused(ctx, 1, false); !ok || err != nil {
+		t.Fatalf("resume: %v %v", ok, err)
+	}
+	check(t, s.Reserve(ctx, grab(1, 7, 1)))
+	if ok, err := s.SetPaused(ctx, 1, true); !ok || err != nil {
+		t.Fatalf("pause: %v %v", ok, err)
+	}
+	if err := s.Reserve(ctx, grab(1, 8, 1)); !errors.Is(err, domain.ErrPaused) {
+		t.Fatalf("reserve after pausing: %v", err)
+	}
+	if got := remaining(t, s, 1); got != 9 {
+		t.Fatalf("remaining = %d, want 9", got)
+	}
+	if ok, err := s.SetPaused(ctx, 99, true); ok || err != nil {
+		t.Fatalf("pause without sale state: %v %v", ok, err)
+	}
+	if n, _ := client.Exists(ctx, s.Keys().Meta(99)).Result(); n != 0 {
+		t.Fatal("pausing a voucher without sale state created it")
+	}
+}
+
+func TestReserveUserRate(t *testing.T) {
+	ctx := context.Background()
+	s := limitedStock(t, redisstore.Options{UserRate: 2, UserBurst: 3})
+	client := testenv.Redis(t)
+	warm(t, client, s, voucher(1, 100, 1))
+	at := grab(1, 7, 1).At
+	attempt := func(user domain.UserID, ms int) error {
+		r := grab(1, user, 1)
+		r.OrderID = domain.OrderID(r.OrderID + domain.OrderID(time.Duration(ms).String()))
+		r.At = at.Add(time.Duration(ms) * time.Millisecond)
+		return s.Reserve(ctx, r)
+	}
+	// Three at once pass (one reservation, then already purchased); the fourth is
+	// refused with the wait until the next is allowed (500 ms at 2 a second).
+	check(t, attempt(7, 0))
+	for i := 0; i < 2; i++ {
+		if err := attempt(7, 0); !errors.Is(err, domain.ErrAlreadyPurchased) {
+			t.Fatalf("attempt %d: %v", i+2, err)
+		}
+	}
+	err := attempt(7, 0)
+	var rl *domain.RateLimitedError
+	if !errors.As(err, &rl) || rl.RetryAfter != 500*time.Millisecond {
+		t.Fatalf("fourth attempt: %v, want rate limited for 500ms", err)
+	}
+	if err := attempt(7, 499); !errors.Is(err, domain.ErrRateLimited) {
+		t.Fatalf("just before the wait is over: %v", err)
+	}
+	if err := attempt(7, 500); !errors.Is(err, domain.ErrAlreadyPurchased) {
+		t.Fatalf("after the wait: %v", err)
+	}
+	// Another user has a budget of its own.
+	check(t, attempt(8, 0))
+	if got := remaining(t, s, 1); got != 98 {
+		t.Fatalf("remaining = %d, want 98", got)
+	}
+}
+
+func TestReserveBackpressure(t *testing.T) {
+	ctx := context.Background()
+	s := limitedStock(t, redisstore.Options{MaxBacklog: 3})
+	client := testenv.Redis(t)
+	warm(t, client, s, voucher(1, 100, 1))
+	q := redisstore.NewQueue(client, redisstore.QueueOptions{Prefix: s.Keys().Prefix, Consumer: "c"})
+	for u := domain.UserID(1); u <= 4; u++ {
+		check(t, s.Reserve(ctx, grab(1, u, 1)))
+	}
+	// Four wait (one more than the bound): the next grab is refused, and changes nothing.
+	err := s.Reserve(ctx, grab(1, 5, 1))
+	if !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("reserve over the backlog: %v", err)
+	}
+	if got := remaining(t, s, 1); got != 96 {
+		t.Fatalf("remaining = %d, want 96", got)
+	}
+	// Delivered but unacknowledged entries still count ...
+	ds, err := q.Read(ctx, 10, time.Millisecond)
+	check(t, err)
+	if err := s.Reserve(ctx, grab(1, 5, 1)); !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("reserve with entries pending: %v", err)
+	}
+	// ... acknowledged ones do not, trimmed or not.
+	check(t, q.Ack(ctx, ds[:2]...))
+	check(t, s.Reserve(ctx, grab(1, 5, 1)))
+}
