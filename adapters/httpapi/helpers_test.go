@@ -34,6 +34,7 @@ type api struct {
 	stock  *redisstore.Stock
 	fulfil *application.FulfillOrder
 	queue  *redisstore.Queue
+	grab   *application.GrabVoucher
 	tokens *httpapi.Tokens
 	admin  string
 }
@@ -64,6 +65,8 @@ func newAPI(t testing.TB, opts ...func(*redisstore.Options)) *api {
 	reservations := redisstore.NewReservations(rdb, redisstore.Options{Prefix: prefix})
 	queue := redisstore.NewQueue(rdb, redisstore.QueueOptions{Prefix: prefix, Consumer: "test-" + testenv.Unique()})
 	clock, ids := system.Clock{}, system.ULIDs{}
+	// A long flag life: a test that sees units come back sees it through the restock signal.
+	grab := application.NewGrabVoucher(stock, clock, ids, application.GrabOptions{SoldOutTTL: time.Minute})
 	audit := redisstore.NewAudit(rdb, redisstore.Options{Prefix: prefix})
 	getOrder := application.NewGetOrder(orders, reservations)
 	compensate := application.NewCompensate(stock, orders)
@@ -74,7 +77,7 @@ func newAPI(t testing.TB, opts ...func(*redisstore.Options)) *api {
 			CreateVoucher:   application.NewCreateVoucher(vouchers, stock),
 			GetVoucher:      application.NewGetVoucher(vouchers, stock),
 			ListVouchers:    application.NewListVouchers(vouchers, stock),
-			GrabVoucher:     application.NewGrabVoucher(stock, clock, ids, application.GrabOptions{SoldOutTTL: time.Second}),
+			GrabVoucher:     grab,
 			GetOrder:        getOrder,
 			ListOrders:      application.NewListOrders(orders, reservations),
 			GetVoucherStats: application.NewGetVoucherStats(vouchers, orders, audit),
@@ -91,7 +94,7 @@ func newAPI(t testing.TB, opts ...func(*redisstore.Options)) *api {
 	)
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
-	a := &api{t: t, url: srv.URL, redis: rdb, stock: stock, tokens: tokens, queue: queue,
+	a := &api{t: t, url: srv.URL, redis: rdb, stock: stock, tokens: tokens, queue: queue, grab: grab,
 		fulfil: application.NewFulfillOrder(orders, queue, compensate, 5)}
 	a.admin = a.token(1, true)
 	return a

@@ -1,11 +1,17 @@
 package httpapi_test
 
 import (
+	"context"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/domain"
 )
 
 func TestPauseAndResume(t *testing.T) {
@@ -68,5 +74,73 @@ func TestUserRateLimit(t *testing.T) {
 	}
 	if got := a.remaining(id); got != 3 {
 		t.Fatalf("remaining = %v, want 3", got)
+	}
+}
+
+// commandCounter counts the commands a Redis client sends.
+type commandCounter struct{ n atomic.Int64 }
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// TestSoldOutShortCut: once Redis said a voucher is sold out, grabs are answered
+// without a single Redis call, until units come back and the restock signal clears
+// the flag.
+func TestSoldOutShortCut(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := newAPI(t)
+	subscribed := make(chan error, 1)
+	go func() { subscribed <- a.stock.SubscribeRestocks(ctx, a.grab.Restocked) }()
+	id := a.createVoucher(1, 1)
+	winner := a.do(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", a.token(10, false), "")
+	if winner.Status != http.StatusAccepted {
+		t.Fatalf("grab: %d %s", winner.Status, winner.Raw)
+	}
+	if r := a.do(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", a.token(11, false), ""); r.code() != "sold_out" {
+		t.Fatalf("first sold-out answer: %d %s", r.Status, r.Raw)
+	}
+	counter := &commandCounter{}
+	a.redis.AddHook(counter)
+	for u := 12; u < 212; u++ {
+		if r := a.do(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", a.token(domain.UserID(u), false), ""); r.Status != http.StatusConflict || r.code() != "sold_out" {
+			t.Fatalf("grab after the sell-out: %d %s", r.Status, r.Raw)
+		}
+	}
+	if got := counter.n.Load(); got != 0 {
+		t.Fatalf("200 sold-out answers made %d Redis calls, want 0", got)
+	}
+	// The winner cancels: the unit comes back and every instance hears of it.
+	a.fulfilAll()
+	if r := a.do(http.MethodPost, "/api/v1/orders/"+winner.Body["order_id"].(string)+"/cancel", a.token(10, false), ""); r.Status != http.StatusOK {
+		t.Fatalf("cancel: %d %s", r.Status, r.Raw)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r := a.do(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", a.token(500, false), "")
+		if r.Status == http.StatusAccepted {
+			break
+		}
+		if r.code() != "sold_out" || time.Now().After(deadline) {
+			t.Fatalf("grab after the restock: %d %s", r.Status, r.Raw)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-subscribed; err != nil {
+		t.Fatal(err)
 	}
 }
