@@ -68,10 +68,7 @@ start_services() {
 	chmod 755 "$SVC_DIR"
 	trap stop_services EXIT
 
-	SVC_REDIS_PORT=$(free_port) || return 1
-	redis-server --port "$SVC_REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
-		--dir "$SVC_DIR" --daemonize yes --pidfile "$SVC_DIR/redis.pid" \
-		--logfile "$SVC_DIR/redis.log" >/dev/null || { svc_log "redis-server failed"; return 1; }
+	start_redis || return 1
 
 	local bin
 	bin=$(pg_bindir) || { svc_log "PostgreSQL binaries not found"; return 1; }
@@ -84,10 +81,6 @@ start_services() {
 		{ svc_log "initdb failed: $(tail -n 5 "$SVC_DIR/initdb.log")"; return 1; }
 	pg_start || return 1
 
-	for _ in $(seq 1 100); do
-		redis-cli -p "$SVC_REDIS_PORT" ping >/dev/null 2>&1 && break
-		sleep 0.1
-	done
 	export SECKILL_TEST_REDIS_URL="redis://127.0.0.1:$SVC_REDIS_PORT/0"
 	export SECKILL_TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$SVC_PG_PORT/postgres?sslmode=disable"
 	# Outage tests stop and start the throwaway cluster with these.
@@ -98,6 +91,29 @@ start_services() {
 	export SECKILL_TEST_REDIS_PORT="$SVC_REDIS_PORT" SECKILL_TEST_PG_PORT="$SVC_PG_PORT"
 	write_controls
 	svc_log "redis on 127.0.0.1:$SVC_REDIS_PORT, postgres on 127.0.0.1:$SVC_PG_PORT ($SVC_DIR)"
+}
+
+# start_redis starts the throwaway Redis on a free port, trying another port when the
+# one picked was taken in the meantime (another test run starting at the same time).
+start_redis() {
+	local attempt pid
+	for attempt in 1 2 3 4 5; do
+		SVC_REDIS_PORT=$(free_port) || return 1
+		redis-server --port "$SVC_REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+			--dir "$SVC_DIR" --daemonize yes --pidfile "$SVC_DIR/redis.pid" \
+			--logfile "$SVC_DIR/redis.log" >/dev/null || continue
+		for _ in $(seq 1 50); do
+			# Ours answers, not a server that took the port first: compare process ids.
+			pid=$(redis-cli -p "$SVC_REDIS_PORT" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p')
+			if [ -n "$pid" ] && [ "$pid" = "$(cat "$SVC_DIR/redis.pid" 2>/dev/null)" ]; then
+				return 0
+			fi
+			sleep 0.1
+		done
+		svc_log "redis did not start on port $SVC_REDIS_PORT (attempt $attempt): $(tail -n 2 "$SVC_DIR/redis.log" 2>/dev/null)"
+	done
+	svc_log "redis-server failed to start"
+	return 1
 }
 
 pg_start() {

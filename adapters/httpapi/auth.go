@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -26,11 +27,24 @@ type claims struct {
 
 const roleAdmin = "admin"
 
-// Tokens mints and verifies HS256 bearer tokens.
+// Tokens mints and verifies HS256 bearer tokens. Verified tokens are remembered until
+// they expire, so a user who presses grab again — the flood after a sell-out is
+// mostly that — costs no signature check and no JSON decoding: the same token string
+// can only carry the same, already verified, claims.
 type Tokens struct {
 	secret []byte
 	parser *jwt.Parser
+	mu     sync.RWMutex
+	known  map[string]knownToken
 }
+
+type knownToken struct {
+	p   Principal
+	exp time.Time
+}
+
+// maxKnownTokens bounds the memory of verified tokens; past it the memory starts over.
+const maxKnownTokens = 200_000
 
 // NewTokens returns a token codec for secret.
 func NewTokens(secret []byte) *Tokens {
@@ -40,6 +54,7 @@ func NewTokens(secret []byte) *Tokens {
 			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
 			jwt.WithExpirationRequired(),
 		),
+		known: make(map[string]knownToken),
 	}
 }
 
@@ -66,6 +81,12 @@ func (t *Tokens) Mint(user domain.UserID, admin bool, ttl time.Duration) (string
 // Parse verifies a token (signature, algorithm, expiry) and returns its principal. The
 // subject must be a positive decimal user id.
 func (t *Tokens) Parse(token string) (Principal, error) {
+	t.mu.RLock()
+	k, ok := t.known[token]
+	t.mu.RUnlock()
+	if ok && time.Now().Before(k.exp) {
+		return k.p, nil
+	}
 	var c claims
 	if _, err := t.parser.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.secret, nil }); err != nil {
 		return Principal{}, fmt.Errorf("parse token: %w", err)
@@ -74,7 +95,14 @@ func (t *Tokens) Parse(token string) (Principal, error) {
 	if err != nil {
 		return Principal{}, fmt.Errorf("token subject: %w", err)
 	}
-	return Principal{User: user, Admin: c.Role == roleAdmin}, nil
+	p := Principal{User: user, Admin: c.Role == roleAdmin}
+	t.mu.Lock()
+	if len(t.known) >= maxKnownTokens {
+		clear(t.known)
+	}
+	t.known[token] = knownToken{p: p, exp: c.ExpiresAt.Time}
+	t.mu.Unlock()
+	return p, nil
 }
 
 var (

@@ -19,6 +19,8 @@ type cli struct {
 	Migrate   migrateCmd   `cmd:"" help:"Apply, roll back or show the database schema migrations."`
 	Token     tokenCmd     `cmd:"" help:"Print a signed JWT for local use."`
 	Reconcile reconcileCmd `cmd:"" help:"Check that Redis and the database agree per voucher; exit 1 while drift remains."`
+	Demo      demoCmd      `cmd:"" help:"Run a whole flash sale against a service started on a loopback port; exit 1 if a promise was broken."`
+	Loadtest  loadtestCmd  `cmd:"" help:"Fire a flash sale at a running seckill (--url) and report; exit 1 if a promise was broken."`
 }
 
 func main() {

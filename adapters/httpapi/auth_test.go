@@ -1,0 +1,51 @@
+package httpapi_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/adapters/httpapi"
+)
+
+func TestTokensRoundTrip(t *testing.T) {
+	tokens := httpapi.NewTokens([]byte(secret))
+	tok, err := tokens.Mint(42, true, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ { // the second parse is answered from memory
+		p, err := tokens.Parse(tok)
+		if err != nil || p.User != 42 || !p.Admin {
+			t.Fatalf("parse %d: %+v, %v", i+1, p, err)
+		}
+	}
+	if _, err := httpapi.NewTokens([]byte("another-secret-entirely")).Parse(tok); err == nil {
+		t.Fatal("a token signed with another secret was accepted")
+	}
+	if _, err := tokens.Mint(0, false, time.Hour); err == nil {
+		t.Fatal("minted a token for user 0")
+	}
+}
+
+// TestRememberedTokensStillExpire: a token verified while valid is refused once it
+// has expired, even though it was remembered.
+func TestRememberedTokensStillExpire(t *testing.T) {
+	tokens := httpapi.NewTokens([]byte(secret))
+	tok, err := tokens.Mint(7, false, 1100*time.Millisecond) // exp has whole-second precision
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tokens.Parse(tok); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := tokens.Parse(tok); err != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an expired token is still accepted")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

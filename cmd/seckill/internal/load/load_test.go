@@ -1,0 +1,557 @@
+package load
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fakeSeckill is a stand-in of the seckill HTTP endpoints the load tool calls. It is
+// honest unless told otherwise; it tests the load tool, not the service.
+type fakeSeckill struct {
+	mu        sync.Mutex
+	stock     int
+	orders    map[int64]string // user -> order
+	reserved  int
+	statCalls int
+	// persistPerCall is how many reserved orders each stats call finds persisted more.
+	persistPerCall int
+	// oversell ignores the stock; duplicate hands out a new order to a repeat.
+	oversell, duplicate bool
+	// fail answers 500 for these users; drop closes their connection unanswered.
+	fail, drop map[int64]bool
+
+	inFlight, maxInFlight atomic.Int64
+	conns                 atomic.Int64
+}
+
+func newFake(t *testing.T, stock int) (*fakeSeckill, *httptest.Server) {
+	t.Helper()
+	f := &fakeSeckill{stock: stock, orders: map[int64]string{}, persistPerCall: 1 << 30}
+	srv := httptest.NewUnstartedServer(f)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			f.conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return f, srv
+}
+
+// tokens are "user-N" and "admin"; the fake trusts them.
+func tokens(user int64, admin bool) (string, error) {
+	if admin {
+		return "admin", nil
+	}
+	return "user-" + strconv.FormatInt(user, 10), nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func conflict(w http.ResponseWriter, code, order string) {
+	writeJSON(w, http.StatusConflict, map[string]any{"error": map[string]any{"code": code, "message": code, "order_id": order}})
+}
+
+func (f *fakeSeckill) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	auth := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == "/healthz":
+		w.WriteHeader(http.StatusOK)
+	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/vouchers/7/grab":
+		n := f.inFlight.Add(1)
+		defer f.inFlight.Add(-1)
+		for {
+			m := f.maxInFlight.Load()
+			if n <= m || f.maxInFlight.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		time.Sleep(time.Millisecond) // let requests overlap
+		user, err := strconv.ParseInt(strings.TrimPrefix(auth, "user-"), 10, 64)
+		if err != nil || !strings.HasPrefix(auth, "user-") {
+			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": map[string]any{"code": "unauthorized"}})
+			return
+		}
+		f.grab(w, user)
+	case r.Method == http.MethodGet && r.URL.Path == "/api/v1/vouchers/7/stats":
+		if auth != "admin" {
+			writeJSON(w, http.StatusForbidden, map[string]any{"error": map[string]any{"code": "forbidden", "message": "admin role required"}})
+			return
+		}
+		f.mu.Lock()
+		f.statCalls++
+		persisted := min(f.reserved, f.statCalls*f.persistPerCall)
+		queued := f.reserved - persisted
+		stock := f.stock
+		f.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]any{"stock": stock, "awaiting_payment": persisted, "queued": queued, "pending": queued})
+	default:
+		writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{"code": "not_found"}})
+	}
+}
+
+func (f *fakeSeckill) grab(w http.ResponseWriter, user int64) {
+	if f.drop[user] {
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+		return
+	}
+	if f.fail[user] {
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"error": map[string]any{"code": "internal"}})
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if order, ok := f.orders[user]; ok && !f.duplicate {
+		conflict(w, "already_purchased", order)
+		return
+	}
+	if f.reserved >= f.stock && !f.oversell {
+		conflict(w, "sold_out", "")
+		return
+	}
+	f.reserved++
+	order := fmt.Sprintf("o%d", f.reserved)
+	f.orders[user] = order
+	writeJSON(w, http.StatusAccepted, map[string]any{"order_id": order, "voucher_id": "7", "quantity": 1, "status": "queued"})
+}
+
+func TestPlanRepeatsAFractionOfUsersInterleaved(t *testing.T) {
+	plan := Plan(5000, 0.01, 42, 1)
+	if got, want := len(plan), 5050; got != want {
+		t.Fatalf("requests = %d, want %d", got, want)
+	}
+	seen := map[int64]int{}
+	lastRepeat := 0
+	firstRepeat := len(plan)
+	for i, u := range plan {
+		seen[u]++
+		if seen[u] == 2 {
+			lastRepeat = max(lastRepeat, i)
+			firstRepeat = min(firstRepeat, i)
+		}
+	}
+	twice := 0
+	for u, n := range seen {
+		if u < 1 || u > 5000 || n > 2 {
+			t.Fatalf("user %d sent %d times", u, n)
+		}
+		if n == 2 {
+			twice++
+		}
+	}
+	if got, want := len(seen), 5000; got != want {
+		t.Fatalf("distinct users = %d, want %d", got, want)
+	}
+	if got, want := twice, 50; got != want {
+		t.Fatalf("users sending twice = %d, want %d", got, want)
+	}
+	if firstRepeat > len(plan)/2 {
+		t.Fatalf("the first repeat is at %d of %d: repeats are not interleaved", firstRepeat, len(plan))
+	}
+	if got, want := slices.Equal(plan, Plan(5000, 0.01, 42, 1)), true; got != want {
+		t.Fatalf("same seed, same plan = %v", got)
+	}
+	if got, want := slices.Equal(plan, Plan(5000, 0.01, 43, 1)), false; got != want {
+		t.Fatalf("another seed, same plan = %v", got)
+	}
+	if got, want := len(Plan(10, 1, 1, 100)), 20; got != want {
+		t.Fatalf("dup 1: requests = %d, want %d", got, want)
+	}
+	if got, want := len(Plan(10, 0, 1, 100)), 10; got != want {
+		t.Fatalf("dup 0: requests = %d, want %d", got, want)
+	}
+	if got, want := slices.Min(Plan(10, 0, 1, 100)), int64(100); got != want {
+		t.Fatalf("first user = %d, want %d", got, want)
+	}
+}
+
+func TestPercentileIsNearestRank(t *testing.T) {
+	var lat []time.Duration
+	for i := 1; i <= 100; i++ {
+		lat = append(lat, time.Duration(i)*time.Millisecond)
+	}
+	for _, c := range []struct {
+		p    float64
+		want time.Duration
+	}{{50, 50 * time.Millisecond}, {99, 99 * time.Millisecond}, {100, 100 * time.Millisecond}, {0.1, time.Millisecond}} {
+		if got := Percentile(lat, c.p); got != c.want {
+			t.Fatalf("p%v = %v, want %v", c.p, got, c.want)
+		}
+	}
+	if got, want := Percentile(nil, 50), time.Duration(0); got != want {
+		t.Fatalf("p50 of nothing = %v, want %v", got, want)
+	}
+	if got, want := Percentile([]time.Duration{7}, 99), time.Duration(7); got != want {
+		t.Fatalf("p99 of one = %v, want %v", got, want)
+	}
+}
+
+func TestSummarizeTalliesEveryAnswer(t *testing.T) {
+	grabs := []Grab{
+		{User: 1, Status: 202, OrderID: "a", Latency: 1 * time.Millisecond},
+		{User: 2, Status: 202, OrderID: "b", Latency: 2 * time.Millisecond},
+		{User: 3, Status: 409, Code: "sold_out", Latency: 3 * time.Millisecond},
+		{User: 1, Status: 409, Code: "already_purchased", OrderID: "a", Latency: 4 * time.Millisecond},
+		{User: 4, Status: 409, Code: "paused", Latency: 5 * time.Millisecond},
+		{User: 5, Status: 500, Latency: 6 * time.Millisecond},
+		{User: 6, Status: 500, Latency: 7 * time.Millisecond},
+		{User: 7, Err: errors.New("connection reset"), Latency: time.Second},
+	}
+	for i := range 10 {
+		grabs = append(grabs, Grab{User: int64(100 + i), Status: 503, Code: fmt.Sprintf("unavailable-%d", i), Latency: 8 * time.Millisecond})
+	}
+	res := Summarize(grabs, 2*time.Second)
+	for _, c := range []struct {
+		name      string
+		got, want int
+	}{
+		{"requests", res.Requests, 18}, {"reserved", res.Reserved, 2}, {"sold_out", res.SoldOut, 1},
+		{"already_purchased", res.AlreadyPurchased, 1}, {"other", res.Other, 14},
+		{"examples", len(res.OtherExamples), maxExamples}, {"reservations", len(res.Reservations), 2},
+	} {
+		if c.got != c.want {
+			t.Fatalf("%s = %d, want %d", c.name, c.got, c.want)
+		}
+	}
+	if got, want := strings.Join(res.OtherExamples[:4], "|"), "409 paused|500 Internal Server Error|transport error: connection reset|503 unavailable-0"; got != want {
+		t.Fatalf("examples = %q, want %q", got, want)
+	}
+	// Latencies count only answered requests: 17 of them, 1..8 ms.
+	if got, want := res.P50, 8*time.Millisecond; got != want {
+		t.Fatalf("p50 = %v, want %v", got, want)
+	}
+	if got, want := res.Max, 8*time.Millisecond; got != want {
+		t.Fatalf("max = %v, want %v", got, want)
+	}
+	if got, want := res.RPS, 9.0; got != want {
+		t.Fatalf("rps = %v, want %v", got, want)
+	}
+}
+
+func TestOversoldAndDuplicates(t *testing.T) {
+	res := Result{Reserved: 5, Reservations: []Reservation{
+		{1, "a"}, {2, "b"}, {2, "c"}, {3, "d"}, {3, "d"},
+	}}
+	if got, want := res.Duplicates(), 1; got != want {
+		t.Fatalf("duplicates = %d, want %d (user 2 holds two orders; user 3 one order named twice)", got, want)
+	}
+	if got, want := res.Oversold(3), 2; got != want {
+		t.Fatalf("oversold of 3 = %d, want %d", got, want)
+	}
+	if got, want := res.Oversold(10), 0; got != want {
+		t.Fatalf("oversold of 10 = %d, want %d", got, want)
+	}
+}
+
+func TestRunSellsExactlyTheStockOfAnHonestService(t *testing.T) {
+	f, srv := newFake(t, 50)
+	var progress bytes.Buffer
+	res, err := Run(context.Background(), Options{Base: srv.URL, Voucher: "7", Tokens: tokens,
+		Users: 500, Dup: 0.1, Concurrency: 16, Seed: 1, Progress: &progress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want int
+	}{
+		{"requests", res.Requests, 550}, {"reserved", res.Reserved, 50}, {"other", res.Other, 0},
+		{"sold_out+already_purchased", res.SoldOut + res.AlreadyPurchased, 500},
+		{"oversold", res.Oversold(50), 0}, {"duplicates", res.Duplicates(), 0},
+		{"reservations", len(res.Reservations), 50},
+	} {
+		if c.got != c.want {
+			t.Fatalf("%s = %d, want %d (examples %v)", c.name, c.got, c.want, res.OtherExamples)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range res.Reservations {
+		if got, want := f.orders[r.User], r.OrderID; got != want {
+			t.Fatalf("user %d: reservation names %q, service gave %q", r.User, want, got)
+		}
+	}
+	if res.P50 <= 0 || res.P99 < res.P50 || res.Max < res.P99 || res.RPS <= 0 {
+		t.Fatalf("latency p50 %v p99 %v max %v, rps %v", res.P50, res.P99, res.Max, res.RPS)
+	}
+	if got, want := f.maxInFlight.Load(), int64(16); got > want {
+		t.Fatalf("requests in flight = %d, want at most %d", got, want)
+	}
+	// Keep-alive: the pool opens about one connection per worker, not one per request.
+	if got, want := f.conns.Load(), int64(2*16); got > want {
+		t.Fatalf("connections opened = %d, want at most %d", got, want)
+	}
+	out := progress.String()
+	if !strings.Contains(out, "\r  550/550 requests  100%\n") || !strings.HasSuffix(out, "\n") {
+		t.Fatalf("progress = %q", out)
+	}
+}
+
+func TestRunDetectsOversellAndDuplicates(t *testing.T) {
+	f, srv := newFake(t, 10)
+	f.oversell, f.duplicate = true, true
+	res, err := Run(context.Background(), Options{Base: srv.URL, Voucher: "7", Tokens: tokens,
+		Users: 100, Dup: 0.05, Concurrency: 8, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := res.Reserved, 105; got != want {
+		t.Fatalf("reserved = %d, want %d", got, want)
+	}
+	if got, want := res.Oversold(10), 95; got != want {
+		t.Fatalf("oversold = %d, want %d", got, want)
+	}
+	if got, want := res.Duplicates(), 5; got != want {
+		t.Fatalf("duplicates = %d, want %d", got, want)
+	}
+	rep := NewReport(Sale{Voucher: "7", Stock: 10, Users: 100, Concurrency: 8}, res, 105, time.Millisecond)
+	if got, want := rep.Broken(), true; got != want {
+		t.Fatalf("broken = %v, want %v", got, want)
+	}
+}
+
+func TestRunCountsFailuresAsOther(t *testing.T) {
+	f, srv := newFake(t, 1000)
+	f.fail = map[int64]bool{3: true, 4: true}
+	f.drop = map[int64]bool{5: true}
+	res, err := Run(context.Background(), Options{Base: srv.URL, Voucher: "7", Tokens: tokens,
+		Users: 20, Concurrency: 4, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := res.Other, 3; got != want {
+		t.Fatalf("other = %d, want %d (%v)", got, want, res.OtherExamples)
+	}
+	if got, want := res.Reserved, 17; got != want {
+		t.Fatalf("reserved = %d, want %d", got, want)
+	}
+	if got, want := len(res.OtherExamples), 2; got != want {
+		t.Fatalf("examples = %q, want %d distinct", res.OtherExamples, want)
+	}
+	joined := strings.Join(res.OtherExamples, "|")
+	if !strings.Contains(joined, "500 internal") || !strings.Contains(joined, "transport error") {
+		t.Fatalf("examples = %q", joined)
+	}
+}
+
+func TestRunRejectsBadOptions(t *testing.T) {
+	good := Options{Base: "http://127.0.0.1:1", Voucher: "7", Tokens: tokens, Users: 1, Concurrency: 1}
+	for name, mutate := range map[string]func(*Options){
+		"no users":       func(o *Options) { o.Users = 0 },
+		"dup above 1":    func(o *Options) { o.Dup = 2 },
+		"dup below 0":    func(o *Options) { o.Dup = -0.1 },
+		"no concurrency": func(o *Options) { o.Concurrency = 0 },
+		"no voucher":     func(o *Options) { o.Voucher = "" },
+		"no tokens":      func(o *Options) { o.Tokens = nil },
+	} {
+		o := good
+		mutate(&o)
+		if _, err := Run(context.Background(), o); err == nil {
+			t.Fatalf("%s: no error", name)
+		}
+	}
+}
+
+func TestRunStopsWhenCancelled(t *testing.T) {
+	_, srv := newFake(t, 10)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	res, err := Run(ctx, Options{Base: srv.URL, Voucher: "7", Tokens: tokens, Users: 100_000, Concurrency: 2})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want deadline exceeded", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("a cancelled run took %v", took)
+	}
+	if res.Requests >= 100_000 {
+		t.Fatalf("requests = %d: the run did not stop", res.Requests)
+	}
+}
+
+func TestWaitPersistedPollsUntilEveryOrderIsPersisted(t *testing.T) {
+	f, srv := newFake(t, 30)
+	f.persistPerCall = 10
+	if _, err := Run(context.Background(), Options{Base: srv.URL, Voucher: "7", Tokens: tokens, Users: 100, Concurrency: 4}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := WaitPersisted(context.Background(), srv.URL, "7", "admin", 30, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := p.Orders, 30; got != want {
+		t.Fatalf("orders = %d, want %d", got, want)
+	}
+	f.mu.Lock()
+	calls := f.statCalls
+	f.mu.Unlock()
+	if got, want := calls, 3; got != want {
+		t.Fatalf("stats calls = %d, want %d", got, want)
+	}
+	if p.Took <= 0 || p.Took > 5*time.Second {
+		t.Fatalf("took %v", p.Took)
+	}
+}
+
+func TestWaitPersistedGivesUpAfterTheTimeout(t *testing.T) {
+	f, srv := newFake(t, 30)
+	f.persistPerCall = 0
+	if _, err := Run(context.Background(), Options{Base: srv.URL, Voucher: "7", Tokens: tokens, Users: 100, Concurrency: 4}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	p, err := WaitPersisted(context.Background(), srv.URL, "7", "admin", 30, 200*time.Millisecond)
+	if !errors.Is(err, ErrNotPersisted) {
+		t.Fatalf("err = %v, want ErrNotPersisted", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("gave up after %v", took)
+	}
+	if got, want := p.Orders, 0; got != want {
+		t.Fatalf("orders = %d, want %d", got, want)
+	}
+	if !strings.Contains(err.Error(), "0 of 30 orders persisted (queued 30, pending 30") {
+		t.Fatalf("err = %v", err)
+	}
+	// A token that is not an admin's fails the same way, naming the refusal.
+	_, err = WaitPersisted(context.Background(), srv.URL, "7", "user-1", 30, 100*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "403 forbidden") {
+		t.Fatalf("err = %v, want the 403", err)
+	}
+}
+
+func TestHealthyFailsFastWhenNothingAnswers(t *testing.T) {
+	_, srv := newFake(t, 1)
+	if err := Healthy(context.Background(), srv.URL, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err := Healthy(context.Background(), "http://127.0.0.1:1", 2*time.Second)
+	if err == nil || !strings.Contains(err.Error(), "no seckill answers at http://127.0.0.1:1") {
+		t.Fatalf("err = %v", err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("took %v", took)
+	}
+	// A listener that never answers is cut at the timeout.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	start = time.Now()
+	err = Healthy(context.Background(), "http://"+ln.Addr().String(), 200*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "no answer within 200ms") {
+		t.Fatalf("err = %v", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("took %v", took)
+	}
+}
+
+func TestReportJSONHasTheIssuesKeys(t *testing.T) {
+	res := Result{Requests: 5050, Reserved: 100, SoldOut: 4900, AlreadyPurchased: 40, Other: 10}
+	res.OtherExamples = []string{"503 unavailable"}
+	res.P50, res.P99, res.Max = 1500*time.Microsecond, 12*time.Millisecond, 20*time.Millisecond
+	res.RPS = 12345.67
+	for i := range 100 {
+		res.Reservations = append(res.Reservations, Reservation{User: int64(i + 1), OrderID: fmt.Sprint(i)})
+	}
+	rep := NewReport(Sale{Voucher: "42", Stock: 100, Users: 5000, Concurrency: 500}, res, 100, 320*time.Millisecond)
+	var buf bytes.Buffer
+	if err := rep.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Count(buf.String(), "\n"), 1; got != want {
+		t.Fatalf("lines = %d, want %d: %q", got, want, buf.String())
+	}
+	var m map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{
+		"requests": 5050, "reserved": 100, "sold_out": 4900, "already_purchased": 40, "other": 10,
+		"oversold": 0, "duplicates": 0, "orders_persisted": 100, "p50_ms": 1.5, "p99_ms": 12,
+		"max_ms": 20, "rps": 12345.7, "persist_ms": 320,
+	}
+	for k, v := range want {
+		got, ok := m[k].(float64)
+		if !ok || got != v {
+			t.Fatalf("%s = %v, want %v (%s)", k, m[k], v, buf.String())
+		}
+	}
+	if got, want := m["broken"], false; got != want {
+		t.Fatalf("broken = %v, want %v", got, want)
+	}
+
+	buf.Reset()
+	if err := rep.WriteTable(&buf); err != nil {
+		t.Fatal(err)
+	}
+	table := buf.String()
+	for _, line := range []string{
+		"  requests                     5050",
+		"  oversold                        0  ok",
+		"  duplicate buyers                0  ok",
+		"  orders persisted              100  ok",
+		"  latency p50               1.50 ms",
+		"  requests per second         12346",
+		"  time to persist            320 ms",
+		"  other, e.g.: 503 unavailable",
+		"all promises kept",
+	} {
+		if !strings.Contains(table, line+"\n") && !strings.Contains(table, line) {
+			t.Fatalf("table lacks %q:\n%s", line, table)
+		}
+	}
+}
+
+func TestReportBrokenWhenAPromiseIs(t *testing.T) {
+	base := Report{Stock: 100, Reserved: 100, OrdersPersisted: 100}
+	for _, c := range []struct {
+		name   string
+		mutate func(*Report)
+		broken bool
+	}{
+		{"all kept", func(*Report) {}, false},
+		{"fewer reserved, all persisted", func(r *Report) { r.Reserved, r.OrdersPersisted = 60, 60 }, false},
+		{"oversold", func(r *Report) { r.Oversold = 1 }, true},
+		{"reserved beyond stock", func(r *Report) { r.Reserved, r.OrdersPersisted = 101, 101 }, true},
+		{"duplicate", func(r *Report) { r.Duplicates = 1 }, true},
+		{"an order lost", func(r *Report) { r.OrdersPersisted = 99 }, true},
+		{"an extra order", func(r *Report) { r.OrdersPersisted = 101 }, true},
+	} {
+		r := base
+		c.mutate(&r)
+		if got := r.Broken(); got != c.broken {
+			t.Fatalf("%s: broken = %v, want %v", c.name, got, c.broken)
+		}
+		var buf bytes.Buffer
+		if err := r.WriteTable(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := strings.Contains(buf.String(), "PROMISE BROKEN"), c.broken; got != want {
+			t.Fatalf("%s: table says broken = %v:\n%s", c.name, got, buf.String())
+		}
+	}
+}
