@@ -468,6 +468,35 @@ func pgOutage(t *testing.T) (stop, start string) {
 	return os.Getenv("SECKILL_TEST_PG_STOP"), os.Getenv("SECKILL_TEST_PG_START")
 }
 
+// stopPostgres stops the throwaway cluster and returns the function that starts it
+// again. Registered after the instance, its cleanup runs first and restarts the cluster
+// should the test end early: other tests and packages share it, and the instance's
+// database is dropped after this.
+func stopPostgres(t *testing.T, stopPG, startPG string) (restart func() error) {
+	t.Helper()
+	down := false
+	restart = func() error {
+		out, err := exec.Command(startPG).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%s: %v\n%s", startPG, err, out)
+		}
+		down = false
+		return nil
+	}
+	t.Cleanup(func() {
+		if down {
+			if err := restart(); err != nil {
+				t.Errorf("restart postgres: %v", err)
+			}
+		}
+	})
+	if out, err := exec.Command(stopPG).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", stopPG, err, out)
+	}
+	down = true
+	return restart
+}
+
 // readiness reads /readyz.
 func (fi *fulfilInstance) readiness() (int, map[string]any) {
 	fi.t.Helper()
@@ -486,29 +515,7 @@ func TestFulfilRidesOutADatabaseOutage(t *testing.T) {
 	g := newGrabs()
 	fi.prime(id, 40_000, g)
 
-	down := false
-	startDB := func() error {
-		out, err := exec.Command(startPG).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("%s: %v\n%s", startPG, err, out)
-		}
-		down = false
-		return nil
-	}
-	// Registered after the instance, so it runs first: other tests and packages share
-	// the cluster, and the instance's database is dropped after this.
-	t.Cleanup(func() {
-		if down {
-			if err := startDB(); err != nil {
-				t.Errorf("restart postgres: %v", err)
-			}
-		}
-	})
-
-	if out, err := exec.Command(stopPG).CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", stopPG, err, out)
-	}
-	down = true
+	startDB := stopPostgres(t, stopPG, startPG)
 	stoppedAt := time.Now()
 
 	eventually(t, 3*time.Second, "/readyz reports the database down", func() (bool, string) {

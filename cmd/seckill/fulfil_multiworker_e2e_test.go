@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net/http"
 	"os/exec"
 	"syscall"
@@ -84,26 +83,7 @@ func TestFulfilOutageWithMoreWorkersThanTheDeliveryLimit(t *testing.T) {
 		return false, q.String()
 	})
 
-	down := false
-	startDB := func() error {
-		out, err := exec.Command(startPG).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("%s: %v\n%s", startPG, err, out)
-		}
-		down = false
-		return nil
-	}
-	t.Cleanup(func() {
-		if down {
-			if err := startDB(); err != nil {
-				t.Errorf("restart postgres: %v", err)
-			}
-		}
-	})
-	if out, err := exec.Command(stopPG).CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", stopPG, err, out)
-	}
-	down = true
+	startDB := stopPostgres(t, stopPG, startPG)
 
 	const buyer = 2
 	status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", fi.token(buyer, false), nil)

@@ -6,7 +6,6 @@ package burst
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +13,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/seckill/seckill/cmd/seckill/internal/load"
 )
 
 // Request is one grab to send.
@@ -134,19 +135,6 @@ func send(c net.Conn, host string, r Request, began time.Time, timeout time.Dura
 	defer res.Body.Close()
 	body, err := io.ReadAll(res.Body)
 	out := Result{Status: res.StatusCode, Latency: time.Since(began), Err: err}
-	var decoded struct {
-		OrderID string `json:"order_id"`
-		Error   struct {
-			Code    string `json:"code"`
-			OrderID string `json:"order_id"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &decoded) == nil {
-		out.Code = decoded.Error.Code
-		out.OrderID = decoded.OrderID
-		if out.OrderID == "" {
-			out.OrderID = decoded.Error.OrderID
-		}
-	}
+	out.Code, out.OrderID = load.DecodeGrab(body)
 	return out
 }

@@ -233,6 +233,14 @@ func grab(ctx context.Context, client *http.Client, path string, user int64, tok
 		g.Err = err
 		return g
 	}
+	g.Code, g.OrderID = DecodeGrab(body)
+	return g
+}
+
+// DecodeGrab reads a grab's answer: the error code of a refusal, and the order id of a
+// 202 or of an already_purchased refusal. A body that is not the contract's JSON gives
+// empty strings.
+func DecodeGrab(body []byte) (code, orderID string) {
 	var decoded struct {
 		OrderID string `json:"order_id"`
 		Error   struct {
@@ -240,14 +248,13 @@ func grab(ctx context.Context, client *http.Client, path string, user int64, tok
 			OrderID string `json:"order_id"`
 		} `json:"error"`
 	}
-	if json.Unmarshal(body, &decoded) == nil {
-		g.Code = decoded.Error.Code
-		g.OrderID = decoded.OrderID
-		if g.OrderID == "" {
-			g.OrderID = decoded.Error.OrderID
-		}
+	if json.Unmarshal(body, &decoded) != nil {
+		return "", ""
 	}
-	return g
+	if decoded.OrderID == "" {
+		decoded.OrderID = decoded.Error.OrderID
+	}
+	return decoded.Error.Code, decoded.OrderID
 }
 
 // progress writes "\r  done/total requests  pct%" to w until the returned function
