@@ -19,5 +19,9 @@ if ! out=$(cd cmd/seckill && go tool wire diff . 2>&1); then
 fi
 
 start_services
-echo "== go test -race"
-go test -race -count=1 "$@" ./...
+# The end-to-end tests in cmd/seckill stop and start the throwaway PostgreSQL to test
+# outages, so they run after the other packages rather than beside them.
+echo "== go test -race (packages)"
+go test -race -count=1 "$@" $(go list ./... | grep -v '/cmd/seckill$')
+echo "== go test -race (end to end: cmd/seckill)"
+go test -race -count=1 "$@" ./cmd/seckill

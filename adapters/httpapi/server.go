@@ -22,6 +22,25 @@ type Options struct {
 	// RequestTimeout bounds each request's context; a handler still waiting when it
 	// lapses answers 503 unavailable.
 	RequestTimeout time.Duration
+
+	// MaxInflight bounds the grab requests this instance works on at once; beyond it a
+	// grab answers 503 unavailable with Retry-After at once (see Admission). 0 turns
+	// it off.
+	MaxInflight int
+	// GrabRate bounds the grab requests this instance admits a second, GrabBurst at
+	// once (one second's worth when 0); beyond it a grab answers 503 unavailable with
+	// Retry-After. 0 turns it off.
+	GrabRate  float64
+	GrabBurst int
+	// IPLimit bounds the requests a second each client address may make to the
+	// unauthenticated voucher reads (GET /api/v1/vouchers and /api/v1/vouchers/{id}),
+	// IPBurst at once (IPLimit when 0), counted by IPLimiter across all instances;
+	// beyond it they answer 429 rate_limited with Retry-After. 0 turns it off; when
+	// it is set, IPLimiter must be too. The client is the connection's address unless
+	// the Echo instance is given an IPExtractor (see limitByIP).
+	IPLimit   int
+	IPBurst   int
+	IPLimiter Limiter
 }
 
 // UseCases are the application operations the API exposes.
@@ -66,11 +85,25 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 
 	h := handlers{uc: uc}
 	auth := authenticate(tokens)
+	// The grab's gate runs after authentication (an anonymous flood is turned away
+	// without taking a slot) and before the handler; the reads anyone may call are
+	// limited per client address. Health checks are never limited.
+	grab := []echo.MiddlewareFunc{auth}
+	if admission := NewAdmission(opts.MaxInflight, opts.GrabRate, opts.GrabBurst); admission.Enabled() {
+		grab = append(grab, admission.Middleware())
+	}
+	var public []echo.MiddlewareFunc
+	if opts.IPLimit > 0 {
+		if opts.IPLimiter == nil {
+			panic("httpapi: Options.IPLimit is set without Options.IPLimiter")
+		}
+		public = append(public, limitByIP(opts.IPLimiter, opts.IPLimit, opts.IPBurst, log))
+	}
 	api := e.Group("/api/v1")
 	api.POST("/vouchers", h.createVoucher, auth, requireAdmin)
-	api.GET("/vouchers", h.listVouchers)
-	api.GET("/vouchers/:id", h.getVoucher)
-	api.POST("/vouchers/:id/grab", h.grab, auth)
+	api.GET("/vouchers", h.listVouchers, public...)
+	api.GET("/vouchers/:id", h.getVoucher, public...)
+	api.POST("/vouchers/:id/grab", h.grab, grab...)
 	api.GET("/vouchers/:id/stats", h.voucherStats, auth, requireAdmin)
 	api.POST("/vouchers/:id/pause", h.pauseSale(true), auth, requireAdmin)
 	api.POST("/vouchers/:id/resume", h.pauseSale(false), auth, requireAdmin)

@@ -46,6 +46,12 @@ type Config struct {
 	MaxDeliveries int64         `name:"max-deliveries" env:"SECKILL_MAX_DELIVERIES" default:"5" help:"Deliveries after which a reservation that still fails goes to the dead letter and is compensated."`
 	TrimInterval  time.Duration `name:"trim-interval" env:"SECKILL_TRIM_INTERVAL" default:"10s" help:"How often acknowledged stream entries are trimmed."`
 
+	MaxInflight int     `name:"max-inflight" env:"SECKILL_MAX_INFLIGHT" default:"10000" help:"Grab requests one instance works on at once; beyond it 503 at once (0 disables)."`
+	GrabRate    float64 `name:"grab-rate" env:"SECKILL_GRAB_RATE" default:"0" help:"Grab requests one instance admits a second (token bucket; 0 disables)."`
+	GrabBurst   int     `name:"grab-burst" env:"SECKILL_GRAB_BURST" default:"0" help:"Grab requests admitted at once before SECKILL_GRAB_RATE applies (0: one second's worth)."`
+	IPRate      int     `name:"ip-rate" env:"SECKILL_IP_RATE" default:"100" help:"Requests a second one client address may make to the public voucher reads, shared by all instances (0 disables)."`
+	IPBurst     int     `name:"ip-burst" env:"SECKILL_IP_BURST" default:"200" help:"Public reads one client address may make at once."`
+
 	UserRate   float64 `name:"user-rate" env:"SECKILL_USER_RATE" default:"5" help:"Grabs a second one user may make of one voucher, shared by all instances (0 disables)."`
 	UserBurst  int     `name:"user-burst" env:"SECKILL_USER_BURST" default:"5" help:"Grabs one user may make at once before SECKILL_USER_RATE applies."`
 	MaxBacklog int     `name:"max-backlog" env:"SECKILL_MAX_BACKLOG" default:"100000" help:"Reservations of one voucher that may wait to be persisted before new grabs answer 503 (0 disables)."`
@@ -127,6 +133,22 @@ func (c *Config) Validate() error {
 	}
 	if c.SoldOutTTL < 0 {
 		return fmt.Errorf("SECKILL_SOLD_OUT_TTL (--sold-out-ttl): must not be negative")
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{
+		{"SECKILL_MAX_INFLIGHT (--max-inflight)", c.MaxInflight},
+		{"SECKILL_GRAB_BURST (--grab-burst)", c.GrabBurst},
+		{"SECKILL_IP_RATE (--ip-rate)", c.IPRate},
+		{"SECKILL_IP_BURST (--ip-burst)", c.IPBurst},
+	} {
+		if n.v < 0 {
+			return fmt.Errorf("%s: %d must not be negative (0 turns it off)", n.name, n.v)
+		}
+	}
+	if c.GrabRate < 0 {
+		return fmt.Errorf("SECKILL_GRAB_RATE (--grab-rate): %v must not be negative (0 turns it off)", c.GrabRate)
 	}
 	if c.UserRate < 0 || c.UserRate > 1000 {
 		return fmt.Errorf("SECKILL_USER_RATE (--user-rate): %v is not between 0 (off) and 1000", c.UserRate)

@@ -48,6 +48,7 @@ var redisSet = wire.NewSet(
 	wire.Bind(new(ports.Reservations), new(*redisstore.Reservations)),
 	redisstore.NewAudit,
 	wire.Bind(new(ports.StockAudit), new(*redisstore.Audit)),
+	redisstore.NewRateLimiter,
 )
 
 // postgresSet provides the database and its repositories.
@@ -108,20 +109,20 @@ var httpSet = wire.NewSet(
 // commonSet provides the settings shared by every command from serve's.
 var commonSet = wire.NewSet(wire.FieldsOf(new(Config), "Common"))
 
-// openRedis connects to cfg.RedisURL. The connection is checked at start-up so a wrong
-// URL stops serve with one line instead of failing every grab.
-func openRedis(ctx context.Context, cfg Common) (redis.UniversalClient, func(), error) {
+// openRedis connects to cfg.RedisURL, with timeouts tuned so no request waits more
+// than a second for a dead Redis, and a circuit breaker that fails calls at once while
+// Redis is down and lets a probe through to close again when it is back. The
+// connection is checked at start-up so a wrong URL stops the command with one line.
+func openRedis(ctx context.Context, cfg Common, log *zap.Logger) (redis.UniversalClient, func(), error) {
 	opts, err := redis.ParseURL(cfg.RedisURL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("SECKILL_REDIS_URL: %w", err)
 	}
-	// The grab path waits on Redis: fail fast instead of queueing behind a dead server.
-	opts.DialTimeout = time.Second
-	opts.ReadTimeout = 500 * time.Millisecond
-	opts.WriteTimeout = 500 * time.Millisecond
+	redisstore.TuneClientOptions(opts)
 	opts.PoolSize = 64
 	opts.MinIdleConns = 8
 	client := redis.NewClient(opts)
+	client.AddHook(redisstore.NewBreakerHook("redis", redisstore.BreakerSettings{OnStateChange: logBreaker(log)}))
 	pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	if err := client.Ping(pingCtx).Err(); err != nil {
@@ -131,11 +132,23 @@ func openRedis(ctx context.Context, cfg Common) (redis.UniversalClient, func(), 
 	return client, func() { _ = client.Close() }, nil
 }
 
-// openDatabase connects to cfg.DatabaseURL.
-func openDatabase(ctx context.Context, cfg Common) (*bun.DB, func(), error) {
+// logBreaker logs each change of a circuit breaker's state, once.
+func logBreaker(log *zap.Logger) func(name, from, to string) {
+	return func(name, from, to string) {
+		if to == "closed" {
+			log.Info("dependency recovered: circuit closed", zap.String("dependency", name), zap.String("from", from))
+			return
+		}
+		log.Warn("dependency failing: circuit "+to, zap.String("dependency", name), zap.String("from", from))
+	}
+}
+
+// openDatabase connects to cfg.DatabaseURL with short connect timeouts, a deadline on
+// every call that has none, and a circuit breaker like Redis's.
+func openDatabase(ctx context.Context, cfg Common, log *zap.Logger) (*bun.DB, func(), error) {
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	db, err := pgstore.Open(pingCtx, cfg.DatabaseURL)
+	db, err := pgstore.OpenGuarded(pingCtx, cfg.DatabaseURL, pgstore.GuardOptions{OnStateChange: logBreaker(log)})
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to database %s: %w", redactURL(cfg.DatabaseURL), err)
 	}
@@ -217,8 +230,12 @@ func workerObserver(log *zap.Logger) application.WorkerObserver {
 	}
 }
 
-func httpOptions(cfg Config) httpapi.Options {
-	return httpapi.Options{BodyLimit: cfg.BodyLimit, RequestTimeout: cfg.RequestTimeout}
+func httpOptions(cfg Config, limiter *redisstore.RateLimiter) httpapi.Options {
+	return httpapi.Options{
+		BodyLimit: cfg.BodyLimit, RequestTimeout: cfg.RequestTimeout,
+		MaxInflight: cfg.MaxInflight, GrabRate: cfg.GrabRate, GrabBurst: cfg.GrabBurst,
+		IPLimit: cfg.IPRate, IPBurst: cfg.IPBurst, IPLimiter: limiter,
+	}
 }
 
 func tokens(cfg Config) *httpapi.Tokens {

@@ -36,7 +36,12 @@ func (c *reconcileCmd) Validate() error {
 
 // Run checks, repairs on request, prints the findings, and fails when drift remains.
 func (c *reconcileCmd) Run(ctx context.Context) error {
-	rc, cleanup, err := buildReconcile(ctx, c.Common)
+	log, err := newLogger(c.LogLevel, c.LogFormat)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	rc, cleanup, err := buildReconcile(ctx, c.Common, log)
 	if err != nil {
 		return err
 	}

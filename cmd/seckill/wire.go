@@ -20,7 +20,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 }
 
 // buildReconcile assembles what `seckill reconcile` needs.
-func buildReconcile(ctx context.Context, cfg Common) (*application.Reconcile, func(), error) {
+func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*application.Reconcile, func(), error) {
 	wire.Build(
 		openRedis, stockOptions, redisstore.NewStock, wire.Bind(new(ports.Stock), new(*redisstore.Stock)),
 		redisstore.NewAudit, wire.Bind(new(ports.StockAudit), new(*redisstore.Audit)),

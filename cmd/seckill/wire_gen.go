@@ -20,20 +20,21 @@ import (
 
 // buildApp assembles serve's object graph.
 func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), error) {
-	options := httpOptions(cfg)
 	common := cfg.Common
-	db, cleanup, err := openDatabase(ctx, common)
+	universalClient, cleanup, err := openRedis(ctx, common, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	vouchers := pgstore.NewVouchers(db)
-	universalClient, cleanup2, err := openRedis(ctx, common)
+	options := grabStockOptions(cfg)
+	rateLimiter := redisstore.NewRateLimiter(universalClient, options)
+	httpapiOptions := httpOptions(cfg, rateLimiter)
+	db, cleanup2, err := openDatabase(ctx, common, log)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
-	redisstoreOptions := grabStockOptions(cfg)
-	stock := redisstore.NewStock(universalClient, redisstoreOptions)
+	vouchers := pgstore.NewVouchers(db)
+	stock := redisstore.NewStock(universalClient, options)
 	createVoucher := application.NewCreateVoucher(vouchers, stock)
 	getVoucher := application.NewGetVoucher(vouchers, stock)
 	listVouchers := application.NewListVouchers(vouchers, stock)
@@ -42,10 +43,10 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	applicationGrabOptions := grabOptions(cfg)
 	grabVoucher := application.NewGrabVoucher(stock, clock, uliDs, applicationGrabOptions)
 	orders := pgstore.NewOrders(db)
-	reservations := redisstore.NewReservations(universalClient, redisstoreOptions)
+	reservations := redisstore.NewReservations(universalClient, options)
 	getOrder := application.NewGetOrder(orders, reservations)
 	listOrders := application.NewListOrders(orders, reservations)
-	redisstoreAudit := redisstore.NewAudit(universalClient, redisstoreOptions)
+	redisstoreAudit := redisstore.NewAudit(universalClient, options)
 	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, redisstoreAudit)
 	acceptPayments := system.AcceptPayments{}
 	payOrder := application.NewPayOrder(getOrder, orders, acceptPayments)
@@ -66,7 +67,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	}
 	httpapiTokens := tokens(cfg)
 	v := readinessChecks(universalClient, db)
-	echo := httpapi.New(options, useCases, httpapiTokens, v, log)
+	echo := httpapi.New(httpapiOptions, useCases, httpapiTokens, v, log)
 	warmVouchers := application.NewWarmVouchers(vouchers, stock, redisstoreAudit, orders, clock)
 	redisstoreQueueOptions := queueOptions(cfg)
 	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
@@ -95,13 +96,13 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 }
 
 // buildReconcile assembles what `seckill reconcile` needs.
-func buildReconcile(ctx context.Context, cfg Common) (*application.Reconcile, func(), error) {
-	db, cleanup, err := openDatabase(ctx, cfg)
+func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*application.Reconcile, func(), error) {
+	db, cleanup, err := openDatabase(ctx, cfg, log)
 	if err != nil {
 		return nil, nil, err
 	}
 	vouchers := pgstore.NewVouchers(db)
-	universalClient, cleanup2, err := openRedis(ctx, cfg)
+	universalClient, cleanup2, err := openRedis(ctx, cfg, log)
 	if err != nil {
 		cleanup()
 		return nil, nil, err

@@ -1,0 +1,60 @@
+package httpapi
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+
+	"github.com/seckill/seckill/domain"
+)
+
+// Limiter is a rate limit shared by every instance (redisstore.RateLimiter).
+type Limiter interface {
+	// Allow takes one request from key's allowance of perSecond requests a second, up
+	// to burst at once. It reports whether the request is allowed and, when it is not,
+	// how long until one would be; an error when the limiter could not decide.
+	Allow(ctx context.Context, key string, perSecond, burst int) (allowed bool, retryAfter time.Duration, err error)
+}
+
+// limitByIP limits each client address to perSecond requests a second (burst at once)
+// through limiter, answering 429 rate_limited with Retry-After beyond it.
+//
+// The client is the connection's remote address, never a header a client could
+// forge, unless the Echo instance has an IPExtractor: behind a proxy or load
+// balancer, set e.IPExtractor (echo.ExtractIPFromXFFHeader with the proxies'
+// ranges) on the instance New returns, and the extractor's answer is used instead.
+//
+// When the limiter fails (Redis down or its breaker open), the request goes through:
+// the limit protects the service from a client, and must not turn a Redis blip into
+// an outage of reads that may not even need Redis. The breaker reports the outage.
+func limitByIP(limiter Limiter, perSecond, burst int, log *zap.Logger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			ip := clientIP(c)
+			allowed, wait, err := limiter.Allow(c.Request().Context(), "ip:"+ip, perSecond, burst)
+			if err != nil {
+				log.Debug("rate limit skipped", zap.Error(err))
+				return next(c)
+			}
+			if !allowed {
+				return &domain.RateLimitedError{RetryAfter: wait}
+			}
+			return next(c)
+		}
+	}
+}
+
+// clientIP is the address the request came from (see limitByIP).
+func clientIP(c echo.Context) string {
+	if c.Echo().IPExtractor != nil {
+		return c.RealIP()
+	}
+	addr := c.Request().RemoteAddr
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return addr
+}

@@ -1,0 +1,356 @@
+package pgstore
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/sony/gobreaker/v2"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
+
+	"github.com/seckill/seckill/domain"
+)
+
+// Defaults of GuardOptions.
+const (
+	// DefaultConnectTimeout bounds one connection attempt, dial to authentication.
+	DefaultConnectTimeout = time.Second
+	// DefaultCallTimeout is the deadline of a call whose context has none.
+	DefaultCallTimeout = 5 * time.Second
+	// DefaultBreakerFailures is how many consecutive failures open the breaker.
+	DefaultBreakerFailures = 5
+	// DefaultBreakerOpenFor is how long an open breaker refuses every call before it
+	// lets one probe through.
+	DefaultBreakerOpenFor = time.Second
+)
+
+// GuardOptions tune the breaker and the deadlines OpenGuarded puts in front of the
+// database. The zero value uses the defaults.
+type GuardOptions struct {
+	// ConnectTimeout bounds each connection attempt; DefaultConnectTimeout when 0. A
+	// shorter connect_timeout in the dsn wins.
+	ConnectTimeout time.Duration
+	// CallTimeout is the deadline given to a call whose context has none (the
+	// fulfilment worker's, say), so no call waits forever on a hung server: each
+	// statement and ping, and a transaction from BEGIN to COMMIT. A context with a
+	// deadline keeps its own. DefaultCallTimeout when 0; negative turns it off.
+	CallTimeout time.Duration
+	// Failures opens the breaker after this many consecutive failures of the
+	// database; DefaultBreakerFailures when 0.
+	Failures uint32
+	// OpenFor is how long the open breaker fails every call at once before it lets a
+	// single probe through: the probe's success closes it, its failure opens it again.
+	// DefaultBreakerOpenFor when 0.
+	OpenFor time.Duration
+	// OnStateChange, when set, is called on every change of the breaker's state
+	// ("closed", "open", "half-open"), so the wiring can log an outage once. It runs
+	// under the breaker's lock: it must be quick and must not use the database.
+	OnStateChange func(name, from, to string)
+}
+
+// OpenGuarded is Open with a circuit breaker and deadlines between the pool and the
+// server: every connection attempt and every round trip (statement, BEGIN, ping,
+// prepare) goes through the breaker. After GuardOptions.Failures consecutive failures
+// of the database (unreachable, timed out, shutting down: what classify calls
+// unavailable; a cancelled call and a stale pooled connection, which database/sql
+// replaces by itself, do not count), every call fails at once with an error wrapping
+// domain.ErrUnavailable, without touching the network; after GuardOptions.OpenFor one
+// probe goes through and its success closes the breaker, so the pool recovers by
+// itself when the server is back.
+//
+// A call that must wait for a free connection waits inside database/sql before it
+// reaches the breaker, so with every connection stuck on a hung server, callers wait
+// until those calls' deadlines (CallTimeout, or the request's) free them; with the
+// server down the calls fail at once and free their connections immediately.
+//
+// It returns an error for a malformed dsn or a server that does not answer within ctx;
+// the caller closes the DB. The pool's driver connections are wrapped: code that
+// reaches for *stdlib.Conn through sql.Conn.Raw must use Open instead, as migrations,
+// which hold a transaction longer than CallTimeout, should.
+func OpenGuarded(ctx context.Context, dsn string, opts GuardOptions) (*bun.DB, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	// As in Open: Bun formats arguments into the SQL text; see there.
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	limit := opts.ConnectTimeout
+	if limit <= 0 {
+		limit = DefaultConnectTimeout
+	}
+	if cfg.ConnectTimeout <= 0 || cfg.ConnectTimeout > limit {
+		cfg.ConnectTimeout = limit
+	}
+	sqldb := sql.OpenDB(guard(stdlib.GetConnector(*cfg), opts))
+	sqldb.SetMaxOpenConns(maxOpenConns)
+	sqldb.SetMaxIdleConns(maxIdleConns)
+	sqldb.SetConnMaxLifetime(connMaxLifetime)
+	sqldb.SetConnMaxIdleTime(connMaxIdleTime)
+
+	db := bun.NewDB(sqldb, pgdialect.New())
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("ping database: %w", err)
+	}
+	return db, nil
+}
+
+// guard wraps a pgx connector in a breaker configured by opts.
+func guard(inner driver.Connector, opts GuardOptions) *guardedConnector {
+	failures := opts.Failures
+	if failures == 0 {
+		failures = DefaultBreakerFailures
+	}
+	openFor := opts.OpenFor
+	if openFor <= 0 {
+		openFor = DefaultBreakerOpenFor
+	}
+	callTimeout := opts.CallTimeout
+	if callTimeout == 0 {
+		callTimeout = DefaultCallTimeout
+	}
+	settings := gobreaker.Settings{
+		Name:         "postgres",
+		MaxRequests:  1,
+		Timeout:      openFor,
+		ReadyToTrip:  func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
+		IsSuccessful: func(err error) bool { return !unavailable(err) },
+		// A cancelled call says nothing about the server. A bad connection is one
+		// database/sql throws away and retries on another, new if need be: that retry
+		// is the call that counts.
+		IsExcluded: func(err error) bool {
+			return errors.Is(err, context.Canceled) || errors.Is(err, driver.ErrBadConn)
+		},
+	}
+	if opts.OnStateChange != nil {
+		settings.OnStateChange = func(name string, from, to gobreaker.State) {
+			opts.OnStateChange(name, from.String(), to.String())
+		}
+	}
+	return &guardedConnector{
+		inner:       inner,
+		cb:          gobreaker.NewCircuitBreaker[struct{}](settings),
+		callTimeout: callTimeout,
+	}
+}
+
+// guardedConnector is a driver.Connector whose connections answer through its breaker.
+type guardedConnector struct {
+	inner       driver.Connector
+	cb          *gobreaker.CircuitBreaker[struct{}]
+	callTimeout time.Duration
+}
+
+// pgxConn is what pgx's database/sql connection implements and database/sql uses.
+type pgxConn interface {
+	driver.Conn
+	driver.ConnPrepareContext
+	driver.ConnBeginTx
+	driver.ExecerContext
+	driver.QueryerContext
+	driver.Pinger
+	driver.SessionResetter
+	driver.NamedValueChecker
+}
+
+var (
+	_ pgxConn = (*stdlib.Conn)(nil)
+	_ pgxRows = (*stdlib.Rows)(nil)
+)
+
+// Connect opens a connection through the breaker: at once refused while it is open.
+func (g *guardedConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	var conn driver.Conn
+	err := g.call(func() (err error) {
+		conn, err = g.inner.Connect(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	pc, ok := conn.(pgxConn)
+	if !ok {
+		_ = conn.Close()
+		return nil, fmt.Errorf("guard database connection: %T is not a pgx connection", conn)
+	}
+	return &guardedConn{inner: pc, g: g}, nil
+}
+
+// Driver returns the wrapped connector's driver.
+func (g *guardedConnector) Driver() driver.Driver { return g.inner.Driver() }
+
+// call runs fn through the breaker; a refusal wraps domain.ErrUnavailable.
+func (g *guardedConnector) call(fn func() error) error {
+	_, err := g.cb.Execute(func() (struct{}, error) { return struct{}{}, fn() })
+	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+		return fmt.Errorf("database: %w: %w", domain.ErrUnavailable, err)
+	}
+	return err
+}
+
+// bound gives ctx the call deadline when it has none; cancel is nil when it added none.
+func (g *guardedConnector) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if g.callTimeout <= 0 {
+		return ctx, nil
+	}
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, nil
+	}
+	return context.WithTimeout(ctx, g.callTimeout)
+}
+
+// guardedConn is one pgx connection whose round trips go through the breaker.
+type guardedConn struct {
+	inner pgxConn
+	g     *guardedConnector
+}
+
+func (c *guardedConn) Prepare(query string) (driver.Stmt, error) {
+	return c.PrepareContext(context.Background(), query)
+}
+
+func (c *guardedConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	ctx, cancel := c.g.bound(ctx)
+	if cancel != nil {
+		defer cancel()
+	}
+	var stmt driver.Stmt
+	err := c.g.call(func() (err error) {
+		stmt, err = c.inner.PrepareContext(ctx, query)
+		return err
+	})
+	return stmt, err
+}
+
+func (c *guardedConn) Close() error { return c.inner.Close() }
+
+func (c *guardedConn) Begin() (driver.Tx, error) {
+	return c.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+// BeginTx starts a transaction through the breaker. pgx keeps the context for COMMIT
+// and ROLLBACK, so a deadline added here covers the whole transaction and is released
+// when it ends.
+func (c *guardedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	ctx, cancel := c.g.bound(ctx)
+	var tx driver.Tx
+	err := c.g.call(func() (err error) {
+		tx, err = c.inner.BeginTx(ctx, opts)
+		return err
+	})
+	if cancel == nil {
+		return tx, err
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &boundTx{Tx: tx, cancel: cancel}, nil
+}
+
+func (c *guardedConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	ctx, cancel := c.g.bound(ctx)
+	if cancel != nil {
+		defer cancel()
+	}
+	var res driver.Result
+	err := c.g.call(func() (err error) {
+		res, err = c.inner.ExecContext(ctx, query, args)
+		return err
+	})
+	return res, err
+}
+
+// QueryContext runs a query through the breaker. The rows are read under the same
+// context, so a deadline added here is released when they are closed.
+func (c *guardedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	ctx, cancel := c.g.bound(ctx)
+	var rows driver.Rows
+	err := c.g.call(func() (err error) {
+		rows, err = c.inner.QueryContext(ctx, query, args)
+		return err
+	})
+	if cancel == nil {
+		return rows, err
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if pr, ok := rows.(pgxRows); ok {
+		return &boundRows{pgxRows: pr, cancel: cancel}, nil
+	}
+	return &boundPlainRows{Rows: rows, cancel: cancel}, nil
+}
+
+func (c *guardedConn) Ping(ctx context.Context) error {
+	ctx, cancel := c.g.bound(ctx)
+	if cancel != nil {
+		defer cancel()
+	}
+	return c.g.call(func() error { return c.inner.Ping(ctx) })
+}
+
+// ResetSession may ping a connection idle for a while; it is bounded but not counted,
+// since its failure only makes database/sql take another connection.
+func (c *guardedConn) ResetSession(ctx context.Context) error {
+	ctx, cancel := c.g.bound(ctx)
+	if cancel != nil {
+		defer cancel()
+	}
+	return c.inner.ResetSession(ctx)
+}
+
+func (c *guardedConn) CheckNamedValue(v *driver.NamedValue) error { return c.inner.CheckNamedValue(v) }
+
+// boundTx releases the deadline its connection added once the transaction ends.
+type boundTx struct {
+	driver.Tx
+	cancel context.CancelFunc
+}
+
+func (t *boundTx) Commit() error {
+	defer t.cancel()
+	return t.Tx.Commit()
+}
+
+func (t *boundTx) Rollback() error {
+	defer t.cancel()
+	return t.Tx.Rollback()
+}
+
+// pgxRows is what pgx's rows implement and database/sql uses for ColumnTypes.
+type pgxRows interface {
+	driver.Rows
+	driver.RowsColumnTypeDatabaseTypeName
+	driver.RowsColumnTypeLength
+	driver.RowsColumnTypePrecisionScale
+	driver.RowsColumnTypeScanType
+}
+
+// boundRows releases the deadline their query added once they are closed.
+type boundRows struct {
+	pgxRows
+	cancel context.CancelFunc
+}
+
+func (r *boundRows) Close() error {
+	defer r.cancel()
+	return r.pgxRows.Close()
+}
+
+type boundPlainRows struct {
+	driver.Rows
+	cancel context.CancelFunc
+}
+
+func (r *boundPlainRows) Close() error {
+	defer r.cancel()
+	return r.Rows.Close()
+}

@@ -1,0 +1,308 @@
+package pgstore_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/sony/gobreaker/v2"
+	"github.com/uptrace/bun"
+
+	"github.com/seckill/seckill/adapters/pgstore"
+	"github.com/seckill/seckill/adapters/testenv"
+	"github.com/seckill/seckill/domain"
+)
+
+// guarded returns the repositories of a migrated database of their own, reached
+// through a link the test can cut or hang, opened with OpenGuarded.
+func guarded(t *testing.T, opts pgstore.GuardOptions) (*bun.DB, *pgstore.Vouchers, *link) {
+	t.Helper()
+	ctx := context.Background()
+	direct := testenv.PostgresURL(t)
+	mig, err := pgstore.Open(ctx, direct)
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	if _, err := pgstore.MigrateUp(ctx, mig); err != nil {
+		t.Fatalf("migrate up: %v", err)
+	}
+	_ = mig.Close()
+
+	u, err := url.Parse(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := newLink(t, u.Host)
+	u.Host = l.addr
+	db, err := pgstore.OpenGuarded(ctx, u.String(), opts)
+	if err != nil {
+		t.Fatalf("open guarded: %v", err)
+	}
+	// Closed before testenv drops the database, and before the link goes.
+	t.Cleanup(func() { _ = db.Close() })
+	return db, pgstore.NewVouchers(db), l
+}
+
+// waitRecovered lists vouchers until it works again, for at most 10 s.
+func waitRecovered(t *testing.T, vs *pgstore.Vouchers, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := vs.List(context.Background())
+		if err == nil {
+			if len(got) != want {
+				t.Fatalf("after recovery: %d vouchers, want %d", len(got), want)
+			}
+			return
+		}
+		if !errors.Is(err, domain.ErrUnavailable) {
+			t.Fatalf("list while the database comes back: %v", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no recovery 10s after the database came back: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestGuardedDatabaseDownAndBack cuts the database off (connections refused, live ones
+// reset, as when it stops): calls answer ErrUnavailable, the breaker opens and then
+// refuses at once; once the database is reachable again the pool recovers by itself.
+func TestGuardedDatabaseDownAndBack(t *testing.T) {
+	ctx := context.Background()
+	_, vs, l := guarded(t, pgstore.GuardOptions{Failures: 3, OpenFor: 200 * time.Millisecond, CallTimeout: 300 * time.Millisecond})
+	create(t, vs, newVoucher("before", t0, t0.Add(time.Hour)))
+
+	l.down()
+	var err error
+	for i := 0; i < 10 && !errors.Is(err, gobreaker.ErrOpenState); i++ {
+		_, err = vs.List(ctx)
+		t.Logf("list %d with the database down: %v", i, err)
+		if !errors.Is(err, domain.ErrUnavailable) {
+			t.Fatalf("list %d with the database down: %v, want ErrUnavailable", i, err)
+		}
+	}
+	if !errors.Is(err, gobreaker.ErrOpenState) {
+		t.Fatalf("the breaker did not open after 10 failures: %v", err)
+	}
+	v := newVoucher("while down", t0, t0.Add(time.Hour))
+	if err := vs.Create(ctx, &v); !errors.Is(err, domain.ErrUnavailable) || !errors.Is(err, gobreaker.ErrOpenState) {
+		t.Fatalf("create with the breaker open: %v", err)
+	}
+
+	l.up()
+	waitRecovered(t, vs, 1)
+	create(t, vs, newVoucher("after", t0, t0.Add(time.Hour)))
+}
+
+// TestGuardedDatabaseHung makes the database stop answering: a call without a
+// deadline of its own gives up at CallTimeout, the breaker opens and then refuses far
+// quicker than that; when the database answers again the pool recovers by itself.
+func TestGuardedDatabaseHung(t *testing.T) {
+	ctx := context.Background()
+	const callTimeout = 300 * time.Millisecond
+	_, vs, l := guarded(t, pgstore.GuardOptions{Failures: 2, OpenFor: 200 * time.Millisecond, CallTimeout: callTimeout, ConnectTimeout: callTimeout})
+	create(t, vs, newVoucher("before", t0, t0.Add(time.Hour)))
+
+	l.hang()
+	var err error
+	for i := 0; i < 10 && !errors.Is(err, gobreaker.ErrOpenState); i++ {
+		began := time.Now()
+		_, err = vs.List(ctx)
+		took := time.Since(began)
+		t.Logf("list %d on a hung database: %v after %v", i, err, took)
+		if took >= time.Second {
+			t.Fatalf("list %d on a hung database took %v, want under 1s", i, took)
+		}
+		if !errors.Is(err, domain.ErrUnavailable) {
+			t.Fatalf("list %d on a hung database: %v, want ErrUnavailable", i, err)
+		}
+	}
+	began := time.Now()
+	_, err = vs.List(ctx)
+	took := time.Since(began)
+	if !errors.Is(err, gobreaker.ErrOpenState) {
+		t.Fatalf("list with the breaker open: %v", err)
+	}
+	if took >= callTimeout/3 {
+		t.Fatalf("the open breaker answered in %v, want far less than the %v call timeout", took, callTimeout)
+	}
+
+	l.heal()
+	waitRecovered(t, vs, 1)
+}
+
+// TestGuardedDatabaseDeadlines checks the deadlines OpenGuarded adds: a statement
+// without one stops at CallTimeout, a transaction and a read still work under it, and
+// a connection attempt stops at ConnectTimeout even when the dsn allows longer.
+func TestGuardedDatabaseDeadlines(t *testing.T) {
+	ctx := context.Background()
+	const callTimeout = 300 * time.Millisecond
+	db, vs, l := guarded(t, pgstore.GuardOptions{CallTimeout: callTimeout})
+
+	began := time.Now()
+	_, err := db.ExecContext(ctx, "SELECT pg_sleep(5)")
+	if took := time.Since(began); err == nil || took >= 5*callTimeout {
+		t.Fatalf("a 5 s statement under a %v call timeout: %v after %v", callTimeout, err, took)
+	}
+	if !pgconn.Timeout(err) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a statement past the call timeout: %v, want a timeout", err)
+	}
+
+	// A transaction carries the deadline from BEGIN to COMMIT; rows are read under it.
+	err = db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		_, err := tx.ExecContext(ctx, "INSERT INTO vouchers (title, stock, begins_at, ends_at, per_user_limit) VALUES ('tx', 1, now(), now() + interval '1 hour', 1)")
+		return err
+	})
+	if err != nil {
+		t.Fatalf("transaction: %v", err)
+	}
+	if got := list(t, vs); len(got) != 1 || got[0].Title != "tx" {
+		t.Fatalf("after the transaction: %+v", got)
+	}
+
+	// A fresh pool to a server that accepts but never answers: the dsn's 10 s
+	// connect_timeout is capped at ConnectTimeout.
+	l.hang()
+	u, err := url.Parse("postgres://postgres@" + l.addr + "/postgres?sslmode=disable&connect_timeout=10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const connectTimeout = 300 * time.Millisecond
+	began = time.Now()
+	hungDB, err := pgstore.OpenGuarded(ctx, u.String(), pgstore.GuardOptions{ConnectTimeout: connectTimeout})
+	took := time.Since(began)
+	if err == nil {
+		_ = hungDB.Close()
+		t.Fatal("opened a database that never answers")
+	}
+	if took >= 3*connectTimeout {
+		t.Fatalf("connecting to a silent server took %v, want about the %v connect timeout", took, connectTimeout)
+	}
+}
+
+// link is a TCP relay to a real server that a test can cut (down, up) or make stop
+// answering (hang, heal), to play a stopped or hung server without touching the
+// server other tests and packages share.
+type link struct {
+	t      *testing.T
+	addr   string
+	target string
+
+	mu    sync.Mutex
+	ln    net.Listener
+	hung  bool
+	conns map[net.Conn]bool
+}
+
+func newLink(t *testing.T, target string) *link {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &link{t: t, addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]bool{}}
+	go l.accept(ln)
+	t.Cleanup(l.down)
+	return l
+}
+
+func (l *link) accept(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", l.target)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		l.mu.Lock()
+		l.conns[c], l.conns[up] = true, true
+		l.mu.Unlock()
+		go l.pump(up, c)
+		go l.pump(c, up)
+	}
+}
+
+// pump relays src to dst, dropping what it reads while the link hangs.
+func (l *link) pump(dst, src net.Conn) {
+	defer func() { _ = dst.Close(); _ = src.Close() }()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			l.mu.Lock()
+			hung := l.hung
+			l.mu.Unlock()
+			if !hung {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				l.t.Logf("link: %v", err)
+			}
+			return
+		}
+	}
+}
+
+// down stops listening and resets every connection: new ones are refused, as by a
+// stopped server.
+func (l *link) down() {
+	l.mu.Lock()
+	if l.ln != nil {
+		_ = l.ln.Close()
+		l.ln = nil
+	}
+	l.mu.Unlock()
+	l.closeAll()
+}
+
+// up listens again on the same address.
+func (l *link) up() {
+	l.t.Helper()
+	ln, err := net.Listen("tcp", l.addr)
+	if err != nil {
+		l.t.Fatalf("listen again on %s: %v", l.addr, err)
+	}
+	l.mu.Lock()
+	l.ln = ln
+	l.mu.Unlock()
+	go l.accept(ln)
+}
+
+// hang makes the link swallow everything, in both directions, on every connection.
+func (l *link) hang() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.hung = true
+}
+
+// heal makes the link relay again. The connections that lived through the hang lost
+// bytes, so they are cut, as a partition that outlives TCP's patience would.
+func (l *link) heal() {
+	l.mu.Lock()
+	l.hung = false
+	l.mu.Unlock()
+	l.closeAll()
+}
+
+func (l *link) closeAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.conns {
+		_ = c.Close()
+		delete(l.conns, c)
+	}
+}

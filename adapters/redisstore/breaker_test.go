@@ -1,0 +1,406 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/testenv"
+	"github.com/seckill/seckill/domain"
+)
+
+// guardedClient returns a client of addr tuned by TuneClientOptions and guarded by a
+// breaker hook, closed when the test ends.
+func guardedClient(t *testing.T, addr string, s redisstore.BreakerSettings) (*redis.Client, *redisstore.BreakerHook, *redis.Options) {
+	t.Helper()
+	opts := &redis.Options{Addr: addr}
+	redisstore.TuneClientOptions(opts)
+	client := redis.NewClient(opts)
+	hook := redisstore.NewBreakerHook("test", s)
+	client.AddHook(hook)
+	t.Cleanup(func() { _ = client.Close() })
+	return client, hook, opts
+}
+
+func TestTuneClientOptions(t *testing.T) {
+	var o redis.Options
+	redisstore.TuneClientOptions(&o)
+	if o.DialTimeout <= 0 || o.DialTimeout > 250*time.Millisecond {
+		t.Errorf("DialTimeout = %v, want (0, 250ms]", o.DialTimeout)
+	}
+	if got, want := o.DialerRetries, 1; got != want {
+		t.Errorf("DialerRetries = %d, want %d (one attempt)", got, want)
+	}
+	if got, want := o.MaxRetries, -1; got != want {
+		t.Errorf("MaxRetries = %d, want %d (go-redis: no retries; 0 means 3)", got, want)
+	}
+	if o.PoolTimeout <= 0 || o.PoolTimeout > 500*time.Millisecond {
+		t.Errorf("PoolTimeout = %v, want (0, 500ms]", o.PoolTimeout)
+	}
+	// The worst wait of one call: a free connection, then a dial or a reply.
+	if worst := o.PoolTimeout + max(o.DialTimeout, o.ReadTimeout, o.WriteTimeout); worst >= time.Second {
+		t.Errorf("worst wait %v, want under 1s", worst)
+	}
+}
+
+// TestBreakerCountsOnlyOutages sends commands that fail for reasons of their own to
+// a live Redis, through a breaker that opens on the first failure it counts: none of
+// them may open it, and the client's errors stay what Redis said.
+func TestBreakerCountsOnlyOutages(t *testing.T) {
+	ctx := context.Background()
+	shared := testenv.Redis(t)
+	client, hook, _ := guardedClient(t, shared.Options().Addr, redisstore.BreakerSettings{Failures: 1})
+	prefix := "t" + testenv.Unique()
+	str, stream := prefix+":str", prefix+":stream"
+	t.Cleanup(func() { shared.Del(context.Background(), str, stream) })
+	check(t, client.Set(ctx, str, "x", time.Minute).Err())
+
+	for _, tc := range []struct {
+		name   string
+		err    error
+		prefix string // of Redis's error reply; empty for redis.Nil
+	}{
+		{"nil", client.Get(ctx, prefix+":missing").Err(), ""},
+		{"noscript", client.EvalSha(ctx, "0123456789012345678901234567890123456789", nil).Err(), "NOSCRIPT"},
+		{"wrongtype", client.LPush(ctx, str, "y").Err(), "WRONGTYPE"},
+		{"nogroup", client.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: "c", Streams: []string{stream, ">"}, Block: -1}).Err(), "NOGROUP"},
+		{"busygroup", func() error {
+			check(t, client.XGroupCreateMkStream(ctx, stream, "g", "0").Err())
+			return client.XGroupCreateMkStream(ctx, stream, "g", "0").Err()
+		}(), "BUSYGROUP"},
+		{"script error", client.Eval(ctx, "return redis.error_reply('NOPE no')", nil).Err(), "NOPE"},
+		{"pipeline", func() error {
+			_, err := client.Pipelined(ctx, func(p redis.Pipeliner) error {
+				p.Get(ctx, prefix+":missing")
+				p.LPush(ctx, str, "y")
+				return nil
+			})
+			return err
+		}(), ""},
+	} {
+		if tc.err == nil {
+			t.Errorf("%s: no error", tc.name)
+			continue
+		}
+		if errors.Is(tc.err, domain.ErrUnavailable) {
+			t.Errorf("%s: %v counted as an outage", tc.name, tc.err)
+		}
+		if tc.prefix != "" && !redis.HasErrorPrefix(tc.err, tc.prefix) {
+			t.Errorf("%s: %v, want Redis's %s reply", tc.name, tc.err, tc.prefix)
+		}
+	}
+	if got, want := hook.State(), "closed"; got != want {
+		t.Fatalf("breaker %s after answers of a live server, want %s", got, want)
+	}
+	// The script fallback (EVALSHA, NOSCRIPT, EVAL) works through the hook.
+	script := redis.NewScript("return '" + testenv.Unique() + "'")
+	if err := script.Run(ctx, client, nil).Err(); err != nil {
+		t.Fatalf("script through the breaker: %v", err)
+	}
+}
+
+// privateRedis starts a Redis server of the test's own, so the test can stop and
+// restart it without disturbing the shared one other tests and packages use. It
+// follows testenv's rule: skipped without the test services, failed in CI.
+func privateRedis(t *testing.T) (addr string, stop, start func()) {
+	t.Helper()
+	testenv.RedisURL(t)
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redis-server not found: %v", err)
+		}
+		t.Skipf("redis-server not found: %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	check(t, err)
+	addr = l.Addr().String()
+	check(t, l.Close())
+	_, port, _ := net.SplitHostPort(addr)
+	dir := t.TempDir()
+	var cmd *exec.Cmd
+	stop = func() {
+		if cmd == nil {
+			return
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		cmd = nil
+	}
+	start = func() {
+		t.Helper()
+		cmd = exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir)
+		check(t, cmd.Start())
+		probe := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		defer probe.Close()
+		deadline := time.Now().Add(10 * time.Second)
+		for probe.Ping(context.Background()).Err() != nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("redis-server on %s did not start", addr)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	start()
+	t.Cleanup(stop)
+	return addr, stop, start
+}
+
+// TestBreakerRedisDownAndBack kills Redis under a Stock: the calls answer
+// ErrUnavailable, the breaker opens and then refuses at once, far quicker than the
+// client's timeout; once Redis is back (empty, its scripts forgotten), the client
+// recovers by itself.
+func TestBreakerRedisDownAndBack(t *testing.T) {
+	ctx := context.Background()
+	addr, stop, start := privateRedis(t)
+	client, hook, opts := guardedClient(t, addr, redisstore.BreakerSettings{Failures: 3, OpenFor: 200 * time.Millisecond})
+	s := redisstore.NewStock(client, redisstore.Options{Prefix: "t" + testenv.Unique()})
+	v := voucher(1, 10, 1)
+	if _, err := s.Warm(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	check(t, s.Reserve(ctx, grab(v.ID, 1, 1)))
+
+	stop()
+	for i := range 3 {
+		err := s.Reserve(ctx, grab(v.ID, domain.UserID(10+i), 1))
+		if !errors.Is(err, domain.ErrUnavailable) {
+			t.Fatalf("reserve %d with Redis down: %v, want ErrUnavailable", i, err)
+		}
+	}
+	if got, want := hook.State(), "open"; got != want {
+		t.Fatalf("breaker %s after 3 failures, want %s", got, want)
+	}
+	began := time.Now()
+	err := s.Reserve(ctx, grab(v.ID, 20, 1))
+	took := time.Since(began)
+	if !errors.Is(err, domain.ErrUnavailable) || !errors.Is(err, gobreaker.ErrOpenState) {
+		t.Fatalf("reserve with the breaker open: %v, want ErrUnavailable from the open breaker", err)
+	}
+	if took >= opts.ReadTimeout/3 {
+		t.Fatalf("the open breaker answered in %v, want far less than the %v read timeout", took, opts.ReadTimeout)
+	}
+	_, err = client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Get(ctx, "a")
+		p.Get(ctx, "b")
+		return nil
+	})
+	if !errors.Is(err, gobreaker.ErrOpenState) {
+		t.Fatalf("pipeline with the breaker open: %v", err)
+	}
+
+	start()
+	// The restarted server is empty and has no scripts: the half-open probe meets
+	// NOSCRIPT, which must count as an answer, not as a failure.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := s.Warm(ctx, v)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, domain.ErrUnavailable) {
+			t.Fatalf("warm while Redis comes back: %v", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no recovery 10s after Redis restarted: %v (breaker %s)", err, hook.State())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	check(t, s.Reserve(ctx, grab(v.ID, 30, 1)))
+	if got, want := hook.State(), "closed"; got != want {
+		t.Fatalf("breaker %s after recovery, want %s", got, want)
+	}
+}
+
+// TestBreakerRedisHung puts a link that stops answering between the client and
+// Redis: each call gives up within the client's timeout (no call waits 1 s), the
+// breaker opens and then refuses at once; when the link answers again, the client
+// recovers by itself.
+func TestBreakerRedisHung(t *testing.T) {
+	ctx := context.Background()
+	shared := testenv.Redis(t)
+	link := newLink(t, shared.Options().Addr)
+	client, hook, opts := guardedClient(t, link.addr, redisstore.BreakerSettings{Failures: 2, OpenFor: 200 * time.Millisecond})
+	key := "t" + testenv.Unique() + ":k"
+	t.Cleanup(func() { shared.Del(context.Background(), key) })
+	check(t, client.Set(ctx, key, "v", time.Minute).Err())
+
+	link.hang()
+	for i := range 2 {
+		began := time.Now()
+		err := client.Get(ctx, key).Err()
+		took := time.Since(began)
+		if !errors.Is(err, domain.ErrUnavailable) {
+			t.Fatalf("get %d on a hung link: %v, want ErrUnavailable", i, err)
+		}
+		if took >= time.Second {
+			t.Fatalf("get %d on a hung link took %v, want under 1s", i, took)
+		}
+	}
+	began := time.Now()
+	err := client.Get(ctx, key).Err()
+	took := time.Since(began)
+	if !errors.Is(err, gobreaker.ErrOpenState) {
+		t.Fatalf("get with the breaker open: %v (breaker %s)", err, hook.State())
+	}
+	if took >= opts.ReadTimeout/3 {
+		t.Fatalf("the open breaker answered in %v, want far less than the %v read timeout", took, opts.ReadTimeout)
+	}
+
+	link.heal()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		v, err := client.Get(ctx, key).Result()
+		if err == nil {
+			if v != "v" {
+				t.Fatalf("get after recovery = %q, want %q", v, "v")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no recovery 10s after the link healed: %v (breaker %s)", err, hook.State())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// link is a TCP relay to a real server that a test can make stop answering (hang)
+// and answer again (heal), to play a hung server or a network partition without
+// touching the server others use.
+type link struct {
+	t      *testing.T
+	addr   string
+	target string
+	ln     net.Listener
+
+	mu    sync.Mutex
+	hung  bool
+	conns map[net.Conn]bool
+}
+
+func newLink(t *testing.T, target string) *link {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	check(t, err)
+	l := &link{t: t, addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]bool{}}
+	go l.accept()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		l.closeAll()
+	})
+	return l
+}
+
+func (l *link) accept() {
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			return
+		}
+		up, err := net.Dial("tcp", l.target)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		l.mu.Lock()
+		l.conns[c], l.conns[up] = true, true
+		l.mu.Unlock()
+		go l.pump(up, c)
+		go l.pump(c, up)
+	}
+}
+
+// pump relays src to dst, dropping what it reads while the link hangs.
+func (l *link) pump(dst, src net.Conn) {
+	defer func() { _ = dst.Close(); _ = src.Close() }()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			l.mu.Lock()
+			hung := l.hung
+			l.mu.Unlock()
+			if !hung {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				l.t.Logf("link: %v", err)
+			}
+			return
+		}
+	}
+}
+
+// hang makes the link swallow everything, in both directions, on every connection.
+func (l *link) hang() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.hung = true
+}
+
+// heal makes the link relay again. The connections that lived through the hang lost
+// bytes, so they are cut, as a partition that outlives TCP's patience would.
+func (l *link) heal() {
+	l.mu.Lock()
+	l.hung = false
+	l.mu.Unlock()
+	l.closeAll()
+}
+
+func (l *link) closeAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.conns {
+		_ = c.Close()
+		delete(l.conns, c)
+	}
+}
+
+func TestRateLimiter(t *testing.T) {
+	ctx := context.Background()
+	client := testenv.Redis(t)
+	prefix := "t" + testenv.Unique()
+	rl := redisstore.NewRateLimiter(client, redisstore.Options{Prefix: prefix})
+	key := prefix + ":rl:ip:192.0.2.1"
+	t.Cleanup(func() { client.Del(context.Background(), "rate:"+key) })
+
+	for i := range 3 {
+		allowed, _, err := rl.Allow(ctx, "ip:192.0.2.1", 1, 3)
+		check(t, err)
+		if !allowed {
+			t.Fatalf("request %d within the burst refused", i+1)
+		}
+	}
+	allowed, wait, err := rl.Allow(ctx, "ip:192.0.2.1", 1, 3)
+	check(t, err)
+	if allowed || wait <= 0 || wait > time.Second {
+		t.Fatalf("request over the limit: allowed %v, retry after %v; want refused, within 1s", allowed, wait)
+	}
+	other := "ip:192.0.2.2"
+	t.Cleanup(func() { client.Del(context.Background(), "rate:"+prefix+":rl:"+other) })
+	if allowed, _, err := rl.Allow(ctx, other, 1, 3); err != nil || !allowed {
+		t.Fatalf("another client: allowed %v, %v", allowed, err)
+	}
+	ttl, err := client.PTTL(ctx, "rate:"+key).Result()
+	check(t, err)
+	if ttl <= 0 || ttl > 3*time.Second {
+		t.Fatalf("counter %s expires in %v, want within the burst's 3s", "rate:"+key, ttl)
+	}
+	if _, _, err := rl.Allow(ctx, "ip:x", 0, 1); err == nil {
+		t.Fatal("a rate of 0 was accepted")
+	}
+}
