@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/domain"
 )
 
@@ -65,14 +66,28 @@ func BenchmarkGrab(b *testing.B) {
 	benchGrab(b, http.StatusAccepted, 10_000_000)
 }
 
+// BenchmarkGrabLimited is BenchmarkGrab with every limit on, as serve's defaults set
+// them: the in-flight bound, the per-user rate and the backlog bound (both checked in
+// the reserve script), and the circuit breaker on every Redis call. Each operation is
+// still a fresh user's successful reservation, so the limits cost but never refuse.
+func BenchmarkGrabLimited(b *testing.B) {
+	benchGrab(b, http.StatusAccepted, 10_000_000, func(s *setup) {
+		s.http.MaxInflight = 10_000
+		s.stock.UserRate, s.stock.UserBurst, s.stock.MaxBacklog = 5, 5, 100_000_000
+	})
+}
+
 // BenchmarkGrabSoldOut measures the flood after a sell-out: 1,000 users pressing grab
 // again and again, answered from the instance's sold-out flag.
 func BenchmarkGrabSoldOut(b *testing.B) {
 	benchGrab(b, http.StatusConflict, 1)
 }
 
-func benchGrab(b *testing.B, want, stock int) {
-	a := newAPI(b)
+func benchGrab(b *testing.B, want, stock int, opts ...func(*setup)) {
+	a := newAPI(b, opts...)
+	if len(opts) > 0 {
+		a.redis.AddHook(redisstore.NewBreakerHook("redis", redisstore.BreakerSettings{}))
+	}
 	id := a.createVoucher(stock, 1)
 	users := b.N
 	if stock == 1 {

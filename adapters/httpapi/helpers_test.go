@@ -39,9 +39,15 @@ type api struct {
 	admin  string
 }
 
-// newAPI wires the API on real Redis and PostgreSQL; opts adjust the grab path's
-// limits (off by default, so tests that are not about them can grab freely).
-func newAPI(t testing.TB, opts ...func(*redisstore.Options)) *api {
+// setup is what a test may adjust before newAPI wires the API. Every limit is off by
+// default, so tests that are not about them can grab freely.
+type setup struct {
+	stock redisstore.Options
+	http  httpapi.Options
+}
+
+// newAPI wires the API on real Redis and PostgreSQL, as serve does.
+func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	t.Helper()
 	ctx := context.Background()
 	rdb := testenv.Redis(t)
@@ -55,11 +61,14 @@ func newAPI(t testing.TB, opts ...func(*redisstore.Options)) *api {
 	}
 	prefix := "t" + testenv.Unique()
 	t.Cleanup(func() { deleteKeys(rdb, prefix) })
-	stockOpts := redisstore.Options{Prefix: prefix}
-	for _, o := range opts {
-		o(&stockOpts)
+	cfg := setup{
+		stock: redisstore.Options{Prefix: prefix},
+		http:  httpapi.Options{BodyLimit: "4K", RequestTimeout: 2 * time.Second},
 	}
-	stock := redisstore.NewStock(rdb, stockOpts)
+	for _, o := range opts {
+		o(&cfg)
+	}
+	stock := redisstore.NewStock(rdb, cfg.stock)
 	vouchers := pgstore.NewVouchers(db)
 	orders := pgstore.NewOrders(db)
 	reservations := redisstore.NewReservations(rdb, redisstore.Options{Prefix: prefix})
@@ -72,7 +81,7 @@ func newAPI(t testing.TB, opts ...func(*redisstore.Options)) *api {
 	compensate := application.NewCompensate(stock, orders)
 	tokens := httpapi.NewTokens([]byte(secret))
 	e := httpapi.New(
-		httpapi.Options{BodyLimit: "4K", RequestTimeout: 2 * time.Second},
+		cfg.http,
 		httpapi.UseCases{
 			CreateVoucher:   application.NewCreateVoucher(vouchers, stock),
 			GetVoucher:      application.NewGetVoucher(vouchers, stock),

@@ -10,7 +10,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/domain"
 )
 
@@ -51,7 +50,7 @@ func TestPauseAndResume(t *testing.T) {
 }
 
 func TestUserRateLimit(t *testing.T) {
-	a := newAPI(t, func(o *redisstore.Options) { o.UserRate, o.UserBurst = 1, 3 })
+	a := newAPI(t, func(s *setup) { s.stock.UserRate, s.stock.UserBurst = 1, 3 })
 	id := a.createVoucher(5, 1)
 	hammer, other := a.token(10, false), a.token(11, false)
 	// The burst answers normally (one reservation, then already_purchased) ...
@@ -142,5 +141,32 @@ func TestSoldOutShortCut(t *testing.T) {
 	cancel()
 	if err := <-subscribed; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMalformedGrabsNeverReachRedis: a burst of bad grabs is refused by the cheapest
+// layer that can, without a single Redis call.
+func TestMalformedGrabsNeverReachRedis(t *testing.T) {
+	a := newAPI(t)
+	id := a.createVoucher(5, 1)
+	counter := &commandCounter{}
+	a.redis.AddHook(counter)
+	user := a.token(10, false)
+	for i := 0; i < 50; i++ {
+		for _, tc := range []struct{ path, token, body string }{
+			{"/api/v1/vouchers/" + id + "/grab", "", ""},
+			{"/api/v1/vouchers/" + id + "/grab", "forged.token.here", ""},
+			{"/api/v1/vouchers/abc/grab", user, ""},
+			{"/api/v1/vouchers/" + id + "/grab", user, `{"quantity":0}`},
+			{"/api/v1/vouchers/" + id + "/grab", user, `{"quantity":"x"}`},
+			{"/api/v1/vouchers/" + id + "/grab", user, `{`},
+		} {
+			if r := a.do(http.MethodPost, tc.path, tc.token, tc.body); r.Status < 400 || r.Status >= 500 {
+				t.Fatalf("%s %q: %d %s", tc.path, tc.body, r.Status, r.Raw)
+			}
+		}
+	}
+	if got := counter.n.Load(); got != 0 {
+		t.Fatalf("300 malformed grabs made %d Redis calls, want 0", got)
 	}
 }

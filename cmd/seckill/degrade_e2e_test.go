@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+// redisOutage returns the scripts that stop and start the throwaway Redis. The
+// end-to-end package runs alone (scripts/test.sh), so stopping it disturbs no other
+// package.
+func redisOutage(t *testing.T) (stop, start string) {
+	t.Helper()
+	for _, name := range []string{"SECKILL_TEST_REDIS_STOP", "SECKILL_TEST_REDIS_START"} {
+		if os.Getenv(name) != "" {
+			continue
+		}
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not set; in CI every integration test must run (use scripts/test.sh)", name)
+		}
+		t.Skipf("%s is not set; run scripts/test.sh to test a Redis outage", name)
+	}
+	return os.Getenv("SECKILL_TEST_REDIS_STOP"), os.Getenv("SECKILL_TEST_REDIS_START")
+}
+
+// TestRedisOutage: with Redis stopped, grabs answer 503 with Retry-After at once —
+// once the breaker is open none waits for a client timeout — and the service recovers
+// by itself when Redis is back (an empty Redis: the warm-up rebuilds the voucher from
+// the database, its orders included, so nobody can buy twice).
+func TestRedisOutage(t *testing.T) {
+	stopRedis, startRedis := redisOutage(t)
+	fi := startFulfilInstance(t, "SECKILL_WARM_INTERVAL=1s")
+	id := fi.createVoucher(5, 1)
+	g := newGrabs()
+	fi.prime(id, 1, g)
+
+	down := true
+	t.Cleanup(func() {
+		if down {
+			_ = exec.Command(startRedis).Run()
+		}
+	})
+	if out, err := exec.Command(stopRedis).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", stopRedis, err, out)
+	}
+	var slowest time.Duration
+	for i := 0; i < 40; i++ {
+		began := time.Now()
+		status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", fi.token(100, false), nil)
+		took := time.Since(began)
+		if status != http.StatusServiceUnavailable || body["error"].(map[string]any)["code"] != "unavailable" {
+			t.Fatalf("grab %d with Redis down: %d %v", i, status, body)
+		}
+		if i >= 10 { // the breaker has long opened: the fast path only
+			slowest = max(slowest, took)
+		}
+	}
+	// Redis's read timeout is 300 ms; an answer from the open breaker takes a small
+	// fraction of it.
+	if slowest >= 150*time.Millisecond {
+		t.Fatalf("with the breaker open a grab still took %v", slowest)
+	}
+	if status, _ := fi.call(http.MethodGet, "/healthz", "", nil); status != http.StatusOK {
+		t.Fatalf("healthz during the outage: %d", status)
+	}
+
+	if out, err := exec.Command(startRedis).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", startRedis, err, out)
+	}
+	down = false
+	eventually(t, 15*time.Second, "grabs served again", func() (bool, string) {
+		status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", fi.token(100, false), nil)
+		return status == http.StatusAccepted, fmt.Sprintf("%d %v", status, body)
+	})
+	// The order placed before the outage still counts: its user cannot buy twice.
+	status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", fi.token(1, false), nil)
+	if status != http.StatusConflict {
+		t.Fatalf("the earlier buyer grabbed again: %d %v", status, body)
+	}
+	fi.waitSettled(id, 2, 15*time.Second)
+	st := fi.assertStatsAddUp(id)
+	if st["remaining"] != 3 {
+		t.Fatalf("stats after recovery: %v", st)
+	}
+}
