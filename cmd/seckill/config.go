@@ -16,6 +16,8 @@ import (
 
 // Common holds the settings of every command that reaches Redis and PostgreSQL.
 type Common struct {
+	StrategyConfig `embed:""`
+
 	RedisURL       string        `name:"redis-url" env:"SECKILL_REDIS_URL" help:"Redis URL, e.g. redis://127.0.0.1:6379/0."`
 	DatabaseURL    string        `name:"database-url" env:"SECKILL_DATABASE_URL" help:"PostgreSQL URL, e.g. postgres://user@127.0.0.1:5432/seckill?sslmode=disable."`
 	KeyPrefix      string        `name:"key-prefix" env:"SECKILL_KEY_PREFIX" default:"seckill" help:"Prefix of every Redis key seckill writes."`
@@ -80,6 +82,9 @@ const minSecretLen = 16
 // validate checks the common settings and returns the first problem as one line
 // naming the setting.
 func (c *Common) validate() error {
+	if err := c.StrategyConfig.Validate(); err != nil {
+		return err
+	}
 	if err := checkRedisURL(c.RedisURL); err != nil {
 		return err
 	}

@@ -4,23 +4,34 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/uptrace/bun"
+	"go.uber.org/zap"
 
 	"github.com/seckill/seckill/adapters/pgstore"
+	"github.com/seckill/seckill/cmd/seckill/internal/load"
 )
 
 type demoCmd struct {
 	Common    `embed:""`
 	LoadFlags `embed:""`
+	Compare   bool `name:"compare" help:"Fire the same sale at each stock strategy in turn (lua, watch, postgres), each on a fresh voucher and key prefix, and print them side by side."`
 
-	cfg Config // serve's configuration for the demo, made by Validate
+	cfg      Config        // serve's configuration for the demo, made by Validate
+	strategy StockStrategy // the stock strategy of a single run
 }
 
 // Validate checks the flags and the serve settings the demo uses before Run (kong
@@ -32,11 +43,15 @@ func (c *demoCmd) Validate() error {
 	if err := c.Common.validate(); err != nil {
 		return err
 	}
+	strategy, err := configuredStrategy(c.Common)
+	if err != nil {
+		return err
+	}
 	cfg, err := demoConfig(c.Common)
 	if err != nil {
 		return err
 	}
-	c.cfg = cfg
+	c.cfg, c.strategy = cfg, strategy
 	return nil
 }
 
@@ -45,7 +60,8 @@ const demoReadyTimeout = 15 * time.Second
 
 // Run migrates the database, starts the service on an ephemeral loopback port with a
 // fresh secret and key prefix, fires the flash sale at it over HTTP, prints the
-// report and shuts the service down. It fails when a promise was broken.
+// report and shuts the service down. It fails when a promise was broken. With
+// --compare it does so once per stock strategy (see compare).
 func (c *demoCmd) Run(ctx context.Context) error {
 	level := c.LogLevel
 	if level == "info" { // the default: the demo's own report is what matters
@@ -57,30 +73,71 @@ func (c *demoCmd) Run(ctx context.Context) error {
 	}
 	defer func() { _ = log.Sync() }()
 
-	cfg := c.cfg
-	if err := migrateUp(ctx, cfg.DatabaseURL); err != nil {
+	if err := migrateUp(ctx, c.cfg.DatabaseURL); err != nil {
 		return err
 	}
-	a, cleanup, err := buildApp(ctx, cfg, log)
+	if c.Compare {
+		return c.compare(ctx, log)
+	}
+	cfg := c.cfg
+	svc, err := startDemo(ctx, cfg, c.strategy, log)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
+	fmt.Fprintf(os.Stderr, "seckill demo: service on %s (key prefix %s, stock strategy %s): %d users grab %d units, %d in flight\n",
+		svc.base, cfg.KeyPrefix, c.strategy, c.Users, c.Stock, c.Concurrency)
+	saleErr := runSale(ctx, sale{
+		base: svc.base, tokens: mintWith(cfg.JWTSecret), flags: c.LoadFlags,
+		stdout: os.Stdout, progress: terminal(os.Stderr),
+	})
+	if err := svc.stop(); err != nil && saleErr == nil {
+		return fmt.Errorf("shut down the demo service: %w", err)
+	}
+	return saleErr
+}
+
+// demoApp is serve's object graph and the database it uses.
+type demoApp struct {
+	App *app
+	DB  *bun.DB
+}
+
+// demoService is the service a demo runs on a loopback port.
+type demoService struct {
+	base string
+	// statements counts the statements the service sent to its database so far.
+	statements *statementCounter
+	// stop shuts the service down and closes its connections.
+	stop func() error
+}
+
+// startDemo builds serve's graph from cfg with the given stock strategy, serves it on
+// cfg.HTTPAddr and returns once it is ready.
+func startDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap.Logger) (*demoService, error) {
+	d, cleanup, err := buildDemo(ctx, cfg, strategy, log)
+	if err != nil {
+		return nil, err
+	}
+	// Added before anything runs: bun does not guard its list of hooks against
+	// queries in flight.
+	statements := &statementCounter{}
+	d.DB.AddQueryHook(statements)
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
-		return fmt.Errorf("demo listener: %w", err)
+		cleanup()
+		return nil, fmt.Errorf("demo listener: %w", err)
 	}
 	base := "http://" + ln.Addr().String()
 
 	serveCtx, stopServe := context.WithCancel(ctx)
-	defer stopServe()
 	served := make(chan struct{})
 	var serveErr error
 	go func() {
 		defer close(served)
-		serveErr = serve(serveCtx, a, ln, cfg, log)
+		serveErr = serve(serveCtx, d.App, ln, cfg, log)
 	}()
-	shutdown := func() error {
+	stop := func() error {
+		defer cleanup()
 		stopServe()
 		select {
 		case <-served:
@@ -89,22 +146,33 @@ func (c *demoCmd) Run(ctx context.Context) error {
 			return errors.New("the demo service did not stop in time")
 		}
 	}
-
 	if err := waitReady(ctx, base, served, &serveErr); err != nil {
-		_ = shutdown()
-		return err
+		_ = stop()
+		return nil, err
 	}
-	fmt.Fprintf(os.Stderr, "seckill demo: service on %s (key prefix %s): %d users grab %d units, %d in flight\n",
-		base, cfg.KeyPrefix, c.Users, c.Stock, c.Concurrency)
-	saleErr := runSale(ctx, sale{
-		base: base, tokens: mintWith(cfg.JWTSecret), flags: c.LoadFlags,
-		stdout: os.Stdout, progress: terminal(os.Stderr),
-	})
-	if err := shutdown(); err != nil && saleErr == nil {
-		return fmt.Errorf("shut down the demo service: %w", err)
-	}
-	return saleErr
+	return &demoService{base: base, statements: statements, stop: stop}, nil
 }
+
+// statementCounter is a bun query hook that counts the statements sent to the
+// database, BEGIN and COMMIT included.
+type statementCounter struct {
+	n atomic.Int64
+}
+
+var _ bun.QueryHook = (*statementCounter)(nil)
+
+// BeforeQuery does nothing.
+func (c *statementCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	return ctx
+}
+
+// AfterQuery counts one statement.
+func (c *statementCounter) AfterQuery(context.Context, *bun.QueryEvent) {
+	c.n.Add(1)
+}
+
+// count returns the statements counted so far.
+func (c *statementCounter) count() int64 { return c.n.Load() }
 
 // demoConfig is serve's configuration for a demo: c's Redis, PostgreSQL and logging,
 // a key prefix of its own (so demos never share keys with each other or a running
@@ -195,4 +263,158 @@ func waitReady(ctx context.Context, base string, served <-chan struct{}, serveEr
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// comparison is one strategy's row of `demo --compare`: the sale's report, with the
+// mean latency and the database statements the requests cost.
+type comparison struct {
+	Strategy StockStrategy `json:"strategy"`
+	load.Report
+	// AvgMs is the mean latency of the answered requests.
+	AvgMs float64 `json:"avg_ms"`
+	// Statements counts every statement the service sent to its database while the
+	// requests ran — the grab path's, and the fulfilment worker's and background
+	// jobs' meanwhile — and StatementsPerGrab divides it by the requests.
+	Statements        int64   `json:"db_statements"`
+	StatementsPerGrab float64 `json:"db_statements_per_grab"`
+}
+
+// compare fires the same sale — the same users in the same order, the same stock,
+// repeats and concurrency — at a service running each stock strategy in turn, each
+// with a fresh voucher and key prefix on the same Redis and database, prints the rows
+// side by side (a table, or with --json one JSON array) and returns an error wrapping
+// errBroken when any strategy broke a promise.
+func (c *demoCmd) compare(ctx context.Context, log *zap.Logger) error {
+	rows := make([]comparison, 0, len(stockStrategies))
+	for i, strategy := range stockStrategies {
+		cfg := c.cfg
+		if i > 0 {
+			// A fresh key prefix (and secret): each strategy sells on keys of its own.
+			var err error
+			if cfg, err = demoConfig(c.Common); err != nil {
+				return err
+			}
+		}
+		row, err := c.compareOne(ctx, cfg, strategy, log)
+		if err != nil {
+			return fmt.Errorf("%s: %w", strategy, err)
+		}
+		rows = append(rows, row)
+	}
+
+	var err error
+	if c.JSON {
+		err = json.NewEncoder(os.Stdout).Encode(rows)
+	} else {
+		err = writeComparison(os.Stdout, c.LoadFlags, c.cfg.SoldOutTTL, rows)
+	}
+	if err != nil {
+		return err
+	}
+	var problems []string
+	for _, r := range rows {
+		for _, p := range r.Problems() {
+			problems = append(problems, fmt.Sprintf("%s: %s", r.Strategy, p))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s", errBroken, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// compareOne starts the service with strategy, sells a fresh voucher to the load,
+// waits for its orders to be persisted and stops the service.
+func (c *demoCmd) compareOne(ctx context.Context, cfg Config, strategy StockStrategy, log *zap.Logger) (comparison, error) {
+	svc, err := startDemo(ctx, cfg, strategy, log)
+	if err != nil {
+		return comparison{}, err
+	}
+	fmt.Fprintf(os.Stderr, "seckill demo --compare: %s on %s (key prefix %s): %d users grab %d units, %d in flight\n",
+		strategy, svc.base, cfg.KeyPrefix, c.Users, c.Stock, c.Concurrency)
+	row, saleErr := c.sellCompared(ctx, svc, cfg, strategy)
+	if err := svc.stop(); err != nil && saleErr == nil {
+		return comparison{}, fmt.Errorf("shut down the demo service: %w", err)
+	}
+	return row, saleErr
+}
+
+// sellCompared creates a voucher of --stock units on svc, fires the load at it while
+// counting svc's database statements, and waits for the reserved orders to be
+// persisted.
+func (c *demoCmd) sellCompared(ctx context.Context, svc *demoService, cfg Config, strategy StockStrategy) (comparison, error) {
+	tokens := mintWith(cfg.JWTSecret)
+	admin, err := tokens(1, true)
+	if err != nil {
+		return comparison{}, fmt.Errorf("admin token: %w", err)
+	}
+	now := time.Now().UTC()
+	v, err := load.CreateVoucher(ctx, svc.base, admin, load.NewVoucher{
+		Title: fmt.Sprintf("seckill demo --compare %s %s", strategy, now.Format(time.RFC3339)), Stock: c.Stock,
+		BeginsAt: now.Add(-time.Minute), EndsAt: now.Add(saleWindow), PerUserLimit: 1,
+	})
+	if err != nil {
+		return comparison{}, err
+	}
+	// Minting the tokens touches no database: the statements counted across the run
+	// are the service's while it answers the grabs.
+	first := svc.statements.count()
+	result, err := load.Run(ctx, load.Options{
+		Base: svc.base, Voucher: v.ID, Tokens: tokens, Users: c.Users, Dup: c.Dup,
+		Concurrency: c.Concurrency, Seed: c.Seed,
+	})
+	statements := svc.statements.count() - first
+	if err != nil {
+		return comparison{}, err
+	}
+	persisted, waitErr := load.WaitPersisted(ctx, svc.base, v.ID, admin, result.Reserved, c.Timeout)
+	if waitErr != nil && !errors.Is(waitErr, load.ErrNotPersisted) {
+		return comparison{}, waitErr
+	}
+	rep := load.NewReport(load.Sale{Voucher: v.ID, Stock: v.Stock, Users: c.Users, Concurrency: c.Concurrency},
+		result, persisted.Orders, persisted.Took)
+	row := comparison{
+		Strategy: strategy, Report: rep,
+		AvgMs:      math.Round(float64(result.Mean)/float64(time.Microsecond)) / 1000,
+		Statements: statements,
+	}
+	if rep.Requests > 0 {
+		row.StatementsPerGrab = math.Round(float64(statements)/float64(rep.Requests)*1000) / 1000
+	}
+	return row, nil
+}
+
+// writeComparison writes the rows of `demo --compare` as a table for people.
+func writeComparison(w io.Writer, f LoadFlags, soldOutTTL time.Duration, rows []comparison) error {
+	repeats := 0
+	if len(rows) > 0 {
+		repeats = max(rows[0].Requests-f.Users, 0)
+	}
+	fmt.Fprintf(w, "stock strategies compared: %d users (%d twice), %d units, %d in flight, sold-out short cut %v\n",
+		f.Users, repeats, f.Stock, f.Concurrency, soldOutTTL)
+	fmt.Fprintf(w, "  %-9s %8s %8s %10s %9s %7s %8s %8s %9s %13s %6s\n",
+		"strategy", "reserved", "oversold", "duplicates", "persisted", "other", "avg ms", "p99 ms", "req/s", "db stmts/grab", "")
+	for _, r := range rows {
+		verdict := "ok"
+		if r.Broken() {
+			verdict = "BROKEN"
+		}
+		fmt.Fprintf(w, "  %-9s %8d %8d %10d %9d %7d %8.2f %8.2f %9.0f %13.3f %6s\n",
+			r.Strategy, r.Reserved, r.Oversold, r.Duplicates, r.OrdersPersisted, r.Other,
+			r.AvgMs, r.P99Ms, r.RPS, r.StatementsPerGrab, verdict)
+	}
+	for _, r := range rows {
+		for _, ex := range r.OtherExamples {
+			fmt.Fprintf(w, "  %s, other answers, e.g.: %s\n", r.Strategy, ex)
+		}
+	}
+	fmt.Fprintln(w, "  db stmts/grab: every statement on the service's database while the requests ran (grab path,")
+	fmt.Fprintln(w, "  fulfilment worker, background jobs), BEGIN and COMMIT included, per request")
+	var err error
+	if broken := slices.IndexFunc(rows, func(r comparison) bool { return r.Broken() }); broken >= 0 {
+		_, err = fmt.Fprintln(w, "PROMISE BROKEN: see the rows marked BROKEN")
+	} else {
+		_, err = fmt.Fprintln(w, "all promises kept by every strategy: no oversell, no duplicate, no lost order")
+	}
+	return err
 }

@@ -24,7 +24,7 @@ type LoadFlags struct {
 	Concurrency int           `name:"concurrency" default:"500" help:"Requests in flight at once (and keep-alive connections in the pool)."`
 	Seed        uint64        `name:"seed" default:"1" help:"Seed of the order of the grabs and of who grabs twice."`
 	Timeout     time.Duration `name:"timeout" default:"60s" help:"How long to wait for every reserved order to be persisted."`
-	JSON        bool          `name:"json" help:"Print the report as one JSON object."`
+	JSON        bool          `name:"json" help:"Print the report as one JSON object (demo --compare: one JSON array of them)."`
 }
 
 // Limits of the load flags: beyond them a run is a mistake, not a benchmark.

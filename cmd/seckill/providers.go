@@ -35,19 +35,18 @@ type app struct {
 	Reconcile *application.Reconcile
 }
 
-// redisSet provides the Redis client and the adapters built on it.
+// redisSet provides the Redis client and the adapters built on it. The stock port and
+// its audit come from strategySet, which picks them by SECKILL_STOCK_STRATEGY.
 var redisSet = wire.NewSet(
 	openRedis,
 	grabStockOptions,
 	redisstore.NewStock,
-	wire.Bind(new(ports.Stock), new(*redisstore.Stock)),
 	queueOptions,
 	redisstore.NewQueue,
 	wire.Bind(new(ports.Queue), new(*redisstore.Queue)),
 	redisstore.NewReservations,
 	wire.Bind(new(ports.Reservations), new(*redisstore.Reservations)),
 	redisstore.NewAudit,
-	wire.Bind(new(ports.StockAudit), new(*redisstore.Audit)),
 	redisstore.NewRateLimiter,
 )
 

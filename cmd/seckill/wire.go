@@ -10,20 +10,29 @@ import (
 
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/application"
-	"github.com/seckill/seckill/ports"
 )
 
 // buildApp assembles serve's object graph.
 func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), error) {
-	wire.Build(commonSet, redisSet, postgresSet, systemSet, applicationSet, httpSet, wire.Struct(new(app), "*"))
+	wire.Build(commonSet, redisSet, postgresSet, systemSet, applicationSet, httpSet,
+		configuredStrategy, strategySet, wire.Struct(new(app), "*"))
+	return nil, nil, nil
+}
+
+// buildDemo assembles serve's object graph for one run of `seckill demo` with the
+// given stock strategy, and hands out the database too, so the demo can count the
+// statements each strategy costs.
+func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap.Logger) (*demoApp, func(), error) {
+	wire.Build(commonSet, redisSet, postgresSet, systemSet, applicationSet, httpSet,
+		strategySet, wire.Struct(new(app), "*"), wire.Struct(new(demoApp), "*"))
 	return nil, nil, nil
 }
 
 // buildReconcile assembles what `seckill reconcile` needs.
 func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*application.Reconcile, func(), error) {
 	wire.Build(
-		openRedis, stockOptions, redisstore.NewStock, wire.Bind(new(ports.Stock), new(*redisstore.Stock)),
-		redisstore.NewAudit, wire.Bind(new(ports.StockAudit), new(*redisstore.Audit)),
+		openRedis, stockOptions, redisstore.NewStock, redisstore.NewAudit,
+		configuredStrategy, strategySet,
 		postgresSet, systemSet, application.NewCompensate, reconcile,
 	)
 	return nil, nil, nil

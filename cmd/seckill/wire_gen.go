@@ -34,25 +34,34 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		return nil, nil, err
 	}
 	vouchers := pgstore.NewVouchers(db)
+	stockStrategy, err := configuredStrategy(common)
+	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	stock := redisstore.NewStock(universalClient, options)
-	createVoucher := application.NewCreateVoucher(vouchers, stock)
-	getVoucher := application.NewGetVoucher(vouchers, stock)
-	listVouchers := application.NewListVouchers(vouchers, stock)
+	pgstoreStock := pgstore.NewStock(db)
+	portsStock := selectStock(stockStrategy, stock, pgstoreStock)
+	createVoucher := application.NewCreateVoucher(vouchers, portsStock)
+	getVoucher := application.NewGetVoucher(vouchers, portsStock)
+	listVouchers := application.NewListVouchers(vouchers, portsStock)
 	clock := system.Clock{}
 	uliDs := system.ULIDs{}
 	applicationGrabOptions := grabOptions(cfg)
-	grabVoucher := application.NewGrabVoucher(stock, clock, uliDs, applicationGrabOptions)
+	grabVoucher := application.NewGrabVoucher(portsStock, clock, uliDs, applicationGrabOptions)
 	orders := pgstore.NewOrders(db)
 	reservations := redisstore.NewReservations(universalClient, options)
 	getOrder := application.NewGetOrder(orders, reservations)
 	listOrders := application.NewListOrders(orders, reservations)
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
-	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, redisstoreAudit)
+	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, pgstoreStock)
+	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stockAudit)
 	acceptPayments := system.AcceptPayments{}
 	payOrder := application.NewPayOrder(getOrder, orders, acceptPayments)
-	compensate := application.NewCompensate(stock, orders)
+	compensate := application.NewCompensate(portsStock, orders)
 	cancelOrder := application.NewCancelOrder(getOrder, orders, compensate)
-	pauseSale := application.NewPauseSale(vouchers, stock)
+	pauseSale := application.NewPauseSale(vouchers, portsStock)
 	useCases := httpapi.UseCases{
 		CreateVoucher:   createVoucher,
 		GetVoucher:      getVoucher,
@@ -68,7 +77,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	httpapiTokens := tokens(cfg)
 	v := readinessChecks(universalClient, db)
 	echo := httpapi.New(httpapiOptions, useCases, httpapiTokens, v, log)
-	warmVouchers := application.NewWarmVouchers(vouchers, stock, redisstoreAudit, orders, clock)
+	warmVouchers := application.NewWarmVouchers(vouchers, portsStock, stockAudit, orders, clock)
 	redisstoreQueueOptions := queueOptions(cfg)
 	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
 	applicationFulfillOrder := fulfillOrder(orders, queue, compensate, cfg)
@@ -77,7 +86,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	worker := application.NewWorker(applicationFulfillOrder, queue, applicationWorkerOptions, applicationWorkerObserver)
 	applicationExpireOrders := expireOrders(orders, compensate, clock, cfg)
 	applicationReleaseClosed := application.NewReleaseClosed(orders, compensate)
-	applicationReconcile := reconcile(vouchers, stock, redisstoreAudit, orders, compensate, clock, common)
+	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, compensate, clock, common)
 	mainApp := &app{
 		HTTP:      echo,
 		Warm:      warmVouchers,
@@ -95,6 +104,92 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	}, nil
 }
 
+// buildDemo assembles serve's object graph for one run of `seckill demo` with the
+// given stock strategy, and hands out the database too, so the demo can count the
+// statements each strategy costs.
+func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap.Logger) (*demoApp, func(), error) {
+	common := cfg.Common
+	universalClient, cleanup, err := openRedis(ctx, common, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	options := grabStockOptions(cfg)
+	rateLimiter := redisstore.NewRateLimiter(universalClient, options)
+	httpapiOptions := httpOptions(cfg, rateLimiter)
+	db, cleanup2, err := openDatabase(ctx, common, log)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	vouchers := pgstore.NewVouchers(db)
+	stock := redisstore.NewStock(universalClient, options)
+	pgstoreStock := pgstore.NewStock(db)
+	portsStock := selectStock(strategy, stock, pgstoreStock)
+	createVoucher := application.NewCreateVoucher(vouchers, portsStock)
+	getVoucher := application.NewGetVoucher(vouchers, portsStock)
+	listVouchers := application.NewListVouchers(vouchers, portsStock)
+	clock := system.Clock{}
+	uliDs := system.ULIDs{}
+	applicationGrabOptions := grabOptions(cfg)
+	grabVoucher := application.NewGrabVoucher(portsStock, clock, uliDs, applicationGrabOptions)
+	orders := pgstore.NewOrders(db)
+	reservations := redisstore.NewReservations(universalClient, options)
+	getOrder := application.NewGetOrder(orders, reservations)
+	listOrders := application.NewListOrders(orders, reservations)
+	redisstoreAudit := redisstore.NewAudit(universalClient, options)
+	stockAudit := selectStockAudit(strategy, redisstoreAudit, pgstoreStock)
+	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stockAudit)
+	acceptPayments := system.AcceptPayments{}
+	payOrder := application.NewPayOrder(getOrder, orders, acceptPayments)
+	compensate := application.NewCompensate(portsStock, orders)
+	cancelOrder := application.NewCancelOrder(getOrder, orders, compensate)
+	pauseSale := application.NewPauseSale(vouchers, portsStock)
+	useCases := httpapi.UseCases{
+		CreateVoucher:   createVoucher,
+		GetVoucher:      getVoucher,
+		ListVouchers:    listVouchers,
+		GrabVoucher:     grabVoucher,
+		GetOrder:        getOrder,
+		ListOrders:      listOrders,
+		GetVoucherStats: getVoucherStats,
+		PayOrder:        payOrder,
+		CancelOrder:     cancelOrder,
+		PauseSale:       pauseSale,
+	}
+	httpapiTokens := tokens(cfg)
+	v := readinessChecks(universalClient, db)
+	echo := httpapi.New(httpapiOptions, useCases, httpapiTokens, v, log)
+	warmVouchers := application.NewWarmVouchers(vouchers, portsStock, stockAudit, orders, clock)
+	redisstoreQueueOptions := queueOptions(cfg)
+	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
+	applicationFulfillOrder := fulfillOrder(orders, queue, compensate, cfg)
+	applicationWorkerOptions := workerOptions(cfg)
+	applicationWorkerObserver := workerObserver(log)
+	worker := application.NewWorker(applicationFulfillOrder, queue, applicationWorkerOptions, applicationWorkerObserver)
+	applicationExpireOrders := expireOrders(orders, compensate, clock, cfg)
+	applicationReleaseClosed := application.NewReleaseClosed(orders, compensate)
+	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, compensate, clock, common)
+	mainApp := &app{
+		HTTP:      echo,
+		Warm:      warmVouchers,
+		Worker:    worker,
+		Queue:     queue,
+		Stock:     stock,
+		Grab:      grabVoucher,
+		Expire:    applicationExpireOrders,
+		Release:   applicationReleaseClosed,
+		Reconcile: applicationReconcile,
+	}
+	mainDemoApp := &demoApp{
+		App: mainApp,
+		DB:  db,
+	}
+	return mainDemoApp, func() {
+		cleanup2()
+		cleanup()
+	}, nil
+}
+
 // buildReconcile assembles what `seckill reconcile` needs.
 func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*application.Reconcile, func(), error) {
 	db, cleanup, err := openDatabase(ctx, cfg, log)
@@ -102,6 +197,11 @@ func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*applicat
 		return nil, nil, err
 	}
 	vouchers := pgstore.NewVouchers(db)
+	stockStrategy, err := configuredStrategy(cfg)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
 	universalClient, cleanup2, err := openRedis(ctx, cfg, log)
 	if err != nil {
 		cleanup()
@@ -109,11 +209,14 @@ func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*applicat
 	}
 	options := stockOptions(cfg)
 	stock := redisstore.NewStock(universalClient, options)
+	pgstoreStock := pgstore.NewStock(db)
+	portsStock := selectStock(stockStrategy, stock, pgstoreStock)
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
+	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, pgstoreStock)
 	orders := pgstore.NewOrders(db)
-	compensate := application.NewCompensate(stock, orders)
+	compensate := application.NewCompensate(portsStock, orders)
 	clock := system.Clock{}
-	applicationReconcile := reconcile(vouchers, stock, redisstoreAudit, orders, compensate, clock, cfg)
+	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, compensate, clock, cfg)
 	return applicationReconcile, func() {
 		cleanup2()
 		cleanup()

@@ -83,8 +83,8 @@ type Result struct {
 	Other int
 	// OtherExamples are up to five distinct descriptions of other answers.
 	OtherExamples []string
-	// P50, P99 and Max are latencies of the requests that got an answer.
-	P50, P99, Max time.Duration
+	// Mean, P50, P99 and Max are latencies of the requests that got an answer.
+	Mean, P50, P99, Max time.Duration
 	// Elapsed runs from the first request to the last answer.
 	Elapsed time.Duration
 	// RPS is Requests per second of Elapsed.
@@ -314,6 +314,13 @@ func Summarize(grabs []Grab, elapsed time.Duration) Result {
 		}
 	}
 	slices.Sort(latencies)
+	if len(latencies) > 0 {
+		var sum time.Duration
+		for _, l := range latencies {
+			sum += l
+		}
+		res.Mean = sum / time.Duration(len(latencies))
+	}
 	res.P50 = Percentile(latencies, 50)
 	res.P99 = Percentile(latencies, 99)
 	if len(latencies) > 0 {

@@ -1,0 +1,280 @@
+package pgstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+var (
+	_ ports.Stock      = (*Stock)(nil)
+	_ ports.StockAudit = (*Stock)(nil)
+)
+
+// Stock is a ports.Stock kept in the database alone: the classic design in which a
+// grab is one transaction that locks the voucher's row, judges the grab, inserts the
+// order and moves the sold counter. No Redis is on the grab path and nothing waits to
+// be persisted — a reserved grab is an awaiting_payment order at once — so the
+// fulfilment worker has nothing to read. It keeps the three promises with the
+// database's own means: the row lock serialises the grabs of a voucher, the live
+// unique index refuses a second live order of a user, and the sold CHECK refuses an
+// oversell. The price is the lock: the grabs of one voucher run one at a time, each
+// several statements long, on a pool of a few dozen connections.
+//
+// Its sale state is the vouchers row itself: stock, sold, window, limit and paused
+// flag. So Warm loads nothing, SetPaused leaves the flag PauseSale already stored, and
+// Release has nothing to give back (see each).
+//
+// It is also the ports.StockAudit of that state, so reconciliation and stats read it
+// rather than a Redis that holds nothing under this strategy.
+//
+// Switch a running sale between this strategy and a Redis one only once its stream is
+// drained: reservations still queued in Redis are not in sold yet.
+type Stock struct {
+	db *bun.DB
+}
+
+// NewStock returns a Stock that keeps the sale state in db.
+func NewStock(db *bun.DB) *Stock {
+	return &Stock{db: db}
+}
+
+// Warm loads nothing and reports false: the voucher's row, written when it was
+// created, is its sale state, and sold counts what its live orders hold.
+func (s *Stock) Warm(context.Context, domain.Voucher) (bool, error) {
+	return false, nil
+}
+
+// Reserve takes r.Quantity units of r.VoucherID for r.UserID in one transaction:
+//
+//	BEGIN; SELECT … FROM vouchers WHERE id = ? FOR NO KEY UPDATE;
+//	SELECT id FROM orders WHERE <the user's live order of the voucher>;
+//	INSERT INTO orders … 'awaiting_payment'; UPDATE vouchers SET sold = sold + ?; COMMIT
+//
+// (the row lock is the one the UPDATE takes anyway; unlike FOR UPDATE it does not block
+// the foreign-key checks of other transactions' orders). The order is stored under
+// r.OrderID with created_at r.At. It judges in the order of the Redis script, at r.At
+// to the millisecond, and answers as it does: domain.ErrPaused, domain.ErrNotStarted,
+// domain.ErrEnded, a *domain.ValidationError (quantity below 1 or above the per-user
+// limit), an *domain.AlreadyPurchasedError naming the user's live order,
+// domain.ErrSoldOut, or domain.ErrNotFound for an unknown voucher. An unreachable or
+// overloaded database is an error wrapping domain.ErrUnavailable.
+func (s *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
+	if r.Quantity < 1 {
+		return domain.Invalid("quantity", "must be at least 1")
+	}
+	if err := validReservation(r); err != nil {
+		return err
+	}
+	var answer error
+	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+		var err error
+		answer, err = reserveTx(ctx, tx, r)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("reserve stock: voucher %s: %w", r.VoucherID, classify(err))
+	}
+	return answer
+}
+
+// reserveTx judges and takes one grab in tx. It returns the grab's answer (nil:
+// reserved), or an error when the transaction must not commit. A refusal writes
+// nothing, so committing it only releases the lock.
+func reserveTx(ctx context.Context, tx bun.Tx, r domain.Reservation) (answer error, err error) {
+	var v voucherRow
+	err = tx.NewSelect().Model(&v).
+		Column("stock", "sold", "begins_at", "ends_at", "per_user_limit", "paused").
+		Where("v.id = ?", int64(r.VoucherID)).
+		For("NO KEY UPDATE").
+		Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return domain.ErrNotFound, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock voucher: %w", err)
+	}
+	at := toMillis(r.At)
+	switch {
+	case v.Paused:
+		return domain.ErrPaused, nil
+	case at.Before(toMillis(v.BeginsAt)):
+		return domain.ErrNotStarted, nil
+	case !at.Before(toMillis(v.EndsAt)):
+		return domain.ErrEnded, nil
+	case r.Quantity > v.PerUserLimit:
+		return domain.Invalid("quantity", "exceeds the per-user limit"), nil
+	}
+
+	// Read after the lock is held, so this statement's snapshot includes every grab
+	// of the voucher committed before it.
+	var held []string
+	err = tx.NewSelect().Model((*orderRow)(nil)).
+		Column("id").
+		Where("o.voucher_id = ?", int64(r.VoucherID)).
+		Where("o.user_id = ?", int64(r.UserID)).
+		Where("o.status IN (?)", bun.List(liveStatuses)).
+		Limit(1).
+		Scan(ctx, &held)
+	if err != nil {
+		return nil, fmt.Errorf("look up the user's order: %w", err)
+	}
+	if len(held) > 0 {
+		return &domain.AlreadyPurchasedError{OrderID: domain.OrderID(held[0])}, nil
+	}
+	if v.Sold+r.Quantity > v.Stock {
+		return domain.ErrSoldOut, nil
+	}
+
+	row := newOrderRow(r, domain.StatusAwaitingPayment)
+	if _, err := tx.NewInsert().Model(&row).Exec(ctx); err != nil {
+		return nil, fmt.Errorf("insert order: %w", err)
+	}
+	// The CHECK sold <= stock backs the judgement above.
+	if _, err := tx.NewUpdate().Model((*voucherRow)(nil)).
+		Set("sold = sold + ?", r.Quantity).
+		Where("v.id = ?", int64(r.VoucherID)).
+		Exec(ctx); err != nil {
+		return nil, fmt.Errorf("move sold: %w", err)
+	}
+	return nil, nil
+}
+
+// toMillis drops t's sub-millisecond part, so windows are judged at the precision the
+// Redis strategies judge them.
+func toMillis(t time.Time) time.Time {
+	return time.UnixMilli(t.UnixMilli())
+}
+
+// Remaining returns stock minus sold of each of ids that exists, in one statement;
+// unknown vouchers are absent from the map.
+func (s *Stock) Remaining(ctx context.Context, ids ...domain.VoucherID) (map[domain.VoucherID]int, error) {
+	left := make(map[domain.VoucherID]int, len(ids))
+	if len(ids) == 0 {
+		return left, nil
+	}
+	list := make([]int64, len(ids))
+	for i, id := range ids {
+		list[i] = int64(id)
+	}
+	var rows []struct {
+		ID   int64 `bun:"id"`
+		Left int   `bun:"units_left"`
+	}
+	err := s.db.NewSelect().Model((*voucherRow)(nil)).
+		Column("id").
+		ColumnExpr("v.stock - v.sold AS units_left").
+		Where("v.id IN (?)", bun.List(list)).
+		Scan(ctx, &rows)
+	if err != nil {
+		return nil, fmt.Errorf("read remaining stock: %w", classify(err))
+	}
+	for _, r := range rows {
+		left[domain.VoucherID(r.ID)] = r.Left
+	}
+	return left, nil
+}
+
+// SetPaused reports whether voucher id exists, and changes nothing: the flag lives in
+// the voucher's row, where PauseSale stored it (ports.Vouchers.SetPaused) before
+// calling this. Writing it again here could only do harm: WarmVouchers calls this with
+// the flag it read a moment earlier, which an admin may have changed since.
+func (s *Stock) SetPaused(ctx context.Context, id domain.VoucherID, _ bool) (bool, error) {
+	ok, err := s.db.NewSelect().Model((*voucherRow)(nil)).Where("v.id = ?", int64(id)).Exists(ctx)
+	if err != nil {
+		return false, fmt.Errorf("pause sale: %w", classify(err))
+	}
+	return ok, nil
+}
+
+// Release gives nothing back, because there is nothing left to give: under this
+// strategy the user's "reservation" is the live order itself, and the transaction that
+// closed it (OrderLifecycle.Transition, ExpireDue) also took its units off sold, so
+// they were back on sale the moment it committed. Release reports whether o is a
+// closed order (cancelled, expired, failed) not yet marked released — the first
+// compensation of a closed order reports true, and once Releases.MarkReleased has
+// recorded it, false — and false for a live or unknown order. It returns a
+// *domain.ValidationError for a quantity below 1, as the Redis strategies do.
+//
+// So compensation stays correct: it records the release as always and ReleaseClosed
+// stops retrying; reconciliation (Snapshot below) counts only live orders as
+// reservations, so a closed order never reads as still reserved.
+func (s *Stock) Release(ctx context.Context, o domain.Order) (bool, error) {
+	if o.Quantity < 1 {
+		return false, domain.Invalid("quantity", "must be at least 1")
+	}
+	ok, err := s.db.NewSelect().Model((*orderRow)(nil)).
+		Where("o.id = ?", string(o.ID)).
+		Where("o.status IN (?)", bun.List(closedStatuses)).
+		Where("o.released_at IS NULL").
+		Exists(ctx)
+	if err != nil {
+		return false, fmt.Errorf("release stock: %w", classify(err))
+	}
+	return ok, nil
+}
+
+// Snapshot returns voucher id's sale state as this strategy keeps it, read from one
+// snapshot: stock, stock minus sold remaining, and each live order as a reservation
+// (nothing is ever queued). An unknown voucher is not Present. Reconciliation then
+// finds drift only where the database disagrees with itself: a sold counter off its
+// live orders.
+func (s *Stock) Snapshot(ctx context.Context, id domain.VoucherID) (ports.StockSnapshot, error) {
+	ledger, err := NewOrders(s.db).Ledger(ctx, id)
+	if errors.Is(err, domain.ErrNotFound) {
+		return ports.StockSnapshot{}, nil
+	}
+	if err != nil {
+		return ports.StockSnapshot{}, fmt.Errorf("snapshot stock: %w", err)
+	}
+	snap := ports.StockSnapshot{
+		Present:   true,
+		Stock:     ledger.Voucher.Stock,
+		Remaining: ledger.Voucher.Stock - ledger.Voucher.Sold,
+	}
+	for _, o := range ledger.Orders {
+		if o.Status.HoldsStock() {
+			snap.Reservations = append(snap.Reservations, domain.Reservation{
+				OrderID: o.ID, VoucherID: o.VoucherID, UserID: o.UserID, Quantity: o.Quantity, At: o.CreatedAt,
+			})
+		}
+	}
+	return snap, nil
+}
+
+// Restore records nothing and reports false: a live order is its own reservation
+// here, so none can be missing.
+func (s *Stock) Restore(context.Context, domain.Reservation) (bool, error) {
+	return false, nil
+}
+
+// Requeue does nothing: there is no queue, and every reservation is an order already.
+func (s *Stock) Requeue(context.Context, domain.Reservation) error {
+	return nil
+}
+
+// Recount recounts voucher id's sold counter from its live orders
+// (Orders.RecountSold) and returns the units left, stock minus sold, or
+// domain.ErrNotFound for an unknown voucher.
+func (s *Stock) Recount(ctx context.Context, id domain.VoucherID) (int, error) {
+	sold, err := NewOrders(s.db).RecountSold(ctx, id)
+	if err != nil {
+		return 0, fmt.Errorf("recount stock: %w", err)
+	}
+	var stock int
+	err = s.db.NewSelect().Model((*voucherRow)(nil)).Column("stock").Where("v.id = ?", int64(id)).Scan(ctx, &stock)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("recount stock: voucher %s: %w", id, domain.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("recount stock: %w", classify(err))
+	}
+	return stock - sold, nil
+}

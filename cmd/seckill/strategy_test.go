@@ -1,0 +1,252 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/adapters/pgstore"
+	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/testenv"
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+func TestStrategyNames(t *testing.T) {
+	for _, name := range []string{"lua", "watch", "postgres"} {
+		s, err := parseStockStrategy(name)
+		if err != nil {
+			t.Fatalf("parse %q: %v", name, err)
+		}
+		if got, want := string(s), name; got != want {
+			t.Fatalf("parse %q = %q", name, got)
+		}
+		if err := (StrategyConfig{StockStrategy: name}).Validate(); err != nil {
+			t.Fatalf("Validate(%q) = %v", name, err)
+		}
+	}
+	for _, name := range []string{"", "Lua", "redis", "pg"} {
+		err := (StrategyConfig{StockStrategy: name}).Validate()
+		if err == nil {
+			t.Fatalf("Validate(%q) accepted it", name)
+		}
+		if got, want := err.Error(), fmt.Sprintf(`SECKILL_STOCK_STRATEGY (--stock-strategy): %q is not one of lua, watch, postgres`, name); got != want {
+			t.Fatalf("Validate(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestStrategySelectsTheAdapters(t *testing.T) {
+	lua := redisstore.NewStock(nil, redisstore.Options{})
+	audit := redisstore.NewAudit(nil, redisstore.Options{})
+	db := pgstore.NewStock(nil)
+	for _, tc := range []struct {
+		strategy StockStrategy
+		stock    string
+		audit    string
+	}{
+		{StrategyLua, "*redisstore.Stock", "*redisstore.Audit"},
+		{StrategyWatch, "*redisstore.WatchStock", "*redisstore.Audit"},
+		{StrategyPostgres, "*pgstore.Stock", "*pgstore.Stock"},
+	} {
+		var stock ports.Stock = selectStock(tc.strategy, lua, db)
+		if got, want := fmt.Sprintf("%T", stock), tc.stock; got != want {
+			t.Fatalf("%s: stock %s, want %s", tc.strategy, got, want)
+		}
+		if got, want := fmt.Sprintf("%T", selectStockAudit(tc.strategy, audit, db)), tc.audit; got != want {
+			t.Fatalf("%s: audit %s, want %s", tc.strategy, got, want)
+		}
+	}
+}
+
+func TestStrategyBadValueStopsTheDemoInOneLine(t *testing.T) {
+	bin := seckillBinary(t)
+	out, err := runCmd(bin, append(os.Environ(), "SECKILL_REDIS_URL=redis://127.0.0.1:1/0",
+		"SECKILL_DATABASE_URL=postgres://u@127.0.0.1:1/db", "SECKILL_STOCK_STRATEGY=bogus"), "demo", "--compare")
+	var exit *exec.ExitError
+	if err == nil || !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("demo with a bad strategy: err %v, output %q", err, out)
+	}
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 1 || !strings.Contains(out, "SECKILL_STOCK_STRATEGY") {
+		t.Fatalf("want one line naming SECKILL_STOCK_STRATEGY, got %q", out)
+	}
+}
+
+// TestStrategyServe runs serve with each alternative strategy through a sale's whole
+// life: grabs with every answer, the order, a cancellation that puts the unit back,
+// and reconciliation finding Redis and the database (or the database alone) agree.
+func TestStrategyServe(t *testing.T) {
+	for _, strategy := range []StockStrategy{StrategyWatch, StrategyPostgres} {
+		t.Run(string(strategy), func(t *testing.T) {
+			in := startInstance(t, "SECKILL_STOCK_STRATEGY="+string(strategy))
+			id := in.createVoucher(2, 1)
+			grab := func(user int64) (int, map[string]any) {
+				return in.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", in.token(domain.UserID(user), false), nil)
+			}
+			status, first := grab(1)
+			if got, want := status, http.StatusAccepted; got != want {
+				t.Fatalf("grab: %d %v\n%s", got, first, in.logs)
+			}
+			order := first["order_id"].(string)
+			if status, body := grab(1); status != http.StatusConflict || errorField(body, "code") != "already_purchased" || errorField(body, "order_id") != order {
+				t.Fatalf("second grab: %d %v, want already_purchased naming %s", status, body, order)
+			}
+			if status, body := grab(2); status != http.StatusAccepted {
+				t.Fatalf("grab by user 2: %d %v", status, body)
+			}
+			if status, body := grab(3); status != http.StatusConflict || errorField(body, "code") != "sold_out" {
+				t.Fatalf("grab by user 3: %d %v, want sold_out", status, body)
+			}
+
+			// Persisted: at once under postgres, by the worker under watch.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				status, o := in.call(http.MethodGet, "/api/v1/orders/"+order, in.token(1, false), nil)
+				if status == http.StatusOK && o["status"] == "awaiting_payment" {
+					break
+				}
+				if strategy == StrategyPostgres || time.Now().After(deadline) {
+					t.Fatalf("order %s: %d %v, want awaiting_payment", order, status, o)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			wantStream := int64(2)
+			if strategy == StrategyPostgres {
+				wantStream = 0 // no Redis on the grab path
+			}
+			if got := in.streamLen(id); got != wantStream {
+				t.Fatalf("stream length %d, want %d", got, wantStream)
+			}
+
+			// A cancellation puts the unit back; user 3 gets it once its sold-out flag
+			// lapses (or the restock signal clears it).
+			if status, o := in.call(http.MethodPost, "/api/v1/orders/"+order+"/cancel", in.token(1, false), nil); status != http.StatusOK || o["status"] != "cancelled" {
+				t.Fatalf("cancel: %d %v", status, o)
+			}
+			deadline = time.Now().Add(10 * time.Second)
+			for {
+				status, body := grab(3)
+				if status == http.StatusAccepted {
+					break
+				}
+				if errorField(body, "code") != "sold_out" || time.Now().After(deadline) {
+					t.Fatalf("grab by user 3 after the cancellation: %d %v", status, body)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			deadline = time.Now().Add(10 * time.Second)
+			for {
+				status, s := in.call(http.MethodGet, "/api/v1/vouchers/"+id+"/stats", in.token(1, true), nil)
+				if status == http.StatusOK && s["remaining"] == 0.0 && s["awaiting_payment"] == 2.0 && s["cancelled"] == 1.0 && s["queued"] == 0.0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("stats: %d %v", status, s)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+
+			out, err := runCmd(seckillBinary(t), in.env, "reconcile", "--voucher", id, "--json")
+			if err != nil {
+				t.Fatalf("reconcile: %v\n%s", err, out)
+			}
+			var rep struct {
+				Vouchers []struct {
+					Drifts []any `json:"drifts"`
+				} `json:"vouchers"`
+			}
+			if err := json.Unmarshal([]byte(out), &rep); err != nil {
+				t.Fatalf("reconcile output: %v\n%s", err, out)
+			}
+			if len(rep.Vouchers) != 1 || len(rep.Vouchers[0].Drifts) != 0 {
+				t.Fatalf("reconcile found drift: %s", out)
+			}
+		})
+	}
+}
+
+func TestDemoCompareKeepsThePromisesWithEveryStrategy(t *testing.T) {
+	seckillBinary(t)
+	prefix := "c" + testenv.Unique()
+	cleanDemoKeys(t, prefix)
+	env := append(os.Environ(),
+		"SECKILL_REDIS_URL="+testenv.RedisURL(t),
+		"SECKILL_DATABASE_URL="+testenv.PostgresURL(t),
+		"SECKILL_KEY_PREFIX="+prefix,
+	)
+	stdout, stderr, status := runSplit(t, env, 3*time.Minute, "demo", "--compare", "--users", "1000", "--stock", "50", "--json")
+	if status != 0 {
+		t.Fatalf("demo --compare exited %d\nstdout %s\nstderr %s", status, stdout, stderr)
+	}
+	if got, want := strings.Count(stdout, "\n"), 1; got != want {
+		t.Fatalf("stdout has %d lines, want %d:\n%s", got, want, stdout)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(stdout), &rows); err != nil {
+		t.Fatalf("stdout is not a JSON array: %v\n%s", err, stdout)
+	}
+	if got, want := len(rows), 3; got != want {
+		t.Fatalf("%d rows, want %d: %s", got, want, stdout)
+	}
+	vouchers := map[any]bool{}
+	for i, strategy := range []string{"lua", "watch", "postgres"} {
+		m := rows[i]
+		if got, want := m["strategy"], strategy; got != want {
+			t.Fatalf("row %d is strategy %v, want %s", i, got, want)
+		}
+		wantCounts(t, m, map[string]float64{
+			"requests": 1010, "reserved": 50, "oversold": 0, "duplicates": 0, "orders_persisted": 50, "stock": 50,
+		})
+		if got, want := m["broken"], false; got != want {
+			t.Fatalf("%s: broken = %v", strategy, got)
+		}
+		for _, k := range []string{"avg_ms", "p99_ms", "rps"} {
+			if v, ok := m[k].(float64); !ok || v <= 0 {
+				t.Fatalf("%s: %s = %v, want a positive number", strategy, k, m[k])
+			}
+		}
+		if m["avg_ms"].(float64) > m["max_ms"].(float64) {
+			t.Fatalf("%s: avg %v above max %v", strategy, m["avg_ms"], m["max_ms"])
+		}
+		// The Redis strategies leave the database to fulfilment and the background
+		// jobs; the database strategy runs every grab through it.
+		perGrab := m["db_statements_per_grab"].(float64)
+		if strategy == "postgres" {
+			if perGrab < 0.25 {
+				t.Fatalf("postgres: %v statements per grab, want each of 50 orders to cost several", perGrab)
+			}
+		} else if perGrab > 0.1 {
+			t.Fatalf("%s: %v statements per grab, want about none", strategy, perGrab)
+		}
+		vouchers[m["voucher_id"]] = true
+	}
+	if got, want := len(vouchers), 3; got != want {
+		t.Fatalf("%d distinct vouchers sold, want a fresh one per strategy", got)
+	}
+
+	// The table names every strategy and says the promises were kept.
+	stdout, stderr, status = runSplit(t, env, 3*time.Minute, "demo", "--compare", "--users", "200", "--stock", "20", "--concurrency", "50")
+	if status != 0 {
+		t.Fatalf("demo --compare exited %d\nstdout %s\nstderr %s", status, stdout, stderr)
+	}
+	for _, want := range []string{"\n  lua ", "\n  watch ", "\n  postgres ", "all promises kept by every strategy"} {
+		if !strings.Contains(stdout, want) {
+			t.Fatalf("table lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "BROKEN") {
+		t.Fatalf("table:\n%s", stdout)
+	}
+}
+
+// errorField returns a field of the error object of an answer.
+func errorField(body map[string]any, key string) any {
+	e, _ := body["error"].(map[string]any)
+	return e[key]
+}
