@@ -36,7 +36,12 @@ func errorHandler(log *zap.Logger) echo.HTTPErrorHandler {
 			return
 		}
 		status, detail := classify(err)
-		if status >= 500 {
+		// A 503 is the expected answer while a dependency is down or the instance is
+		// saturated; the breakers log each change of state once, so a flood of them is
+		// not logged one by one.
+		if status == http.StatusServiceUnavailable {
+			log.Debug("request unavailable", zap.Error(err), zap.String("path", c.Path()))
+		} else if status >= 500 {
 			log.Error("request failed", zap.Error(err), zap.String("method", c.Request().Method),
 				zap.String("path", c.Path()), zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
 		}

@@ -540,6 +540,7 @@ func TestReportBrokenWhenAPromiseIs(t *testing.T) {
 		{"duplicate", func(r *Report) { r.Duplicates = 1 }, true},
 		{"an order lost", func(r *Report) { r.OrdersPersisted = 99 }, true},
 		{"an extra order", func(r *Report) { r.OrdersPersisted = 101 }, true},
+		{"an answer lost, not its order", func(r *Report) { r.Reserved = 99 }, false},
 	} {
 		r := base
 		c.mutate(&r)
