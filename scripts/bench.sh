@@ -21,9 +21,11 @@ rc() { redis-cli -p "$SVC_REDIS_PORT" "$@"; }
 sha=$(rc SCRIPT LOAD "$(cat adapters/redisstore/reserve.lua)")
 now=$(($(date +%s) * 1000))
 rc HSET 'bench:{v1}:meta' stock 1000000000 remaining 1000000000 begins $((now - 60000)) ends $((now + 3600000)) limit 1 expire $((now + 7200000)) >/dev/null
+# Every call is a fresh user's successful reservation; no per-user rate, no backlog bound.
 redis-benchmark -p "$SVC_REDIS_PORT" -q -n 200000 -c 50 -r 1000000000 \
-	EVALSHA "$sha" 4 'bench:{v1}:meta' 'bench:{v1}:buyers' 'bench:{v1}:orders' 'bench:{v1}:stream' \
-	__rand_int__ o__rand_int__ 1 "$now" 1
+	EVALSHA "$sha" 5 'bench:{v1}:meta' 'bench:{v1}:buyers' 'bench:{v1}:orders' 'bench:{v1}:stream' 'bench:{v1}:rate' \
+	__rand_int__ o__rand_int__ 1 "$now" 1 0 0 0 fulfil
+echo "reservations made: $(rc XLEN 'bench:{v1}:stream')"
 rc UNLINK 'bench:{v1}:meta' 'bench:{v1}:buyers' 'bench:{v1}:orders' 'bench:{v1}:stream' >/dev/null
 
 echo
@@ -31,7 +33,7 @@ echo "== adapter level: the same script through go-redis (go test -bench Reserve
 go test -run '^$' -bench 'Reserve' -benchtime "$benchtime" ./adapters/redisstore/
 
 echo
-echo "== HTTP level: grab endpoint vs a hello-world Echo handler, same client and loopback"
+echo "== HTTP level: grab endpoint (limits off, limits on, sold out) vs a hello-world Echo handler"
 go test -run '^$' -bench 'HelloWorld|Grab' -benchtime "$benchtime" ./adapters/httpapi/
 
 echo
@@ -45,9 +47,20 @@ pgbench -n -c 1 -T 10 -f "$SVC_DIR/insert.sql" "$db" 2>/dev/null | grep -E 'tps|
 
 echo
 echo "== fulfilment: stream to committed rows, batch sizes 1, 10, 100 (one worker)"
-go test -run '^$' -bench 'Fulfil' -benchtime "$benchtime" ./cmd/seckill/
+go test -run '^$' -bench 'Fulfil|Drain' -benchtime "$benchtime" ./cmd/seckill/
 go test -run '^$' -bench 'Persist' -benchtime "$benchtime" ./adapters/pgstore/
 
 echo
 echo "== the reference burst, 5,000 grabs each on its own connection (5 runs)"
 go test -run 'TestReferenceBurst' -count 5 -v ./cmd/seckill/ | grep -E 'cleared|^(ok|FAIL)'
+
+echo
+echo "== the classic comparison: seckill demo --compare"
+bin="$SVC_DIR/seckill"
+go build -o "$bin" ./cmd/seckill
+export SECKILL_REDIS_URL="$SECKILL_TEST_REDIS_URL"
+psql -q "$db" -c 'CREATE DATABASE demo'
+export SECKILL_DATABASE_URL="postgres://postgres@127.0.0.1:$SVC_PG_PORT/demo?sslmode=disable"
+"$bin" migrate up >/dev/null
+"$bin" demo --compare --users 5000 --stock 100
+"$bin" demo --compare --users 50000 --stock 10000 --timeout 120s
