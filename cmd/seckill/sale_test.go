@@ -291,7 +291,7 @@ func TestLoadtestExitsOneWhenAPromiseIsBroken(t *testing.T) {
 	wantCounts(t, saleReport(t, stdout, stderr), map[string]float64{
 		"requests": 30, "reserved": 30, "oversold": 25, "duplicates": 10, "orders_persisted": 30,
 	})
-	if !strings.Contains(stderr, "a promise was broken: oversold: 30 reserved for a stock of 5; 10 users hold more than one order") {
+	if !strings.Contains(stderr, "a promise was broken: oversold: 30 reserved and 30 orders persisted for a stock of 5; 10 users hold more than one order") {
 		t.Fatalf("stderr %q", stderr)
 	}
 }
