@@ -202,42 +202,44 @@ func TestReconcileRepairsInjectedDrift(t *testing.T) {
 			fi.redis.Del(ctx, fi.keys.Meta(vid), fi.keys.Buyers(vid), fi.keys.Orders(vid), fi.keys.Stream(vid))
 		}, "sale_state_missing"},
 	}
+	// One instance for every case, so no t.Run: the instance's helpers fail the test
+	// they were started by; each message names its case.
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			id := fi.createVoucher(5, 1)
-			vid := fi.voucherID(id)
-			g := newGrabs()
-			fi.prime(id, 1, g)
-			g.merge(fi.fireGrabs(id, burstUsers(10, 4, 0)))
-			fi.waitSettled(id, 5, 30*time.Second)
-			time.Sleep(time.Second) // past the reconcile grace
-			if code, report := fi.reconcileCLI(id, false); code != 0 {
-				t.Fatalf("before the drift: exit %d, %v", code, report)
-			}
-			tt.inject(id, vid, g)
+		id := fi.createVoucher(5, 1)
+		vid := fi.voucherID(id)
+		g := newGrabs()
+		fi.prime(id, 1, g)
+		g.merge(fi.fireGrabs(id, burstUsers(10, 4, 0)))
+		fi.waitSettled(id, 5, 30*time.Second)
+		time.Sleep(time.Second) // past the reconcile grace
+		if code, report := fi.reconcileCLI(id, false); code != 0 {
+			t.Fatalf("%s: before the drift: exit %d, %v", tt.name, code, report)
+		}
+		tt.inject(id, vid, g)
+		code, report := fi.reconcileCLI(id, false)
+		if code != 1 || !contains(driftKinds(report), tt.want) {
+			t.Fatalf("%s: after the drift: exit %d, kinds %v, want %s", tt.name, code, driftKinds(report), tt.want)
+		}
+		if code, report := fi.reconcileCLI(id, true); code != 0 {
+			t.Fatalf("%s: repair: exit %d, %v", tt.name, code, report)
+		}
+		eventually(t, 15*time.Second, tt.name+": consistent after the repair", func() (bool, string) {
 			code, report := fi.reconcileCLI(id, false)
-			if code != 1 || !contains(driftKinds(report), tt.want) {
-				t.Fatalf("after the drift: exit %d, kinds %v, want %s", code, driftKinds(report), tt.want)
-			}
-			if code, report := fi.reconcileCLI(id, true); code != 0 {
-				t.Fatalf("repair: exit %d, %v", code, report)
-			}
-			eventually(t, 15*time.Second, "consistent after the repair", func() (bool, string) {
-				code, report := fi.reconcileCLI(id, false)
-				return code == 0, fmt.Sprintf("exit %d, %v", code, report)
-			})
-			st := fi.assertStatsAddUp(id)
-			if st["awaiting_payment"] != 5 || st["remaining"] != 0 {
-				t.Fatalf("stats after the repair: %v", st)
-			}
-			// Nobody can buy twice after the repair.
-			for user := range g.holder {
-				status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", fi.token(domain.UserID(user), false), nil)
-				if status == http.StatusAccepted {
-					t.Fatalf("user %d grabbed again after the repair: %v", user, body)
-				}
-			}
+			return code == 0, fmt.Sprintf("exit %d, %v", code, report)
 		})
+		// A quiet moment: everything requeued is persisted and acknowledged.
+		fi.waitSettled(id, 5, 15*time.Second)
+		st := fi.assertStatsAddUp(id)
+		if st["awaiting_payment"] != 5 || st["remaining"] != 0 {
+			t.Fatalf("%s: stats after the repair: %v", tt.name, st)
+		}
+		// Nobody can buy twice after the repair.
+		for user := range g.holder {
+			status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", fi.token(domain.UserID(user), false), nil)
+			if status == http.StatusAccepted {
+				t.Fatalf("%s: user %d grabbed again after the repair: %v", tt.name, user, body)
+			}
+		}
 	}
 }
 
