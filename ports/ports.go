@@ -14,13 +14,13 @@ import (
 type Stock interface {
 	// Warm loads a voucher's sale state only if it is absent, so a live counter is
 	// never reset: stock v.Stock, remaining v.Stock - v.Sold (the units the database's
-	// live orders hold). It reports whether it loaded anything.
+	// live orders hold), never below 0. It reports whether it loaded anything.
 	Warm(ctx context.Context, v domain.Voucher) (bool, error)
 	// Reserve takes r.Quantity units for r.UserID atomically and records the
 	// reservation for fulfilment. It returns domain.ErrSoldOut, an
 	// *domain.AlreadyPurchasedError naming the existing order, domain.ErrNotStarted,
 	// domain.ErrEnded, domain.ErrNotFound (no sale state for the voucher) or a
-	// *domain.ValidationError (quantity above the per-user limit).
+	// *domain.ValidationError (quantity below 1 or above the per-user limit).
 	Reserve(ctx context.Context, r domain.Reservation) error
 	// Remaining returns the units left of each voucher that has sale state; vouchers
 	// without it are absent from the map.

@@ -42,7 +42,7 @@ func NewStock() *Stock {
 	return &Stock{sales: map[domain.VoucherID]*sale{}}
 }
 
-// Warm loads v if absent.
+// Warm loads v if absent, with v.Stock - v.Sold units left (never below 0).
 func (s *Stock) Warm(_ context.Context, v domain.Voucher) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -52,7 +52,7 @@ func (s *Stock) Warm(_ context.Context, v domain.Voucher) (bool, error) {
 	if _, ok := s.sales[v.ID]; ok {
 		return false, nil
 	}
-	s.sales[v.ID] = &sale{v: v, remaining: v.Stock - v.Sold, buyers: map[domain.UserID]domain.OrderID{}}
+	s.sales[v.ID] = &sale{v: v, remaining: max(v.Stock-v.Sold, 0), buyers: map[domain.UserID]domain.OrderID{}}
 	return true, nil
 }
 
@@ -61,6 +61,11 @@ func (s *Stock) Reserve(_ context.Context, r domain.Reservation) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reserves++
+	// As the Redis and PostgreSQL strategies do, before anything else: a quantity
+	// below 1 would put units back on sale.
+	if r.Quantity < 1 {
+		return domain.Invalid("quantity", "must be at least 1")
+	}
 	if s.Err != nil {
 		return s.Err
 	}
@@ -114,8 +119,12 @@ func (s *Stock) ReserveCalls() int {
 	return s.reserves
 }
 
-// Release returns o's units if the user's reservation still names o.
+// Release returns o's units if the user's reservation still names o. It returns a
+// *domain.ValidationError for a quantity below 1, which would take units instead.
 func (s *Stock) Release(_ context.Context, o domain.Order) (bool, error) {
+	if o.Quantity < 1 {
+		return false, domain.Invalid("quantity", "must be at least 1")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.Err != nil {

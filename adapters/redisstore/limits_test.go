@@ -19,36 +19,6 @@ func limitedStock(t *testing.T, opts redisstore.Options) *redisstore.Stock {
 	return redisstore.NewStock(client, opts)
 }
 
-func TestReservePausedSale(t *testing.T) {
-	ctx := context.Background()
-	client, s := newStock(t, 0)
-	v := voucher(1, 10, 1)
-	v.Paused = true
-	warm(t, client, s, v)
-	if err := s.Reserve(ctx, grab(1, 7, 1)); !errors.Is(err, domain.ErrPaused) {
-		t.Fatalf("reserve while paused: %v", err)
-	}
-	if ok, err := s.SetPaused(ctx, 1, false); !ok || err != nil {
-		t.Fatalf("resume: %v %v", ok, err)
-	}
-	check(t, s.Reserve(ctx, grab(1, 7, 1)))
-	if ok, err := s.SetPaused(ctx, 1, true); !ok || err != nil {
-		t.Fatalf("pause: %v %v", ok, err)
-	}
-	if err := s.Reserve(ctx, grab(1, 8, 1)); !errors.Is(err, domain.ErrPaused) {
-		t.Fatalf("reserve after pausing: %v", err)
-	}
-	if got := remaining(t, s, 1); got != 9 {
-		t.Fatalf("remaining = %d, want 9", got)
-	}
-	if ok, err := s.SetPaused(ctx, 99, true); ok || err != nil {
-		t.Fatalf("pause without sale state: %v %v", ok, err)
-	}
-	if n, _ := client.Exists(ctx, s.Keys().Meta(99)).Result(); n != 0 {
-		t.Fatal("pausing a voucher without sale state created it")
-	}
-}
-
 func TestReserveUserRate(t *testing.T) {
 	ctx := context.Background()
 	s := limitedStock(t, redisstore.Options{UserRate: 2, UserBurst: 3})

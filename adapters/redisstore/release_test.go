@@ -2,10 +2,8 @@ package redisstore_test
 
 import (
 	"context"
-	"errors"
+	"maps"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,105 +56,51 @@ func order(r domain.Reservation) domain.Order {
 	}
 }
 
-func TestReleaseReturnsStockOnceUnderConcurrency(t *testing.T) {
-	ctx := context.Background()
-	client, s := newStock(t, 0)
-	v := voucher(1, 5, 2)
-	warm(t, client, s, v)
-	r := grab(v.ID, 1, 2)
-	check(t, s.Reserve(ctx, r))
-	check(t, s.Reserve(ctx, grab(v.ID, 2, 1)))
-
-	var released atomic.Int64
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 50 {
-		wg.Go(func() {
-			<-start
-			ok, err := s.Release(ctx, order(r))
-			if err != nil {
-				t.Error(err)
-			}
-			if ok {
-				released.Add(1)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-
-	if got, want := released.Load(), int64(1); got != want {
-		t.Fatalf("%d releases reported releasing, want %d", got, want)
-	}
-	if got, want := remaining(t, s, v.ID), 4; got != want {
-		t.Fatalf("remaining = %d, want %d (5 - 1 still held)", got, want)
-	}
-	k := s.Keys()
-	held, err := client.HExists(ctx, k.Buyers(v.ID), "1").Result()
-	check(t, err)
-	recorded, err := client.HExists(ctx, k.Orders(v.ID), string(r.OrderID)).Result()
-	check(t, err)
-	if held || recorded {
-		t.Fatalf("after release buyer held = %v, order recorded = %v; want neither", held, recorded)
-	}
-	other, err := client.HGet(ctx, k.Buyers(v.ID), "2").Result()
-	check(t, err)
-	if got, want := other, "o2"; got != want {
-		t.Fatalf("another buyer holds %q after the release, want %q", got, want)
-	}
-
-	// The user may grab again, and the new reservation takes the units again.
-	again := grab(v.ID, 1, 2)
-	again.OrderID = "o1-again"
-	check(t, s.Reserve(ctx, again))
-	if got, want := remaining(t, s, v.ID), 2; got != want {
-		t.Fatalf("remaining = %d after grabbing again, want %d", got, want)
-	}
-}
-
-func TestReleaseRefusesAStaleOrder(t *testing.T) {
+// TestReleaseForgetsTheRecords checks what a release does to the buyers and orders
+// hashes (the contract suite, TestStockContract, checks the units and the answers): it
+// deletes the order's records, and only while the buyer's record still names the order.
+func TestReleaseForgetsTheRecords(t *testing.T) {
 	ctx := context.Background()
 	client, s := newStock(t, 0)
 	v := voucher(1, 5, 1)
 	warm(t, client, s, v)
-	first := grab(v.ID, 1, 1)
-	check(t, s.Reserve(ctx, first))
-	ok, err := s.Release(ctx, order(first))
-	check(t, err)
-	if !ok {
-		t.Fatal("first release released nothing")
-	}
-	second := grab(v.ID, 1, 1)
-	second.OrderID = "o1-second"
-	check(t, s.Reserve(ctx, second))
+	first := reserve(t, s, v.ID, 1, 2)[0]
 
-	ok, err = s.Release(ctx, order(first))
+	released, err := s.Release(ctx, order(first))
 	check(t, err)
-	if ok {
-		t.Fatal("a release of the user's former order released the current one")
+	if !released {
+		t.Fatal("release released nothing")
 	}
-	if got, want := remaining(t, s, v.ID), 4; got != want {
-		t.Fatalf("remaining = %d, want %d", got, want)
-	}
-	holds, err := client.HGet(ctx, s.Keys().Buyers(v.ID), "1").Result()
+	k := s.Keys()
+	buyers, err := client.HGetAll(ctx, k.Buyers(v.ID)).Result()
 	check(t, err)
-	if got, want := holds, string(second.OrderID); got != want {
-		t.Fatalf("user holds %q, want %q", got, want)
+	if want := map[string]string{"2": "o2"}; !maps.Equal(buyers, want) {
+		t.Fatalf("buyers after the release = %v, want %v", buyers, want)
 	}
-	n, err := client.HLen(ctx, s.Keys().Orders(v.ID)).Result()
+	orders, err := client.HGetAll(ctx, k.Orders(v.ID)).Result()
 	check(t, err)
-	if got, want := n, int64(1); got != want {
-		t.Fatalf("%d orders recorded, want %d", got, want)
+	if got, want := slices.Sorted(maps.Keys(orders)), []string{"o2"}; !slices.Equal(got, want) {
+		t.Fatalf("orders after the release = %v, want %v", got, want)
 	}
 
-	// A user holding nothing releases nothing either.
-	ok, err = s.Release(ctx, order(grab(v.ID, 7, 1)))
+	// The user grabs again; a release of the former order leaves the new one's records.
+	again := grab(v.ID, 1, 1)
+	again.OrderID = "o1-again"
+	check(t, s.Reserve(ctx, again))
+	released, err = s.Release(ctx, order(first))
 	check(t, err)
-	if ok {
-		t.Fatal("released an order nobody holds")
+	if released {
+		t.Fatal("a release of the user's former order released")
 	}
-	if got, want := remaining(t, s, v.ID), 4; got != want {
-		t.Fatalf("remaining = %d, want %d", got, want)
+	buyers, err = client.HGetAll(ctx, k.Buyers(v.ID)).Result()
+	check(t, err)
+	if want := map[string]string{"1": "o1-again", "2": "o2"}; !maps.Equal(buyers, want) {
+		t.Fatalf("buyers after a stale release = %v, want %v", buyers, want)
+	}
+	orders, err = client.HGetAll(ctx, k.Orders(v.ID)).Result()
+	check(t, err)
+	if got, want := slices.Sorted(maps.Keys(orders)), []string{"o1-again", "o2"}; !slices.Equal(got, want) {
+		t.Fatalf("orders after a stale release = %v, want %v", got, want)
 	}
 }
 
@@ -182,26 +126,6 @@ func TestReleaseWithoutSaleStateChangesNothing(t *testing.T) {
 	check(t, err)
 	if got, want := holds, "o1"; got != want {
 		t.Fatalf("buyer record = %q, want it untouched (%q)", got, want)
-	}
-}
-
-func TestReleaseRefusesQuantityBelowOne(t *testing.T) {
-	client, s := newStock(t, 0)
-	v := voucher(1, 5, 1)
-	warm(t, client, s, v)
-	r := grab(v.ID, 1, 1)
-	check(t, s.Reserve(context.Background(), r))
-
-	o := order(r)
-	o.Quantity = -3
-	if _, err := s.Release(context.Background(), o); !errors.Is(err, domain.ErrInvalid) {
-		t.Fatalf("Release = %v, want %v", err, domain.ErrInvalid)
-	}
-	if got, want := remaining(t, s, v.ID), 4; got != want {
-		t.Fatalf("remaining = %d, want %d", got, want)
-	}
-	if _, err := closedStock(t).Release(context.Background(), order(r)); !errors.Is(err, redis.ErrClosed) {
-		t.Fatalf("Release on a closed client = %v, want %v", err, redis.ErrClosed)
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
 )
 
 // now is the application's clock in these tests. It lies far in the future because
@@ -118,10 +118,13 @@ func TestKeys(t *testing.T) {
 	}
 }
 
-func TestWarmLoadsSaleStateOnce(t *testing.T) {
+// TestWarmWritesTheMetaHash checks the sale state Warm writes and when it expires;
+// the contract suite (TestStockContract) checks what it means to a grab.
+func TestWarmWritesTheMetaHash(t *testing.T) {
 	ctx := context.Background()
 	client, s := newStock(t, 0)
 	v := voucher(1, 10, 2)
+	v.Sold = 3
 	warm(t, client, s, v)
 
 	meta, err := client.HGetAll(ctx, s.Keys().Meta(v.ID)).Result()
@@ -129,7 +132,7 @@ func TestWarmLoadsSaleStateOnce(t *testing.T) {
 	expire := v.EndsAt.Add(redisstore.DefaultGrace).UnixMilli()
 	want := map[string]string{
 		"stock":     "10",
-		"remaining": "10",
+		"remaining": "7",
 		"begins":    strconv.FormatInt(v.BeginsAt.UnixMilli(), 10),
 		"ends":      strconv.FormatInt(v.EndsAt.UnixMilli(), 10),
 		"limit":     "2",
@@ -144,202 +147,28 @@ func TestWarmLoadsSaleStateOnce(t *testing.T) {
 	if got, want := at.Milliseconds(), expire; got != want {
 		t.Fatalf("meta expires at %d, want %d (EndsAt + default grace)", got, want)
 	}
-
-	loaded, err := s.Warm(ctx, v)
-	check(t, err)
-	if loaded {
-		t.Fatal("second warm-up loaded again")
-	}
 }
 
-func TestWarmLeavesWhatTheDatabaseSold(t *testing.T) {
-	ctx := context.Background()
-	client, s := newStock(t, 0)
-	v := voucher(1, 10, 2)
-	v.Sold = 3
-	warm(t, client, s, v)
-
-	meta, err := client.HMGet(ctx, s.Keys().Meta(v.ID), "stock", "remaining").Result()
-	check(t, err)
-	if got, want := fmt.Sprint(meta), "[10 7]"; got != want {
-		t.Fatalf("stock and remaining = %s, want %s (remaining = stock - sold)", got, want)
-	}
-	check(t, s.Reserve(ctx, grab(v.ID, 1, 2)))
-	if got, want := remaining(t, s, v.ID), 5; got != want {
-		t.Fatalf("remaining = %d after a grab of 2, want %d", got, want)
-	}
-	// Still load-only-if-absent: a warm-up with another sold count changes nothing.
-	v.Sold = 0
-	loaded, err := s.Warm(ctx, v)
-	check(t, err)
-	if loaded {
-		t.Fatal("a second warm-up loaded again")
-	}
-	if got, want := remaining(t, s, v.ID), 5; got != want {
-		t.Fatalf("remaining = %d after a second warm-up, want %d", got, want)
-	}
-
-	// More sold than stock (a database ahead of a shrunk stock): nothing left, never
-	// a negative count.
-	over := voucher(2, 4, 1)
-	over.Sold = 6
-	warm(t, client, s, over)
-	if got, want := remaining(t, s, over.ID), 0; got != want {
-		t.Fatalf("remaining = %d with more sold than stock, want %d", got, want)
-	}
-	if err := s.Reserve(ctx, grab(over.ID, 1, 1)); !errors.Is(err, domain.ErrSoldOut) {
-		t.Fatalf("Reserve = %v, want %v", err, domain.ErrSoldOut)
-	}
-}
-
-func TestWarmNeverResetsLiveCounter(t *testing.T) {
-	ctx := context.Background()
-	client, s := newStock(t, 0)
-	v := voucher(1, 10, 3)
-	warm(t, client, s, v)
-	check(t, s.Reserve(ctx, grab(v.ID, 1, 3)))
-
-	v.Stock = 50
-	loaded, err := s.Warm(ctx, v)
-	check(t, err)
-	if loaded {
-		t.Fatal("warm-up reloaded a live sale")
-	}
-	if got, want := remaining(t, s, v.ID), 7; got != want {
-		t.Fatalf("remaining = %d after a second warm-up, want %d", got, want)
-	}
-}
-
-func TestReserveOutcomes(t *testing.T) {
-	ctx := context.Background()
-	client, s := newStock(t, 0)
-	tests := []struct {
-		name string
-		at   time.Time
-		qty  int
-		want error
-	}{
-		{"reserved", now, 1, nil},
-		{"reserved at the opening instant", now.Add(-time.Hour), 1, nil},
-		{"reserved at the last millisecond", now.Add(time.Hour - time.Millisecond), 2, nil},
-		{"not started", now.Add(-time.Hour - time.Millisecond), 1, domain.ErrNotStarted},
-		{"ended at the closing instant", now.Add(time.Hour), 1, domain.ErrEnded},
-		{"ended", now.Add(48 * time.Hour), 1, domain.ErrEnded},
-		{"over the per-user limit", now, 3, domain.ErrInvalid},
-		{"zero quantity", now, 0, domain.ErrInvalid},
-		{"negative quantity", now, -1, domain.ErrInvalid},
-	}
-	for i, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			v := voucher(domain.VoucherID(i+1), 10, 2)
-			warm(t, client, s, v)
-			r := grab(v.ID, 1, tc.qty)
-			r.At = tc.at
-
-			err := s.Reserve(ctx, r)
-			if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
-				t.Fatalf("Reserve = %v, want %v", err, tc.want)
-			}
-			left, stream := 10, int64(0)
-			if tc.want == nil {
-				left, stream = 10-tc.qty, 1
-			}
-			if got := remaining(t, s, v.ID); got != left {
-				t.Fatalf("remaining = %d, want %d", got, left)
-			}
-			n, err := client.XLen(ctx, s.Keys().Stream(v.ID)).Result()
-			check(t, err)
-			if n != stream {
-				t.Fatalf("XLEN = %d, want %d", n, stream)
-			}
-		})
-	}
-}
-
-func TestReserveOverLimitNamesQuantity(t *testing.T) {
-	client, s := newStock(t, 0)
-	v := voucher(1, 10, 2)
-	warm(t, client, s, v)
-
-	var invalid *domain.ValidationError
-	if err := s.Reserve(context.Background(), grab(v.ID, 1, 3)); !errors.As(err, &invalid) {
-		t.Fatalf("Reserve = %v, want a *domain.ValidationError", err)
-	}
-	if got, want := invalid.Field, "quantity"; got != want {
-		t.Fatalf("invalid field %q, want %q", got, want)
-	}
-}
-
-func TestReserveUnknownVoucher(t *testing.T) {
+// TestWithoutSaleStateNothingIsWritten: a grab or a pause of a voucher without sale
+// state is refused (the contract suite checks the answers) and leaves no key behind,
+// which would read as a partial sale state; under the script and WATCH alike.
+func TestWithoutSaleStateNothingIsWritten(t *testing.T) {
 	ctx := context.Background()
 	client, s := newStock(t, 0)
 	cleanup(t, client, s, 99)
-
-	if err := s.Reserve(ctx, grab(99, 1, 1)); !errors.Is(err, domain.ErrNotFound) {
-		t.Fatalf("Reserve = %v, want %v", err, domain.ErrNotFound)
+	for _, stock := range []ports.Stock{s, redisstore.NewWatchStock(s, 0)} {
+		if err := stock.Reserve(ctx, grab(99, 1, 1)); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("%T.Reserve = %v, want %v", stock, err, domain.ErrNotFound)
+		}
+		if ok, err := stock.SetPaused(ctx, 99, true); ok || err != nil {
+			t.Fatalf("%T.SetPaused = %v, %v; want false", stock, ok, err)
+		}
 	}
-	n, err := client.Exists(ctx, s.Keys().Meta(99), s.Keys().Buyers(99), s.Keys().Orders(99), s.Keys().Stream(99)).Result()
+	k := s.Keys()
+	n, err := client.Exists(ctx, k.Meta(99), k.Buyers(99), k.Orders(99), k.Stream(99)).Result()
 	check(t, err)
-	if n != 0 {
-		t.Fatalf("a refused grab on an unknown voucher created %d keys", n)
-	}
-}
-
-func TestReserveAlreadyPurchasedNamesExistingOrder(t *testing.T) {
-	ctx := context.Background()
-	client, s := newStock(t, 0)
-	v := voucher(1, 2, 1)
-	warm(t, client, s, v)
-	check(t, s.Reserve(ctx, grab(v.ID, 1, 1)))
-
-	again := grab(v.ID, 1, 1)
-	again.OrderID = "another"
-	err := s.Reserve(ctx, again)
-	var held *domain.AlreadyPurchasedError
-	if !errors.As(err, &held) || !errors.Is(err, domain.ErrAlreadyPurchased) {
-		t.Fatalf("Reserve = %v, want an *domain.AlreadyPurchasedError", err)
-	}
-	if got, want := held.OrderID, domain.OrderID("o1"); got != want {
-		t.Fatalf("already purchased names order %q, want %q", got, want)
-	}
-
-	// Once sold out, a holder still learns its order rather than "sold out".
-	check(t, s.Reserve(ctx, grab(v.ID, 2, 1)))
-	if err := s.Reserve(ctx, again); !errors.As(err, &held) || held.OrderID != "o1" {
-		t.Fatalf("Reserve by a holder after sell-out = %v, want already purchased o1", err)
-	}
-	if err := s.Reserve(ctx, grab(v.ID, 3, 1)); !errors.Is(err, domain.ErrSoldOut) {
-		t.Fatalf("Reserve = %v, want %v", err, domain.ErrSoldOut)
-	}
-	if got, want := remaining(t, s, v.ID), 0; got != want {
-		t.Fatalf("remaining = %d, want %d", got, want)
-	}
-}
-
-func TestReserveQuantity(t *testing.T) {
-	ctx := context.Background()
-	client, s := newStock(t, 0)
-	v := voucher(1, 5, 3)
-	warm(t, client, s, v)
-
-	check(t, s.Reserve(ctx, grab(v.ID, 1, 3)))
-	if got, want := remaining(t, s, v.ID), 2; got != want {
-		t.Fatalf("remaining = %d after taking 3 of 5, want %d", got, want)
-	}
-	// Two left: a grab of three is sold out and takes nothing.
-	if err := s.Reserve(ctx, grab(v.ID, 2, 3)); !errors.Is(err, domain.ErrSoldOut) {
-		t.Fatalf("Reserve = %v, want %v", err, domain.ErrSoldOut)
-	}
-	if got, want := remaining(t, s, v.ID), 2; got != want {
-		t.Fatalf("remaining = %d after a refused grab, want %d", got, want)
-	}
-	// The refusal recorded nothing, so the same user may take what is left.
-	check(t, s.Reserve(ctx, grab(v.ID, 2, 2)))
-	if err := s.Reserve(ctx, grab(v.ID, 3, 1)); !errors.Is(err, domain.ErrSoldOut) {
-		t.Fatalf("Reserve = %v, want %v", err, domain.ErrSoldOut)
-	}
-	if got, want := remaining(t, s, v.ID), 0; got != want {
-		t.Fatalf("remaining = %d, want %d", got, want)
+	if got, want := n, int64(0); got != want {
+		t.Fatalf("refusals on a voucher without sale state created %d keys", got)
 	}
 }
 
@@ -415,98 +244,6 @@ func TestReserveRecordsAndQueuesAtomically(t *testing.T) {
 	}
 }
 
-func TestReserveConcurrentGrabsSellExactlyTheStock(t *testing.T) {
-	ctx := context.Background()
-	client, s := newStock(t, 0)
-	const stock, users, twice = 100, 1900, 100
-	v := voucher(1, stock, 1)
-	warm(t, client, s, v)
-
-	type answer struct {
-		r   domain.Reservation
-		err error
-	}
-	answers := make([]answer, users+twice)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range answers {
-		// Requests users..users+twice-1 are second grabs by users 1..twice.
-		user := domain.UserID(i%users + 1)
-		r := grab(v.ID, user, 1)
-		r.OrderID = domain.OrderID(fmt.Sprintf("o%d-%d", user, i))
-		wg.Go(func() {
-			<-start
-			answers[i] = answer{r, s.Reserve(ctx, r)}
-		})
-	}
-	close(start)
-	wg.Wait()
-
-	holds := map[domain.UserID]domain.OrderID{}
-	for _, a := range answers {
-		if a.err == nil {
-			if _, dup := holds[a.r.UserID]; dup {
-				t.Fatalf("user %d reserved twice", a.r.UserID)
-			}
-			holds[a.r.UserID] = a.r.OrderID
-		}
-	}
-	if got, want := len(holds), stock; got != want {
-		t.Fatalf("%d users reserved, want %d", got, want)
-	}
-	for _, a := range answers {
-		var held *domain.AlreadyPurchasedError
-		switch {
-		case a.err == nil, errors.Is(a.err, domain.ErrSoldOut):
-		case errors.As(a.err, &held):
-			if got, want := held.OrderID, holds[a.r.UserID]; got != want {
-				t.Fatalf("user %d told it holds %q, want %q", a.r.UserID, got, want)
-			}
-		default:
-			t.Fatalf("user %d: unexpected answer %v", a.r.UserID, a.err)
-		}
-	}
-
-	if got, want := remaining(t, s, v.ID), 0; got != want {
-		t.Fatalf("remaining = %d, want %d", got, want)
-	}
-	n, err := client.XLen(ctx, s.Keys().Stream(v.ID)).Result()
-	check(t, err)
-	if got, want := n, int64(stock); got != want {
-		t.Fatalf("XLEN = %d, want %d", got, want)
-	}
-	buyers, err := client.HGetAll(ctx, s.Keys().Buyers(v.ID)).Result()
-	check(t, err)
-	if got, want := len(buyers), stock; got != want {
-		t.Fatalf("%d buyers, want %d", got, want)
-	}
-	for user, order := range holds {
-		if got, want := buyers[user.String()], string(order); got != want {
-			t.Fatalf("buyer %d holds %q, want %q", user, got, want)
-		}
-	}
-}
-
-func TestRemaining(t *testing.T) {
-	ctx := context.Background()
-	client, s := newStock(t, 0)
-	warm(t, client, s, voucher(1, 10, 2))
-	warm(t, client, s, voucher(2, 5, 1))
-	check(t, s.Reserve(ctx, grab(1, 1, 2)))
-
-	left, err := s.Remaining(ctx, 1, 2, 3)
-	check(t, err)
-	if want := map[domain.VoucherID]int{1: 8, 2: 5}; !maps.Equal(left, want) {
-		t.Fatalf("Remaining = %v, want %v", left, want)
-	}
-
-	left, err = s.Remaining(ctx, 3)
-	check(t, err)
-	if len(left) != 0 {
-		t.Fatalf("Remaining of an unknown voucher = %v, want none", left)
-	}
-}
-
 // closedStock returns a Stock whose client is closed: every command fails at once.
 func closedStock(t *testing.T) *redisstore.Stock {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:0"})
@@ -527,6 +264,8 @@ func TestRedisErrorsAreWrapped(t *testing.T) {
 	s := closedStock(t)
 	_, warmErr := s.Warm(ctx, voucher(1, 1, 1))
 	_, remainingErr := s.Remaining(ctx, 1)
+	_, pauseErr := s.SetPaused(ctx, 1, true)
+	_, releaseErr := s.Release(ctx, order(grab(1, 1, 1)))
 	for _, tc := range []struct {
 		err    error
 		prefix string
@@ -534,6 +273,8 @@ func TestRedisErrorsAreWrapped(t *testing.T) {
 		{warmErr, "warm stock: "},
 		{s.Reserve(ctx, grab(1, 1, 1)), "reserve stock: "},
 		{remainingErr, "read remaining stock: "},
+		{pauseErr, "pause sale: "},
+		{releaseErr, "release stock: "},
 	} {
 		if !errors.Is(tc.err, redis.ErrClosed) {
 			t.Errorf("error %v does not wrap %v", tc.err, redis.ErrClosed)

@@ -1,0 +1,92 @@
+package redisstore_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/stocktest"
+	"github.com/seckill/seckill/adapters/testenv"
+	"github.com/seckill/seckill/domain"
+)
+
+// TestStockContract runs the ports.Stock contract suite against the reserve script.
+func TestStockContract(t *testing.T) {
+	stocktest.Run(t, func(t *testing.T) stocktest.Subject {
+		client, s := newStock(t, 0)
+		forgetPrefix(t, client, s.Keys().Prefix)
+		return stocktest.Subject{Stock: s, Recorded: streamed(client, s.Keys())}
+	})
+}
+
+// TestWatchStockContract runs it against the WATCH/MULTI strategy, which may give up
+// under contention (its retry cap: TestWatchReserveGivesUpAfterItsAttempts).
+func TestWatchStockContract(t *testing.T) {
+	stocktest.Run(t, func(t *testing.T) stocktest.Subject {
+		// A connection for every grab of the concurrency test, so they all contend at
+		// once.
+		opts, err := redis.ParseURL(testenv.RedisURL(t))
+		check(t, err)
+		opts.PoolSize = 2000
+		client := redis.NewClient(opts)
+		t.Cleanup(func() { _ = client.Close() })
+		w := redisstore.NewWatchStock(redisstore.NewStock(client, redisstore.Options{Prefix: "w" + testenv.Unique()}), 0)
+		forgetPrefix(t, client, w.Keys().Prefix)
+		return stocktest.Subject{Stock: w, Recorded: streamed(client, w.Keys()), UnavailableUnderContention: true}
+	})
+}
+
+// forgetPrefix deletes every key under prefix when the test ends.
+func forgetPrefix(t *testing.T, client *redis.Client, prefix string) {
+	t.Cleanup(func() {
+		ctx := context.Background()
+		iter := client.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+		var keys []string
+		for iter.Next(ctx) {
+			keys = append(keys, iter.Val())
+		}
+		if err := iter.Err(); err != nil {
+			t.Errorf("list the keys of %s: %v", prefix, err)
+			return
+		}
+		if len(keys) > 0 {
+			if err := client.Unlink(ctx, keys...).Err(); err != nil {
+				t.Errorf("delete the keys of %s: %v", prefix, err)
+			}
+		}
+	})
+}
+
+// streamed returns what a grab recorded for fulfilment under k: the entries of a
+// voucher's stream, decoded.
+func streamed(client *redis.Client, k redisstore.Keys) func(*testing.T, domain.VoucherID) []domain.Reservation {
+	return func(t *testing.T, id domain.VoucherID) []domain.Reservation {
+		t.Helper()
+		entries, err := client.XRange(context.Background(), k.Stream(id), "-", "+").Result()
+		check(t, err)
+		var out []domain.Reservation
+		for _, e := range entries {
+			field := func(name string) int64 {
+				s, _ := e.Values[name].(string)
+				n, err := strconv.ParseInt(s, 10, 64)
+				if err != nil {
+					t.Fatalf("stream entry %s: field %s = %q: %v", e.ID, name, s, err)
+				}
+				return n
+			}
+			order, _ := e.Values["order"].(string)
+			out = append(out, domain.Reservation{
+				OrderID:   domain.OrderID(order),
+				VoucherID: domain.VoucherID(field("voucher")),
+				UserID:    domain.UserID(field("user")),
+				Quantity:  int(field("qty")),
+				At:        time.UnixMilli(field("at")),
+			})
+		}
+		return out
+	}
+}
