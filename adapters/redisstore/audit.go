@@ -202,7 +202,13 @@ func (a *Audit) pendingUpTo(ctx context.Context, stream, id string) ([]redis.XMe
 		if int64(len(rows)) < auditPage {
 			return out, nil
 		}
-		start = "(" + rows[len(rows)-1].ID
+		// The id after the last one, not "(" and the last one: XPENDING takes an
+		// exclusive start only since Redis 6.2, and the embedded server not at all.
+		last, err := parseStreamID(rows[len(rows)-1].ID)
+		if err != nil {
+			return nil, err
+		}
+		start = last.next().String()
 	}
 }
 

@@ -4,7 +4,7 @@
 if redis.call('EXISTS', KEYS[1], KEYS[2]) == 0 then
   return 0
 end
-local created = redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
+local created = redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0-0', 'MKSTREAM')
 if type(created) == 'table' and created.err and string.sub(created.err, 1, 9) ~= 'BUSYGROUP' then
   return redis.error_reply(created.err)
 end

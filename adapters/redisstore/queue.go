@@ -663,11 +663,16 @@ func decodeFields(voucher domain.VoucherID, values map[string]any) (domain.Reser
 // streamID is a stream entry id, milliseconds and sequence.
 type streamID struct{ ms, seq uint64 }
 
+// parseStreamID reads "ms-seq", or "ms" alone as "ms-0", as Redis reads an id given to
+// XGROUP CREATE: the embedded server reports a group's position as it was given.
 func parseStreamID(s string) (streamID, error) {
 	msPart, seqPart, ok := strings.Cut(s, "-")
+	if !ok {
+		seqPart = "0"
+	}
 	ms, err1 := strconv.ParseUint(msPart, 10, 64)
 	seq, err2 := strconv.ParseUint(seqPart, 10, 64)
-	if !ok || err1 != nil || err2 != nil {
+	if err1 != nil || err2 != nil {
 		return streamID{}, fmt.Errorf("malformed stream id %q", s)
 	}
 	return streamID{ms, seq}, nil

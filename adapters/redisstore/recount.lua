@@ -14,7 +14,9 @@ local held = 0
 for _, record in ipairs(redis.call('HVALS', KEYS[2])) do
   -- "user:qty:at_ms"; a record that cannot be read stops the recount rather than be
   -- guessed at: counting it as nothing could sell its units twice.
-  local qty = tonumber(string.match(record, '^%d+:(%d+):%-?%d+$'))
+  -- The parentheses keep a failed match one nil: gopher-lua (the embedded server)
+  -- returns no value at all from string.match then, and tonumber() refuses that.
+  local qty = tonumber((string.match(record, '^%d+:(%d+):%-?%d+$')))
   if not qty or qty < 1 then
     return redis.error_reply('malformed reservation record ' .. record)
   end

@@ -11,7 +11,7 @@ end
 -- created at the stream's start, as warm.lua does, so entries left in a stream that
 -- lost its group are delivered rather than skipped. This goes first so that a failure
 -- (a key of the wrong type) leaves nothing half done.
-local created = redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
+local created = redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0-0', 'MKSTREAM')
 if type(created) == 'table' and created.err and string.sub(created.err, 1, 9) ~= 'BUSYGROUP' then
   return redis.error_reply(created.err)
 end

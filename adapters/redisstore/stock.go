@@ -141,7 +141,7 @@ func NewStock(client redis.UniversalClient, opts Options) *Stock {
 func (s *Stock) Keys() Keys { return s.keys }
 
 // warmScript loads a voucher's sale state unless it already exists, and every time
-// makes sure the stream and its consumer group exist (XGROUP CREATE … 0 MKSTREAM,
+// makes sure the stream and its consumer group exist (XGROUP CREATE … 0-0 MKSTREAM,
 // BUSYGROUP ignored, so a live group keeps its position).
 // KEYS[1] meta, KEYS[2] stream. ARGV: stock, remaining, begins_ms, ends_ms,
 // per_user_limit, expire_at_ms, group, paused ("1" or "0").

@@ -1,7 +1,9 @@
 -- Make sure the stream and its consumer group exist, on every warm-up: a live group
 -- keeps its position (BUSYGROUP), a lost one comes back. This goes first so that a
--- failure (a key of the wrong type) leaves nothing half done.
-local created = redis.pcall('XGROUP', 'CREATE', KEYS[2], ARGV[7], '0', 'MKSTREAM')
+-- failure (a key of the wrong type) leaves nothing half done. The start is spelled
+-- '0-0', not '0': the same to Redis, but the embedded server reports the group's
+-- position as it was given, and readers expect a full id.
+local created = redis.pcall('XGROUP', 'CREATE', KEYS[2], ARGV[7], '0-0', 'MKSTREAM')
 if type(created) == 'table' and created.err and string.sub(created.err, 1, 9) ~= 'BUSYGROUP' then
   return redis.error_reply(created.err)
 end

@@ -2,6 +2,10 @@
 // that scripts/test.sh starts. A test calls Redis or PostgresURL; when the service's
 // variable is unset the test is skipped, except in CI (CI=true), where it fails: CI
 // must never count a skipped integration test as a pass.
+//
+// SECKILL_TEST_REDIS_URL=embedded runs the Redis tests against the in-process server
+// of the zero-setup mode (redisstore.StartEmbedded) instead: each test gets a server
+// of its own, stopped when the test ends.
 package testenv
 
 import (
@@ -10,10 +14,13 @@ import (
 	"encoding/hex"
 	"net/url"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/adapters/redisstore"
 )
 
 // Variables scripts/test.sh exports.
@@ -21,6 +28,10 @@ const (
 	RedisURLVar    = "SECKILL_TEST_REDIS_URL"
 	DatabaseURLVar = "SECKILL_TEST_DATABASE_URL"
 )
+
+// EmbeddedRedis, as the value of RedisURLVar, gives every test an embedded server of
+// its own (redisstore.StartEmbedded) instead of a real Redis.
+const EmbeddedRedis = "embedded"
 
 func lookup(t testing.TB, name string) string {
 	t.Helper()
@@ -45,14 +56,54 @@ func Unique() string {
 	return hex.EncodeToString(b[:])
 }
 
-// RedisURL returns the throwaway Redis server's URL.
+// RedisURL returns the throwaway Redis server's URL. With RedisURLVar set to
+// EmbeddedRedis it returns the URL of the test's own embedded server, started on the
+// test's first call and stopped when the test ends; every call of one test (Redis
+// included) gets the same server.
 func RedisURL(t testing.TB) string {
 	t.Helper()
-	return lookup(t, RedisURLVar)
+	u := lookup(t, RedisURLVar)
+	if u != EmbeddedRedis {
+		return u
+	}
+	return embeddedFor(t).URL()
 }
 
-// Redis returns a client of the throwaway Redis server, closed when the test ends.
-// Tests isolate themselves with their own key prefix (see Unique); none flushes.
+// embedded holds the embedded server of each running test.
+var embedded struct {
+	sync.Mutex
+	servers map[testing.TB]*redisstore.Embedded
+}
+
+// embeddedFor returns t's embedded server, starting it on the first call.
+func embeddedFor(t testing.TB) *redisstore.Embedded {
+	t.Helper()
+	embedded.Lock()
+	defer embedded.Unlock()
+	if e, ok := embedded.servers[t]; ok {
+		return e
+	}
+	e, err := redisstore.StartEmbedded()
+	if err != nil {
+		t.Fatalf("%s=%s: %v", RedisURLVar, EmbeddedRedis, err)
+	}
+	if embedded.servers == nil {
+		embedded.servers = make(map[testing.TB]*redisstore.Embedded)
+	}
+	embedded.servers[t] = e
+	// Registered before any client's cleanup, so it runs after them all.
+	t.Cleanup(func() {
+		embedded.Lock()
+		delete(embedded.servers, t)
+		embedded.Unlock()
+		e.Close()
+	})
+	return e
+}
+
+// Redis returns a client of the throwaway Redis server (of the test's embedded server
+// with RedisURLVar set to EmbeddedRedis), closed when the test ends. Tests isolate
+// themselves with their own key prefix (see Unique); none flushes.
 func Redis(t testing.TB) *redis.Client {
 	t.Helper()
 	opts, err := redis.ParseURL(RedisURL(t))
