@@ -350,3 +350,35 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+func TestWorkerDrainPersistsEverythingLeft(t *testing.T) {
+	s := newSale(t, 100, 1)
+	for u := domain.UserID(1); u <= 25; u++ {
+		mustGrab(t, s.grabFixture, u, 1)
+	}
+	// Five were delivered to a consumer that died holding them.
+	if ds, _ := s.queue.Read(context.Background(), 5, 0); len(ds) != 5 {
+		t.Fatalf("read %d", len(ds))
+	}
+	w := application.NewWorker(s.fulfil, s.queue, application.WorkerOptions{
+		Batch: 7, Block: time.Millisecond, ClaimIdle: time.Hour, ClaimEvery: time.Hour,
+		MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond,
+	}, application.WorkerObserver{})
+	if err := w.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.queue.Pending(s.id); got != 0 {
+		t.Fatalf("pending = %d after the drain", got)
+	}
+	if units, _ := s.orders.UnitsByStatus(context.Background(), s.id); units[domain.StatusAwaitingPayment] != 25 {
+		t.Fatalf("units = %v", units)
+	}
+	// With the database down the drain gives up when its context ends.
+	mustGrab(t, s.grabFixture, 99, 1)
+	s.orders.SetErr(domain.ErrUnavailable)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := w.Drain(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("drain with the database down: %v", err)
+	}
+}

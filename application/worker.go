@@ -3,6 +3,7 @@ package application
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -91,6 +92,41 @@ func (w *Worker) Run(ctx context.Context) error {
 		backoff = w.opts.MinBackoff
 	}
 	return nil
+}
+
+// Drain persists everything still in the queue — entries never delivered and entries
+// left pending by any consumer, this one included — and returns once the queue is
+// empty, or with ctx's error when it ends first. serve calls it at shutdown when the
+// queue lives in memory and would otherwise be lost with the process.
+func (w *Worker) Drain(ctx context.Context) error {
+	if err := w.queue.Refresh(ctx); err != nil {
+		return fmt.Errorf("drain the queue: %w", err)
+	}
+	backoff := w.opts.MinBackoff
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("drain the queue: %w", err)
+		}
+		ds, err := w.queue.Claim(ctx, 0, w.opts.Batch)
+		if err == nil && len(ds) == 0 {
+			ds, err = w.queue.Read(ctx, w.opts.Batch, time.Millisecond)
+		}
+		if err == nil && len(ds) == 0 {
+			return nil
+		}
+		if err == nil {
+			err = w.finish(ctx, ctx, ds, &backoff)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("drain the queue: %w", ctx.Err())
+			}
+			if !sleep(ctx, jitter(backoff)) {
+				return fmt.Errorf("drain the queue: %w", ctx.Err())
+			}
+			backoff = min(2*backoff, w.opts.MaxBackoff)
+		}
+	}
 }
 
 // finish persists one batch, retrying while a dependency is down. It gives up only

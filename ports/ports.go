@@ -101,6 +101,9 @@ type Queue interface {
 	// DeadLetter records d and reason in the dead-letter queue and acknowledges d, so a
 	// poison entry stops being redelivered.
 	DeadLetter(ctx context.Context, d Delivery, reason string) error
+	// Refresh makes the next Read and Claim see every voucher's queue that exists now
+	// (they may otherwise learn of a new voucher a little later).
+	Refresh(ctx context.Context) error
 }
 
 // PersistOutcome is what Orders.Persist did with one reservation.

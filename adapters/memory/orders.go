@@ -234,6 +234,9 @@ func (q *Queue) DeadLetter(ctx context.Context, d ports.Delivery, reason string)
 	return nil
 }
 
+// Refresh has nothing to do: the fake knows every entry at once.
+func (q *Queue) Refresh(context.Context) error { return nil }
+
 // Pending counts a voucher's entries not yet acknowledged.
 func (q *Queue) Pending(voucher domain.VoucherID) int64 {
 	q.mu.Lock()

@@ -452,6 +452,16 @@ next:
 // vouchers returns the vouchers whose streams the queue consumes, re-reading the
 // registry when the last read is older than q.every. Vouchers whose stream and sale
 // state are both gone (the sale's keys expired) are removed from the registry.
+// Refresh re-reads the registry now, so the next Read and Claim see every voucher
+// warmed so far instead of the list of up to DiscoverEvery ago.
+func (q *Queue) Refresh(ctx context.Context) error {
+	q.mu.Lock()
+	q.checkedAt = time.Time{}
+	q.mu.Unlock()
+	_, err := q.vouchers(ctx)
+	return err
+}
+
 func (q *Queue) vouchers(ctx context.Context) ([]domain.VoucherID, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -703,3 +703,26 @@ func TestNewQueueRequiresAConsumerName(t *testing.T) {
 	}()
 	redisstore.NewQueue(nil, redisstore.QueueOptions{})
 }
+
+// TestRefreshSeesANewVoucherAtOnce: the queue re-reads its registry only now and then;
+// Refresh makes a voucher warmed a moment ago readable at once (the drain at shutdown
+// depends on it).
+func TestRefreshSeesANewVoucherAtOnce(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	q := redisstore.NewQueue(client, redisstore.QueueOptions{Prefix: s.Keys().Prefix, Consumer: "c", DiscoverEvery: time.Hour})
+	if ds, err := q.Read(ctx, 10, time.Millisecond); err != nil || len(ds) != 0 {
+		t.Fatalf("read before any voucher: %v, %v", ds, err)
+	}
+	warm(t, client, s, voucher(1, 10, 1))
+	check(t, s.Reserve(ctx, grab(1, 7, 1)))
+	if ds, err := q.Read(ctx, 10, time.Millisecond); err != nil || len(ds) != 0 {
+		t.Fatalf("read with the registry cached: %v, %v (the test assumes a stale list)", ds, err)
+	}
+	check(t, q.Refresh(ctx))
+	ds, err := q.Read(ctx, 10, time.Millisecond)
+	check(t, err)
+	if len(ds) != 1 || ds[0].Reservation.UserID != 7 {
+		t.Fatalf("read after Refresh = %+v", ds)
+	}
+}

@@ -18,7 +18,7 @@ import (
 type Common struct {
 	StrategyConfig `embed:""`
 
-	RedisURL       string        `name:"redis-url" env:"SECKILL_REDIS_URL" help:"Redis URL, e.g. redis://127.0.0.1:6379/0."`
+	RedisURL       string        `name:"redis-url" env:"SECKILL_REDIS_URL" help:"Redis URL, e.g. redis://127.0.0.1:6379/0; unset, serve and demo run an in-process Redis (for trying and testing: it keeps nothing across restarts)."`
 	DatabaseURL    string        `name:"database-url" env:"SECKILL_DATABASE_URL" help:"PostgreSQL URL, e.g. postgres://user@127.0.0.1:5432/seckill?sslmode=disable."`
 	KeyPrefix      string        `name:"key-prefix" env:"SECKILL_KEY_PREFIX" default:"seckill" help:"Prefix of every Redis key seckill writes."`
 	KeyGrace       time.Duration `name:"key-grace" env:"SECKILL_KEY_GRACE" default:"24h" help:"How long a voucher's Redis keys outlive the end of its sale."`
@@ -196,9 +196,10 @@ func positive(settings ...setting) error {
 	return nil
 }
 
+// checkRedisURL accepts a Redis URL, or nothing: the in-process Redis.
 func checkRedisURL(s string) error {
 	if s == "" {
-		return errors.New("SECKILL_REDIS_URL (--redis-url): is required")
+		return nil
 	}
 	if _, err := redis.ParseURL(s); err != nil {
 		return fmt.Errorf("SECKILL_REDIS_URL (--redis-url): %v", err)

@@ -108,16 +108,33 @@ var httpSet = wire.NewSet(
 // commonSet provides the settings shared by every command from serve's.
 var commonSet = wire.NewSet(wire.FieldsOf(new(Config), "Common"))
 
-// openRedis connects to cfg.RedisURL, with timeouts tuned so no request waits more
+// openRedis connects to cfg.RedisURL — or, when it is unset, starts an in-process Redis
+// and connects to that — with timeouts tuned so no request waits more
 // than a second for a dead Redis, and a circuit breaker that fails calls at once while
 // Redis is down and lets a probe through to close again when it is back. The
 // connection is checked at start-up so a wrong URL stops the command with one line.
 func openRedis(ctx context.Context, cfg Common, log *zap.Logger) (redis.UniversalClient, func(), error) {
-	opts, err := redis.ParseURL(cfg.RedisURL)
+	url, stop := cfg.RedisURL, func() {}
+	if url == "" {
+		e, err := redisstore.StartEmbedded()
+		if err != nil {
+			return nil, nil, fmt.Errorf("start the in-process redis: %w", err)
+		}
+		log.Warn("SECKILL_REDIS_URL is unset: using an in-process Redis (miniredis) that keeps nothing across restarts; for trying and testing, not production",
+			zap.String("addr", e.Addr()))
+		url, stop = e.URL(), e.Close
+	}
+	opts, err := redis.ParseURL(url)
 	if err != nil {
+		stop()
 		return nil, nil, fmt.Errorf("SECKILL_REDIS_URL: %w", err)
 	}
 	redisstore.TuneClientOptions(opts)
+	if cfg.RedisURL == "" {
+		// The in-process server runs one command at a time and a script several times
+		// slower than Redis: let a burst queue for it instead of timing out.
+		opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = 2*time.Second, 2*time.Second, 5*time.Second
+	}
 	opts.PoolSize = 64
 	opts.MinIdleConns = 8
 	client := redis.NewClient(opts)
@@ -126,9 +143,10 @@ func openRedis(ctx context.Context, cfg Common, log *zap.Logger) (redis.Universa
 	defer cancel()
 	if err := client.Ping(pingCtx).Err(); err != nil {
 		_ = client.Close()
-		return nil, nil, fmt.Errorf("connect to redis %s: %w", redactURL(cfg.RedisURL), err)
+		stop()
+		return nil, nil, fmt.Errorf("connect to redis %s: %w", redactURL(url), err)
 	}
-	return client, func() { _ = client.Close() }, nil
+	return client, func() { _ = client.Close(); stop() }, nil
 }
 
 // logBreaker logs each change of a circuit breaker's state, once.

@@ -31,6 +31,10 @@ func (c *reconcileCmd) Validate() error {
 			return fmt.Errorf("--voucher: %q is not a positive integer", c.Voucher)
 		}
 	}
+	if c.RedisURL == "" {
+		// The in-process Redis lives inside serve; there is nothing to reconcile with.
+		return errors.New("SECKILL_REDIS_URL (--redis-url): is required by reconcile")
+	}
 	return c.Common.validate()
 }
 

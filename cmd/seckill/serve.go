@@ -78,6 +78,18 @@ func serve(ctx context.Context, a *app, ln net.Listener, cfg Config, log *zap.Lo
 	}
 	g.Go(func() error { every(gctx, cfg.WarmInterval, func() { warm(gctx, a, log) }); return nil })
 	err := g.Wait()
+	if cfg.RedisURL == "" && cfg.runsWorker() {
+		// The in-process Redis dies with the process: persist every reservation it
+		// still holds before leaving (the API stopped taking grabs already).
+		drainCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		defer cancel()
+		if derr := a.Worker.Drain(drainCtx); derr != nil {
+			log.Error("reservations left unpersisted in the in-process redis", zap.Error(derr))
+			err = errors.Join(err, derr)
+		} else {
+			log.Info("in-process redis drained: every reservation is persisted")
+		}
+	}
 	log.Info("stopped")
 	return err
 }
