@@ -61,11 +61,29 @@ type instance struct {
 	base   string
 	env    []string
 	cmd    *exec.Cmd
-	logs   *bytes.Buffer
+	logs   *syncBuffer
 	tokens *httpapi.Tokens
 	redis  *redis.Client
 	keys   redisstore.Keys
 	dbURL  string
+}
+
+// syncBuffer is a buffer a running process writes to while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // startInstance migrates a fresh database and starts serve on a free port, with
@@ -101,7 +119,7 @@ func startInstance(t *testing.T, extraEnv ...string) *instance {
 	if out, err := runCmd(bin, env, "migrate", "up"); err != nil {
 		t.Fatalf("migrate up: %v\n%s", err, out)
 	}
-	in := &instance{t: t, base: "http://" + addr, env: env, logs: &bytes.Buffer{},
+	in := &instance{t: t, base: "http://" + addr, env: env, logs: &syncBuffer{},
 		tokens: httpapi.NewTokens([]byte(e2eSecret)), redis: rdb, keys: redisstore.Keys{Prefix: prefix}, dbURL: dbURL}
 	in.start()
 	t.Cleanup(in.stop)

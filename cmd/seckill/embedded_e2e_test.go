@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,5 +60,33 @@ func TestServeWithTheInProcessRedis(t *testing.T) {
 	st := fi.assertStatsAddUp(id)
 	if st["awaiting_payment"] != float64(len(all.reserved)) {
 		t.Fatalf("stats after the restart: %v", st)
+	}
+}
+
+// TestServeWithNothingButADatabase: with neither SECKILL_REDIS_URL nor
+// SECKILL_JWT_SECRET, serve makes up a secret and prints an admin token that works.
+func TestServeWithNothingButADatabase(t *testing.T) {
+	fi := startFulfilInstance(t, "SECKILL_REDIS_URL=", "SECKILL_JWT_SECRET=")
+	var admin string
+	for _, line := range strings.Split(fi.logs.String(), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Admin token (user 1):"); ok {
+			admin = strings.TrimSpace(rest)
+		}
+	}
+	if admin == "" {
+		t.Fatalf("no admin token printed:\n%s", fi.logs)
+	}
+	status, body := fi.call(http.MethodPost, "/api/v1/vouchers", admin, map[string]any{
+		"title": "x", "stock": 1, "begins_at": time.Now().Add(-time.Minute), "ends_at": time.Now().Add(time.Hour),
+	})
+	if status != http.StatusCreated {
+		t.Fatalf("create with the printed admin token: %d %v", status, body)
+	}
+	// The made-up secret is not the tests' one: their tokens are refused.
+	if status, _ := fi.call(http.MethodPost, "/api/v1/vouchers", fi.token(1, true), map[string]any{"title": "y"}); status != http.StatusUnauthorized {
+		t.Fatalf("a token signed with another secret: %d", status)
+	}
+	if !strings.Contains(fi.logs.String(), "not production") {
+		t.Fatalf("no warning that this mode is not for production:\n%s", fi.logs)
 	}
 }

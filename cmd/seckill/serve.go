@@ -2,15 +2,20 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/seckill/seckill/adapters/httpapi"
 	"github.com/seckill/seckill/application"
 )
 
@@ -29,6 +34,14 @@ func (c *serveCmd) Run(ctx context.Context) error {
 	}
 	defer func() { _ = log.Sync() }()
 
+	generated := c.JWTSecret == ""
+	if generated {
+		var b [32]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return fmt.Errorf("make a JWT secret: %w", err)
+		}
+		c.JWTSecret = hex.EncodeToString(b[:])
+	}
 	a, cleanup, err := buildApp(ctx, c.Config, log)
 	if err != nil {
 		return err
@@ -40,8 +53,40 @@ func (c *serveCmd) Run(ctx context.Context) error {
 		if ln, err = net.Listen("tcp", c.HTTPAddr); err != nil {
 			return fmt.Errorf("SECKILL_HTTP_ADDR: %w", err)
 		}
+		if generated {
+			if err := printTryIt(os.Stdout, c.JWTSecret, ln.Addr()); err != nil {
+				return err
+			}
+		}
 	}
 	return serve(ctx, a, ln, c.Config, log)
+}
+
+// printTryIt shows how to use a service whose JWT secret serve made up: an admin
+// token and ready-to-paste curl lines.
+func printTryIt(w io.Writer, secret string, addr net.Addr) error {
+	tokens := httpapi.NewTokens([]byte(secret))
+	admin, err := tokens.Mint(1, true, 24*time.Hour)
+	if err != nil {
+		return err
+	}
+	user, err := tokens.Mint(42, false, 24*time.Hour)
+	if err != nil {
+		return err
+	}
+	port := addr.(*net.TCPAddr).Port
+	_, err = fmt.Fprintf(w, `
+seckill is running for trying and testing, not production (a made-up JWT secret, an in-process Redis).
+Admin token (user 1):  %[1]s
+User token  (user 42): %[2]s
+
+  curl -s -XPOST localhost:%[3]d/api/v1/vouchers -H "Authorization: Bearer %[1]s" \
+    -d '{"title":"Coffee","stock":100,"begins_at":"2020-01-01T00:00:00Z","ends_at":"2099-01-01T00:00:00Z"}'
+  curl -s -XPOST localhost:%[3]d/api/v1/vouchers/1/grab -H "Authorization: Bearer %[2]s"
+  curl -s localhost:%[3]d/api/v1/orders -H "Authorization: Bearer %[2]s"
+
+`, admin, user, port)
+	return err
 }
 
 // serve runs until ctx is cancelled, then shuts down gracefully. A nil ln runs no API.
