@@ -216,7 +216,7 @@ func TestLoadtestRejectsBadValuesInOneLine(t *testing.T) {
 		{[]string{"demo", "--stock=-1"}, "--stock"},
 		{[]string{"demo", "--dup", "2"}, "--dup"},
 		{[]string{"demo", "--concurrency", "0"}, "--concurrency"},
-		{[]string{"demo"}, "SECKILL_REDIS_URL"},
+		{[]string{"demo"}, "SECKILL_DATABASE_URL"},
 	} {
 		stdout, stderr, status := runSplit(t, env, 30*time.Second, c.args...)
 		out := stdout + stderr
