@@ -7,9 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -35,6 +37,7 @@ type api struct {
 	fulfil *application.FulfillOrder
 	queue  *redisstore.Queue
 	grab   *application.GrabVoucher
+	e      *echo.Echo
 	tokens *httpapi.Tokens
 	admin  string
 }
@@ -67,6 +70,10 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.http.IPLimit > 0 && cfg.http.IPLimiter == nil {
+		cfg.http.IPLimiter = redisstore.NewRateLimiter(rdb, redisstore.Options{Prefix: prefix})
+		t.Cleanup(func() { deleteKeys(rdb, "rate:"+prefix) }) // redis_rate's own prefix
 	}
 	stock := redisstore.NewStock(rdb, cfg.stock)
 	vouchers := pgstore.NewVouchers(db)
@@ -103,7 +110,7 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	)
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
-	a := &api{t: t, url: srv.URL, redis: rdb, stock: stock, tokens: tokens, queue: queue, grab: grab,
+	a := &api{t: t, url: srv.URL, redis: rdb, stock: stock, tokens: tokens, queue: queue, grab: grab, e: e,
 		fulfil: application.NewFulfillOrder(orders, queue, compensate, 5)}
 	a.admin = a.token(1, true)
 	return a
@@ -213,6 +220,32 @@ func (a *api) remaining(id string) float64 {
 		a.t.Fatalf("get voucher: %d %s", r.Status, r.Raw)
 	}
 	return r.Body["remaining"].(float64)
+}
+
+// serveFrom sends one request as if from addr (host:port), in-process, and decodes
+// the answer; header holds extra name, value pairs.
+func (a *api) serveFrom(method, path, token, body, addr string, header ...string) response {
+	a.t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.RemoteAddr = addr
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	rec := httptest.NewRecorder()
+	a.e.ServeHTTP(rec, req)
+	out := response{Status: rec.Code, Header: rec.Header(), Raw: rec.Body.String()}
+	if rec.Body.Len() > 0 {
+		if err := json.Unmarshal(rec.Body.Bytes(), &out.Body); err != nil {
+			a.t.Fatalf("%s %s: body is not a JSON object: %q", method, path, rec.Body)
+		}
+	}
+	return out
 }
 
 // fulfil persists every reservation queued so far, as a worker would.

@@ -2,17 +2,14 @@ package pgstore
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/sony/gobreaker/v2"
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/seckill/seckill/domain"
 )
@@ -74,12 +71,10 @@ type GuardOptions struct {
 // reaches for *stdlib.Conn through sql.Conn.Raw must use Open instead, as migrations,
 // which hold a transaction longer than CallTimeout, should.
 func OpenGuarded(ctx context.Context, dsn string, opts GuardOptions) (*bun.DB, error) {
-	cfg, err := pgx.ParseConfig(dsn)
+	cfg, err := parseDSN(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("parse database url: %w", err)
+		return nil, err
 	}
-	// As in Open: Bun formats arguments into the SQL text; see there.
-	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
 	limit := opts.ConnectTimeout
 	if limit <= 0 {
 		limit = DefaultConnectTimeout
@@ -87,18 +82,7 @@ func OpenGuarded(ctx context.Context, dsn string, opts GuardOptions) (*bun.DB, e
 	if cfg.ConnectTimeout <= 0 || cfg.ConnectTimeout > limit {
 		cfg.ConnectTimeout = limit
 	}
-	sqldb := sql.OpenDB(guard(stdlib.GetConnector(*cfg), opts))
-	sqldb.SetMaxOpenConns(maxOpenConns)
-	sqldb.SetMaxIdleConns(maxIdleConns)
-	sqldb.SetConnMaxLifetime(connMaxLifetime)
-	sqldb.SetConnMaxIdleTime(connMaxIdleTime)
-
-	db := bun.NewDB(sqldb, pgdialect.New())
-	if err := db.PingContext(ctx); err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("ping database: %w", err)
-	}
-	return db, nil
+	return openDB(ctx, guard(stdlib.GetConnector(*cfg), opts))
 }
 
 // guard wraps a pgx connector in a breaker configured by opts.

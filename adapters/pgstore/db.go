@@ -4,6 +4,8 @@ package pgstore
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"time"
 
@@ -29,7 +31,16 @@ const (
 // server answers. It returns an error for a malformed dsn or an unreachable server;
 // the caller closes the DB.
 func Open(ctx context.Context, dsn string) (*bun.DB, error) {
-	// Parsing first reports a malformed dsn as such, rather than as a failed ping.
+	cfg, err := parseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return openDB(ctx, stdlib.GetConnector(*cfg))
+}
+
+// parseDSN reads dsn first, so a malformed one is reported as such rather than as a
+// failed ping.
+func parseDSN(dsn string) (*pgx.ConnConfig, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("parse database url: %w", err)
@@ -39,7 +50,13 @@ func Open(ctx context.Context, dsn string) (*bun.DB, error) {
 	// would be prepared and cached server-side first, an extra round trip that only
 	// churns the cache; the simple protocol sends it once, and works behind PgBouncer.
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
-	sqldb := stdlib.OpenDB(*cfg)
+	return cfg, nil
+}
+
+// openDB puts a pool with seckill's limits over connector and checks within ctx that
+// the server answers.
+func openDB(ctx context.Context, connector driver.Connector) (*bun.DB, error) {
+	sqldb := sql.OpenDB(connector)
 	sqldb.SetMaxOpenConns(maxOpenConns)
 	sqldb.SetMaxIdleConns(maxIdleConns)
 	sqldb.SetConnMaxLifetime(connMaxLifetime)
