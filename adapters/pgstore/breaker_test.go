@@ -3,10 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
-	"io"
-	"net"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +18,7 @@ import (
 
 // guarded returns the repositories of a migrated database of their own, reached
 // through a link the test can cut or hang, opened with OpenGuarded.
-func guarded(t *testing.T, opts pgstore.GuardOptions) (*bun.DB, *pgstore.Vouchers, *link) {
+func guarded(t *testing.T, opts pgstore.GuardOptions) (*bun.DB, *pgstore.Vouchers, *testenv.Link) {
 	t.Helper()
 	ctx := context.Background()
 	direct := testenv.PostgresURL(t)
@@ -38,8 +35,8 @@ func guarded(t *testing.T, opts pgstore.GuardOptions) (*bun.DB, *pgstore.Voucher
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := newLink(t, u.Host)
-	u.Host = l.addr
+	l := testenv.NewLink(t, u.Host)
+	u.Host = l.Addr()
 	db, err := pgstore.OpenGuarded(ctx, u.String(), opts)
 	if err != nil {
 		t.Fatalf("open guarded: %v", err)
@@ -79,7 +76,7 @@ func TestGuardedDatabaseDownAndBack(t *testing.T) {
 	_, vs, l := guarded(t, pgstore.GuardOptions{Failures: 3, OpenFor: 200 * time.Millisecond, CallTimeout: 300 * time.Millisecond})
 	create(t, vs, newVoucher("before", t0, t0.Add(time.Hour)))
 
-	l.down()
+	l.Down()
 	var err error
 	for i := 0; i < 10 && !errors.Is(err, gobreaker.ErrOpenState); i++ {
 		_, err = vs.List(ctx)
@@ -96,7 +93,7 @@ func TestGuardedDatabaseDownAndBack(t *testing.T) {
 		t.Fatalf("create with the breaker open: %v", err)
 	}
 
-	l.up()
+	l.Up()
 	waitRecovered(t, vs, 1)
 	create(t, vs, newVoucher("after", t0, t0.Add(time.Hour)))
 }
@@ -110,7 +107,7 @@ func TestGuardedDatabaseHung(t *testing.T) {
 	_, vs, l := guarded(t, pgstore.GuardOptions{Failures: 2, OpenFor: 200 * time.Millisecond, CallTimeout: callTimeout, ConnectTimeout: callTimeout})
 	create(t, vs, newVoucher("before", t0, t0.Add(time.Hour)))
 
-	l.hang()
+	l.Hang()
 	var err error
 	for i := 0; i < 10 && !errors.Is(err, gobreaker.ErrOpenState); i++ {
 		began := time.Now()
@@ -134,7 +131,7 @@ func TestGuardedDatabaseHung(t *testing.T) {
 		t.Fatalf("the open breaker answered in %v, want far less than the %v call timeout", took, callTimeout)
 	}
 
-	l.heal()
+	l.Heal()
 	waitRecovered(t, vs, 1)
 }
 
@@ -169,8 +166,8 @@ func TestGuardedDatabaseDeadlines(t *testing.T) {
 
 	// A fresh pool to a server that accepts but never answers: the dsn's 10 s
 	// connect_timeout is capped at ConnectTimeout.
-	l.hang()
-	u, err := url.Parse("postgres://postgres@" + l.addr + "/postgres?sslmode=disable&connect_timeout=10")
+	l.Hang()
+	u, err := url.Parse("postgres://postgres@" + l.Addr() + "/postgres?sslmode=disable&connect_timeout=10")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,125 +181,5 @@ func TestGuardedDatabaseDeadlines(t *testing.T) {
 	}
 	if took >= 3*connectTimeout {
 		t.Fatalf("connecting to a silent server took %v, want about the %v connect timeout", took, connectTimeout)
-	}
-}
-
-// link is a TCP relay to a real server that a test can cut (down, up) or make stop
-// answering (hang, heal), to play a stopped or hung server without touching the
-// server other tests and packages share.
-type link struct {
-	t      *testing.T
-	addr   string
-	target string
-
-	mu    sync.Mutex
-	ln    net.Listener
-	hung  bool
-	conns map[net.Conn]bool
-}
-
-func newLink(t *testing.T, target string) *link {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &link{t: t, addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]bool{}}
-	go l.accept(ln)
-	t.Cleanup(l.down)
-	return l
-}
-
-func (l *link) accept(ln net.Listener) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		up, err := net.Dial("tcp", l.target)
-		if err != nil {
-			_ = c.Close()
-			continue
-		}
-		l.mu.Lock()
-		l.conns[c], l.conns[up] = true, true
-		l.mu.Unlock()
-		go l.pump(up, c)
-		go l.pump(c, up)
-	}
-}
-
-// pump relays src to dst, dropping what it reads while the link hangs.
-func (l *link) pump(dst, src net.Conn) {
-	defer func() { _ = dst.Close(); _ = src.Close() }()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			l.mu.Lock()
-			hung := l.hung
-			l.mu.Unlock()
-			if !hung {
-				if _, werr := dst.Write(buf[:n]); werr != nil {
-					return
-				}
-			}
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				l.t.Logf("link: %v", err)
-			}
-			return
-		}
-	}
-}
-
-// down stops listening and resets every connection: new ones are refused, as by a
-// stopped server.
-func (l *link) down() {
-	l.mu.Lock()
-	if l.ln != nil {
-		_ = l.ln.Close()
-		l.ln = nil
-	}
-	l.mu.Unlock()
-	l.closeAll()
-}
-
-// up listens again on the same address.
-func (l *link) up() {
-	l.t.Helper()
-	ln, err := net.Listen("tcp", l.addr)
-	if err != nil {
-		l.t.Fatalf("listen again on %s: %v", l.addr, err)
-	}
-	l.mu.Lock()
-	l.ln = ln
-	l.mu.Unlock()
-	go l.accept(ln)
-}
-
-// hang makes the link swallow everything, in both directions, on every connection.
-func (l *link) hang() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.hung = true
-}
-
-// heal makes the link relay again. The connections that lived through the hang lost
-// bytes, so they are cut, as a partition that outlives TCP's patience would.
-func (l *link) heal() {
-	l.mu.Lock()
-	l.hung = false
-	l.mu.Unlock()
-	l.closeAll()
-}
-
-func (l *link) closeAll() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for c := range l.conns {
-		_ = c.Close()
-		delete(l.conns, c)
 	}
 }

@@ -3,11 +3,9 @@ package redisstore_test
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"os"
 	"os/exec"
-	"sync"
 	"testing"
 	"time"
 
@@ -229,13 +227,13 @@ func TestBreakerRedisDownAndBack(t *testing.T) {
 func TestBreakerRedisHung(t *testing.T) {
 	ctx := context.Background()
 	shared := testenv.Redis(t)
-	link := newLink(t, shared.Options().Addr)
-	client, hook, opts := guardedClient(t, link.addr, redisstore.BreakerSettings{Failures: 2, OpenFor: 200 * time.Millisecond})
+	link := testenv.NewLink(t, shared.Options().Addr)
+	client, hook, opts := guardedClient(t, link.Addr(), redisstore.BreakerSettings{Failures: 2, OpenFor: 200 * time.Millisecond})
 	key := "t" + testenv.Unique() + ":k"
 	t.Cleanup(func() { shared.Del(context.Background(), key) })
 	check(t, client.Set(ctx, key, "v", time.Minute).Err())
 
-	link.hang()
+	link.Hang()
 	for i := range 2 {
 		began := time.Now()
 		err := client.Get(ctx, key).Err()
@@ -257,7 +255,7 @@ func TestBreakerRedisHung(t *testing.T) {
 		t.Fatalf("the open breaker answered in %v, want far less than the %v read timeout", took, opts.ReadTimeout)
 	}
 
-	link.heal()
+	link.Heal()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		v, err := client.Get(ctx, key).Result()
@@ -271,136 +269,5 @@ func TestBreakerRedisHung(t *testing.T) {
 			t.Fatalf("no recovery 10s after the link healed: %v (breaker %s)", err, hook.State())
 		}
 		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// link is a TCP relay to a real server that a test can make stop answering (hang)
-// and answer again (heal), to play a hung server or a network partition without
-// touching the server others use.
-type link struct {
-	t      *testing.T
-	addr   string
-	target string
-	ln     net.Listener
-
-	mu    sync.Mutex
-	hung  bool
-	conns map[net.Conn]bool
-}
-
-func newLink(t *testing.T, target string) *link {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	check(t, err)
-	l := &link{t: t, addr: ln.Addr().String(), target: target, ln: ln, conns: map[net.Conn]bool{}}
-	go l.accept()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		l.closeAll()
-	})
-	return l
-}
-
-func (l *link) accept() {
-	for {
-		c, err := l.ln.Accept()
-		if err != nil {
-			return
-		}
-		up, err := net.Dial("tcp", l.target)
-		if err != nil {
-			_ = c.Close()
-			continue
-		}
-		l.mu.Lock()
-		l.conns[c], l.conns[up] = true, true
-		l.mu.Unlock()
-		go l.pump(up, c)
-		go l.pump(c, up)
-	}
-}
-
-// pump relays src to dst, dropping what it reads while the link hangs.
-func (l *link) pump(dst, src net.Conn) {
-	defer func() { _ = dst.Close(); _ = src.Close() }()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			l.mu.Lock()
-			hung := l.hung
-			l.mu.Unlock()
-			if !hung {
-				if _, werr := dst.Write(buf[:n]); werr != nil {
-					return
-				}
-			}
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-				l.t.Logf("link: %v", err)
-			}
-			return
-		}
-	}
-}
-
-// hang makes the link swallow everything, in both directions, on every connection.
-func (l *link) hang() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.hung = true
-}
-
-// heal makes the link relay again. The connections that lived through the hang lost
-// bytes, so they are cut, as a partition that outlives TCP's patience would.
-func (l *link) heal() {
-	l.mu.Lock()
-	l.hung = false
-	l.mu.Unlock()
-	l.closeAll()
-}
-
-func (l *link) closeAll() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for c := range l.conns {
-		_ = c.Close()
-		delete(l.conns, c)
-	}
-}
-
-func TestRateLimiter(t *testing.T) {
-	ctx := context.Background()
-	client := testenv.Redis(t)
-	prefix := "t" + testenv.Unique()
-	rl := redisstore.NewRateLimiter(client, redisstore.Options{Prefix: prefix})
-	key := prefix + ":rl:ip:192.0.2.1"
-	t.Cleanup(func() { client.Del(context.Background(), "rate:"+key) })
-
-	for i := range 3 {
-		allowed, _, err := rl.Allow(ctx, "ip:192.0.2.1", 1, 3)
-		check(t, err)
-		if !allowed {
-			t.Fatalf("request %d within the burst refused", i+1)
-		}
-	}
-	allowed, wait, err := rl.Allow(ctx, "ip:192.0.2.1", 1, 3)
-	check(t, err)
-	if allowed || wait <= 0 || wait > time.Second {
-		t.Fatalf("request over the limit: allowed %v, retry after %v; want refused, within 1s", allowed, wait)
-	}
-	other := "ip:192.0.2.2"
-	t.Cleanup(func() { client.Del(context.Background(), "rate:"+prefix+":rl:"+other) })
-	if allowed, _, err := rl.Allow(ctx, other, 1, 3); err != nil || !allowed {
-		t.Fatalf("another client: allowed %v, %v", allowed, err)
-	}
-	ttl, err := client.PTTL(ctx, "rate:"+key).Result()
-	check(t, err)
-	if ttl <= 0 || ttl > 3*time.Second {
-		t.Fatalf("counter %s expires in %v, want within the burst's 3s", "rate:"+key, ttl)
-	}
-	if _, _, err := rl.Allow(ctx, "ip:x", 0, 1); err == nil {
-		t.Fatal("a rate of 0 was accepted")
 	}
 }
