@@ -1,5 +1,5 @@
 // Package migrations holds seckill's PostgreSQL schema as SQL migrations embedded in
-// the binary; `seckill migrate` applies them (see pgstore.MigrateUp).
+// the binary; `seckill migrate` applies them (see sqlstore.MigrateUp).
 //
 // Files are named <version>_<name>.tx.up.sql and .tx.down.sql: Bun runs each file in
 // one transaction, so a migration that fails half-way leaves nothing behind. Statements

@@ -48,7 +48,7 @@ pgbench -n -c 1 -T 10 -f "$SVC_DIR/insert.sql" "$db" 2>/dev/null | grep -E 'tps|
 echo
 echo "== fulfilment: stream to committed rows, batch sizes 1, 10, 100 (one worker)"
 go test -run '^$' -bench 'Fulfil|Drain' -benchtime "$benchtime" ./cmd/seckill/
-go test -run '^$' -bench 'Persist' -benchtime "$benchtime" ./adapters/pgstore/
+go test -run '^$' -bench 'Persist' -benchtime "$benchtime" ./adapters/sqlstore/
 
 echo
 echo "== the reference burst, 5,000 grabs each on its own connection (5 runs)"

@@ -18,8 +18,8 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/seckill/seckill/adapters/httpapi"
-	"github.com/seckill/seckill/adapters/pgstore"
 	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/adapters/system"
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/application"
@@ -54,12 +54,12 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	t.Helper()
 	ctx := context.Background()
 	rdb := testenv.Redis(t)
-	db, err := pgstore.Open(ctx, testenv.PostgresURL(t))
+	db, err := sqlstore.Open(ctx, testenv.PostgresURL(t))
 	if err != nil {
 		t.Fatalf("open database: %v", err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	if _, err := pgstore.MigrateUp(ctx, db); err != nil {
+	if _, err := sqlstore.MigrateUp(ctx, db); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	prefix := "t" + testenv.Unique()
@@ -76,8 +76,8 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 		t.Cleanup(func() { deleteKeys(rdb, "rate:"+prefix) }) // redis_rate's own prefix
 	}
 	stock := redisstore.NewStock(rdb, cfg.stock)
-	vouchers := pgstore.NewVouchers(db)
-	orders := pgstore.NewOrders(db)
+	vouchers := sqlstore.NewVouchers(db)
+	orders := sqlstore.NewOrders(db)
 	reservations := redisstore.NewReservations(rdb, redisstore.Options{Prefix: prefix})
 	queue := redisstore.NewQueue(rdb, redisstore.QueueOptions{Prefix: prefix, Consumer: "test-" + testenv.Unique()})
 	clock, ids := system.Clock{}, system.ULIDs{}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/seckill/seckill/adapters/pgstore"
 	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
@@ -29,12 +29,12 @@ type fulfilBench struct {
 func newFulfilBench(b *testing.B) *fulfilBench {
 	ctx := context.Background()
 	rdb := testenv.Redis(b)
-	db, err := pgstore.Open(ctx, testenv.PostgresURL(b))
+	db, err := sqlstore.Open(ctx, testenv.PostgresURL(b))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = db.Close() })
-	if _, err := pgstore.MigrateUp(ctx, db); err != nil {
+	if _, err := sqlstore.MigrateUp(ctx, db); err != nil {
 		b.Fatal(err)
 	}
 	prefix := "b" + testenv.Unique()
@@ -46,7 +46,7 @@ func newFulfilBench(b *testing.B) *fulfilBench {
 	})
 	stock := redisstore.NewStock(rdb, redisstore.Options{Prefix: prefix})
 	queue := redisstore.NewQueue(rdb, redisstore.QueueOptions{Prefix: prefix, Consumer: "bench"})
-	orders := pgstore.NewOrders(db)
+	orders := sqlstore.NewOrders(db)
 	return &fulfilBench{b: b, db: db, stock: stock, queue: queue,
 		fulfil: application.NewFulfillOrder(orders, queue, application.NewCompensate(stock, orders), 5)}
 }
@@ -57,7 +57,7 @@ func (f *fulfilBench) reserve(n int) domain.VoucherID {
 	ctx := context.Background()
 	now := time.Now()
 	v := domain.Voucher{Title: "bench", Stock: max(n, 1), BeginsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PerUserLimit: 1}
-	if err := pgstore.NewVouchers(f.db).Create(ctx, &v); err != nil {
+	if err := sqlstore.NewVouchers(f.db).Create(ctx, &v); err != nil {
 		f.b.Fatal(err)
 	}
 	if _, err := f.stock.Warm(ctx, v); err != nil {

@@ -21,7 +21,7 @@ import (
 	"github.com/uptrace/bun"
 	"go.uber.org/zap"
 
-	"github.com/seckill/seckill/adapters/pgstore"
+	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/cmd/seckill/internal/load"
 )
 
@@ -223,12 +223,12 @@ func serveSettings() (Config, error) {
 func migrateUp(ctx context.Context, dsn string) error {
 	openCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	db, err := pgstore.Open(openCtx, dsn)
+	db, err := sqlstore.Open(openCtx, dsn)
 	if err != nil {
 		return fmt.Errorf("connect to database %s: %w", redactURL(dsn), err)
 	}
 	defer db.Close()
-	if _, err := pgstore.MigrateUp(ctx, db); err != nil {
+	if _, err := sqlstore.MigrateUp(ctx, db); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil

@@ -9,7 +9,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/seckill/seckill/adapters/pgstore"
+	"github.com/seckill/seckill/adapters/sqlstore"
 )
 
 type migrateCmd struct {
@@ -27,7 +27,7 @@ type migrateStatusCmd struct{}
 // Run applies pending migrations.
 func (migrateUpCmd) Run(ctx context.Context, m *migrateCmd) error {
 	return m.with(ctx, func(db *bun.DB) error {
-		applied, err := pgstore.MigrateUp(ctx, db)
+		applied, err := sqlstore.MigrateUp(ctx, db)
 		if err != nil {
 			return err
 		}
@@ -38,7 +38,7 @@ func (migrateUpCmd) Run(ctx context.Context, m *migrateCmd) error {
 // Run rolls back the last group.
 func (migrateDownCmd) Run(ctx context.Context, m *migrateCmd) error {
 	return m.with(ctx, func(db *bun.DB) error {
-		rolled, err := pgstore.MigrateDown(ctx, db)
+		rolled, err := sqlstore.MigrateDown(ctx, db)
 		if err != nil {
 			return err
 		}
@@ -49,7 +49,7 @@ func (migrateDownCmd) Run(ctx context.Context, m *migrateCmd) error {
 // Run prints one line per migration.
 func (migrateStatusCmd) Run(ctx context.Context, m *migrateCmd) error {
 	return m.with(ctx, func(db *bun.DB) error {
-		states, err := pgstore.MigrationStatus(ctx, db)
+		states, err := sqlstore.MigrationStatus(ctx, db)
 		if err != nil {
 			return err
 		}
@@ -72,7 +72,7 @@ func (m *migrateCmd) with(ctx context.Context, fn func(*bun.DB) error) error {
 	}
 	openCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	db, err := pgstore.Open(openCtx, m.DatabaseURL)
+	db, err := sqlstore.Open(openCtx, m.DatabaseURL)
 	if err != nil {
 		return fmt.Errorf("connect to database %s: %w", redactURL(m.DatabaseURL), err)
 	}

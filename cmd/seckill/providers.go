@@ -15,8 +15,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/seckill/seckill/adapters/httpapi"
-	"github.com/seckill/seckill/adapters/pgstore"
 	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/adapters/system"
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/ports"
@@ -53,13 +53,13 @@ var redisSet = wire.NewSet(
 // postgresSet provides the database and its repositories.
 var postgresSet = wire.NewSet(
 	openDatabase,
-	pgstore.NewVouchers,
-	wire.Bind(new(ports.Vouchers), new(*pgstore.Vouchers)),
-	pgstore.NewOrders,
-	wire.Bind(new(ports.Orders), new(*pgstore.Orders)),
-	wire.Bind(new(ports.OrderLifecycle), new(*pgstore.Orders)),
-	wire.Bind(new(ports.Releases), new(*pgstore.Orders)),
-	wire.Bind(new(ports.OrderAudit), new(*pgstore.Orders)),
+	sqlstore.NewVouchers,
+	wire.Bind(new(ports.Vouchers), new(*sqlstore.Vouchers)),
+	sqlstore.NewOrders,
+	wire.Bind(new(ports.Orders), new(*sqlstore.Orders)),
+	wire.Bind(new(ports.OrderLifecycle), new(*sqlstore.Orders)),
+	wire.Bind(new(ports.Releases), new(*sqlstore.Orders)),
+	wire.Bind(new(ports.OrderAudit), new(*sqlstore.Orders)),
 )
 
 // systemSet provides the clock and the order id source.
@@ -165,7 +165,7 @@ func logBreaker(log *zap.Logger) func(name, from, to string) {
 func openDatabase(ctx context.Context, cfg Common, log *zap.Logger) (*bun.DB, func(), error) {
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	db, err := pgstore.OpenGuarded(pingCtx, cfg.DatabaseURL, pgstore.GuardOptions{OnStateChange: logBreaker(log)})
+	db, err := sqlstore.OpenGuarded(pingCtx, cfg.DatabaseURL, sqlstore.GuardOptions{OnStateChange: logBreaker(log)})
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to database %s: %w", redactURL(cfg.DatabaseURL), err)
 	}

@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/wire"
 
-	"github.com/seckill/seckill/adapters/pgstore"
 	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/ports"
 )
 
@@ -72,11 +72,11 @@ func configuredStrategy(cfg Common) (StockStrategy, error) {
 // strategySet provides the stock port and the audit of its state for a given
 // StockStrategy. The Redis adapters are built either way: the fulfilment queue, the
 // reservations and the restock signal read Redis whatever takes the stock.
-var strategySet = wire.NewSet(pgstore.NewStock, selectStock, selectStockAudit)
+var strategySet = wire.NewSet(sqlstore.NewStock, selectStock, selectStockAudit)
 
 // selectStock returns the stock port of strategy: the Lua script (lua), the
 // optimistic transaction over the same keys (watch), or the database (postgres).
-func selectStock(strategy StockStrategy, lua *redisstore.Stock, db *pgstore.Stock) ports.Stock {
+func selectStock(strategy StockStrategy, lua *redisstore.Stock, db *sqlstore.Stock) ports.Stock {
 	switch strategy {
 	case StrategyWatch:
 		return redisstore.NewWatchStock(lua, redisstore.DefaultWatchAttempts)
@@ -90,7 +90,7 @@ func selectStock(strategy StockStrategy, lua *redisstore.Stock, db *pgstore.Stoc
 // selectStockAudit returns what reconciliation and stats read as the sale state of
 // strategy: Redis for lua and watch, which share its keys; the database for postgres,
 // where Redis holds nothing and the vouchers row is the sale state.
-func selectStockAudit(strategy StockStrategy, redis *redisstore.Audit, db *pgstore.Stock) ports.StockAudit {
+func selectStockAudit(strategy StockStrategy, redis *redisstore.Audit, db *sqlstore.Stock) ports.StockAudit {
 	if strategy == StrategyPostgres {
 		return db
 	}

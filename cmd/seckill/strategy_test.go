@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill/seckill/adapters/pgstore"
 	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
 	"github.com/seckill/seckill/ports"
@@ -45,7 +45,7 @@ func TestStrategyNames(t *testing.T) {
 func TestStrategySelectsTheAdapters(t *testing.T) {
 	lua := redisstore.NewStock(nil, redisstore.Options{})
 	audit := redisstore.NewAudit(nil, redisstore.Options{})
-	db := pgstore.NewStock(nil)
+	db := sqlstore.NewStock(nil)
 	for _, tc := range []struct {
 		strategy StockStrategy
 		stock    string
@@ -53,7 +53,7 @@ func TestStrategySelectsTheAdapters(t *testing.T) {
 	}{
 		{StrategyLua, "*redisstore.Stock", "*redisstore.Audit"},
 		{StrategyWatch, "*redisstore.WatchStock", "*redisstore.Audit"},
-		{StrategyPostgres, "*pgstore.Stock", "*pgstore.Stock"},
+		{StrategyPostgres, "*sqlstore.Stock", "*sqlstore.Stock"},
 	} {
 		var stock ports.Stock = selectStock(tc.strategy, lua, db)
 		if got, want := fmt.Sprintf("%T", stock), tc.stock; got != want {

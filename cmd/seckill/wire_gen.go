@@ -9,8 +9,8 @@ package main
 import (
 	"context"
 	"github.com/seckill/seckill/adapters/httpapi"
-	"github.com/seckill/seckill/adapters/pgstore"
 	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/adapters/system"
 	"github.com/seckill/seckill/application"
 	"go.uber.org/zap"
@@ -33,7 +33,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		cleanup()
 		return nil, nil, err
 	}
-	vouchers := pgstore.NewVouchers(db)
+	vouchers := sqlstore.NewVouchers(db)
 	stockStrategy, err := configuredStrategy(common)
 	if err != nil {
 		cleanup2()
@@ -41,8 +41,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		return nil, nil, err
 	}
 	stock := redisstore.NewStock(universalClient, options)
-	pgstoreStock := pgstore.NewStock(db)
-	portsStock := selectStock(stockStrategy, stock, pgstoreStock)
+	sqlstoreStock := sqlstore.NewStock(db)
+	portsStock := selectStock(stockStrategy, stock, sqlstoreStock)
 	createVoucher := application.NewCreateVoucher(vouchers, portsStock)
 	getVoucher := application.NewGetVoucher(vouchers, portsStock)
 	listVouchers := application.NewListVouchers(vouchers, portsStock)
@@ -50,12 +50,12 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	uliDs := system.ULIDs{}
 	applicationGrabOptions := grabOptions(cfg)
 	grabVoucher := application.NewGrabVoucher(portsStock, clock, uliDs, applicationGrabOptions)
-	orders := pgstore.NewOrders(db)
+	orders := sqlstore.NewOrders(db)
 	reservations := redisstore.NewReservations(universalClient, options)
 	getOrder := application.NewGetOrder(orders, reservations)
 	listOrders := application.NewListOrders(orders, reservations)
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
-	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, pgstoreStock)
+	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, sqlstoreStock)
 	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stockAudit)
 	acceptPayments := system.AcceptPayments{}
 	payOrder := application.NewPayOrder(getOrder, orders, acceptPayments)
@@ -121,10 +121,10 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 		cleanup()
 		return nil, nil, err
 	}
-	vouchers := pgstore.NewVouchers(db)
+	vouchers := sqlstore.NewVouchers(db)
 	stock := redisstore.NewStock(universalClient, options)
-	pgstoreStock := pgstore.NewStock(db)
-	portsStock := selectStock(strategy, stock, pgstoreStock)
+	sqlstoreStock := sqlstore.NewStock(db)
+	portsStock := selectStock(strategy, stock, sqlstoreStock)
 	createVoucher := application.NewCreateVoucher(vouchers, portsStock)
 	getVoucher := application.NewGetVoucher(vouchers, portsStock)
 	listVouchers := application.NewListVouchers(vouchers, portsStock)
@@ -132,12 +132,12 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	uliDs := system.ULIDs{}
 	applicationGrabOptions := grabOptions(cfg)
 	grabVoucher := application.NewGrabVoucher(portsStock, clock, uliDs, applicationGrabOptions)
-	orders := pgstore.NewOrders(db)
+	orders := sqlstore.NewOrders(db)
 	reservations := redisstore.NewReservations(universalClient, options)
 	getOrder := application.NewGetOrder(orders, reservations)
 	listOrders := application.NewListOrders(orders, reservations)
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
-	stockAudit := selectStockAudit(strategy, redisstoreAudit, pgstoreStock)
+	stockAudit := selectStockAudit(strategy, redisstoreAudit, sqlstoreStock)
 	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stockAudit)
 	acceptPayments := system.AcceptPayments{}
 	payOrder := application.NewPayOrder(getOrder, orders, acceptPayments)
@@ -196,7 +196,7 @@ func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*applicat
 	if err != nil {
 		return nil, nil, err
 	}
-	vouchers := pgstore.NewVouchers(db)
+	vouchers := sqlstore.NewVouchers(db)
 	stockStrategy, err := configuredStrategy(cfg)
 	if err != nil {
 		cleanup()
@@ -209,11 +209,11 @@ func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*applicat
 	}
 	options := stockOptions(cfg)
 	stock := redisstore.NewStock(universalClient, options)
-	pgstoreStock := pgstore.NewStock(db)
-	portsStock := selectStock(stockStrategy, stock, pgstoreStock)
+	sqlstoreStock := sqlstore.NewStock(db)
+	portsStock := selectStock(stockStrategy, stock, sqlstoreStock)
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
-	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, pgstoreStock)
-	orders := pgstore.NewOrders(db)
+	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, sqlstoreStock)
+	orders := sqlstore.NewOrders(db)
 	compensate := application.NewCompensate(portsStock, orders)
 	clock := system.Clock{}
 	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, compensate, clock, cfg)

@@ -1,4 +1,4 @@
-package pgstore_test
+package sqlstore_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill/seckill/adapters/pgstore"
+	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/adapters/stocktest"
 	"github.com/seckill/seckill/domain"
 	"github.com/seckill/seckill/ports"
@@ -17,13 +17,13 @@ import (
 // strategy over it.
 type stockFixture struct {
 	orderFixture
-	stock *pgstore.Stock
+	stock *sqlstore.Stock
 }
 
 func newStockFixture(t *testing.T) stockFixture {
 	t.Helper()
 	f := newOrderFixture(t)
-	return stockFixture{orderFixture: f, stock: pgstore.NewStock(f.db)}
+	return stockFixture{orderFixture: f, stock: sqlstore.NewStock(f.db)}
 }
 
 // onSale creates a voucher of stock units, limit units per user, on sale from t0 for
@@ -226,4 +226,4 @@ func TestStockAuditReadsTheDatabase(t *testing.T) {
 	f.wantConsistent(t, v.ID)
 }
 
-var _ ports.Stock = (*pgstore.Stock)(nil)
+var _ ports.Stock = (*sqlstore.Stock)(nil)

@@ -1,4 +1,4 @@
-package pgstore_test
+package sqlstore_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/seckill/seckill/adapters/pgstore"
+	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/migrations"
 )
@@ -43,7 +43,7 @@ func tablesExist(t *testing.T, db *bun.DB, tables ...string) []bool {
 
 func migrateUp(t *testing.T, db *bun.DB) []string {
 	t.Helper()
-	applied, err := pgstore.MigrateUp(context.Background(), db)
+	applied, err := sqlstore.MigrateUp(context.Background(), db)
 	if err != nil {
 		t.Fatalf("MigrateUp: %v", err)
 	}
@@ -52,16 +52,16 @@ func migrateUp(t *testing.T, db *bun.DB) []string {
 
 func migrateDown(t *testing.T, db *bun.DB) []string {
 	t.Helper()
-	rolledBack, err := pgstore.MigrateDown(context.Background(), db)
+	rolledBack, err := sqlstore.MigrateDown(context.Background(), db)
 	if err != nil {
 		t.Fatalf("MigrateDown: %v", err)
 	}
 	return rolledBack
 }
 
-func migrationStatus(t *testing.T, db *bun.DB) []pgstore.MigrationState {
+func migrationStatus(t *testing.T, db *bun.DB) []sqlstore.MigrationState {
 	t.Helper()
-	states, err := pgstore.MigrationStatus(context.Background(), db)
+	states, err := sqlstore.MigrationStatus(context.Background(), db)
 	if err != nil {
 		t.Fatalf("MigrationStatus: %v", err)
 	}
@@ -73,9 +73,9 @@ func TestMigrateUpStatusDown(t *testing.T) {
 	all := allMigrations(t)
 	schema := []string{"vouchers", "orders"}
 
-	var pending []pgstore.MigrationState
+	var pending []sqlstore.MigrationState
 	for _, name := range all {
-		pending = append(pending, pgstore.MigrationState{Name: name})
+		pending = append(pending, sqlstore.MigrationState{Name: name})
 	}
 	if got := migrationStatus(t, db); !slices.Equal(got, pending) {
 		t.Fatalf("status on a fresh database = %+v, want all pending %+v", got, pending)
@@ -132,7 +132,7 @@ func TestMigrateUpConcurrently(t *testing.T) {
 	const instances = 4
 	dbs := make([]*bun.DB, instances)
 	for i := range dbs {
-		db, err := pgstore.Open(ctx, url)
+		db, err := sqlstore.Open(ctx, url)
 		if err != nil {
 			t.Fatalf("open instance %d: %v", i, err)
 		}
@@ -144,7 +144,7 @@ func TestMigrateUpConcurrently(t *testing.T) {
 	errs := make([]error, instances)
 	var wg sync.WaitGroup
 	for i, db := range dbs {
-		wg.Go(func() { applied[i], errs[i] = pgstore.MigrateUp(ctx, db) })
+		wg.Go(func() { applied[i], errs[i] = sqlstore.MigrateUp(ctx, db) })
 	}
 	wg.Wait()
 

@@ -1,4 +1,4 @@
-package pgstore_test
+package sqlstore_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/seckill/seckill/adapters/pgstore"
+	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/domain"
 	"github.com/seckill/seckill/ports"
 )
@@ -49,14 +49,14 @@ func reserve(n int, v domain.VoucherID, user int64, qty int) domain.Reservation 
 // orderFixture is a migrated database with the repositories over it.
 type orderFixture struct {
 	db       *bun.DB
-	orders   *pgstore.Orders
-	vouchers *pgstore.Vouchers
+	orders   *sqlstore.Orders
+	vouchers *sqlstore.Vouchers
 }
 
 func newOrderFixture(t *testing.T) orderFixture {
 	t.Helper()
 	db := openMigrated(t)
-	return orderFixture{db: db, orders: pgstore.NewOrders(db), vouchers: pgstore.NewVouchers(db)}
+	return orderFixture{db: db, orders: sqlstore.NewOrders(db), vouchers: sqlstore.NewVouchers(db)}
 }
 
 // voucher creates a voucher with stock units.
@@ -447,7 +447,7 @@ func TestPersistEmpty(t *testing.T) {
 		t.Fatalf("close: %v", err)
 	}
 	for _, rs := range [][]domain.Reservation{nil, {}} {
-		got, err := pgstore.NewOrders(db).Persist(context.Background(), rs)
+		got, err := sqlstore.NewOrders(db).Persist(context.Background(), rs)
 		if err != nil {
 			t.Fatalf("Persist(%#v): %v", rs, err)
 		}
@@ -532,14 +532,14 @@ func TestOrdersListByUser(t *testing.T) {
 
 	// A long history is cut to the newest ListLimit.
 	const heavy = user + 3
-	for n := 100; n < 100+pgstore.ListLimit+5; n++ {
+	for n := 100; n < 100+sqlstore.ListLimit+5; n++ {
 		mustInsertOrder(t, f.db, string(orderID(n)), v, heavy, domain.StatusCancelled)
 	}
 	got := list(heavy, 0)
-	if len(got) != pgstore.ListLimit {
-		t.Fatalf("ListByUser returned %d orders, want the cap %d", len(got), pgstore.ListLimit)
+	if len(got) != sqlstore.ListLimit {
+		t.Fatalf("ListByUser returned %d orders, want the cap %d", len(got), sqlstore.ListLimit)
 	}
-	if got, want := got[0].ID, orderID(100+pgstore.ListLimit+4); got != want {
+	if got, want := got[0].ID, orderID(100+sqlstore.ListLimit+4); got != want {
 		t.Fatalf("first listed order %s, want the newest %s", got, want)
 	}
 }
@@ -584,7 +584,7 @@ var benchOrders atomic.Int64
 func BenchmarkPersist(b *testing.B) {
 	ctx := context.Background()
 	db := openMigrated(b)
-	orders, vouchers := pgstore.NewOrders(db), pgstore.NewVouchers(db)
+	orders, vouchers := sqlstore.NewOrders(db), sqlstore.NewVouchers(db)
 	v := domain.Voucher{Title: "bench", Stock: math.MaxInt32, BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: 1}
 	if err := vouchers.Create(ctx, &v); err != nil {
 		b.Fatalf("create voucher: %v", err)

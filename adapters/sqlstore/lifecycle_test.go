@@ -1,4 +1,4 @@
-package pgstore_test
+package sqlstore_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/seckill/seckill/adapters/pgstore"
+	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/domain"
 	"github.com/seckill/seckill/ports"
 )
@@ -608,7 +608,7 @@ func TestMarkReleasedNothing(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
-	if err := pgstore.NewOrders(db).MarkReleased(context.Background()); err != nil {
+	if err := sqlstore.NewOrders(db).MarkReleased(context.Background()); err != nil {
 		t.Fatalf("MarkReleased(): %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package pgstore_test
+package sqlstore_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/seckill/seckill/adapters/pgstore"
+	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/adapters/testenv"
 )
 
@@ -14,7 +14,7 @@ import (
 // ends (before testenv drops it).
 func openDB(t testing.TB) *bun.DB {
 	t.Helper()
-	db, err := pgstore.Open(context.Background(), testenv.PostgresURL(t))
+	db, err := sqlstore.Open(context.Background(), testenv.PostgresURL(t))
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -26,7 +26,7 @@ func openDB(t testing.TB) *bun.DB {
 func openMigrated(t testing.TB) *bun.DB {
 	t.Helper()
 	db := openDB(t)
-	if _, err := pgstore.MigrateUp(context.Background(), db); err != nil {
+	if _, err := sqlstore.MigrateUp(context.Background(), db); err != nil {
 		t.Fatalf("migrate up: %v", err)
 	}
 	return db

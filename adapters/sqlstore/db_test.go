@@ -1,11 +1,11 @@
-package pgstore_test
+package sqlstore_test
 
 import (
 	"context"
 	"strings"
 	"testing"
 
-	"github.com/seckill/seckill/adapters/pgstore"
+	"github.com/seckill/seckill/adapters/sqlstore"
 )
 
 func TestOpenRejectsBadDSN(t *testing.T) {
@@ -14,7 +14,7 @@ func TestOpenRejectsBadDSN(t *testing.T) {
 		"unreachable": "postgres://seckill:s3cret@127.0.0.1:1/seckill?sslmode=disable&connect_timeout=5",
 	} {
 		t.Run(name, func(t *testing.T) {
-			db, err := pgstore.Open(context.Background(), dsn)
+			db, err := sqlstore.Open(context.Background(), dsn)
 			if err == nil {
 				_ = db.Close()
 				t.Fatal("Open succeeded, want an error")

@@ -1,4 +1,4 @@
-package pgstore_test
+package sqlstore_test
 
 import (
 	"context"
@@ -11,22 +11,22 @@ import (
 	"github.com/sony/gobreaker/v2"
 	"github.com/uptrace/bun"
 
-	"github.com/seckill/seckill/adapters/pgstore"
+	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
 )
 
 // guarded returns the repositories of a migrated database of their own, reached
 // through a link the test can cut or hang, opened with OpenGuarded.
-func guarded(t *testing.T, opts pgstore.GuardOptions) (*bun.DB, *pgstore.Vouchers, *testenv.Link) {
+func guarded(t *testing.T, opts sqlstore.GuardOptions) (*bun.DB, *sqlstore.Vouchers, *testenv.Link) {
 	t.Helper()
 	ctx := context.Background()
 	direct := testenv.PostgresURL(t)
-	mig, err := pgstore.Open(ctx, direct)
+	mig, err := sqlstore.Open(ctx, direct)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
-	if _, err := pgstore.MigrateUp(ctx, mig); err != nil {
+	if _, err := sqlstore.MigrateUp(ctx, mig); err != nil {
 		t.Fatalf("migrate up: %v", err)
 	}
 	_ = mig.Close()
@@ -37,17 +37,17 @@ func guarded(t *testing.T, opts pgstore.GuardOptions) (*bun.DB, *pgstore.Voucher
 	}
 	l := testenv.NewLink(t, u.Host)
 	u.Host = l.Addr()
-	db, err := pgstore.OpenGuarded(ctx, u.String(), opts)
+	db, err := sqlstore.OpenGuarded(ctx, u.String(), opts)
 	if err != nil {
 		t.Fatalf("open guarded: %v", err)
 	}
 	// Closed before testenv drops the database, and before the link goes.
 	t.Cleanup(func() { _ = db.Close() })
-	return db, pgstore.NewVouchers(db), l
+	return db, sqlstore.NewVouchers(db), l
 }
 
 // waitRecovered lists vouchers until it works again, for at most 10 s.
-func waitRecovered(t *testing.T, vs *pgstore.Vouchers, want int) {
+func waitRecovered(t *testing.T, vs *sqlstore.Vouchers, want int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -73,7 +73,7 @@ func waitRecovered(t *testing.T, vs *pgstore.Vouchers, want int) {
 // refuses at once; once the database is reachable again the pool recovers by itself.
 func TestGuardedDatabaseDownAndBack(t *testing.T) {
 	ctx := context.Background()
-	_, vs, l := guarded(t, pgstore.GuardOptions{Failures: 3, OpenFor: 200 * time.Millisecond, CallTimeout: 300 * time.Millisecond})
+	_, vs, l := guarded(t, sqlstore.GuardOptions{Failures: 3, OpenFor: 200 * time.Millisecond, CallTimeout: 300 * time.Millisecond})
 	create(t, vs, newVoucher("before", t0, t0.Add(time.Hour)))
 
 	l.Down()
@@ -104,7 +104,7 @@ func TestGuardedDatabaseDownAndBack(t *testing.T) {
 func TestGuardedDatabaseHung(t *testing.T) {
 	ctx := context.Background()
 	const callTimeout = 300 * time.Millisecond
-	_, vs, l := guarded(t, pgstore.GuardOptions{Failures: 2, OpenFor: 200 * time.Millisecond, CallTimeout: callTimeout, ConnectTimeout: callTimeout})
+	_, vs, l := guarded(t, sqlstore.GuardOptions{Failures: 2, OpenFor: 200 * time.Millisecond, CallTimeout: callTimeout, ConnectTimeout: callTimeout})
 	create(t, vs, newVoucher("before", t0, t0.Add(time.Hour)))
 
 	l.Hang()
@@ -141,7 +141,7 @@ func TestGuardedDatabaseHung(t *testing.T) {
 func TestGuardedDatabaseDeadlines(t *testing.T) {
 	ctx := context.Background()
 	const callTimeout = 300 * time.Millisecond
-	db, vs, l := guarded(t, pgstore.GuardOptions{CallTimeout: callTimeout})
+	db, vs, l := guarded(t, sqlstore.GuardOptions{CallTimeout: callTimeout})
 
 	began := time.Now()
 	_, err := db.ExecContext(ctx, "SELECT pg_sleep(5)")
@@ -173,7 +173,7 @@ func TestGuardedDatabaseDeadlines(t *testing.T) {
 	}
 	const connectTimeout = 300 * time.Millisecond
 	began = time.Now()
-	hungDB, err := pgstore.OpenGuarded(ctx, u.String(), pgstore.GuardOptions{ConnectTimeout: connectTimeout})
+	hungDB, err := sqlstore.OpenGuarded(ctx, u.String(), sqlstore.GuardOptions{ConnectTimeout: connectTimeout})
 	took := time.Since(began)
 	if err == nil {
 		_ = hungDB.Close()

@@ -1,4 +1,4 @@
-package pgstore_test
+package sqlstore_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
 
-	"github.com/seckill/seckill/adapters/pgstore"
+	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/domain"
 )
 
@@ -63,7 +63,7 @@ func setStatus(t *testing.T, db *bun.DB, id string, status domain.OrderStatus) {
 
 func TestOneLiveOrderPerUserAndVoucher(t *testing.T) {
 	db := openMigrated(t)
-	vs := pgstore.NewVouchers(db)
+	vs := sqlstore.NewVouchers(db)
 	v := create(t, vs, newVoucher("v", t0, t0.Add(time.Hour)))
 	other := create(t, vs, newVoucher("other", t0, t0.Add(time.Hour)))
 	const user = 7
@@ -93,7 +93,7 @@ func TestOneLiveOrderPerUserAndVoucher(t *testing.T) {
 
 func TestOrderChecks(t *testing.T) {
 	db := openMigrated(t)
-	v := create(t, pgstore.NewVouchers(db), newVoucher("v", t0, t0.Add(time.Hour)))
+	v := create(t, sqlstore.NewVouchers(db), newVoucher("v", t0, t0.Add(time.Hour)))
 
 	err := insertOrder(db, "01KB0000000000000000000001", v.ID, 1, "refunded")
 	wantViolation(t, err, checkViolation, "orders_status_check")
@@ -106,7 +106,7 @@ func TestOrderChecks(t *testing.T) {
 func TestSoldNeverExceedsStock(t *testing.T) {
 	ctx := context.Background()
 	db := openMigrated(t)
-	vs := pgstore.NewVouchers(db)
+	vs := sqlstore.NewVouchers(db)
 	v := create(t, vs, newVoucher("v", t0, t0.Add(time.Hour)))
 
 	setSold := func(sold int) error {
@@ -161,7 +161,7 @@ func TestReleasedAtSchema(t *testing.T) {
 
 	log := &queryLog{}
 	db.AddQueryHook(log)
-	if _, err := pgstore.NewOrders(db).Unreleased(ctx, 10); err != nil {
+	if _, err := sqlstore.NewOrders(db).Unreleased(ctx, 10); err != nil {
 		t.Fatalf("Unreleased: %v", err)
 	}
 	if len(log.queries) != 1 {

@@ -1,6 +1,6 @@
-// Package pgstore keeps seckill's records in PostgreSQL through Bun: the connection,
+// Package sqlstore keeps seckill's records in PostgreSQL through Bun: the connection,
 // the schema migrations and the repositories behind the ports.
-package pgstore
+package sqlstore
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package pgstore_test
+package sqlstore_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/seckill/seckill/adapters/pgstore"
+	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/domain"
 )
 
@@ -25,7 +25,7 @@ func newVoucher(title string, begins, ends time.Time) domain.Voucher {
 	}
 }
 
-func create(t *testing.T, vs *pgstore.Vouchers, v domain.Voucher) domain.Voucher {
+func create(t *testing.T, vs *sqlstore.Vouchers, v domain.Voucher) domain.Voucher {
 	t.Helper()
 	if err := vs.Create(context.Background(), &v); err != nil {
 		t.Fatalf("Create(%q): %v", v.Title, err)
@@ -33,7 +33,7 @@ func create(t *testing.T, vs *pgstore.Vouchers, v domain.Voucher) domain.Voucher
 	return v
 }
 
-func list(t *testing.T, vs *pgstore.Vouchers) []domain.Voucher {
+func list(t *testing.T, vs *sqlstore.Vouchers) []domain.Voucher {
 	t.Helper()
 	got, err := vs.List(context.Background())
 	if err != nil {
@@ -43,7 +43,7 @@ func list(t *testing.T, vs *pgstore.Vouchers) []domain.Voucher {
 }
 
 func TestVouchersCreateGet(t *testing.T) {
-	vs := pgstore.NewVouchers(openMigrated(t))
+	vs := sqlstore.NewVouchers(openMigrated(t))
 
 	in := newVoucher("Coffee 50% off", t0, t0.Add(time.Hour))
 	v := create(t, vs, in)
@@ -82,14 +82,14 @@ func TestVouchersCreateGet(t *testing.T) {
 }
 
 func TestVouchersGetNotFound(t *testing.T) {
-	vs := pgstore.NewVouchers(openMigrated(t))
+	vs := sqlstore.NewVouchers(openMigrated(t))
 	if _, err := vs.Get(context.Background(), 42); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("Get(42) error = %v, want domain.ErrNotFound", err)
 	}
 }
 
 func TestVouchersList(t *testing.T) {
-	vs := pgstore.NewVouchers(openMigrated(t))
+	vs := sqlstore.NewVouchers(openMigrated(t))
 
 	if got := list(t, vs); got == nil || len(got) != 0 {
 		t.Fatalf("List on an empty table = %#v, want an empty, non-nil slice", got)
@@ -105,7 +105,7 @@ func TestVouchersList(t *testing.T) {
 }
 
 func TestVouchersActive(t *testing.T) {
-	vs := pgstore.NewVouchers(openMigrated(t))
+	vs := sqlstore.NewVouchers(openMigrated(t))
 	now := t0.Truncate(time.Microsecond)
 
 	ended := create(t, vs, newVoucher("ended", now.Add(-2*time.Hour), now.Add(-time.Hour)))
@@ -132,7 +132,7 @@ func TestVouchersActive(t *testing.T) {
 // The use case validates first; the table's CHECKs still refuse what slips past, and
 // Create reports it as invalid input naming the field.
 func TestVouchersCreateRejectedByChecks(t *testing.T) {
-	vs := pgstore.NewVouchers(openMigrated(t))
+	vs := sqlstore.NewVouchers(openMigrated(t))
 	tests := map[string]struct {
 		edit  func(*domain.Voucher)
 		field string
