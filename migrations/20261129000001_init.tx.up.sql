@@ -1,8 +1,12 @@
+-- The schema of PostgreSQL and of SQLite, one template (text/template, rendered by the
+-- migrator with .Dialect "pg" or "sqlite") where their SQL differs: the identity
+-- column and the expression of the current time.
+--
 -- Vouchers on sale. sold counts the units held by live orders; fulfilment moves it
 -- with a guarded update, and the CHECK below is the database's own net against
 -- overselling should any path ever forget the guard.
 CREATE TABLE vouchers (
-    id             BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id             {{if eq .Dialect "sqlite"}}INTEGER PRIMARY KEY AUTOINCREMENT{{else}}BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY{{end}},
     title          TEXT        NOT NULL,
     stock          INTEGER     NOT NULL CONSTRAINT vouchers_stock_check CHECK (stock > 0),
     sold           INTEGER     NOT NULL DEFAULT 0,
@@ -11,7 +15,7 @@ CREATE TABLE vouchers (
     per_user_limit INTEGER     NOT NULL DEFAULT 1
         CONSTRAINT vouchers_per_user_limit_check CHECK (per_user_limit >= 1),
     paused         BOOLEAN     NOT NULL DEFAULT false,
-    created_at     TIMESTAMPTZ NOT NULL DEFAULT now(),
+    created_at     TIMESTAMPTZ NOT NULL DEFAULT {{if eq .Dialect "sqlite"}}(strftime('%Y-%m-%d %H:%M:%f+00:00', 'now')){{else}}now(){{end}},
     CONSTRAINT vouchers_sold_check CHECK (sold >= 0 AND sold <= stock),
     CONSTRAINT vouchers_window_check CHECK (begins_at < ends_at)
 );
@@ -34,7 +38,7 @@ CREATE TABLE orders (
         status IN ('queued', 'awaiting_payment', 'paid', 'cancelled', 'expired', 'failed')
     ),
     created_at TIMESTAMPTZ NOT NULL,
-    updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    updated_at TIMESTAMPTZ NOT NULL DEFAULT {{if eq .Dialect "sqlite"}}(strftime('%Y-%m-%d %H:%M:%f+00:00', 'now')){{else}}now(){{end}},
     -- When a closed order's units were confirmed back on sale (released in Redis).
     -- NULL means not yet: a closed order with NULL still has to be released, and the
     -- release is retried until it succeeds. Live orders keep it NULL.

@@ -1,9 +1,12 @@
-// Package migrations holds seckill's PostgreSQL schema as SQL migrations embedded in
-// the binary; `seckill migrate` applies them (see sqlstore.MigrateUp).
+// Package migrations holds seckill's schema as SQL migrations embedded in the binary;
+// `seckill migrate` applies them (see sqlstore.MigrateUp), and serve does at start-up
+// on a SQLite file.
 //
 // Files are named <version>_<name>.tx.up.sql and .tx.down.sql: Bun runs each file in
 // one transaction, so a migration that fails half-way leaves nothing behind. Statements
-// within a file are separated by a "--bun:split" line.
+// within a file are separated by a "--bun:split" line. The same files serve PostgreSQL
+// and SQLite: each is a text/template rendered with .Dialect, "pg" or "sqlite", so
+// where the two dialects' SQL differs the file says both.
 package migrations
 
 import (

@@ -54,7 +54,7 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	t.Helper()
 	ctx := context.Background()
 	rdb := testenv.Redis(t)
-	db, err := sqlstore.Open(ctx, testenv.PostgresURL(t))
+	db, err := sqlstore.Open(ctx, testenv.DatabaseURL(t))
 	if err != nil {
 		t.Fatalf("open database: %v", err)
 	}

@@ -91,7 +91,7 @@ func (s *Orders) RecountSold(ctx context.Context, id domain.VoucherID) (int, err
 		err := tx.NewSelect().Model((*voucherRow)(nil)).
 			Column("id").
 			Where("v.id = ?", int64(id)).
-			For("NO KEY UPDATE").
+			Apply(rowLock("NO KEY UPDATE")).
 			Scan(ctx, &locked)
 		if errors.Is(err, sql.ErrNoRows) {
 			return domain.ErrNotFound
@@ -106,7 +106,7 @@ func (s *Orders) RecountSold(ctx context.Context, id domain.VoucherID) (int, err
 		_, err = tx.NewUpdate().Model((*voucherRow)(nil)).
 			Set("sold = (?)", live).
 			Where("v.id = ?", int64(id)).
-			Returning("v.sold").
+			Returning("sold").
 			Exec(ctx, &sold)
 		if err != nil {
 			return fmt.Errorf("set sold: %w", err)

@@ -70,7 +70,13 @@ type GuardOptions struct {
 // the caller closes the DB. The pool's driver connections are wrapped: code that
 // reaches for *stdlib.Conn through sql.Conn.Raw must use Open instead, as migrations,
 // which hold a transaction longer than CallTimeout, should.
+//
+// A sqlite: dsn is opened as Open opens it: a file on the local disk has no server to
+// lose, so there is nothing for a breaker to guard.
 func OpenGuarded(ctx context.Context, dsn string, opts GuardOptions) (*bun.DB, error) {
+	if _, isSQLite, _ := SQLitePath(dsn); isSQLite {
+		return Open(ctx, dsn)
+	}
 	cfg, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err

@@ -1,5 +1,12 @@
-// Package sqlstore keeps seckill's records in PostgreSQL through Bun: the connection,
-// the schema migrations and the repositories behind the ports.
+// Package sqlstore keeps seckill's records in a SQL database through Bun — PostgreSQL
+// in production, or a SQLite file for trying and testing with nothing installed — with
+// the same repositories and migrations on both: the connection, the schema migrations
+// and the repositories behind the ports.
+//
+// Where the two differ, the difference is in one place: row locks (rowLock), the
+// schema's identity column (the migrations' template) and the errors each reports
+// (errors.go). Timestamps the repositories write come from the process's clock, so
+// both store them alike.
 package sqlstore
 
 import (
@@ -7,12 +14,16 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	_ "modernc.org/sqlite" // registers the cgo-free "sqlite" driver
 )
 
 // Connection pool limits. The grab path never touches the database, fulfilment writes
@@ -26,12 +37,51 @@ const (
 	connMaxIdleTime = 5 * time.Minute
 )
 
-// Open connects to the PostgreSQL database named by dsn (a postgres:// URL or a
-// key=value string) through pgx's database/sql driver, and checks within ctx that the
-// server answers. It returns an error for a malformed dsn or an unreachable server;
-// the caller closes the DB.
-func Open(ctx context.Context, dsn string) (*bun.DB, error) {
-	cfg, err := parseDSN(dsn)
+// SQLite settings. A SQLite file has one writer at a time: a few connections let reads
+// run beside a write (WAL), and more would only queue for the write lock.
+const (
+	sqliteMaxConns = 4
+	// sqliteParams are the driver settings of every connection: wait up to 5 s for the
+	// write lock instead of failing at once (busy_timeout); write-ahead logging, so
+	// readers never block the writer nor it them; enforce the foreign keys (SQLite
+	// ignores them unless asked); and take the write lock when a transaction begins
+	// (_txlock=immediate), so two transactions never both read and then both try to
+	// write, which SQLite would resolve by failing one of them.
+	sqliteParams = "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+)
+
+// SQLiteScheme starts a database URL that names a SQLite file: sqlite:PATH (relative
+// to the working directory) or sqlite:///ABSOLUTE/PATH.
+const SQLiteScheme = "sqlite:"
+
+// SQLitePath returns the file a sqlite: URL names, and whether url is one. A sqlite:
+// URL without a path, or whose path holds '?' or '#', is an error.
+func SQLitePath(url string) (path string, ok bool, err error) {
+	rest, ok := strings.CutPrefix(url, SQLiteScheme)
+	if !ok {
+		return "", false, nil
+	}
+	path = strings.TrimPrefix(rest, "//")
+	if path == "" || strings.ContainsAny(path, "?#") {
+		return "", true, fmt.Errorf("want sqlite:PATH or sqlite:///ABSOLUTE/PATH without '?' or '#', got %q", url)
+	}
+	return path, true, nil
+}
+
+// Open connects to the database named by url and checks within ctx that it answers: a
+// PostgreSQL URL (postgres://… or a key=value string) through pgx's database/sql
+// driver, or a sqlite: URL (see SQLitePath) through the cgo-free modernc.org/sqlite
+// driver, creating the file if it is absent (not its directory). It returns an error
+// for a malformed url or an unreachable database; the caller closes the DB.
+func Open(ctx context.Context, url string) (*bun.DB, error) {
+	path, isSQLite, err := SQLitePath(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if isSQLite {
+		return openSQLite(ctx, path)
+	}
+	cfg, err := parseDSN(url)
 	if err != nil {
 		return nil, err
 	}
@@ -61,11 +111,50 @@ func openDB(ctx context.Context, connector driver.Connector) (*bun.DB, error) {
 	sqldb.SetMaxIdleConns(maxIdleConns)
 	sqldb.SetConnMaxLifetime(connMaxLifetime)
 	sqldb.SetConnMaxIdleTime(connMaxIdleTime)
+	return ping(ctx, bun.NewDB(sqldb, pgdialect.New()))
+}
 
-	db := bun.NewDB(sqldb, pgdialect.New())
+// openSQLite opens the SQLite file at path with sqliteParams.
+func openSQLite(ctx context.Context, path string) (*bun.DB, error) {
+	sqldb, err := sql.Open("sqlite", path+"?"+sqliteParams)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	sqldb.SetMaxOpenConns(sqliteMaxConns)
+	sqldb.SetMaxIdleConns(sqliteMaxConns)
+	return ping(ctx, bun.NewDB(sqldb, sqlitedialect.New()))
+}
+
+func ping(ctx context.Context, db *bun.DB) (*bun.DB, error) {
 	if err := db.PingContext(ctx); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("ping database: %w", err)
 	}
 	return db, nil
+}
+
+// IsSQLite reports whether db is a SQLite database.
+func IsSQLite(db bun.IDB) bool {
+	return db.Dialect().Name() == dialect.SQLite
+}
+
+// rowLock returns a query option that adds PostgreSQL's row lock clause (FOR clause)
+// to a select in a write transaction, so concurrent writers of the same rows take
+// turns. SQLite has no row locks and needs none: every write transaction holds the
+// database's one write lock from BEGIN (_txlock=immediate), so it runs alone among
+// writers and what it reads cannot change under it; there the option adds nothing.
+func rowLock(clause string) func(*bun.SelectQuery) *bun.SelectQuery {
+	return func(q *bun.SelectQuery) *bun.SelectQuery {
+		if q.Dialect().Name() == dialect.PG {
+			return q.For(clause)
+		}
+		return q
+	}
+}
+
+// now is the time the repositories stamp on the rows they change (updated_at,
+// released_at, created_at): the process's clock in UTC at the databases' common
+// precision, the microsecond, so both store and compare it alike.
+func now() time.Time {
+	return time.Now().UTC().Truncate(time.Microsecond)
 }

@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/seckill/seckill/domain"
 )
@@ -33,6 +35,12 @@ func unavailable(err error) bool {
 		// starting; 53300: too many connections.
 		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P0") || pgErr.Code == "53300"
 	}
+	var liteErr *sqlite.Error
+	if errors.As(err, &liteErr) {
+		// The file stayed locked by another process past busy_timeout.
+		primary := liteErr.Code() & 0xff
+		return primary == sqlite3.SQLITE_BUSY || primary == sqlite3.SQLITE_LOCKED
+	}
 	var connectErr *pgconn.ConnectError
 	var netErr net.Error
 	return errors.As(err, &connectErr) ||
@@ -44,4 +52,47 @@ func unavailable(err error) bool {
 		errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, context.DeadlineExceeded) ||
 		pgconn.Timeout(err)
+}
+
+// violation is the kind of integrity constraint that refused a statement.
+type violation int
+
+const (
+	noViolation violation = iota
+	// foreignKey: a row's reference is missing (here, an order whose voucher does
+	// not exist).
+	foreignKey
+	// check: a CHECK constraint refused the row.
+	check
+)
+
+// sqliteCheckFailed starts SQLite's message for a CHECK violation, which names the
+// constraint after it: "CHECK constraint failed: vouchers_stock_check".
+const sqliteCheckFailed = "CHECK constraint failed: "
+
+// constraintViolation reports which kind of constraint refused err's statement, if
+// any, and the constraint's name where the database gives one.
+func constraintViolation(err error) (violation, string) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "23503":
+			return foreignKey, pgErr.ConstraintName
+		case "23514":
+			return check, pgErr.ConstraintName
+		}
+		return noViolation, ""
+	}
+	var liteErr *sqlite.Error
+	if errors.As(err, &liteErr) {
+		switch liteErr.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+			return foreignKey, ""
+		case sqlite3.SQLITE_CONSTRAINT_CHECK:
+			_, name, _ := strings.Cut(liteErr.Error(), sqliteCheckFailed)
+			name, _, _ = strings.Cut(name, " ")
+			return check, name
+		}
+	}
+	return noViolation, ""
 }

@@ -15,18 +15,19 @@ import (
 // restart or an outage does), repository calls fail as domain.ErrUnavailable, so the
 // worker waits instead of counting the reservations as poison.
 func TestLostConnectionsAreUnavailable(t *testing.T) {
+	admin := testenv.AdminDatabaseURL(t) // a test of the server: PostgreSQL's pass alone
 	f := newOrderFixture(t)
 	v := f.voucher(t, 10)
 	var name string
 	if err := f.db.QueryRowContext(context.Background(), "SELECT current_database()").Scan(&name); err != nil {
 		t.Fatal(err)
 	}
-	admin, err := pgx.Connect(context.Background(), testenv.AdminDatabaseURL(t))
+	conn, err := pgx.Connect(context.Background(), admin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.Close(context.Background())
-	if _, err := admin.Exec(context.Background(),
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(),
 		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", name); err != nil {
 		t.Fatal(err)
 	}

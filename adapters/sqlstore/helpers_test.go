@@ -14,7 +14,7 @@ import (
 // ends (before testenv drops it).
 func openDB(t testing.TB) *bun.DB {
 	t.Helper()
-	db, err := sqlstore.Open(context.Background(), testenv.PostgresURL(t))
+	db, err := sqlstore.Open(context.Background(), testenv.DatabaseURL(t))
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}

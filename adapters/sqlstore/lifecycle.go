@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
 
 	"github.com/seckill/seckill/domain"
@@ -22,9 +21,9 @@ var (
 )
 
 // orderColumns are the columns of orderRow, for the RETURNING clause of an update
-// scanned into it (RETURNING * would bring updated_at and released_at, which the row
-// does not have).
-const orderColumns = "o.id, o.voucher_id, o.user_id, o.quantity, o.status, o.created_at"
+// scanned into it (RETURNING * would bring released_at, which the row does not have).
+// They are unqualified: SQLite's RETURNING takes no table alias.
+const orderColumns = "id, voucher_id, user_id, quantity, status, created_at, updated_at"
 
 // closedStatuses are the statuses whose units went (or must go) back on sale: the
 // orders Unreleased finds. The list matches the partial index
@@ -72,7 +71,7 @@ func transitionTx(ctx context.Context, tx bun.Tx, id domain.OrderID, user domain
 		var rows []orderRow
 		q := tx.NewUpdate().Model((*orderRow)(nil)).
 			Set("status = ?", string(to)).
-			Set("updated_at = now()").
+			Set("updated_at = ?", now()).
 			Where("o.id = ?", string(id)).
 			Where("o.status = ?", string(domain.StatusAwaitingPayment))
 		if user != 0 {
@@ -120,8 +119,7 @@ func takeSold(ctx context.Context, tx bun.Tx, v domain.VoucherID, units int) err
 		Set("sold = sold - ?", units).
 		Where("v.id = ?", int64(v)).
 		Exec(ctx)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == checkViolation {
+	if kind, _ := constraintViolation(err); kind == check {
 		return fmt.Errorf("voucher %s: sold counter is below the %d units of a live order, recount it: %w", v, units, err)
 	}
 	if err != nil {
@@ -181,7 +179,7 @@ func expireTx(ctx context.Context, tx bun.Tx, cutoff time.Time, limit int, expir
 		Where("o.created_at < ?", cutoff.UTC()).
 		OrderExpr("o.created_at, o.id").
 		Limit(int64(limit)).
-		For("NO KEY UPDATE SKIP LOCKED").
+		Apply(rowLock("NO KEY UPDATE SKIP LOCKED")).
 		Scan(ctx, &ids)
 	if err != nil {
 		return fmt.Errorf("lock due orders: %w", err)
@@ -194,7 +192,7 @@ func expireTx(ctx context.Context, tx bun.Tx, cutoff time.Time, limit int, expir
 	// condition only restates it.
 	_, err = tx.NewUpdate().Model((*orderRow)(nil)).
 		Set("status = ?", string(domain.StatusExpired)).
-		Set("updated_at = now()").
+		Set("updated_at = ?", now()).
 		Where("o.id IN (?)", bun.List(ids)).
 		Where("o.status = ?", string(domain.StatusAwaitingPayment)).
 		Returning(orderColumns).
@@ -261,7 +259,7 @@ func (s *Orders) MarkReleased(ctx context.Context, ids ...domain.OrderID) error 
 	slices.Sort(list)
 	list = slices.Compact(list)
 	_, err := s.db.NewUpdate().Model((*orderRow)(nil)).
-		Set("released_at = now()").
+		Set("released_at = ?", now()).
 		Where("o.id IN (?)", bun.List(list)).
 		Where("o.status IN (?)", bun.List(closedStatuses)).
 		Where("o.released_at IS NULL").

@@ -15,10 +15,19 @@ import (
 // migrate a database. Any fixed number does; this one spells "seckill".
 const migrationLockKey int64 = 0x7365636b696c6c
 
-// NewMigrator returns a Bun migrator over the embedded schema migrations. It records a
-// migration as applied only once it succeeded, so a failed one runs again next time.
+// NewMigrator returns a Bun migrator over the embedded schema migrations, rendered for
+// db's dialect (see package migrations). It records a migration as applied only once
+// it succeeded, so a failed one runs again next time.
 func NewMigrator(db *bun.DB) *migrate.Migrator {
-	return migrate.NewMigrator(db, migrations.Migrations, migrate.WithMarkAppliedOnSuccess(true))
+	return migrate.NewMigrator(db, migrations.Migrations,
+		migrate.WithMarkAppliedOnSuccess(true),
+		migrate.WithTemplateData(templateData{Dialect: db.Dialect().Name().String()}))
+}
+
+// templateData is what the migration templates see.
+type templateData struct {
+	// Dialect is "pg" or "sqlite".
+	Dialect string
 }
 
 // MigrationState is one migration as `seckill migrate status` lists it.
@@ -110,7 +119,17 @@ func MigrationStatus(ctx context.Context, db *bun.DB) ([]MigrationState, error) 
 // so a migrator that crashes leaves no stale lock behind. The transaction only holds
 // the lock; the migrations run on other connections of db, which therefore needs a
 // pool of at least two.
+//
+// SQLite has no such lock, and a transaction holding its write lock would shut out
+// the migrations themselves, so there withMigrator takes none: a SQLite file is one
+// process's (the zero-setup mode runs one instance), whose migrations run one after
+// the other, each file one transaction. Two processes migrating one new file at the
+// same moment could both try the first migration; the second fails (the table exists)
+// and succeeds when run again.
 func withMigrator(ctx context.Context, db *bun.DB, fn func(*migrate.Migrator) error) error {
+	if IsSQLite(db) {
+		return runMigrator(ctx, db, fn)
+	}
 	lock, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("lock migrations: %w", err)
@@ -122,7 +141,11 @@ func withMigrator(ctx context.Context, db *bun.DB, fn func(*migrate.Migrator) er
 	if _, err := lock.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", migrationLockKey); err != nil {
 		return fmt.Errorf("lock migrations: %w", err)
 	}
+	return runMigrator(ctx, db, fn)
+}
 
+// runMigrator runs fn with a migrator whose tables exist.
+func runMigrator(ctx context.Context, db *bun.DB, fn func(*migrate.Migrator) error) error {
 	m := NewMigrator(db)
 	if err := m.Init(ctx); err != nil {
 		return fmt.Errorf("init migration tables: %w", err)

@@ -32,7 +32,11 @@ func tablesExist(t *testing.T, db *bun.DB, tables ...string) []bool {
 	out := make([]bool, 0, len(tables))
 	for _, table := range tables {
 		var exists bool
-		err := db.NewRaw("SELECT to_regclass(?) IS NOT NULL", table).Scan(context.Background(), &exists)
+		query := "SELECT to_regclass(?) IS NOT NULL"
+		if sqlstore.IsSQLite(db) {
+			query = "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = ?"
+		}
+		err := db.NewRaw(query, table).Scan(context.Background(), &exists)
 		if err != nil {
 			t.Fatalf("look up table %s: %v", table, err)
 		}

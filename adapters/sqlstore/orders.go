@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
 
 	"github.com/seckill/seckill/domain"
@@ -42,24 +41,22 @@ const (
 	reasonVoucherGone  = "voucher does not exist"
 )
 
-// foreignKeyViolation is PostgreSQL's SQLSTATE for a row whose reference is missing:
-// here, an order whose voucher does not exist.
-const foreignKeyViolation = "23503"
-
 // persistAttempts bounds how often Persist starts over after the foreign key reported a
 // missing voucher. The second attempt leaves out the vouchers found missing; a third
 // only runs when another vanished in between, and nothing deletes vouchers today.
 const persistAttempts = 3
 
-// readCommitted is the isolation Persist relies on, whatever the server's default:
-// each statement sees what committed before it, and a guarded update waits for a
-// concurrent one and re-checks its guard against the counter that one left, where a
-// stricter level would fail the transaction instead.
+// readCommitted is the isolation Persist relies on in PostgreSQL, whatever the
+// server's default: each statement sees what committed before it, and a guarded update
+// waits for a concurrent one and re-checks its guard against the counter that one
+// left, where a stricter level would fail the transaction instead. SQLite has one
+// level: a write transaction runs alone (see rowLock), which is stricter still and
+// never fails for it; its driver ignores the option.
 var readCommitted = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 
-// orderRow is a row of the orders table. updated_at and released_at are left out:
-// inserts leave them to their defaults (now(), and NULL: not released), the domain
-// reads neither, and the statements that change them name them.
+// orderRow is a row of the orders table. released_at is left out: inserts leave it
+// NULL (not released), the domain never reads it, and the statements that change it
+// name it.
 type orderRow struct {
 	bun.BaseModel `bun:"table:orders,alias:o"`
 
@@ -69,6 +66,7 @@ type orderRow struct {
 	Quantity  int       `bun:"quantity"`
 	Status    string    `bun:"status"`
 	CreatedAt time.Time `bun:"created_at"`
+	UpdatedAt time.Time `bun:"updated_at"`
 }
 
 func newOrderRow(r domain.Reservation, status domain.OrderStatus) orderRow {
@@ -79,6 +77,7 @@ func newOrderRow(r domain.Reservation, status domain.OrderStatus) orderRow {
 		Quantity:  r.Quantity,
 		Status:    string(status),
 		CreatedAt: r.At.UTC(),
+		UpdatedAt: now(),
 	}
 }
 
@@ -188,8 +187,7 @@ func (s *Orders) persist(ctx context.Context, rs []domain.Reservation) (map[doma
 		if err == nil {
 			return out, nil
 		}
-		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || pgErr.Code != foreignKeyViolation || attempt == persistAttempts {
+		if kind, _ := constraintViolation(err); kind != foreignKey || attempt == persistAttempts {
 			return nil, err
 		}
 		missing, err := missingVouchers(ctx, s.db, live)
@@ -320,7 +318,7 @@ func addSold(ctx context.Context, tx bun.Tx, v domain.VoucherID, rs []domain.Res
 	err = tx.NewSelect().Model((*voucherRow)(nil)).
 		Column("stock", "sold").
 		Where("v.id = ?", int64(v)).
-		For("NO KEY UPDATE").
+		Apply(rowLock("NO KEY UPDATE")).
 		Scan(ctx, &stock, &sold)
 	if err != nil {
 		return nil, fmt.Errorf("lock voucher %s: %w", v, err)
@@ -345,7 +343,7 @@ func addSold(ctx context.Context, tx bun.Tx, v domain.VoucherID, rs []domain.Res
 	if len(refusedIDs) > 0 {
 		_, err = tx.NewUpdate().Model((*orderRow)(nil)).
 			Set("status = ?", string(domain.StatusFailed)).
-			Set("updated_at = now()").
+			Set("updated_at = ?", now()).
 			Where("o.id IN (?)", bun.List(refusedIDs)).
 			Exec(ctx)
 		if err != nil {

@@ -93,7 +93,7 @@ func reserveTx(ctx context.Context, tx bun.Tx, r domain.Reservation) (answer err
 	err = tx.NewSelect().Model(&v).
 		Column("stock", "sold", "begins_at", "ends_at", "per_user_limit", "paused").
 		Where("v.id = ?", int64(r.VoucherID)).
-		For("NO KEY UPDATE").
+		Apply(rowLock("NO KEY UPDATE")).
 		Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return domain.ErrNotFound, nil

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/uptrace/bun"
 
 	"github.com/seckill/seckill/domain"
@@ -56,8 +55,8 @@ func (r voucherRow) voucher() domain.Voucher {
 	}
 }
 
-// Create inserts v and refreshes it from the stored row: ID, Sold (0) and CreatedAt
-// come from the database, and the times read back in UTC at the database's
+// Create inserts v and refreshes it from the stored row: ID and Sold (0) come from the
+// database, CreatedAt is now, and the times read back in UTC at the databases'
 // microsecond precision. A value a CHECK constraint rejects returns a
 // *domain.ValidationError, though the use case validates before it gets here.
 func (s *Vouchers) Create(ctx context.Context, v *domain.Voucher) error {
@@ -68,11 +67,12 @@ func (s *Vouchers) Create(ctx context.Context, v *domain.Voucher) error {
 		EndsAt:       v.EndsAt.UTC(),
 		PerUserLimit: v.PerUserLimit,
 		Paused:       v.Paused,
+		CreatedAt:    now(),
 	}
-	// id, sold and created_at are the database's to set.
+	// id and sold are the database's to set.
 	_, err := s.db.NewInsert().
 		Model(&row).
-		Column("title", "stock", "begins_at", "ends_at", "per_user_limit", "paused").
+		Column("title", "stock", "begins_at", "ends_at", "per_user_limit", "paused", "created_at").
 		Returning("id, title, stock, sold, begins_at, ends_at, per_user_limit, paused, created_at").
 		Exec(ctx)
 	if err != nil {
@@ -141,9 +141,6 @@ func vouchers(rows []voucherRow) []domain.Voucher {
 	return out
 }
 
-// checkViolation is PostgreSQL's SQLSTATE for a row a CHECK constraint rejects.
-const checkViolation = "23514"
-
 // voucherChecks names the field each CHECK constraint of the vouchers table guards,
 // in the words of domain.Voucher.Validate.
 var voucherChecks = map[string]struct{ field, reason string }{
@@ -156,12 +153,12 @@ var voucherChecks = map[string]struct{ field, reason string }{
 // voucherCheckError translates a CHECK violation on vouchers into a
 // *domain.ValidationError and returns any other error as it is.
 func voucherCheckError(err error) error {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != checkViolation {
+	kind, name := constraintViolation(err)
+	if kind != check {
 		return err
 	}
-	if c, ok := voucherChecks[pgErr.ConstraintName]; ok {
+	if c, ok := voucherChecks[name]; ok {
 		return domain.Invalid(c.field, c.reason)
 	}
-	return domain.Invalid("voucher", "violates "+pgErr.ConstraintName)
+	return domain.Invalid("voucher", "violates "+name)
 }

@@ -5,7 +5,10 @@
 //
 // SECKILL_TEST_REDIS_URL=embedded runs the Redis tests against the in-process server
 // of the zero-setup mode (redisstore.StartEmbedded) instead: each test gets a server
-// of its own, stopped when the test ends.
+// of its own, stopped when the test ends. Likewise SECKILL_TEST_DATABASE_URL=sqlite
+// runs the database tests that ask for DatabaseURL against a SQLite file of their own;
+// the tests of PostgreSQL itself (PostgresURL) then skip, and run in the pass with a
+// server.
 package testenv
 
 import (
@@ -14,6 +17,7 @@ import (
 	"encoding/hex"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -21,6 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/sqlstore"
 )
 
 // Variables scripts/test.sh exports.
@@ -28,6 +33,10 @@ const (
 	RedisURLVar    = "SECKILL_TEST_REDIS_URL"
 	DatabaseURLVar = "SECKILL_TEST_DATABASE_URL"
 )
+
+// SQLiteDatabase, as the value of DatabaseURLVar, gives every test that asks for
+// DatabaseURL a new SQLite file of its own instead of a PostgreSQL database.
+const SQLiteDatabase = "sqlite"
 
 // EmbeddedRedis, as the value of RedisURLVar, gives every test an embedded server of
 // its own (redisstore.StartEmbedded) instead of a real Redis.
@@ -118,11 +127,23 @@ func Redis(t testing.TB) *redis.Client {
 	return c
 }
 
+// DatabaseURL returns the URL of an empty database of the test's own: a new database
+// on the throwaway PostgreSQL server (PostgresURL), or with DatabaseURLVar set to
+// SQLiteDatabase a new SQLite file in the test's temporary directory.
+func DatabaseURL(t testing.TB) string {
+	t.Helper()
+	if os.Getenv(DatabaseURLVar) == SQLiteDatabase {
+		return sqlstore.SQLiteScheme + filepath.Join(t.TempDir(), "seckill.db")
+	}
+	return PostgresURL(t)
+}
+
 // PostgresURL creates an empty database on the throwaway PostgreSQL server and returns
-// its URL; the database is dropped when the test ends.
+// its URL; the database is dropped when the test ends. It is for tests of PostgreSQL
+// itself, which skip in the SQLite pass (see DatabaseURL for the rest).
 func PostgresURL(t testing.TB) string {
 	t.Helper()
-	admin := lookup(t, DatabaseURLVar)
+	admin := AdminDatabaseURL(t)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, admin)
 	if err != nil {
@@ -156,5 +177,8 @@ func PostgresURL(t testing.TB) string {
 // for tests that act on the server itself (dropping connections, say).
 func AdminDatabaseURL(t testing.TB) string {
 	t.Helper()
+	if os.Getenv(DatabaseURLVar) == SQLiteDatabase {
+		t.Skip("tests PostgreSQL itself; this is the SQLite pass (SECKILL_TEST_DATABASE_URL=sqlite), the PostgreSQL pass runs it")
+	}
 	return lookup(t, DatabaseURLVar)
 }
