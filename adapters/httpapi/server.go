@@ -119,9 +119,12 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	return e
 }
 
-// requestLog writes one line per request.
+// requestLog writes one line per request, with the status it was answered: an error a
+// handler returns goes through the error handler here, before the line is written,
+// which decides that status.
 func requestLog(log *zap.Logger) echo.MiddlewareFunc {
 	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		HandleError:  true,
 		LogStatus:    true,
 		LogMethod:    true,
 		LogURIPath:   true,
