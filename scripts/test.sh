@@ -23,5 +23,9 @@ start_services
 # outages, so they run after the other packages rather than beside them.
 echo "== go test -race (packages)"
 go test -race -count=1 "$@" $(go list ./... | grep -v '/cmd/seckill$')
+# The same repository and HTTP tests again with a SQLite file per test in place of
+# PostgreSQL: the zero-setup mode's database runs the same repositories and migrations.
+echo "== go test -race (packages that use the database, on SQLite)"
+SECKILL_TEST_DATABASE_URL=sqlite go test -race -count=1 "$@" ./adapters/sqlstore ./adapters/httpapi
 echo "== go test -race (end to end: cmd/seckill)"
 go test -race -count=1 "$@" ./cmd/seckill

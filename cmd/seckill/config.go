@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -12,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/seckill/seckill/adapters/sqlstore"
 )
 
 // Common holds the settings of every command that reaches Redis and PostgreSQL.
@@ -19,7 +20,7 @@ type Common struct {
 	StrategyConfig `embed:""`
 
 	RedisURL       string        `name:"redis-url" env:"SECKILL_REDIS_URL" help:"Redis URL, e.g. redis://127.0.0.1:6379/0; unset, serve and demo run an in-process Redis (for trying and testing: it keeps nothing across restarts)."`
-	DatabaseURL    string        `name:"database-url" env:"SECKILL_DATABASE_URL" help:"PostgreSQL URL, e.g. postgres://user@127.0.0.1:5432/seckill?sslmode=disable."`
+	DatabaseURL    string        `name:"database-url" env:"SECKILL_DATABASE_URL" help:"PostgreSQL URL, e.g. postgres://user@127.0.0.1:5432/seckill?sslmode=disable, or sqlite:PATH for a SQLite file; unset, the SQLite file seckill.db in the working directory (demo: a temporary one), for trying and testing."`
 	KeyPrefix      string        `name:"key-prefix" env:"SECKILL_KEY_PREFIX" default:"seckill" help:"Prefix of every Redis key seckill writes."`
 	KeyGrace       time.Duration `name:"key-grace" env:"SECKILL_KEY_GRACE" default:"24h" help:"How long a voucher's Redis keys outlive the end of its sale."`
 	ReconcileGrace time.Duration `name:"reconcile-grace" env:"SECKILL_RECONCILE_GRACE" default:"30s" help:"Reservations younger than this are not judged by reconciliation."`
@@ -208,13 +209,33 @@ func checkRedisURL(s string) error {
 	return nil
 }
 
+// defaultDatabaseURL is the database of the zero-setup mode, used when
+// SECKILL_DATABASE_URL is unset: a SQLite file in the working directory.
+const defaultDatabaseURL = sqlstore.SQLiteScheme + "seckill.db"
+
+// databaseURL is the database s names, or the default when s is empty.
+func databaseURL(s string) string {
+	if s == "" {
+		return defaultDatabaseURL
+	}
+	return s
+}
+
+// checkDatabaseURL accepts a PostgreSQL URL, a sqlite: URL, or nothing: the default
+// SQLite file.
 func checkDatabaseURL(s string) error {
 	if s == "" {
-		return errors.New("SECKILL_DATABASE_URL (--database-url): is required")
+		return nil
+	}
+	if _, isSQLite, err := sqlstore.SQLitePath(s); isSQLite {
+		if err != nil {
+			return fmt.Errorf("SECKILL_DATABASE_URL (--database-url): %v", err)
+		}
+		return nil
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
-		return fmt.Errorf("SECKILL_DATABASE_URL (--database-url): want postgres://user@host:port/db, got %q", redactURL(s))
+		return fmt.Errorf("SECKILL_DATABASE_URL (--database-url): want postgres://user@host:port/db or sqlite:PATH, got %q", redactURL(s))
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -73,6 +74,15 @@ func (c *demoCmd) Run(ctx context.Context) error {
 	}
 	defer func() { _ = log.Sync() }()
 
+	if c.cfg.DatabaseURL == "" {
+		// Nothing configured: a SQLite file of the demo's own, gone when it ends.
+		dir, err := os.MkdirTemp("", "seckill-demo-")
+		if err != nil {
+			return fmt.Errorf("make a directory for the demo's database: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		c.cfg.DatabaseURL = sqlstore.SQLiteScheme + filepath.Join(dir, "demo.db")
+	}
 	if err := migrateUp(ctx, c.cfg.DatabaseURL); err != nil {
 		return err
 	}

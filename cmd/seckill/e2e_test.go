@@ -66,6 +66,8 @@ type instance struct {
 	redis  *redis.Client
 	keys   redisstore.Keys
 	dbURL  string
+	// dir is serve's working directory; empty, the test's.
+	dir string
 }
 
 // syncBuffer is a buffer a running process writes to while the test reads it.
@@ -101,12 +103,7 @@ func startInstance(t *testing.T, extraEnv ...string) *instance {
 			rdb.Unlink(ctx, iter.Val())
 		}
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
+	addr := freeAddr(t)
 	env := append(os.Environ(),
 		"SECKILL_HTTP_ADDR="+addr,
 		"SECKILL_REDIS_URL="+testenv.RedisURL(t),
@@ -126,6 +123,17 @@ func startInstance(t *testing.T, extraEnv ...string) *instance {
 	return in
 }
 
+// freeAddr returns a loopback address with a port nobody listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
 func runCmd(bin string, env []string, args ...string) (string, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Env = env
@@ -137,6 +145,7 @@ func (in *instance) start() {
 	in.t.Helper()
 	in.cmd = exec.Command(seckillBinary(in.t), "serve")
 	in.cmd.Env = in.env
+	in.cmd.Dir = in.dir
 	in.cmd.Stdout = in.logs
 	in.cmd.Stderr = in.logs
 	if err := in.cmd.Start(); err != nil {

@@ -3,19 +3,72 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/adapters/httpapi"
+	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/domain"
 )
 
-// TestServeWithTheInProcessRedis runs serve with SECKILL_REDIS_URL unset: grabs are
-// served by the in-process Redis; on SIGTERM the worker drains it, so every 202 is an
+// The zero-setup mode: serve and demo with neither SECKILL_REDIS_URL nor
+// SECKILL_DATABASE_URL run an in-process Redis and a SQLite file, and need nothing
+// installed. These tests run the real binary with every SECKILL_* variable of the
+// test run removed, in a directory of their own.
+
+// zeroSetupEnv is the test process's environment without any SECKILL_* variable, plus
+// extra.
+func zeroSetupEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SECKILL_") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, extra...)
+}
+
+// startZeroSetup starts serve as `go run ./cmd/seckill serve` runs it on a fresh
+// machine: nothing configured but a free port, the tests' JWT secret and extraEnv
+// (later entries win), in an empty working directory where it makes seckill.db.
+func startZeroSetup(t *testing.T, extraEnv ...string) *fulfilInstance {
+	t.Helper()
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	env := zeroSetupEnv("SECKILL_HTTP_ADDR="+addr, "SECKILL_JWT_SECRET="+e2eSecret, "SECKILL_LOG_LEVEL=warn")
+	in := &instance{t: t, base: "http://" + addr, env: append(env, extraEnv...), logs: &syncBuffer{},
+		tokens: httpapi.NewTokens([]byte(e2eSecret)), dir: dir,
+		dbURL: sqlstore.SQLiteScheme + filepath.Join(dir, "seckill.db")}
+	in.start()
+	t.Cleanup(in.stop)
+	return &fulfilInstance{instance: in}
+}
+
+// TestServeWithNothingInstalled is the README's first command: serve answers grabs
+// with nothing but itself, keeps its orders in ./seckill.db across a restart, and
+// rebuilds the in-process Redis from it.
+func TestServeWithNothingInstalled(t *testing.T) {
+	fi := startZeroSetup(t)
+	if _, err := os.Stat(filepath.Join(fi.dir, "seckill.db")); err != nil {
+		t.Fatalf("no seckill.db in the working directory: %v", err)
+	}
+	saleAcrossARestart(t, fi)
+}
+
+// TestServeWithTheInProcessRedis: the in-process Redis in front of a real PostgreSQL.
+func TestServeWithTheInProcessRedis(t *testing.T) {
+	saleAcrossARestart(t, startFulfilInstance(t, "SECKILL_REDIS_URL="))
+}
+
+// saleAcrossARestart sells through fi's in-process Redis and restarts it: grabs are
+// served; on SIGTERM the worker drains the in-process streams, so every 202 is an
 // order after the stop; and on the next start the sale state is rebuilt from the
 // database, so the holders cannot buy twice and the remaining units are right.
-func TestServeWithTheInProcessRedis(t *testing.T) {
-	fi := startFulfilInstance(t, "SECKILL_REDIS_URL=")
+func saleAcrossARestart(t *testing.T, fi *fulfilInstance) {
+	t.Helper()
 	id := fi.createVoucher(30, 1)
 	first := fi.fireGrabs(id, burstUsers(1, 20, 2))
 	if got := len(first.reserved); got != 20 {
@@ -28,7 +81,10 @@ func TestServeWithTheInProcessRedis(t *testing.T) {
 	all := newGrabs()
 	all.merge(first)
 	all.merge(second)
-	orders, err := fi.pgOrders(id)
+	if got, want := len(all.reserved), 30; got != want {
+		t.Fatalf("reserved %d in all, want the stock, %d", got, want)
+	}
+	orders, err := fi.dbOrders(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +99,9 @@ func TestServeWithTheInProcessRedis(t *testing.T) {
 	}
 	if got, want := len(orders), len(all.reserved); got != want {
 		t.Fatalf("%d orders persisted, want %d", got, want)
+	}
+	if got, want := fi.dbSold(id), len(all.reserved); got != want {
+		t.Fatalf("sold = %d, want %d", got, want)
 	}
 
 	// A fresh in-process Redis: the warm-up rebuilds the sale from the database.
@@ -63,30 +122,77 @@ func TestServeWithTheInProcessRedis(t *testing.T) {
 	}
 }
 
-// TestServeWithNothingButADatabase: with neither SECKILL_REDIS_URL nor
-// SECKILL_JWT_SECRET, serve makes up a secret and prints an admin token that works.
-func TestServeWithNothingButADatabase(t *testing.T) {
-	fi := startFulfilInstance(t, "SECKILL_REDIS_URL=", "SECKILL_JWT_SECRET=")
-	var admin string
+// TestServeWithNothingConfigured: with no setting at all, serve makes up a JWT secret
+// and prints an admin token, a user token and curl lines that work, and says on start
+// that this mode is for trying and testing.
+func TestServeWithNothingConfigured(t *testing.T) {
+	fi := startZeroSetup(t, "SECKILL_JWT_SECRET=")
+	printed := map[string]string{}
 	for _, line := range strings.Split(fi.logs.String(), "\n") {
-		if rest, ok := strings.CutPrefix(line, "Admin token (user 1):"); ok {
-			admin = strings.TrimSpace(rest)
+		for _, who := range []string{"Admin token (user 1):", "User token  (user 42):"} {
+			if rest, ok := strings.CutPrefix(line, who); ok {
+				printed[who] = strings.TrimSpace(rest)
+			}
 		}
 	}
-	if admin == "" {
-		t.Fatalf("no admin token printed:\n%s", fi.logs)
+	admin, user := printed["Admin token (user 1):"], printed["User token  (user 42):"]
+	if admin == "" || user == "" {
+		t.Fatalf("no admin and user token printed:\n%s", fi.logs)
 	}
+	// What the printed curl lines send.
 	status, body := fi.call(http.MethodPost, "/api/v1/vouchers", admin, map[string]any{
-		"title": "x", "stock": 1, "begins_at": time.Now().Add(-time.Minute), "ends_at": time.Now().Add(time.Hour),
+		"title": "Coffee", "stock": 100, "begins_at": "2020-01-01T00:00:00Z", "ends_at": "2099-01-01T00:00:00Z",
 	})
-	if status != http.StatusCreated {
+	if status != http.StatusCreated || body["id"] != "1" {
 		t.Fatalf("create with the printed admin token: %d %v", status, body)
 	}
+	status, body = fi.call(http.MethodPost, "/api/v1/vouchers/1/grab", user, nil)
+	if status != http.StatusAccepted {
+		t.Fatalf("grab with the printed user token: %d %v", status, body)
+	}
+	order := body["order_id"]
+	eventually(t, 10*time.Second, "the order persisted", func() (bool, string) {
+		status, body := fi.call(http.MethodGet, "/api/v1/orders", user, nil)
+		orders, _ := body["orders"].([]any)
+		if status != http.StatusOK || len(orders) != 1 {
+			return false, fmt.Sprintf("%d %v", status, body)
+		}
+		o := orders[0].(map[string]any)
+		return o["order_id"] == order && o["status"] == "awaiting_payment", fmt.Sprint(o)
+	})
 	// The made-up secret is not the tests' one: their tokens are refused.
 	if status, _ := fi.call(http.MethodPost, "/api/v1/vouchers", fi.token(1, true), map[string]any{"title": "y"}); status != http.StatusUnauthorized {
 		t.Fatalf("a token signed with another secret: %d", status)
 	}
-	if !strings.Contains(fi.logs.String(), "not production") {
-		t.Fatalf("no warning that this mode is not for production:\n%s", fi.logs)
+	logs := fi.logs.String()
+	for _, want := range []string{"for trying and testing, not production", "in-process Redis", "SQLite"} {
+		if !strings.Contains(logs, want) {
+			t.Fatalf("start-up does not say %q:\n%s", want, logs)
+		}
+	}
+}
+
+// TestDemoWithNothingInstalled is the README's demo: the default flash sale, 5,000
+// users for 100 units, in-process, with every promise kept and nothing left behind.
+func TestDemoWithNothingInstalled(t *testing.T) {
+	seckillBinary(t)
+	dir := t.TempDir()
+	tmp := t.TempDir() // the demo's own database goes here, and must be gone after
+	env := zeroSetupEnv("TMPDIR=" + tmp)
+	stdout, stderr, status := runSplitIn(t, dir, env, 2*time.Minute, "demo", "--json")
+	if status != 0 {
+		t.Fatalf("demo exited %d\nstdout %s\nstderr %s", status, stdout, stderr)
+	}
+	m := saleReport(t, stdout, stderr)
+	wantCounts(t, m, map[string]float64{
+		"requests": 5050, "reserved": 100, "orders_persisted": 100, "oversold": 0, "duplicates": 0, "other": 0,
+	})
+	if got, want := m["sold_out"].(float64)+m["already_purchased"].(float64), 4950.0; got != want {
+		t.Fatalf("sold_out+already_purchased = %v, want %v", got, want)
+	}
+	for _, d := range []string{dir, tmp} {
+		if left, _ := os.ReadDir(d); len(left) != 0 {
+			t.Fatalf("the demo left %d files in %s (%s)", len(left), d, left[0].Name())
+		}
 	}
 }

@@ -17,10 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
+	"github.com/uptrace/bun"
 
 	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/cmd/seckill/internal/burst"
 	"github.com/seckill/seckill/domain"
 )
@@ -55,47 +56,47 @@ func (fi *fulfilInstance) voucherID(id string) domain.VoucherID {
 	return vid
 }
 
-// pgOrder is a row of the orders table.
-type pgOrder struct {
-	ID       string
-	User     int64
-	Quantity int
-	Status   string
+// dbOrder is a row of the orders table.
+type dbOrder struct {
+	ID       string `bun:"id"`
+	User     int64  `bun:"user_id"`
+	Quantity int    `bun:"quantity"`
+	Status   string `bun:"status"`
 }
 
-// pgOrders reads the voucher's orders straight from PostgreSQL. It returns an error
+// openStore opens the instance's database, PostgreSQL or SQLite, for one look.
+func (fi *fulfilInstance) openStore(ctx context.Context) (*bun.DB, error) {
+	return sqlstore.Open(ctx, fi.dbURL)
+}
+
+// dbOrders reads the voucher's orders straight from the database. It returns an error
 // instead of failing, so it can be polled through an outage.
-func (fi *fulfilInstance) pgOrders(voucher string) ([]pgOrder, error) {
+func (fi *fulfilInstance) dbOrders(voucher string) ([]dbOrder, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, fi.dbURL)
+	db, err := fi.openStore(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close(context.Background())
-	rows, err := conn.Query(ctx, "SELECT id, user_id, quantity, status FROM orders WHERE voucher_id = $1 ORDER BY id", voucher)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (pgOrder, error) {
-		var o pgOrder
-		err := r.Scan(&o.ID, &o.User, &o.Quantity, &o.Status)
-		return o, err
-	})
+	defer db.Close()
+	var orders []dbOrder
+	err = db.NewRaw("SELECT id, user_id, quantity, status FROM orders WHERE voucher_id = ? ORDER BY id", voucher).
+		Scan(ctx, &orders)
+	return orders, err
 }
 
-// pgSold reads vouchers.sold.
-func (fi *fulfilInstance) pgSold(voucher string) int {
+// dbSold reads vouchers.sold.
+func (fi *fulfilInstance) dbSold(voucher string) int {
 	fi.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, fi.dbURL)
+	db, err := fi.openStore(ctx)
 	if err != nil {
-		fi.t.Fatalf("connect to postgres: %v", err)
+		fi.t.Fatalf("open the database: %v", err)
 	}
-	defer conn.Close(context.Background())
+	defer db.Close()
 	var sold int
-	if err := conn.QueryRow(ctx, "SELECT sold FROM vouchers WHERE id = $1", voucher).Scan(&sold); err != nil {
+	if err := db.NewRaw("SELECT sold FROM vouchers WHERE id = ?", voucher).Scan(ctx, &sold); err != nil {
 		fi.t.Fatalf("read sold: %v", err)
 	}
 	return sold
@@ -277,7 +278,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (o
 func (fi *fulfilInstance) waitSettled(voucher string, reserved int, timeout time.Duration) time.Duration {
 	fi.t.Helper()
 	took := eventually(fi.t, timeout, "every reservation persisted", func() (bool, string) {
-		orders, err := fi.pgOrders(voucher)
+		orders, err := fi.dbOrders(voucher)
 		if err != nil {
 			return false, "postgres: " + err.Error()
 		}
@@ -296,7 +297,7 @@ func (fi *fulfilInstance) waitSettled(voucher string, reserved int, timeout time
 // awaiting payment — and that the voucher's sold counter matches.
 func (fi *fulfilInstance) assertPersistedExactlyOnce(voucher string, g grabs) {
 	fi.t.Helper()
-	orders, err := fi.pgOrders(voucher)
+	orders, err := fi.dbOrders(voucher)
 	if err != nil {
 		fi.t.Fatalf("read orders: %v", err)
 	}
@@ -338,7 +339,7 @@ func (fi *fulfilInstance) assertPersistedExactlyOnce(voucher string, g grabs) {
 	if got, want := len(orders), len(g.reserved); got != want {
 		fi.t.Errorf("orders in postgres = %d, want %d (one per 202)", got, want)
 	}
-	if got, want := fi.pgSold(voucher), len(g.reserved); got != want {
+	if got, want := fi.dbSold(voucher), len(g.reserved); got != want {
 		fi.t.Errorf("vouchers.sold = %d, want %d", got, want)
 	}
 	if fi.t.Failed() {
@@ -431,7 +432,7 @@ func TestFulfilSurvivesKillNineAfterABurst(t *testing.T) {
 	if got, want := len(g.reserved), stock; got != want {
 		t.Fatalf("reserved = %d, want %d", got, want)
 	}
-	atKill, err := fi.pgOrders(id)
+	atKill, err := fi.dbOrders(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -623,7 +624,7 @@ func TestFulfilGracefulShutdownLosesNothing(t *testing.T) {
 		t.Fatalf("exit code %d, want %d", got, want)
 	}
 
-	atStop, err := fi.pgOrders(id)
+	atStop, err := fi.dbOrders(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -695,7 +696,7 @@ func TestFulfilDeadLettersAPoisonMessage(t *testing.T) {
 
 	var dead []redis.XMessage
 	eventually(t, 20*time.Second, "real reservations persisted and poison dead-lettered", func() (bool, string) {
-		orders, err := fi.pgOrders(id)
+		orders, err := fi.dbOrders(id)
 		if err != nil {
 			return false, err.Error()
 		}

@@ -13,7 +13,7 @@ import (
 )
 
 type migrateCmd struct {
-	DatabaseURL string `name:"database-url" env:"SECKILL_DATABASE_URL" help:"PostgreSQL URL." `
+	DatabaseURL string `name:"database-url" env:"SECKILL_DATABASE_URL" help:"PostgreSQL URL, or sqlite:PATH; unset, the SQLite file seckill.db in the working directory."`
 
 	Up     migrateUpCmd     `cmd:"" help:"Apply every pending migration."`
 	Down   migrateDownCmd   `cmd:"" help:"Roll back the last applied group of migrations."`
@@ -70,11 +70,12 @@ func (m *migrateCmd) with(ctx context.Context, fn func(*bun.DB) error) error {
 	if err := checkDatabaseURL(m.DatabaseURL); err != nil {
 		return err
 	}
+	url := databaseURL(m.DatabaseURL)
 	openCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	db, err := sqlstore.Open(openCtx, m.DatabaseURL)
+	db, err := sqlstore.Open(openCtx, url)
 	if err != nil {
-		return fmt.Errorf("connect to database %s: %w", redactURL(m.DatabaseURL), err)
+		return fmt.Errorf("connect to database %s: %w", redactURL(url), err)
 	}
 	defer db.Close()
 	return fn(db)

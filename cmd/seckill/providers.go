@@ -161,13 +161,25 @@ func logBreaker(log *zap.Logger) func(name, from, to string) {
 }
 
 // openDatabase connects to cfg.DatabaseURL with short connect timeouts, a deadline on
-// every call that has none, and a circuit breaker like Redis's.
+// every call that has none, and a circuit breaker like Redis's. When it names a SQLite
+// file — by default, with SECKILL_DATABASE_URL unset — it says that this is for trying
+// and testing, and applies the pending migrations, as the zero-setup mode has no
+// separate step for them.
 func openDatabase(ctx context.Context, cfg Common, log *zap.Logger) (*bun.DB, func(), error) {
+	url := databaseURL(cfg.DatabaseURL)
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	db, err := sqlstore.OpenGuarded(pingCtx, cfg.DatabaseURL, sqlstore.GuardOptions{OnStateChange: logBreaker(log)})
+	db, err := sqlstore.OpenGuarded(pingCtx, url, sqlstore.GuardOptions{OnStateChange: logBreaker(log)})
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect to database %s: %w", redactURL(cfg.DatabaseURL), err)
+		return nil, nil, fmt.Errorf("connect to database %s: %w", redactURL(url), err)
+	}
+	if sqlstore.IsSQLite(db) {
+		log.Warn("using a SQLite file as the database (set SECKILL_DATABASE_URL to a PostgreSQL URL otherwise); for trying and testing, not production",
+			zap.String("database", url))
+		if _, err := sqlstore.MigrateUp(ctx, db); err != nil {
+			_ = db.Close()
+			return nil, nil, fmt.Errorf("migrate %s: %w", url, err)
+		}
 	}
 	return db, func() { _ = db.Close() }, nil
 }

@@ -21,10 +21,17 @@ import (
 // runSplit runs the binary and returns its stdout, its stderr and its exit status.
 func runSplit(t *testing.T, env []string, timeout time.Duration, args ...string) (string, string, int) {
 	t.Helper()
+	return runSplitIn(t, "", env, timeout, args...)
+}
+
+// runSplitIn is runSplit in the working directory dir (empty: the test's).
+func runSplitIn(t *testing.T, dir string, env []string, timeout time.Duration, args ...string) (string, string, int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, seckillBinary(t), args...)
 	cmd.Env = env
+	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -216,7 +223,8 @@ func TestLoadtestRejectsBadValuesInOneLine(t *testing.T) {
 		{[]string{"demo", "--stock=-1"}, "--stock"},
 		{[]string{"demo", "--dup", "2"}, "--dup"},
 		{[]string{"demo", "--concurrency", "0"}, "--concurrency"},
-		{[]string{"demo"}, "SECKILL_DATABASE_URL"},
+		{[]string{"demo", "--database-url", "mysql://127.0.0.1/seckill"}, "SECKILL_DATABASE_URL"},
+		{[]string{"demo", "--database-url", "sqlite:"}, "SECKILL_DATABASE_URL"},
 	} {
 		stdout, stderr, status := runSplit(t, env, 30*time.Second, c.args...)
 		out := stdout + stderr

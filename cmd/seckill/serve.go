@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/seckill/seckill/adapters/httpapi"
+	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/application"
 )
 
@@ -54,7 +55,7 @@ func (c *serveCmd) Run(ctx context.Context) error {
 			return fmt.Errorf("SECKILL_HTTP_ADDR: %w", err)
 		}
 		if generated {
-			if err := printTryIt(os.Stdout, c.JWTSecret, ln.Addr()); err != nil {
+			if err := printTryIt(os.Stdout, c.JWTSecret, ln.Addr(), c.trialParts()); err != nil {
 				return err
 			}
 		}
@@ -62,9 +63,22 @@ func (c *serveCmd) Run(ctx context.Context) error {
 	return serve(ctx, a, ln, c.Config, log)
 }
 
+// trialParts names what makes this serve one for trying and testing: besides the
+// made-up JWT secret, the in-process Redis and a SQLite file, where used.
+func (c *Config) trialParts() string {
+	parts := "a made-up JWT secret"
+	if c.RedisURL == "" {
+		parts += ", an in-process Redis"
+	}
+	if path, isSQLite, _ := sqlstore.SQLitePath(databaseURL(c.DatabaseURL)); isSQLite {
+		parts += ", the SQLite file " + path
+	}
+	return parts
+}
+
 // printTryIt shows how to use a service whose JWT secret serve made up: an admin
-// token and ready-to-paste curl lines.
-func printTryIt(w io.Writer, secret string, addr net.Addr) error {
+// token and ready-to-paste curl lines. parts says what makes it a trial service.
+func printTryIt(w io.Writer, secret string, addr net.Addr, parts string) error {
 	tokens := httpapi.NewTokens([]byte(secret))
 	admin, err := tokens.Mint(1, true, 24*time.Hour)
 	if err != nil {
@@ -76,7 +90,7 @@ func printTryIt(w io.Writer, secret string, addr net.Addr) error {
 	}
 	port := addr.(*net.TCPAddr).Port
 	_, err = fmt.Fprintf(w, `
-seckill is running for trying and testing, not production (a made-up JWT secret, an in-process Redis).
+seckill is running for trying and testing, not production (%[4]s).
 Admin token (user 1):  %[1]s
 User token  (user 42): %[2]s
 
@@ -85,7 +99,7 @@ User token  (user 42): %[2]s
   curl -s -XPOST localhost:%[3]d/api/v1/vouchers/1/grab -H "Authorization: Bearer %[2]s"
   curl -s localhost:%[3]d/api/v1/orders -H "Authorization: Bearer %[2]s"
 
-`, admin, user, port)
+`, admin, user, port, parts)
 	return err
 }
 
