@@ -35,7 +35,7 @@ type Config struct {
 	Common `embed:""`
 
 	HTTPAddr        string        `name:"http-addr" env:"SECKILL_HTTP_ADDR" default:":8080" help:"Address the API listens on."`
-	JWTSecret       string        `name:"jwt-secret" env:"SECKILL_JWT_SECRET" help:"HS256 secret that signs bearer tokens (at least 16 bytes); with the in-process Redis a random one is made and an admin token printed when unset."`
+	JWTSecret       string        `name:"jwt-secret" env:"SECKILL_JWT_SECRET" help:"HS256 secret that signs bearer tokens (at least 16 bytes); unset with the in-process Redis or a SQLite database (trying and testing), a random one is made and an admin token printed."`
 	RequestTimeout  time.Duration `name:"request-timeout" env:"SECKILL_REQUEST_TIMEOUT" default:"2s" help:"Deadline of each request; past it the answer is 503."`
 	ShutdownTimeout time.Duration `name:"shutdown-timeout" env:"SECKILL_SHUTDOWN_TIMEOUT" default:"15s" help:"How long SIGTERM waits for in-flight requests."`
 	WarmInterval    time.Duration `name:"warm-interval" env:"SECKILL_WARM_INTERVAL" default:"30s" help:"How often active vouchers missing from Redis are loaded again."`
@@ -113,8 +113,8 @@ func (c *Config) Validate() error {
 	if err := c.Common.validate(); err != nil {
 		return err
 	}
-	// With the in-process Redis (trying and testing), serve makes up a secret itself.
-	if !(c.JWTSecret == "" && c.RedisURL == "") && len(c.JWTSecret) < minSecretLen {
+	// In a mode for trying and testing, serve makes up a secret itself.
+	if !(c.JWTSecret == "" && c.trial()) && len(c.JWTSecret) < minSecretLen {
 		return fmt.Errorf("SECKILL_JWT_SECRET (--jwt-secret): must be at least %d bytes", minSecretLen)
 	}
 	if c.HTTPAddr == "" || !strings.Contains(c.HTTPAddr, ":") {
@@ -207,6 +207,13 @@ func checkRedisURL(s string) error {
 		return fmt.Errorf("SECKILL_REDIS_URL (--redis-url): %v", err)
 	}
 	return nil
+}
+
+// trial reports whether the settings make a service for trying and testing: one with
+// the in-process Redis or a SQLite database (the zero-setup defaults of both).
+func (c *Common) trial() bool {
+	_, isSQLite, _ := sqlstore.SQLitePath(databaseURL(c.DatabaseURL))
+	return c.RedisURL == "" || isSQLite
 }
 
 // defaultDatabaseURL is the database of the zero-setup mode, used when
