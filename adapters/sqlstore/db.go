@@ -3,10 +3,10 @@
 // the same repositories and migrations on both: the connection, the schema migrations
 // and the repositories behind the ports.
 //
-// Where the two differ, the difference is in one place: row locks (rowLock), the
-// schema's identity column (the migrations' template) and the errors each reports
-// (errors.go). Timestamps the repositories write come from the process's clock, so
-// both store them alike.
+// Where the two differ, the difference is in one place each: row locks (rowLock), the
+// migration lock (withMigrator), the schema's identity column and current-time default
+// (the migrations' template), and the errors each reports (errors.go). Timestamps the
+// repositories write come from the process's clock, so both store them alike.
 package sqlstore
 
 import (
