@@ -201,8 +201,17 @@ func grabOptions(cfg Config) application.GrabOptions {
 	return application.GrabOptions{SoldOutTTL: cfg.SoldOutTTL}
 }
 
+// The worker's idle rhythm: a read waits for new entries at most readBlock, and the
+// registry of vouchers is re-read at most every discoverEvery, so the reservations of
+// a voucher whose sale starts the moment it is created (a demo's, say) are read within
+// about discoverEvery + readBlock. An idle worker costs Redis a few cheap calls a second.
+const (
+	readBlock     = 250 * time.Millisecond
+	discoverEvery = 250 * time.Millisecond
+)
+
 func queueOptions(cfg Config) redisstore.QueueOptions {
-	return redisstore.QueueOptions{Prefix: cfg.KeyPrefix, Consumer: consumerName(cfg.Consumer)}
+	return redisstore.QueueOptions{Prefix: cfg.KeyPrefix, Consumer: consumerName(cfg.Consumer), DiscoverEvery: discoverEvery}
 }
 
 // consumerName is the configured name, or one unique to this process: host, pid and
@@ -236,7 +245,7 @@ func fulfillOrder(orders ports.Orders, queue ports.Queue, compensate *applicatio
 func workerOptions(cfg Config) application.WorkerOptions {
 	return application.WorkerOptions{
 		Batch:      cfg.BatchSize,
-		Block:      time.Second,
+		Block:      readBlock,
 		ClaimIdle:  cfg.ClaimIdle,
 		ClaimEvery: max(cfg.ClaimIdle/4, time.Second),
 		MinBackoff: 100 * time.Millisecond,
