@@ -7,10 +7,15 @@
 
 svc_log() { printf 'services: %s\n' "$*" >&2; }
 
+# free_port prints a port nobody listens on, below the kernel's ephemeral range, so no
+# outgoing connection can take it between this check and the server's bind, nor while
+# an outage test has the server stopped.
 free_port() {
-	local port
+	local port low=32768
+	[ -r /proc/sys/net/ipv4/ip_local_port_range ] && read -r low _ </proc/sys/net/ipv4/ip_local_port_range
+	[ "$low" -gt 11024 ] || low=32768
 	for _ in $(seq 1 200); do
-		port=$((20000 + RANDOM % 30000))
+		port=$((10000 + RANDOM % (low - 10000)))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
 			echo "$port"
 			return 0
@@ -74,7 +79,6 @@ start_services() {
 	bin=$(pg_bindir) || { svc_log "PostgreSQL binaries not found"; return 1; }
 	SVC_PG_BIN=$bin
 	SVC_PG_DATA="$SVC_DIR/pg"
-	SVC_PG_PORT=$(free_port) || return 1
 	mkdir -p "$SVC_PG_DATA"
 	[ "$(id -u)" = 0 ] && { id postgres >/dev/null 2>&1 || useradd --system postgres; chown postgres "$SVC_PG_DATA"; }
 	run_as_pg "$bin/initdb" -D "$SVC_PG_DATA" -U postgres --auth=trust -E UTF8 --no-sync >"$SVC_DIR/initdb.log" 2>&1 ||
@@ -116,11 +120,20 @@ start_redis() {
 	return 1
 }
 
+# pg_start starts the throwaway PostgreSQL on a free port, trying another port when the
+# one picked was taken in the meantime, as start_redis does.
 pg_start() {
-	# fsync off: a throwaway cluster trades durability for test speed.
-	run_as_pg "$SVC_PG_BIN/pg_ctl" -D "$SVC_PG_DATA" -l "$SVC_PG_DATA/server.log" -w -t 60 \
-		-o "-p $SVC_PG_PORT -k $SVC_PG_DATA -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" \
-		start >/dev/null || { svc_log "postgres failed: $(tail -n 5 "$SVC_PG_DATA/server.log")"; return 1; }
+	local attempt
+	for attempt in 1 2 3 4 5; do
+		SVC_PG_PORT=$(free_port) || return 1
+		# fsync off: a throwaway cluster trades durability for test speed.
+		run_as_pg "$SVC_PG_BIN/pg_ctl" -D "$SVC_PG_DATA" -l "$SVC_PG_DATA/server.log" -w -t 60 \
+			-o "-p $SVC_PG_PORT -k $SVC_PG_DATA -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=300" \
+			start >/dev/null && return 0
+		svc_log "postgres did not start on port $SVC_PG_PORT (attempt $attempt): $(tail -n 3 "$SVC_PG_DATA/server.log")"
+	done
+	svc_log "postgres failed to start"
+	return 1
 }
 
 write_controls() {
