@@ -37,16 +37,22 @@ const (
 	connMaxIdleTime = 5 * time.Minute
 )
 
-// SQLite settings. A SQLite file has one writer at a time: a few connections let reads
-// run beside a write (WAL), and more would only queue for the write lock.
+// SQLite settings.
 const (
-	sqliteMaxConns = 4
+	// sqliteMaxConns is one: a SQLite file has one writer at a time, so the process's
+	// statements take turns for the one connection in database/sql's pool, which hands
+	// it to a random waiter. With several connections they would take turns inside
+	// SQLite instead, whose busy handler sleeps between tries and lets a waiter lose
+	// every race for seconds while others write back to back (seen in the tests, as
+	// "database is locked" after busy_timeout).
+	sqliteMaxConns = 1
 	// sqliteParams are the driver settings of every connection: wait up to 5 s for the
-	// write lock instead of failing at once (busy_timeout); write-ahead logging, so
-	// readers never block the writer nor it them; enforce the foreign keys (SQLite
-	// ignores them unless asked); and take the write lock when a transaction begins
-	// (_txlock=immediate), so two transactions never both read and then both try to
-	// write, which SQLite would resolve by failing one of them.
+	// write lock when another process holds it, instead of failing at once
+	// (busy_timeout); write-ahead logging, so another process's readers (a `seckill
+	// migrate status`, say) never block the writer nor it them; enforce the foreign
+	// keys (SQLite ignores them unless asked); and take the write lock when a
+	// transaction begins (_txlock=immediate), so two transactions never both read and
+	// then both try to write, which SQLite would resolve by failing one of them.
 	sqliteParams = "_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_txlock=immediate"
 )
 

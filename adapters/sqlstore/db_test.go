@@ -81,11 +81,12 @@ func openSQLite(t *testing.T, url string) *bun.DB {
 	return db
 }
 
-// Every SQLite connection runs with write-ahead logging, foreign keys enforced and a
-// busy timeout, and its transactions take the write lock when they begin.
+// A SQLite database is one connection with write-ahead logging, foreign keys enforced
+// and a busy timeout, whose transactions take the write lock when they begin.
 func TestSQLiteConnectionSettings(t *testing.T) {
 	ctx := context.Background()
-	db := openSQLite(t, sqlstore.SQLiteScheme+filepath.Join(t.TempDir(), "s.db"))
+	url := sqlstore.SQLiteScheme + filepath.Join(t.TempDir(), "s.db")
+	db := openSQLite(t, url)
 	for pragma, want := range map[string]string{"journal_mode": "wal", "foreign_keys": "1", "busy_timeout": "5000"} {
 		var got string
 		if err := db.NewRaw("PRAGMA "+pragma).Scan(ctx, &got); err != nil {
@@ -96,22 +97,27 @@ func TestSQLiteConnectionSettings(t *testing.T) {
 		}
 	}
 
-	// A transaction holds the write lock from BEGIN, before it writes anything: a
-	// second one cannot even begin until the first ends.
+	if got, want := db.Stats().MaxOpenConnections, 1; got != want {
+		t.Errorf("pool of %d connections, want %d", got, want)
+	}
+
+	// A transaction holds the write lock from BEGIN, before it writes anything: one
+	// on another handle (another process) cannot even begin until the first ends.
+	other := openSQLite(t, url)
 	first, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatalf("begin: %v", err)
 	}
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	if second, err := db.BeginTx(short, nil); err == nil {
+	if second, err := other.BeginTx(short, nil); err == nil {
 		_ = second.Rollback()
 		t.Fatal("a second transaction began while the first held the write lock")
 	}
 	if err := first.Rollback(); err != nil {
 		t.Fatalf("rollback: %v", err)
 	}
-	second, err := db.BeginTx(ctx, nil)
+	second, err := other.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatalf("begin after the first ended: %v", err)
 	}
