@@ -74,3 +74,6 @@ SECKILL_TEST_DATABASE_URL=sqlite go test -run '^$' -bench 'Persist' -benchtime "
 demo_json() { "$bin" demo --json 2>/dev/null | python3 -c 'import json,sys; m=json.load(sys.stdin); print("reserved %(reserved)d persisted %(orders_persisted)d oversold %(oversold)d duplicates %(duplicates)d  rps %(rps).0f  p50 %(p50_ms).2f ms  p99 %(p99_ms).2f ms  persist %(persist_ms)d ms" % m)'; }
 for run in 1 2 3; do echo "real servers: $(demo_json)"; done
 for run in 1 2 3; do echo "zero setup:   $(unset SECKILL_REDIS_URL SECKILL_DATABASE_URL; demo_json)"; done
+# The classic comparison with nothing installed: the "postgres" strategy runs its
+# transaction on the SQLite file.
+(unset SECKILL_REDIS_URL SECKILL_DATABASE_URL; "$bin" demo --compare --users 5000 --stock 100 2>/dev/null)
