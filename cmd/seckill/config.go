@@ -15,7 +15,7 @@ import (
 	"github.com/seckill/seckill/adapters/sqlstore"
 )
 
-// Common holds the settings of every command that reaches Redis and PostgreSQL.
+// Common holds the settings of every command that reaches Redis and the database.
 type Common struct {
 	StrategyConfig `embed:""`
 
