@@ -50,8 +50,8 @@ var redisSet = wire.NewSet(
 	redisstore.NewRateLimiter,
 )
 
-// postgresSet provides the database and its repositories.
-var postgresSet = wire.NewSet(
+// databaseSet provides the database (PostgreSQL or SQLite) and its repositories.
+var databaseSet = wire.NewSet(
 	openDatabase,
 	sqlstore.NewVouchers,
 	wire.Bind(new(ports.Vouchers), new(*sqlstore.Vouchers)),
