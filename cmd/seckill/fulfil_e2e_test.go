@@ -143,17 +143,26 @@ func (fi *fulfilInstance) queueState(voucher string) queueState {
 // stats reads GET /api/v1/vouchers/{id}/stats as an admin.
 func (fi *fulfilInstance) stats(voucher string) map[string]float64 {
 	fi.t.Helper()
-	status, body := fi.call(http.MethodGet, "/api/v1/vouchers/"+voucher+"/stats", fi.token(1, true), nil)
+	status, st := fi.tryStats(voucher)
 	if status != http.StatusOK {
-		fi.t.Fatalf("stats: %d %v", status, body)
+		fi.t.Fatalf("stats: %d %v", status, st)
 	}
+	return st
+}
+
+// tryStats is stats that returns the answer's status instead of failing on one that
+// is not 200, for polling a service that is still recovering (its database breaker
+// answers 503 until a probe finds the server back).
+func (fi *fulfilInstance) tryStats(voucher string) (int, map[string]float64) {
+	fi.t.Helper()
+	status, body := fi.call(http.MethodGet, "/api/v1/vouchers/"+voucher+"/stats", fi.token(1, true), nil)
 	out := make(map[string]float64, len(body))
 	for k, v := range body {
 		if f, ok := v.(float64); ok {
 			out[k] = f
 		}
 	}
-	return out
+	return status, out
 }
 
 // grabs is what a burst of grabs answered.
@@ -285,8 +294,8 @@ func (fi *fulfilInstance) waitSettled(voucher string, reserved int, timeout time
 		if len(orders) < reserved {
 			return false, fmt.Sprintf("%d of %d orders persisted", len(orders), reserved)
 		}
-		st := fi.stats(voucher)
-		return st["pending"] == 0, fmt.Sprintf("%d orders, stats %v", len(orders), st)
+		status, st := fi.tryStats(voucher)
+		return status == http.StatusOK && st["pending"] == 0, fmt.Sprintf("%d orders, stats %d %v", len(orders), status, st)
 	})
 	fi.t.Logf("%d reservations persisted within %v", reserved, took)
 	return took
