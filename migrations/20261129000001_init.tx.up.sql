@@ -1,6 +1,7 @@
 -- The schema of PostgreSQL and of SQLite, one template (text/template, rendered by the
 -- migrator with .Dialect "pg" or "sqlite") where their SQL differs: the identity
--- column and the expression of the current time.
+-- column and the expression of the current time, "now" below.
+{{define "now"}}{{if eq .Dialect "sqlite"}}(strftime('%Y-%m-%d %H:%M:%f+00:00', 'now')){{else}}now(){{end}}{{end}}
 --
 -- Vouchers on sale. sold counts the units held by live orders; fulfilment moves it
 -- with a guarded update, and the CHECK below is the database's own net against
@@ -15,7 +16,7 @@ CREATE TABLE vouchers (
     per_user_limit INTEGER     NOT NULL DEFAULT 1
         CONSTRAINT vouchers_per_user_limit_check CHECK (per_user_limit >= 1),
     paused         BOOLEAN     NOT NULL DEFAULT false,
-    created_at     TIMESTAMPTZ NOT NULL DEFAULT {{if eq .Dialect "sqlite"}}(strftime('%Y-%m-%d %H:%M:%f+00:00', 'now')){{else}}now(){{end}},
+    created_at     TIMESTAMPTZ NOT NULL DEFAULT {{template "now" .}},
     CONSTRAINT vouchers_sold_check CHECK (sold >= 0 AND sold <= stock),
     CONSTRAINT vouchers_window_check CHECK (begins_at < ends_at)
 );
@@ -38,7 +39,7 @@ CREATE TABLE orders (
         status IN ('queued', 'awaiting_payment', 'paid', 'cancelled', 'expired', 'failed')
     ),
     created_at TIMESTAMPTZ NOT NULL,
-    updated_at TIMESTAMPTZ NOT NULL DEFAULT {{if eq .Dialect "sqlite"}}(strftime('%Y-%m-%d %H:%M:%f+00:00', 'now')){{else}}now(){{end}},
+    updated_at TIMESTAMPTZ NOT NULL DEFAULT {{template "now" .}},
     -- When a closed order's units were confirmed back on sale (released in Redis).
     -- NULL means not yet: a closed order with NULL still has to be released, and the
     -- release is retried until it succeeds. Live orders keep it NULL.

@@ -212,8 +212,15 @@ func checkRedisURL(s string) error {
 // trial reports whether the settings make a service for trying and testing: one with
 // the in-process Redis or a SQLite database (the zero-setup defaults of both).
 func (c *Common) trial() bool {
-	_, isSQLite, _ := sqlstore.SQLitePath(databaseURL(c.DatabaseURL))
+	_, isSQLite := c.sqliteFile()
 	return c.RedisURL == "" || isSQLite
+}
+
+// sqliteFile returns the SQLite file the database setting names, by default or
+// explicitly, and whether it names one.
+func (c *Common) sqliteFile() (string, bool) {
+	path, isSQLite, _ := sqlstore.SQLitePath(databaseURL(c.DatabaseURL))
+	return path, isSQLite
 }
 
 // defaultDatabaseURL is the database of the zero-setup mode, used when

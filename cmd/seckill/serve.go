@@ -16,7 +16,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/seckill/seckill/adapters/httpapi"
-	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/application"
 )
 
@@ -70,7 +69,7 @@ func (c *Config) trialParts() string {
 	if c.RedisURL == "" {
 		parts += ", an in-process Redis"
 	}
-	if path, isSQLite, _ := sqlstore.SQLitePath(databaseURL(c.DatabaseURL)); isSQLite {
+	if path, isSQLite := c.sqliteFile(); isSQLite {
 		parts += ", the SQLite file " + path
 	}
 	return parts
