@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/seckill/seckill/adapters/breaker"
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/domain"
 )
@@ -86,7 +87,7 @@ func BenchmarkGrabSoldOut(b *testing.B) {
 func benchGrab(b *testing.B, want, stock int, opts ...func(*setup)) {
 	a := newAPI(b, opts...)
 	if len(opts) > 0 {
-		a.redis.AddHook(redisstore.NewBreakerHook("redis", redisstore.BreakerSettings{}))
+		a.redis.AddHook(redisstore.NewBreakerHook("redis", breaker.Settings{}))
 	}
 	id := a.createVoucher(stock, 1)
 	users := b.N

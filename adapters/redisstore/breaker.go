@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -11,94 +10,51 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/sony/gobreaker/v2"
 
-	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/adapters/breaker"
 )
-
-// Defaults of BreakerSettings.
-const (
-	// DefaultBreakerFailures is how many consecutive failures open the breaker.
-	DefaultBreakerFailures = 5
-	// DefaultBreakerOpenFor is how long an open breaker refuses every call before it
-	// lets one probe through.
-	DefaultBreakerOpenFor = time.Second
-)
-
-// BreakerSettings tune a BreakerHook. The zero value uses the defaults.
-type BreakerSettings struct {
-	// Failures opens the breaker after this many consecutive failures of Redis;
-	// DefaultBreakerFailures when 0.
-	Failures uint32
-	// OpenFor is how long the open breaker fails every call at once before it lets a
-	// single probe through (half-open): the probe's success closes it, its failure
-	// opens it again for as long. DefaultBreakerOpenFor when 0.
-	OpenFor time.Duration
-	// OnStateChange, when set, is called on every change of state ("closed", "open",
-	// "half-open"), so the wiring can log an outage once instead of once per request.
-	// It runs under the breaker's lock: it must be quick and must not call Redis.
-	OnStateChange func(name, from, to string)
-}
 
 // BreakerHook is a go-redis hook that runs every command and pipeline of a client
-// through a circuit breaker. After BreakerSettings.Failures consecutive failures of
-// Redis itself, every call fails at once, without touching the network, with an error
-// wrapping domain.ErrUnavailable (the API answers 503 unavailable), instead of each
-// waiting out the client's timeouts; after BreakerSettings.OpenFor one probe goes
-// through, and its success closes the breaker again, so the client recovers by itself
-// when Redis is back.
+// through a circuit breaker (package breaker): it opens when a share of the calls in a
+// rolling window failed for want of Redis, and then every call fails at once, without
+// touching the network, with an error wrapping domain.ErrUnavailable (the API answers
+// 503 unavailable); after a while one probe goes through, and its success closes it
+// again, so the client recovers by itself when Redis is back.
 //
-// Only the failures of the dependency count (see redisFailure): a network error, a
-// timeout, a refused or reset connection, and a server that says
-// it cannot serve now (LOADING, BUSY, MASTERDOWN, CLUSTERDOWN). Every other answer of
-// the server proves it is up, and counts as a success: redis.Nil, and error replies
-// about the command itself (NOSCRIPT, BUSYGROUP, NOGROUP, WRONGTYPE, a script's own
-// error …). A call the caller cancelled counts as neither.
+// Only the failures of Redis count (see classifyRedis): a refused or reset connection,
+// and a server that says it cannot serve now (LOADING, BUSY, MASTERDOWN,
+// CLUSTERDOWN); a timeout only when the call waited its whole patience (the client's
+// read timeout, see TuneClientOptions) while this process was not saturated. Every
+// other answer of the server proves it is up: redis.Nil, and error replies about the
+// command itself (NOSCRIPT, BUSYGROUP, NOGROUP, WRONGTYPE, a script's own error …).
+// This client's own pool running dry and a call its caller cancelled count as neither:
+// they say this process is busy, not that Redis is down.
 //
-// A call that failed for want of Redis, or that the open breaker refused, returns an
-// error wrapping domain.ErrUnavailable and its cause (gobreaker.ErrOpenState when
-// refused), so the API answers 503 from the first failure on.
+// A call that failed for want of Redis, that the open breaker refused, or that waited
+// too long for a pooled connection returns an error wrapping domain.ErrUnavailable and
+// its cause, so the API answers 503 with Retry-After.
 //
 // Install it with client.AddHook(NewBreakerHook(name, settings)) on a client whose
-// options went through TuneClientOptions, so the calls that trip it fail quickly too.
+// options went through TuneClientOptions. The in-process server of the zero-setup mode
+// needs none: it cannot be unreachable.
 type BreakerHook struct {
-	name string
-	cb   *gobreaker.CircuitBreaker[struct{}]
+	b *breaker.Breaker
 }
 
 var _ redis.Hook = (*BreakerHook)(nil)
 
 // NewBreakerHook returns a hook guarding one Redis client with a breaker called name
-// (it names the breaker in errors and in OnStateChange).
-func NewBreakerHook(name string, s BreakerSettings) *BreakerHook {
-	failures := s.Failures
-	if failures == 0 {
-		failures = DefaultBreakerFailures
+// (it names the breaker in errors and in OnStateChange). A zero s.Patience is the
+// tuned read timeout.
+func NewBreakerHook(name string, s breaker.Settings) *BreakerHook {
+	if s.Patience == 0 {
+		s.Patience = TunedTimeout
 	}
-	openFor := s.OpenFor
-	if openFor <= 0 {
-		openFor = DefaultBreakerOpenFor
-	}
-	settings := gobreaker.Settings{
-		Name:        name,
-		MaxRequests: 1,
-		Timeout:     openFor,
-		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
-		IsSuccessful: func(err error) bool {
-			return !redisFailure(err)
-		},
-		IsExcluded: func(err error) bool { return errors.Is(err, context.Canceled) },
-	}
-	if s.OnStateChange != nil {
-		settings.OnStateChange = func(name string, from, to gobreaker.State) {
-			s.OnStateChange(name, from.String(), to.String())
-		}
-	}
-	return &BreakerHook{name: name, cb: gobreaker.NewCircuitBreaker[struct{}](settings)}
+	return &BreakerHook{b: breaker.New(name, s, classifyRedis)}
 }
 
 // State returns the breaker's state: "closed", "open" or "half-open".
-func (h *BreakerHook) State() string { return h.cb.State().String() }
+func (h *BreakerHook) State() string { return h.b.State() }
 
 // DialHook passes dials through untouched. A dial made for a command already runs
 // inside that command's breaker call, so guarding it here would count one failure
@@ -111,15 +67,12 @@ func (h *BreakerHook) DialHook(next redis.DialHook) redis.DialHook {
 
 // ProcessHook runs one command through the breaker. It is also where a failure of
 // Redis becomes domain.ErrUnavailable: a refused command, and one that failed for want
-// of Redis, get an error wrapping it (and the original) set on them, so cmd.Err and
-// cmd.Result report it and the API answers 503 from the first failure on, not only
-// once the breaker is open.
+// of Redis or of a pooled connection, get an error wrapping it (and the original) set
+// on them, so cmd.Err and cmd.Result report it.
 func (h *BreakerHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		_, err := h.cb.Execute(func() (struct{}, error) {
-			return struct{}{}, next(ctx, cmd)
-		})
-		if err != nil && (refused(err) || redisFailure(err) || busy(err)) {
+		err := h.b.Do(func() error { return next(ctx, cmd) })
+		if err != nil && (breaker.Refused(err) || busy(err) || classifyRedis(err) != breaker.Success) {
 			err = h.unavailable(err)
 			cmd.SetErr(err)
 		}
@@ -132,13 +85,11 @@ func (h *BreakerHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // ProcessHook does.
 func (h *BreakerHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		_, err := h.cb.Execute(func() (struct{}, error) {
-			return struct{}{}, next(ctx, cmds)
-		})
+		err := h.b.Do(func() error { return next(ctx, cmds) })
 		if err == nil {
 			return nil
 		}
-		if refused(err) {
+		if breaker.Refused(err) {
 			err = h.unavailable(err)
 			for _, cmd := range cmds {
 				cmd.SetErr(err)
@@ -146,37 +97,33 @@ func (h *BreakerHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 			return err
 		}
 		for _, cmd := range cmds {
-			if cerr := cmd.Err(); redisFailure(cerr) || busy(cerr) {
+			if cerr := cmd.Err(); busy(cerr) || (cerr != nil && classifyRedis(cerr) != breaker.Success && classifyRedis(cerr) != breaker.Ignore) {
 				cmd.SetErr(h.unavailable(cerr))
 			}
 		}
-		if redisFailure(err) || busy(err) {
+		if busy(err) || (classifyRedis(err) != breaker.Success && classifyRedis(err) != breaker.Ignore) {
 			err = h.unavailable(err)
 		}
 		return err
 	}
 }
 
-// refused reports whether err is the breaker's own refusal, not Redis's answer.
-func refused(err error) bool {
-	return errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests)
-}
-
 // unavailable wraps a refusal or a failure in domain.ErrUnavailable, keeping err
-// reachable through errors.Is and errors.As.
+// reachable through errors.Is and errors.As. A cancelled call keeps its own error.
 func (h *BreakerHook) unavailable(err error) error {
-	if errors.Is(err, domain.ErrUnavailable) {
+	if errors.Is(err, context.Canceled) {
 		return err
 	}
-	return fmt.Errorf("redis %s: %w: %w", h.name, domain.ErrUnavailable, err)
+	return h.b.Unavailable(err)
 }
 
-// redisFailure reports whether err means Redis could not be reached or could not
-// serve: those are the errors that trip the breaker. A nil error, redis.Nil and any
-// error reply about the command itself are answers of a live server.
-func redisFailure(err error) bool {
-	if err == nil || errors.Is(err, redis.Nil) || errors.Is(err, context.Canceled) {
-		return false
+// classifyRedis says what an error of a Redis call tells about Redis.
+func classifyRedis(err error) breaker.Verdict {
+	switch {
+	case err == nil, errors.Is(err, redis.Nil):
+		return breaker.Success
+	case errors.Is(err, context.Canceled), busy(err):
+		return breaker.Ignore
 	}
 	var reply redis.Error
 	if errors.As(err, &reply) {
@@ -184,56 +131,61 @@ func redisFailure(err error) bool {
 		msg := reply.Error()
 		for _, prefix := range []string{"LOADING ", "BUSY ", "MASTERDOWN ", "CLUSTERDOWN "} {
 			if strings.HasPrefix(msg, prefix) {
-				return true
+				return breaker.Failure
 			}
 		}
-		return false
+		return breaker.Success
 	}
 	var netErr net.Error
-	return errors.As(err, &netErr) ||
-		errors.Is(err, context.DeadlineExceeded) ||
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout()) {
+		return breaker.Timeout
+	}
+	if errors.As(err, &netErr) ||
 		errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE)
+		errors.Is(err, syscall.EPIPE) {
+		return breaker.Failure
+	}
+	return breaker.Success
 }
 
 // busy reports whether err is this client's own pool running out of connections: the
 // answer is 503 all the same, but it says the instance is saturated, not that Redis is
-// down, so it does not trip the breaker (a flood would otherwise open it and turn
-// every grab away for OpenFor).
+// down, so it does not count against Redis.
 func busy(err error) bool {
 	return errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted)
 }
 
-// Tuned client timeouts (see TuneClientOptions).
-const (
-	tunedDialTimeout  = 250 * time.Millisecond
-	tunedReadTimeout  = 300 * time.Millisecond
-	tunedWriteTimeout = 300 * time.Millisecond
-	tunedPoolTimeout  = 400 * time.Millisecond
-)
+// TunedTimeout is how long a tuned client waits on Redis for a dial, a reply or a
+// write before it gives up on a call (see TuneClientOptions).
+const TunedTimeout = time.Second
 
-// TuneClientOptions sets o's timeouts and retries so that no call waits more than
-// about 700 ms for a dead or hung Redis (the API promises an answer within 1 s):
+// tunedPoolTimeout is the longest a call waits for a pooled connection; the caller's
+// deadline, when nearer, ends the wait first.
+const tunedPoolTimeout = 5 * time.Second
+
+// TuneClientOptions sets o's timeouts and retries for the grab path: a call follows its
+// caller's deadline (the request's, SECKILL_REQUEST_TIMEOUT), and no call waits more
+// than TunedTimeout (1 s) on a dead or hung Redis:
 //
-//   - one dial attempt (DialerRetries 1) of at most 250 ms: go-redis would otherwise
-//     dial 5 times, 100 ms apart, each for up to 5 s;
-//   - reads and writes time out after 300 ms (a grab is one short script);
-//   - no command retries (MaxRetries -1; 0 would mean go-redis's default of 3, each
-//     waiting its timeout again, with up to 512 ms back-off between): a failed call
-//     is answered with 503 and Retry-After instead, and the breaker counts it;
-//   - at most 400 ms waiting for a free connection when all are busy.
+//   - deadlines come from the call's context (ContextTimeoutEnabled), capped at 1 s
+//     for a dial, a reply or a write: a busy machine answers late, but not that late;
+//   - one dial attempt (DialerRetries 1): go-redis would otherwise dial 5 times;
+//   - no command retries (MaxRetries -1; 0 would mean go-redis's default of 3): a failed
+//     call is answered with 503 and Retry-After instead, and the breaker counts it;
+//   - waiting for a free connection ends with the caller's deadline (5 s at most); it
+//     is this process being busy, and the breaker does not count it.
 //
-// Worst case: 400 ms for a connection plus 300 ms for the answer. Blocking reads
-// (XREADGROUP BLOCK) keep go-redis's own allowance: their block time plus 10 s.
-// Call it before redis.NewClient; it leaves the other options alone.
+// Blocking reads (XREADGROUP BLOCK) keep go-redis's own allowance: their block time
+// plus 10 s. Call it before redis.NewClient; it leaves the other options alone.
 func TuneClientOptions(o *redis.Options) {
-	o.DialTimeout = tunedDialTimeout
+	o.ContextTimeoutEnabled = true
+	o.DialTimeout = TunedTimeout
 	o.DialerRetries = 1
-	o.ReadTimeout = tunedReadTimeout
-	o.WriteTimeout = tunedWriteTimeout
+	o.ReadTimeout = TunedTimeout
+	o.WriteTimeout = TunedTimeout
 	o.MaxRetries = -1
 	// Unused while retries are off; small in case someone turns them back on.
 	o.MinRetryBackoff = 8 * time.Millisecond

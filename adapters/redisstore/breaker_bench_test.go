@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/adapters/breaker"
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/testenv"
 )
@@ -24,7 +25,7 @@ func BenchmarkBreakerHook(b *testing.B) {
 			client := redis.NewClient(opts)
 			defer client.Close()
 			if tc.hook {
-				client.AddHook(redisstore.NewBreakerHook("bench", redisstore.BreakerSettings{}))
+				client.AddHook(redisstore.NewBreakerHook("bench", breaker.Settings{}))
 			}
 			ctx := context.Background()
 			b.RunParallel(func(pb *testing.PB) {

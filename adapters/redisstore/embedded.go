@@ -1,7 +1,9 @@
 package redisstore
 
 import (
+	"context"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -104,6 +106,17 @@ func (e *Embedded) runClock(last time.Time) {
 
 // Addr returns the server's address, host:port.
 func (e *Embedded) Addr() string { return e.addr }
+
+// Dial connects to the server in memory, without TCP: the server serves one end of a
+// synchronous pipe (net.Pipe) and the caller gets the other. It has the shape of
+// redis.Options.Dialer, so a client in this process reaches the server with no
+// listener, no dial timeout and nothing a busy machine could make fail. Each call is
+// a new connection; Close ends them all.
+func (e *Embedded) Dial(context.Context, string, string) (net.Conn, error) {
+	client, server := net.Pipe()
+	go e.srv.Server().ServeConn(server)
+	return client, nil
+}
 
 // URL returns the server's address as a redis:// URL, for redis.ParseURL.
 func (e *Embedded) URL() string { return "redis://" + e.addr }

@@ -1,70 +1,117 @@
--- Judge and take one grab atomically; every check comes before the first write (but
--- the rate limiter's own counter), so a refused grab changes nothing.
+-- Judge a batch of grabs of one voucher, in order, and take each one that passes; the
+-- single grab is a batch of one. Every check of a grab comes before its first write
+-- (but the rate limiter's own counter), so a refused grab changes nothing. Later grabs
+-- of the batch see what earlier ones took: the units, and the buyer (a user's second
+-- grab in one batch is answered with the first one's order).
+--
+-- KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders, KEYS[4] stream, then KEYS[4+i] the
+-- rate counter of grab i's user (all of one voucher, one hash tag).
+-- ARGV[1] voucher_id, ARGV[2] rate_interval_ms (0: no limit), ARGV[3] rate_tolerance_ms,
+-- ARGV[4] max_backlog (0: none), ARGV[5] group, then four per grab i, from
+-- ARGV[6+4(i-1)]: user_id, order_id, qty, at_ms (the grab's own clock).
+-- Returns {remaining, code_1, extra_1, code_2, extra_2, …}: the units left after the
+-- batch (-1 without sale state), then per grab 0 reserved (extra: order id), 1 already
+-- purchased (extra: the held order id), 2 sold out, 3 not started, 4 ended, 5 no sale
+-- state, 6 quantity above the per-user limit, 7 over the user's rate (extra: retry
+-- after, ms), 8 paused, 9 backlog over its bound; extra is '' where it says nothing.
 local m = redis.call('HMGET', KEYS[1], 'remaining', 'begins', 'ends', 'limit', 'expire', 'paused')
+local n = (#ARGV - 5) / 4
+local out = {-1}
 for i = 1, 5 do
   -- A partial hash (a stray write to an expired voucher) counts as absent.
   if not m[i] then
-    return {5}
+    for _ = 1, n do
+      out[#out + 1] = 5
+      out[#out + 1] = ''
+    end
+    return out
   end
 end
-local user, order, now, qty = ARGV[1], ARGV[2], tonumber(ARGV[4]), tonumber(ARGV[3])
--- Per-user rate (GCRA): every attempt counts, whatever its answer.
-local interval, tolerance = tonumber(ARGV[6]), tonumber(ARGV[7])
-if interval > 0 then
-  local tat = tonumber(redis.call('GET', KEYS[5]) or now)
-  if tat < now then
-    tat = now
+local remaining, begins, ends, limit = tonumber(m[1]), tonumber(m[2]), tonumber(m[3]), tonumber(m[4])
+local interval, tolerance, bound = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+-- Entries not yet persisted (delivered and pending, or never read), counted once for
+-- the batch and then kept up to date as it appends.
+local backlog
+local function waiting()
+  if backlog then
+    return backlog
   end
-  if now < tat - tolerance then
-    return {7, tostring(tat - tolerance - now)}
-  end
-  tat = tat + interval
-  redis.call('SET', KEYS[5], tat, 'PX', tat - now)
-end
-if m[6] == '1' then
-  return {8}
-end
-if now < tonumber(m[2]) then
-  return {3}
-end
-if now >= tonumber(m[3]) then
-  return {4}
-end
-if qty > tonumber(m[4]) then
-  return {6}
-end
-local existing = redis.call('HGET', KEYS[2], user)
-if existing then
-  return {1, existing}
-end
-if tonumber(m[1]) < qty then
-  return {2}
-end
--- Backpressure: entries not yet persisted (delivered and pending, or never read).
-local bound = tonumber(ARGV[8])
-if bound > 0 then
-  local backlog = redis.call('XLEN', KEYS[4])
+  backlog = redis.call('XLEN', KEYS[4])
   if backlog > bound then
     for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[4])) do
       local f = {}
-      for i = 1, #g, 2 do
-        f[g[i]] = g[i + 1]
+      for j = 1, #g, 2 do
+        f[g[j]] = g[j + 1]
       end
-      if f['name'] == ARGV[9] then
+      if f['name'] == ARGV[5] then
         backlog = f['pending'] + (tonumber(f['lag']) or 0)
       end
     end
-    if backlog > bound then
-      return {9}
+  end
+  return backlog
+end
+
+local function judge(i)
+  local base = 6 + 4 * (i - 1)
+  local user, order, qty, now = ARGV[base], ARGV[base + 1], tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3])
+  -- Per-user rate (GCRA): every attempt counts, whatever its answer.
+  if interval > 0 then
+    local tat = tonumber(redis.call('GET', KEYS[4 + i]) or now)
+    if tat < now then
+      tat = now
     end
+    if now < tat - tolerance then
+      return 7, tostring(tat - tolerance - now)
+    end
+    tat = tat + interval
+    redis.call('SET', KEYS[4 + i], tat, 'PX', tat - now)
+  end
+  if m[6] == '1' then
+    return 8, ''
+  end
+  if now < begins then
+    return 3, ''
+  end
+  if now >= ends then
+    return 4, ''
+  end
+  if qty > limit then
+    return 6, ''
+  end
+  local existing = redis.call('HGET', KEYS[2], user)
+  if existing then
+    return 1, existing
+  end
+  if remaining < qty then
+    return 2, ''
+  end
+  if bound > 0 and waiting() > bound then
+    return 9, ''
+  end
+  remaining = remaining - qty
+  redis.call('HINCRBY', KEYS[1], 'remaining', -qty)
+  redis.call('HSET', KEYS[2], user, order)
+  redis.call('HSET', KEYS[3], order, user .. ':' .. ARGV[base + 2] .. ':' .. ARGV[base + 3])
+  redis.call('XADD', KEYS[4], '*',
+    'order', order, 'voucher', ARGV[1], 'user', user, 'qty', ARGV[base + 2], 'at', ARGV[base + 3])
+  if backlog then
+    backlog = backlog + 1
+  end
+  return 0, order
+end
+
+local took = false
+for i = 1, n do
+  local code, extra = judge(i)
+  out[#out + 1] = code
+  out[#out + 1] = extra
+  took = took or code == 0
+end
+if took then
+  -- Buyers, orders and stream expire with the sale state.
+  for k = 2, 4 do
+    redis.call('PEXPIREAT', KEYS[k], m[5])
   end
 end
-redis.call('HINCRBY', KEYS[1], 'remaining', -qty)
-redis.call('HSET', KEYS[2], user, order)
-redis.call('HSET', KEYS[3], order, user .. ':' .. ARGV[3] .. ':' .. ARGV[4])
-redis.call('XADD', KEYS[4], '*',
-  'order', order, 'voucher', ARGV[5], 'user', user, 'qty', ARGV[3], 'at', ARGV[4])
-for i = 2, 4 do
-  redis.call('PEXPIREAT', KEYS[i], m[5])
-end
-return {0, order}
+out[1] = remaining
+return out

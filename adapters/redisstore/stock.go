@@ -102,6 +102,10 @@ type Options struct {
 	// MaxBacklog refuses new grabs of a voucher (domain.ErrUnavailable) while more than
 	// this many of its reservations wait to be persisted; 0 turns it off.
 	MaxBacklog int
+	// MaxBatch bounds how many concurrent grabs of one voucher share one Redis call;
+	// DefaultMaxBatch when 0. 1 turns the sharing off: every grab makes its own call,
+	// at once, as many at a time as the client's pool allows.
+	MaxBatch int
 }
 
 // Stock is a ports.Stock kept in Redis.
@@ -114,6 +118,8 @@ type Stock struct {
 	// tolerance in milliseconds; interval 0 turns it off.
 	interval, tolerance int64
 	maxBacklog          int
+	// batches coalesces concurrent grabs of a voucher; nil when Options.MaxBatch is 1.
+	batches *coalescer
 }
 
 var _ ports.Stock = (*Stock)(nil)
@@ -133,6 +139,12 @@ func NewStock(client redis.UniversalClient, opts Options) *Stock {
 	if opts.UserRate > 0 {
 		s.interval = max(1, int64(1000/opts.UserRate))
 		s.tolerance = s.interval * int64(max(opts.UserBurst, 1)-1)
+	}
+	if opts.MaxBatch == 0 {
+		opts.MaxBatch = DefaultMaxBatch
+	}
+	if opts.MaxBatch > 1 {
+		s.batches = newCoalescer(opts.MaxBatch, s.reserveBatch)
 	}
 	return s
 }
@@ -200,7 +212,7 @@ func (s *Stock) SetPaused(ctx context.Context, id domain.VoucherID, paused bool)
 	return set == 1, nil
 }
 
-// Outcomes of reserveScript.
+// Outcomes of reserveScript, per grab.
 const (
 	reserved = iota
 	alreadyPurchased
@@ -214,59 +226,98 @@ const (
 	backlogged
 )
 
-// reserveScript judges a grab and, when it succeeds, takes the units, records the
-// buyer and the order, and appends the reservation to the stream, all in one step.
-// KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders, KEYS[4] stream, KEYS[5] the user's
-// rate counter (one voucher, one tag).
-// ARGV: user_id, order_id, qty, now_ms, voucher_id, rate_interval_ms (0: no limit),
-// rate_tolerance_ms, max_backlog (0: none), group.
-// Returns {0, order_id} reserved; {1, existing_order_id} already purchased; {2} sold
-// out; {3} not started; {4} ended; {5} no sale state; {6} qty above the per-user limit;
-// {7, retry_after_ms} over the user's rate; {8} paused; {9} backlog over its bound.
-// Buyers, orders and stream expire with the meta hash; the rate counter with its
-// window.
+// reserveScript judges a batch of grabs of one voucher in order and takes each one
+// that passes: it takes the units, records the buyer and the order, and appends the
+// reservation to the stream, all in one step. A single grab is a batch of one. Its
+// KEYS, ARGV and reply are documented at the top of reserve.lua.
 //
 //go:embed reserve.lua
 var reserveSrc string
 var reserveScript = redis.NewScript(reserveSrc)
 
 // Reserve takes r.Quantity units of r.VoucherID for r.UserID atomically and appends
-// the reservation to the voucher's stream. The sale window is judged at r.At. It
-// returns domain.ErrSoldOut, an *domain.AlreadyPurchasedError naming the existing
+// the reservation to the voucher's stream. The sale window is judged at r.At.
+// Concurrent Reserves of one voucher share Redis calls (see Options.MaxBatch): while
+// one call is in flight, the grabs that arrive go together in the next.
+// It returns domain.ErrSoldOut, an *domain.AlreadyPurchasedError naming the existing
 // order, domain.ErrNotStarted, domain.ErrEnded, domain.ErrNotFound (no sale state), a
 // *domain.ValidationError (quantity below 1 or above the per-user limit), a
 // *domain.RateLimitedError (the user is over Options.UserRate), domain.ErrPaused, or
-// an error wrapping domain.ErrUnavailable (backlog over Options.MaxBacklog).
+// an error wrapping domain.ErrUnavailable (backlog over Options.MaxBacklog, Redis
+// unreachable, or ctx ended while the grab waited for its turn, before it was sent).
 func (s *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
 	// A negative quantity would put units back on sale; refuse it before Redis does.
 	if r.Quantity < 1 {
 		return domain.Invalid("quantity", "must be at least 1")
 	}
-	keys := []string{
-		s.keys.Meta(r.VoucherID), s.keys.Buyers(r.VoucherID),
-		s.keys.Orders(r.VoucherID), s.keys.Stream(r.VoucherID),
-		s.keys.Rate(r.VoucherID, r.UserID),
+	if s.batches == nil {
+		errs, err := s.ReserveBatch(ctx, []domain.Reservation{r})
+		if err != nil {
+			return err
+		}
+		return errs[0]
 	}
-	reply, err := reserveScript.Run(ctx, s.client, keys,
-		r.UserID.String(), string(r.OrderID), r.Quantity, r.At.UnixMilli(),
-		r.VoucherID.String(), s.interval, s.tolerance, s.maxBacklog, s.group).Slice()
+	return s.batches.reserve(ctx, r)
+}
+
+// ReserveBatch judges rs, grabs of one voucher, in order in one Redis call, as
+// Reserve judges each: the answers are Reserve's, one per grab (nil: reserved), and a
+// grab sees what the earlier ones took (a user's second grab is answered with the
+// first one's order). The error is for the call as a whole: nothing was judged.
+// Every grab must have a quantity of at least 1 and the same voucher.
+func (s *Stock) ReserveBatch(ctx context.Context, rs []domain.Reservation) ([]error, error) {
+	reply, err := s.reserveBatch(ctx, rs)
+	return reply.errs, err
+}
+
+func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation) (batchReply, error) {
+	if len(rs) == 0 {
+		return batchReply{remaining: -1}, nil
+	}
+	id := rs[0].VoucherID
+	keys := make([]string, 4, 4+len(rs))
+	keys[0], keys[1], keys[2], keys[3] = s.keys.Meta(id), s.keys.Buyers(id), s.keys.Orders(id), s.keys.Stream(id)
+	args := make([]any, 5, 5+4*len(rs))
+	args[0], args[1], args[2], args[3], args[4] = id.String(), s.interval, s.tolerance, s.maxBacklog, s.group
+	for _, r := range rs {
+		if r.VoucherID != id || r.Quantity < 1 {
+			return batchReply{}, fmt.Errorf("reserve stock: a batch of voucher %s holds %+v", id, r)
+		}
+		if s.interval > 0 {
+			keys = append(keys, s.keys.Rate(id, r.UserID))
+		}
+		args = append(args, r.UserID.String(), string(r.OrderID), r.Quantity, r.At.UnixMilli())
+	}
+	reply, err := reserveScript.Run(ctx, s.client, keys, args...).Slice()
 	if err != nil {
-		return fmt.Errorf("reserve stock: %w", err)
+		return batchReply{}, fmt.Errorf("reserve stock: %w", err)
 	}
-	// The script answers a code, then the order id for codes 0 and 1; a reply of any
-	// other shape becomes an error below rather than a panic on the grab path.
-	code, order := int64(-1), ""
-	if len(reply) > 0 {
-		code, _ = reply[0].(int64)
+	// The script answers the units left, then a code and an extra value per grab; a
+	// reply of any other shape becomes an error rather than a panic on the grab path.
+	if len(reply) != 1+2*len(rs) {
+		return batchReply{}, fmt.Errorf("reserve stock: unexpected reply %v", reply)
 	}
-	if len(reply) > 1 {
-		order, _ = reply[1].(string)
+	left, _ := reply[0].(int64)
+	out := batchReply{errs: make([]error, len(rs)), remaining: int(left)}
+	for i, r := range rs {
+		code, ok := reply[1+2*i].(int64)
+		extra, _ := reply[2+2*i].(string)
+		if !ok {
+			code = -1
+		}
+		out.errs[i] = reserveOutcome(r, code, extra)
 	}
+	return out, nil
+}
+
+// reserveOutcome turns one grab's code and extra value from reserveScript into
+// Reserve's answer.
+func reserveOutcome(r domain.Reservation, code int64, extra string) error {
 	switch code {
 	case reserved:
 		return nil
 	case alreadyPurchased:
-		return &domain.AlreadyPurchasedError{OrderID: domain.OrderID(order)}
+		return &domain.AlreadyPurchasedError{OrderID: domain.OrderID(extra)}
 	case soldOut:
 		return domain.ErrSoldOut
 	case notStarted:
@@ -278,14 +329,14 @@ func (s *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
 	case overLimit:
 		return domain.Invalid("quantity", "exceeds the per-user limit")
 	case rateLimited:
-		ms, _ := strconv.ParseInt(order, 10, 64)
+		ms, _ := strconv.ParseInt(extra, 10, 64)
 		return &domain.RateLimitedError{RetryAfter: time.Duration(ms) * time.Millisecond}
 	case paused:
 		return domain.ErrPaused
 	case backlogged:
 		return fmt.Errorf("reserve stock: voucher %s: %w: too many reservations wait to be persisted", r.VoucherID, domain.ErrUnavailable)
 	}
-	return fmt.Errorf("reserve stock: unexpected reply %v", reply)
+	return fmt.Errorf("reserve stock: unexpected outcome %d %q", code, extra)
 }
 
 // Remaining returns the units left of each of ids that has sale state, in one round

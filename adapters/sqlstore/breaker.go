@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/sony/gobreaker/v2"
-	"github.com/uptrace/bun"
+		"github.com/uptrace/bun"
 
-	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/adapters/breaker"
 )
 
 // Defaults of GuardOptions.
@@ -20,11 +20,6 @@ const (
 	DefaultConnectTimeout = time.Second
 	// DefaultCallTimeout is the deadline of a call whose context has none.
 	DefaultCallTimeout = 5 * time.Second
-	// DefaultBreakerFailures is how many consecutive failures open the breaker.
-	DefaultBreakerFailures = 5
-	// DefaultBreakerOpenFor is how long an open breaker refuses every call before it
-	// lets one probe through.
-	DefaultBreakerOpenFor = time.Second
 )
 
 // GuardOptions tune the breaker and the deadlines OpenGuarded puts in front of the
@@ -38,28 +33,21 @@ type GuardOptions struct {
 	// statement and ping, and a transaction from BEGIN to COMMIT. A context with a
 	// deadline keeps its own. DefaultCallTimeout when 0; negative turns it off.
 	CallTimeout time.Duration
-	// Failures opens the breaker after this many consecutive failures of the
-	// database; DefaultBreakerFailures when 0.
-	Failures uint32
-	// OpenFor is how long the open breaker fails every call at once before it lets a
-	// single probe through: the probe's success closes it, its failure opens it again.
-	// DefaultBreakerOpenFor when 0.
-	OpenFor time.Duration
-	// OnStateChange, when set, is called on every change of the breaker's state
-	// ("closed", "open", "half-open"), so the wiring can log an outage once. It runs
-	// under the breaker's lock: it must be quick and must not use the database.
-	OnStateChange func(name, from, to string)
+	// Breaker tunes the circuit breaker (package breaker); a zero Patience is the
+	// connect timeout, the longest a healthy server makes a call wait for a connection.
+	Breaker breaker.Settings
 }
 
 // OpenGuarded is Open with a circuit breaker and deadlines between the pool and the
 // server: every connection attempt and every round trip (statement, BEGIN, ping,
-// prepare) goes through the breaker. After GuardOptions.Failures consecutive failures
-// of the database (unreachable, timed out, shutting down: what classify calls
-// unavailable; a cancelled call and a stale pooled connection, which database/sql
-// replaces by itself, do not count), every call fails at once with an error wrapping
-// domain.ErrUnavailable, without touching the network; after GuardOptions.OpenFor one
-// probe goes through and its success closes the breaker, so the pool recovers by
-// itself when the server is back.
+// prepare) goes through the breaker (package breaker: it opens when a share of a
+// rolling window's calls failed for want of the database — unreachable, timed out
+// while this process was not saturated, shutting down: what unavailable says; a
+// cancelled call and a stale pooled connection, which database/sql replaces by itself,
+// do not count). While open, every call fails at once with an error wrapping
+// domain.ErrUnavailable, without touching the network; after a while one probe goes
+// through and its success closes the breaker, so the pool recovers by itself when the
+// server is back.
 //
 // A call that must wait for a free connection waits inside database/sql before it
 // reaches the breaker, so with every connection stuck on a hung server, callers wait
@@ -88,52 +76,47 @@ func OpenGuarded(ctx context.Context, dsn string, opts GuardOptions) (*bun.DB, e
 	if cfg.ConnectTimeout <= 0 || cfg.ConnectTimeout > limit {
 		cfg.ConnectTimeout = limit
 	}
+	if opts.Breaker.Patience == 0 {
+		opts.Breaker.Patience = cfg.ConnectTimeout
+	}
 	return openDB(ctx, guard(stdlib.GetConnector(*cfg), opts))
 }
 
 // guard wraps a pgx connector in a breaker configured by opts.
 func guard(inner driver.Connector, opts GuardOptions) *guardedConnector {
-	failures := opts.Failures
-	if failures == 0 {
-		failures = DefaultBreakerFailures
-	}
-	openFor := opts.OpenFor
-	if openFor <= 0 {
-		openFor = DefaultBreakerOpenFor
-	}
 	callTimeout := opts.CallTimeout
 	if callTimeout == 0 {
 		callTimeout = DefaultCallTimeout
 	}
-	settings := gobreaker.Settings{
-		Name:         "postgres",
-		MaxRequests:  1,
-		Timeout:      openFor,
-		ReadyToTrip:  func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= failures },
-		IsSuccessful: func(err error) bool { return !unavailable(err) },
-		// A cancelled call says nothing about the server. A bad connection is one
-		// database/sql throws away and retries on another, new if need be: that retry
-		// is the call that counts.
-		IsExcluded: func(err error) bool {
-			return errors.Is(err, context.Canceled) || errors.Is(err, driver.ErrBadConn)
-		},
-	}
-	if opts.OnStateChange != nil {
-		settings.OnStateChange = func(name string, from, to gobreaker.State) {
-			opts.OnStateChange(name, from.String(), to.String())
-		}
-	}
 	return &guardedConnector{
 		inner:       inner,
-		cb:          gobreaker.NewCircuitBreaker[struct{}](settings),
+		b:           breaker.New("postgres", opts.Breaker, classifySQL),
 		callTimeout: callTimeout,
 	}
+}
+
+// classifySQL says what an error of a database call tells about the database. A
+// cancelled call says nothing about the server. A bad connection is one database/sql
+// throws away and retries on another, new if need be: that retry is the call that
+// counts.
+func classifySQL(err error) breaker.Verdict {
+	switch {
+	case err == nil:
+		return breaker.Success
+	case errors.Is(err, context.Canceled), errors.Is(err, driver.ErrBadConn):
+		return breaker.Ignore
+	case errors.Is(err, context.DeadlineExceeded), pgconn.Timeout(err):
+		return breaker.Timeout
+	case unavailable(err):
+		return breaker.Failure
+	}
+	return breaker.Success
 }
 
 // guardedConnector is a driver.Connector whose connections answer through its breaker.
 type guardedConnector struct {
 	inner       driver.Connector
-	cb          *gobreaker.CircuitBreaker[struct{}]
+	b           *breaker.Breaker
 	callTimeout time.Duration
 }
 
@@ -175,24 +158,22 @@ func (g *guardedConnector) Connect(ctx context.Context) (driver.Conn, error) {
 // Driver returns the wrapped connector's driver.
 func (g *guardedConnector) Driver() driver.Driver { return g.inner.Driver() }
 
-// call runs fn through the breaker; a refusal wraps domain.ErrUnavailable.
+// call runs fn through the breaker and returns fn's own error, as the driver gave it
+// (database/sql looks for driver.ErrBadConn and driver.ErrSkip in it; the
+// repositories classify the rest); a refusal of the open breaker wraps
+// domain.ErrUnavailable.
 func (g *guardedConnector) call(fn func() error) error {
-	_, err := g.cb.Execute(func() (struct{}, error) { return struct{}{}, fn() })
-	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
-		return fmt.Errorf("database: %w: %w", domain.ErrUnavailable, err)
+	var ferr error
+	err := g.b.Do(func() error { ferr = fn(); return ferr })
+	if breaker.Refused(err) {
+		return err
 	}
-	return err
+	return ferr
 }
 
 // bound gives ctx the call deadline when it has none; cancel is nil when it added none.
 func (g *guardedConnector) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if g.callTimeout <= 0 {
-		return ctx, nil
-	}
-	if _, ok := ctx.Deadline(); ok {
-		return ctx, nil
-	}
-	return context.WithTimeout(ctx, g.callTimeout)
+	return breaker.Bound(ctx, g.callTimeout)
 }
 
 // guardedConn is one pgx connection whose round trips go through the breaker.

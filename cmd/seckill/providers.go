@@ -14,6 +14,7 @@ import (
 	"github.com/uptrace/bun"
 	"go.uber.org/zap"
 
+	"github.com/seckill/seckill/adapters/breaker"
 	"github.com/seckill/seckill/adapters/httpapi"
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/sqlstore"
@@ -109,12 +110,14 @@ var httpSet = wire.NewSet(
 var commonSet = wire.NewSet(wire.FieldsOf(new(Config), "Common"))
 
 // openRedis connects to cfg.RedisURL — or, when it is unset, starts an in-process Redis
-// and connects to that — with timeouts tuned so no request waits more
-// than a second for a dead Redis, and a circuit breaker that fails calls at once while
-// Redis is down and lets a probe through to close again when it is back. The
+// and connects to that — with timeouts that follow each request's deadline and give
+// up on a dead Redis within a second, and a circuit breaker that fails calls at once
+// while Redis is down and lets a probe through to close again when it is back. The
+// in-process Redis is reached in memory, with neither: it cannot be unreachable. The
 // connection is checked at start-up so a wrong URL stops the command with one line.
 func openRedis(ctx context.Context, cfg Common, log *zap.Logger) (redis.UniversalClient, func(), error) {
 	url, stop := cfg.RedisURL, func() {}
+	var embedded *redisstore.Embedded
 	if url == "" {
 		e, err := redisstore.StartEmbedded()
 		if err != nil {
@@ -122,7 +125,7 @@ func openRedis(ctx context.Context, cfg Common, log *zap.Logger) (redis.Universa
 		}
 		log.Warn("SECKILL_REDIS_URL is unset: using an in-process Redis (miniredis) that keeps nothing across restarts; for trying and testing, not production",
 			zap.String("addr", e.Addr()))
-		url, stop = e.URL(), e.Close
+		url, stop, embedded = e.URL(), e.Close, e
 	}
 	opts, err := redis.ParseURL(url)
 	if err != nil {
@@ -130,15 +133,18 @@ func openRedis(ctx context.Context, cfg Common, log *zap.Logger) (redis.Universa
 		return nil, nil, fmt.Errorf("SECKILL_REDIS_URL: %w", err)
 	}
 	redisstore.TuneClientOptions(opts)
-	if cfg.RedisURL == "" {
-		// The in-process server runs one command at a time and a script several times
-		// slower than Redis: let a burst queue for it instead of timing out.
-		opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = 2*time.Second, 2*time.Second, 5*time.Second
-	}
 	opts.PoolSize = 64
 	opts.MinIdleConns = 8
+	if embedded != nil {
+		// In memory: no dial to time out, and no wait but the request's own deadline
+		// (the in-process server runs one command at a time, so a burst queues).
+		opts.Dialer = embedded.Dial
+		opts.ReadTimeout, opts.WriteTimeout = -1, -1
+	}
 	client := redis.NewClient(opts)
-	client.AddHook(redisstore.NewBreakerHook("redis", redisstore.BreakerSettings{OnStateChange: logBreaker(log)}))
+	if embedded == nil {
+		client.AddHook(redisstore.NewBreakerHook("redis", breaker.Settings{OnStateChange: logBreaker(log)}))
+	}
 	pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	if err := client.Ping(pingCtx).Err(); err != nil {
@@ -169,7 +175,7 @@ func openDatabase(ctx context.Context, cfg Common, log *zap.Logger) (*bun.DB, fu
 	url := databaseURL(cfg.DatabaseURL)
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	db, err := sqlstore.OpenGuarded(pingCtx, url, sqlstore.GuardOptions{OnStateChange: logBreaker(log)})
+	db, err := sqlstore.OpenGuarded(pingCtx, url, sqlstore.GuardOptions{Breaker: breaker.Settings{OnStateChange: logBreaker(log)}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to database %s: %w", redactURL(url), err)
 	}

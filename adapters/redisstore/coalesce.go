@@ -1,0 +1,170 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/seckill/seckill/domain"
+)
+
+// DefaultMaxBatch bounds the grabs of one voucher that one reserve call carries when
+// Options.MaxBatch is zero.
+const DefaultMaxBatch = 128
+
+// coalescer makes the concurrent grabs of one voucher share Redis calls. While a call
+// for a voucher is in flight, the grabs that arrive wait in the voucher's lane and go
+// together in the next call, up to max of them, so the batch size follows the load by
+// itself and a grab that finds its lane idle goes at once, alone, with no added delay.
+//
+// Each call is made by the goroutine of one of its grabs (the first of the batch): when
+// a call comes back, the goroutine that made it hands the next batch to the first grab
+// waiting, so no goroutine works for more than its own batch and none is started.
+type coalescer struct {
+	max  int
+	call func(ctx context.Context, rs []domain.Reservation) (batchReply, error)
+
+	mu    sync.Mutex
+	lanes map[domain.VoucherID]*lane
+}
+
+// batchReply is what one reserve call answered: one error (nil: reserved) per grab,
+// and the units left after it (-1 when the voucher has no sale state).
+type batchReply struct {
+	errs      []error
+	remaining int
+}
+
+// lane is one voucher's queue: busy while a call for it is in flight.
+type lane struct {
+	busy    bool
+	waiting []*grab
+}
+
+// grab is one Reserve waiting for its answer.
+type grab struct {
+	ctx context.Context
+	r   domain.Reservation
+	err error
+	// done is closed when err is set, or when lead is: then this grab's goroutine
+	// makes the call for lead, a batch that starts with this grab.
+	done chan struct{}
+	lead []*grab
+}
+
+func newCoalescer(max int, call func(context.Context, []domain.Reservation) (batchReply, error)) *coalescer {
+	return &coalescer{max: max, call: call, lanes: make(map[domain.VoucherID]*lane)}
+}
+
+// reserve judges r in the next call for its voucher and returns its answer. A grab
+// that waits in a lane when ctx ends is withdrawn and answered with an error wrapping
+// domain.ErrUnavailable: it never reached Redis. A grab already sent waits for its
+// answer whatever ctx does, so a grab that was judged is never answered as if it had
+// not been (the call has its own deadline: see run).
+func (c *coalescer) reserve(ctx context.Context, r domain.Reservation) error {
+	g := &grab{ctx: ctx, r: r, done: make(chan struct{})}
+	c.mu.Lock()
+	l := c.lanes[r.VoucherID]
+	if l == nil {
+		l = &lane{}
+		c.lanes[r.VoucherID] = l
+	}
+	if !l.busy {
+		l.busy = true
+		c.mu.Unlock()
+		c.run(r.VoucherID, l, []*grab{g})
+		return g.err
+	}
+	l.waiting = append(l.waiting, g)
+	c.mu.Unlock()
+
+	select {
+	case <-g.done:
+	case <-ctx.Done():
+		c.mu.Lock()
+		if i := slices.Index(l.waiting, g); i >= 0 {
+			l.waiting = slices.Delete(l.waiting, i, i+1)
+			c.mu.Unlock()
+			return fmt.Errorf("reserve stock: waited for redis until the request ended: %w: %w", domain.ErrUnavailable, ctx.Err())
+		}
+		c.mu.Unlock()
+		<-g.done
+	}
+	if g.lead != nil {
+		c.run(r.VoucherID, l, g.lead)
+	}
+	return g.err
+}
+
+// run makes the call for batch, answers its grabs, and hands the lane's next batch to
+// the first grab waiting, or marks the lane idle.
+func (c *coalescer) run(id domain.VoucherID, l *lane, batch []*grab) {
+	reply, err := c.send(batch)
+	for i, g := range batch {
+		if err != nil {
+			g.err = err
+		} else {
+			g.err = reply.errs[i]
+		}
+		if i > 0 {
+			close(g.done)
+		}
+	}
+
+	c.mu.Lock()
+	if err == nil && reply.remaining >= 0 {
+		// The voucher has fewer units than these grabs want: they are answered now,
+		// without another call, as the grab path's sold-out flag would answer them.
+		l.waiting = slices.DeleteFunc(l.waiting, func(g *grab) bool {
+			if g.r.Quantity <= reply.remaining {
+				return false
+			}
+			g.err = domain.ErrSoldOut
+			close(g.done)
+			return true
+		})
+	}
+	if len(l.waiting) == 0 {
+		l.busy = false
+		delete(c.lanes, id)
+		c.mu.Unlock()
+		return
+	}
+	n := min(len(l.waiting), c.max)
+	next := slices.Clone(l.waiting[:n])
+	l.waiting = slices.Delete(l.waiting, 0, n)
+	c.mu.Unlock()
+	next[0].lead = next
+	close(next[0].done)
+}
+
+// send makes one call for batch. Its context keeps the first grab's values but none of
+// the grabs' cancellations: a client that hangs up must not fail the others' call. Its
+// deadline is the latest of theirs, since every one of them waits for it (none when
+// one of them has none: the client's own timeouts bound it then).
+func (c *coalescer) send(batch []*grab) (batchReply, error) {
+	ctx := context.WithoutCancel(batch[0].ctx)
+	var latest time.Time
+	for _, g := range batch {
+		d, ok := g.ctx.Deadline()
+		if !ok {
+			latest = time.Time{}
+			break
+		}
+		if d.After(latest) {
+			latest = d
+		}
+	}
+	if !latest.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, latest)
+		defer cancel()
+	}
+	rs := make([]domain.Reservation, len(batch))
+	for i, g := range batch {
+		rs[i] = g.r
+	}
+	return c.call(ctx, rs)
+}
