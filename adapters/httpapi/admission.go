@@ -1,61 +1,119 @@
 package httpapi
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"math"
 	"net/http"
+	"sync/atomic"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
 )
 
-// Admission bounds the work one instance takes on: at most a fixed number of requests
-// in flight and, optionally, at most a rate of new ones. A request beyond either bound
-// is answered 503 unavailable with Retry-After at once; nothing ever queues, so a
-// flood far beyond capacity costs the instance a rejection each, never a pile-up of
-// goroutines waiting on Redis.
+// AdmissionOptions tune an Admission. The zero value bounds nothing.
+type AdmissionOptions struct {
+	// MaxInflight is the most requests that may run at once; 0 turns the bound (and
+	// the adaptive limit under it) off.
+	MaxInflight int
+	// Target is the latency the adaptive limit defends: while admitted requests take
+	// longer, the limit on requests in flight backs off (multiplicatively, at most
+	// every Target/10), and it grows back by one with each request answered sooner
+	// (additive increase, multiplicative decrease: AIMD). 0 keeps the limit at
+	// MaxInflight.
+	Target time.Duration
+	// MinInflight is the floor of the adaptive limit; DefaultMinInflight when 0.
+	MinInflight int
+	// PerSecond and Burst bound the rate of new requests (a token bucket): PerSecond
+	// on average and Burst at once (one second's worth when Burst is below 1); 0 turns
+	// it off.
+	PerSecond float64
+	Burst     int
+	// Now is the clock latencies are measured by; time.Now when nil.
+	Now func() time.Time
+}
+
+// DefaultMinInflight is the floor of the adaptive limit: however slow the answers, an
+// instance keeps working on this many requests at once.
+const DefaultMinInflight = 64
+
+// Admission is the door of the grab path: it bounds the work one instance takes on,
+// so that beyond what it can answer in time it refuses at once with 503 unavailable
+// and Retry-After, before any Redis work, and finishes the requests it already took
+// rather than slowing every one of them down. A request beyond the bound is never
+// queued: a flood far beyond capacity costs the instance a rejection each, never a
+// pile-up of goroutines.
+//
+// The bound on requests in flight adapts (AIMD): it starts at MaxInflight, so a burst
+// the instance can serve within Target is served whole; when admitted requests take
+// longer than Target (the instance is past its capacity, or a dependency is slow) it
+// backs off by a tenth at a time, and it grows back by one with every request answered
+// in time. Optionally a token bucket bounds the rate of new requests too.
 type Admission struct {
-	slots  chan struct{} // nil: no bound on requests in flight
+	max, min int64
+	target   time.Duration
+	now      func() time.Time
+
+	inflight atomic.Int64
+	limit    atomic.Int64
+	// lastCut is when the limit last backed off (Unix ns), so one slow moment backs it
+	// off once, not once per request that was slow in it.
+	lastCut atomic.Int64
+
 	bucket *rate.Limiter // nil: no bound on the rate
 }
 
-// NewAdmission returns an Admission that lets at most maxInflight requests run at once
-// and, when perSecond is positive, admits perSecond requests a second on average and up
-// to burst at once (one second's worth when burst is below 1). A maxInflight or
-// perSecond of 0 or less turns that bound off; with both off, Middleware does nothing.
-func NewAdmission(maxInflight int, perSecond float64, burst int) *Admission {
-	a := &Admission{}
-	if maxInflight > 0 {
-		a.slots = make(chan struct{}, maxInflight)
+// NewAdmission returns an Admission tuned by o.
+func NewAdmission(o AdmissionOptions) *Admission {
+	a := &Admission{max: int64(max(o.MaxInflight, 0)), target: o.Target, now: o.Now}
+	if a.now == nil {
+		a.now = time.Now
 	}
-	if perSecond > 0 && !math.IsInf(perSecond, 1) {
+	a.min = int64(o.MinInflight)
+	if a.min <= 0 {
+		a.min = DefaultMinInflight
+	}
+	a.min = min(a.min, a.max)
+	a.limit.Store(a.max)
+	if o.PerSecond > 0 && !math.IsInf(o.PerSecond, 1) {
+		burst := o.Burst
 		if burst < 1 {
-			burst = max(1, int(math.Ceil(perSecond)))
+			burst = max(1, int(math.Ceil(o.PerSecond)))
 		}
-		a.bucket = rate.NewLimiter(rate.Limit(perSecond), burst)
+		a.bucket = rate.NewLimiter(rate.Limit(o.PerSecond), burst)
 	}
 	return a
 }
 
 // Enabled reports whether a has any bound to enforce.
-func (a *Admission) Enabled() bool { return a.slots != nil || a.bucket != nil }
+func (a *Admission) Enabled() bool { return a.max > 0 || a.bucket != nil }
 
-// Middleware returns the gate as Echo middleware. A request takes a slot before the
-// handler runs and gives it back when the handler returns; the token bucket is asked
-// only once a slot is held, so a request turned away for lack of a slot spends no
-// token.
+// Limit returns the current bound on requests in flight (0: none).
+func (a *Admission) Limit() int { return int(a.limit.Load()) }
+
+// Middleware returns the door as Echo middleware. It reads the request body first,
+// under the server's read deadline, so a client that trickles its body in holds no
+// slot; then the request takes a slot, and gives it back when the handler returns. The
+// token bucket is asked only once a slot is held, so a request turned away for lack
+// of a slot spends no token.
 func (a *Admission) Middleware() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		if !a.Enabled() {
-			return next
-		}
 		return func(c echo.Context) error {
-			if a.slots != nil {
-				select {
-				case a.slots <- struct{}{}:
-					defer func() { <-a.slots }()
-				default:
+			if err := readBody(c); err != nil {
+				return err
+			}
+			if !a.Enabled() {
+				return next(c)
+			}
+			if a.max > 0 {
+				if n := a.inflight.Add(1); n > a.limit.Load() {
+					a.inflight.Add(-1)
 					return overloaded(c)
 				}
+				start := a.now()
+				defer func() { a.done(a.now().Sub(start)) }()
 			}
 			if a.bucket != nil && !a.bucket.Allow() {
 				return overloaded(c)
@@ -65,8 +123,55 @@ func (a *Admission) Middleware() echo.MiddlewareFunc {
 	}
 }
 
+// done gives a slot back and moves the limit by how long its request took.
+func (a *Admission) done(took time.Duration) {
+	a.inflight.Add(-1)
+	if a.target <= 0 {
+		return
+	}
+	if took <= a.target {
+		if l := a.limit.Load(); l < a.max {
+			a.limit.CompareAndSwap(l, l+1)
+		}
+		return
+	}
+	now := a.now().UnixNano()
+	last := a.lastCut.Load()
+	if now-last < int64(a.target/10) || !a.lastCut.CompareAndSwap(last, now) {
+		return
+	}
+	for {
+		l := a.limit.Load()
+		cut := max(a.min, l-l/10)
+		if cut == l || a.limit.CompareAndSwap(l, cut) {
+			return
+		}
+	}
+}
+
+// readBody reads the whole request body into memory, so the handler decodes it from
+// there. A body over the limit keeps the body limit's 413; one that does not arrive
+// before the server's read deadline is a 408 (the contract's 400 invalid_request).
+func readBody(c echo.Context) error {
+	req := c.Request()
+	if req.Body == nil || req.Body == http.NoBody {
+		return nil
+	}
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			return he
+		}
+		return echo.NewHTTPError(http.StatusRequestTimeout, "request body not received in time")
+	}
+	_ = req.Body.Close()
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	return nil
+}
+
 // overloaded answers the contract's 503 directly rather than through the error
-// handler: shedding load is the gate doing its job, not a failure to log, and under a
+// handler: shedding load is the door doing its job, not a failure to log, and under a
 // flood it happens many thousand times a second.
 func overloaded(c echo.Context) error {
 	c.Response().Header().Set("Retry-After", retryAfterSeconds)

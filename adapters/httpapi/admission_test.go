@@ -1,10 +1,15 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -49,7 +54,7 @@ func assertOverloaded(t *testing.T, rec *httptest.ResponseRecorder) {
 func TestAdmissionBoundsInflight(t *testing.T) {
 	const bound = 2
 	entered, release := make(chan struct{}), make(chan struct{})
-	e := gated(httpapi.NewAdmission(bound, 0, 0), func(c echo.Context) error {
+	e := gated(httpapi.NewAdmission(httpapi.AdmissionOptions{MaxInflight: bound}), func(c echo.Context) error {
 		entered <- struct{}{}
 		<-release
 		return c.NoContent(http.StatusNoContent)
@@ -81,7 +86,7 @@ func TestAdmissionBoundsInflight(t *testing.T) {
 
 func TestAdmissionTokenBucket(t *testing.T) {
 	// One token every 1000 s: nothing refills while the test runs.
-	e := gated(httpapi.NewAdmission(0, 0.001, 2), func(c echo.Context) error {
+	e := gated(httpapi.NewAdmission(httpapi.AdmissionOptions{PerSecond: 0.001, Burst: 2}), func(c echo.Context) error {
 		return c.NoContent(http.StatusNoContent)
 	})
 	for i := range 2 {
@@ -96,7 +101,7 @@ func TestAdmissionTokenBucket(t *testing.T) {
 // bucket as it was.
 func TestAdmissionRefusalSpendsNoToken(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
-	e := gated(httpapi.NewAdmission(1, 0.001, 2), func(c echo.Context) error {
+	e := gated(httpapi.NewAdmission(httpapi.AdmissionOptions{MaxInflight: 1, PerSecond: 0.001, Burst: 2}), func(c echo.Context) error {
 		if c.QueryParam("hold") != "" {
 			entered <- struct{}{}
 			<-release
@@ -124,7 +129,7 @@ func TestAdmissionRefusalSpendsNoToken(t *testing.T) {
 }
 
 func TestAdmissionOff(t *testing.T) {
-	a := httpapi.NewAdmission(0, 0, 0)
+	a := httpapi.NewAdmission(httpapi.AdmissionOptions{})
 	if a.Enabled() {
 		t.Fatal("an admission without bounds says it is enabled")
 	}
@@ -133,5 +138,84 @@ func TestAdmissionOff(t *testing.T) {
 		if got, want := gatedPost(e).Code, http.StatusNoContent; got != want {
 			t.Fatalf("status = %d, want %d", got, want)
 		}
+	}
+}
+
+// TestAdmissionLimitAdapts: requests slower than the target back the limit off by a
+// tenth (once per moment, not once per slow request), never below the floor, and each
+// request answered in time gives one slot back, up to the maximum.
+func TestAdmissionLimitAdapts(t *testing.T) {
+	now := time.Unix(0, 0)
+	var took time.Duration
+	a := httpapi.NewAdmission(httpapi.AdmissionOptions{
+		MaxInflight: 100, MinInflight: 80, Target: time.Second,
+		Now: func() time.Time { return now },
+	})
+	e := gated(a, func(c echo.Context) error {
+		now = now.Add(took)
+		return c.NoContent(http.StatusNoContent)
+	})
+	took = 2 * time.Second
+	gatedPost(e)
+	if got, want := a.Limit(), 90; got != want {
+		t.Fatalf("limit after a slow request = %d, want %d", got, want)
+	}
+	gatedPost(e)
+	gatedPost(e)
+	if got, want := a.Limit(), 80; got != want {
+		t.Fatalf("limit after more slow requests = %d, want the floor %d", got, want)
+	}
+	took = 0
+	for range 5 {
+		gatedPost(e)
+	}
+	if got, want := a.Limit(), 85; got != want {
+		t.Fatalf("limit after 5 requests in time = %d, want %d", got, want)
+	}
+	for range 50 {
+		gatedPost(e)
+	}
+	if got, want := a.Limit(), 100; got != want {
+		t.Fatalf("limit after many requests in time = %d, want the maximum %d", got, want)
+	}
+}
+
+// TestSlowBodyHoldsNoSlot: a client that trickles its body in holds no slot — another
+// grab is admitted meanwhile — and the server's read deadline ends it with a 4xx.
+func TestSlowBodyHoldsNoSlot(t *testing.T) {
+	e := echo.New()
+	e.POST("/grab", func(c echo.Context) error {
+		body, _ := io.ReadAll(c.Request().Body)
+		return c.String(http.StatusOK, string(body))
+	}, httpapi.NewAdmission(httpapi.AdmissionOptions{MaxInflight: 1}).Middleware())
+	srv := httptest.NewUnstartedServer(e)
+	srv.Config.ReadTimeout = time.Second
+	srv.Start()
+	t.Cleanup(srv.Close)
+
+	slow, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	if _, err := io.WriteString(slow, "POST /grab HTTP/1.1\r\nHost: x\r\nContent-Length: 20\r\n\r\n{"); err != nil {
+		t.Fatal(err)
+	}
+	// The slow request is inside the server, reading its body; the only slot is free.
+	res, err := http.Post(srv.URL+"/grab", "application/json", strings.NewReader(`{"quantity":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if res.StatusCode != http.StatusOK || string(got) != `{"quantity":1}` {
+		t.Fatalf("a grab beside a slow client: %d %q, want 200 and its body", res.StatusCode, got)
+	}
+	// The slow one is ended by the read deadline, with a client error or a closed
+	// connection, never a 5xx.
+	_ = slow.SetReadDeadline(time.Now().Add(30 * time.Second))
+	line, _ := bufio.NewReader(slow).ReadString('\n')
+	if strings.HasPrefix(line, "HTTP/1.1 5") {
+		t.Fatalf("the slow client was answered %q", line)
 	}
 }

@@ -24,8 +24,9 @@ type Options struct {
 	RequestTimeout time.Duration
 
 	// MaxInflight bounds the grab requests this instance works on at once; beyond it a
-	// grab answers 503 unavailable with Retry-After at once (see Admission). 0 turns
-	// it off.
+	// grab answers 503 unavailable with Retry-After at once (see Admission). Under it
+	// the bound adapts: it backs off while grabs take longer than half of
+	// RequestTimeout. 0 turns it off.
 	MaxInflight int
 	// GrabRate bounds the grab requests this instance admits a second, GrabBurst at
 	// once (one second's worth when 0); beyond it a grab answers 503 unavailable with
@@ -88,10 +89,11 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	// The grab's gate runs after authentication (an anonymous flood is turned away
 	// without taking a slot) and before the handler; the reads anyone may call are
 	// limited per client address. Health checks are never limited.
-	grab := []echo.MiddlewareFunc{auth}
-	if admission := NewAdmission(opts.MaxInflight, opts.GrabRate, opts.GrabBurst); admission.Enabled() {
-		grab = append(grab, admission.Middleware())
-	}
+	admission := NewAdmission(AdmissionOptions{
+		MaxInflight: opts.MaxInflight, Target: opts.RequestTimeout / 2,
+		PerSecond: opts.GrabRate, Burst: opts.GrabBurst,
+	})
+	grab := []echo.MiddlewareFunc{auth, admission.Middleware()}
 	var public []echo.MiddlewareFunc
 	if opts.IPLimit > 0 {
 		if opts.IPLimiter == nil {

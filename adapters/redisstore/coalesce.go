@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/seckill/seckill/domain"
 )
@@ -62,7 +61,7 @@ func newCoalescer(max int, call func(context.Context, []domain.Reservation) (bat
 // that waits in a lane when ctx ends is withdrawn and answered with an error wrapping
 // domain.ErrUnavailable: it never reached Redis. A grab already sent waits for its
 // answer whatever ctx does, so a grab that was judged is never answered as if it had
-// not been (the call has its own deadline: see run).
+// not been (the call has its own deadline: see send).
 func (c *coalescer) reserve(ctx context.Context, r domain.Reservation) error {
 	g := &grab{ctx: ctx, r: r, done: make(chan struct{})}
 	c.mu.Lock()
@@ -141,30 +140,14 @@ func (c *coalescer) run(id domain.VoucherID, l *lane, batch []*grab) {
 }
 
 // send makes one call for batch. Its context keeps the first grab's values but none of
-// the grabs' cancellations: a client that hangs up must not fail the others' call. Its
-// deadline is the latest of theirs, since every one of them waits for it (none when
-// one of them has none: the client's own timeouts bound it then).
+// the grabs' cancellations or deadlines: a client that hangs up must not fail the
+// others' call, and a grab that reached Redis is answered with what Redis decided, not
+// with a timeout of its request while the answer is on its way. The client's own
+// timeouts bound the call (a second at most on a tuned client: TuneClientOptions).
 func (c *coalescer) send(batch []*grab) (batchReply, error) {
-	ctx := context.WithoutCancel(batch[0].ctx)
-	var latest time.Time
-	for _, g := range batch {
-		d, ok := g.ctx.Deadline()
-		if !ok {
-			latest = time.Time{}
-			break
-		}
-		if d.After(latest) {
-			latest = d
-		}
-	}
-	if !latest.IsZero() {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, latest)
-		defer cancel()
-	}
 	rs := make([]domain.Reservation, len(batch))
 	for i, g := range batch {
 		rs[i] = g.r
 	}
-	return c.call(ctx, rs)
+	return c.call(context.WithoutCancel(batch[0].ctx), rs)
 }

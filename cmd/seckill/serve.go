@@ -108,7 +108,15 @@ func serve(ctx context.Context, a *app, ln net.Listener, cfg Config, log *zap.Lo
 	warm(ctx, a, log)
 	g, gctx := errgroup.WithContext(ctx)
 	if ln != nil {
-		srv := &http.Server{Handler: a.HTTP, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
+		// A client gets the request's own deadline to send its headers, and as long again
+		// for its body: one that trickles them in cannot hold a connection (nor, since the
+		// grab path reads the body before it takes a slot, a slot) for longer.
+		srv := &http.Server{
+			Handler:           a.HTTP,
+			ReadHeaderTimeout: cfg.RequestTimeout,
+			ReadTimeout:       2 * cfg.RequestTimeout,
+			IdleTimeout:       2 * time.Minute,
+		}
 		g.Go(func() error { return runHTTP(gctx, srv, ln, cfg.ShutdownTimeout, log) })
 	}
 	if cfg.runsWorker() {
