@@ -149,13 +149,18 @@ func (a *Admission) done(took time.Duration) {
 	}
 }
 
-// readBody reads the whole request body into memory, so the handler decodes it from
-// there. A body over the limit keeps the body limit's 413; one that does not arrive
-// before the server's read deadline is a 408 (the contract's 400 invalid_request).
+// readBody reads the whole request body into memory, under the request's deadline, so
+// the handler decodes it from there. A body over the limit keeps the body limit's 413;
+// one that does not arrive in time is a 408 (the contract's 400 invalid_request).
 func readBody(c echo.Context) error {
 	req := c.Request()
 	if req.Body == nil || req.Body == http.NoBody {
 		return nil
+	}
+	if deadline, ok := req.Context().Deadline(); ok {
+		// Not every ResponseWriter can (a test recorder cannot); the server's own read
+		// timeout bounds the read then.
+		_ = http.NewResponseController(c.Response()).SetReadDeadline(deadline)
 	}
 	body, err := io.ReadAll(req.Body)
 	if err != nil {

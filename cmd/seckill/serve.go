@@ -108,13 +108,14 @@ func serve(ctx context.Context, a *app, ln net.Listener, cfg Config, log *zap.Lo
 	warm(ctx, a, log)
 	g, gctx := errgroup.WithContext(ctx)
 	if ln != nil {
-		// A client gets the request's own deadline to send its headers, and as long again
-		// for its body: one that trickles them in cannot hold a connection (nor, since the
-		// grab path reads the body before it takes a slot, a slot) for longer.
+		// A client gets headerTimeout to send its headers once connected, and its body
+		// must arrive within the request's own deadline after that (the grab path reads
+		// it under that deadline, before it takes a slot): one that trickles them in
+		// cannot hold a connection for longer, nor a slot at all.
 		srv := &http.Server{
 			Handler:           a.HTTP,
-			ReadHeaderTimeout: cfg.RequestTimeout,
-			ReadTimeout:       2 * cfg.RequestTimeout,
+			ReadHeaderTimeout: headerTimeout,
+			ReadTimeout:       headerTimeout + cfg.RequestTimeout,
 			IdleTimeout:       2 * time.Minute,
 		}
 		g.Go(func() error { return runHTTP(gctx, srv, ln, cfg.ShutdownTimeout, log) })
@@ -159,6 +160,11 @@ func serve(ctx context.Context, a *app, ln net.Listener, cfg Config, log *zap.Lo
 	log.Info("stopped")
 	return err
 }
+
+// headerTimeout is how long a connection may take to send a request's headers: long
+// enough for a client that opens its connections ahead of a sale and sends at the
+// opening instant, short enough that a trickling one lets go soon.
+const headerTimeout = 10 * time.Second
 
 // runHTTP serves until ctx ends, then stops accepting and drains the requests in
 // flight for at most timeout.
