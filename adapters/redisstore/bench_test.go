@@ -3,32 +3,98 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
 )
 
 // BenchmarkReserve measures successful reservations (checks, decrement, buyer and order
-// records, XADD) by distinct users, in parallel, on one voucher with stock for all.
+// records, XADD) by distinct users, 32 per CPU at once, on one voucher with stock for
+// all: "batched" shares calls between concurrent grabs as serve does, "per-grab" makes
+// one script call per grab (Options.MaxBatch 1), in the same run. Besides the rate it
+// reports Redis's own CPU time per reservation (INFO cpu, user + system, so the
+// network work counts) and the grabs per call.
 func BenchmarkReserve(b *testing.B) {
-	ctx := context.Background()
-	client, s := newStock(b, 0)
-	v := voucher(1, b.N, 1)
-	warm(b, client, s, v)
+	for _, tc := range []struct {
+		name     string
+		maxBatch int
+	}{{"batched", 0}, {"per-grab", 1}} {
+		b.Run(tc.name, func(b *testing.B) {
+			ctx := context.Background()
+			client := testenv.Redis(b)
+			s := redisstore.NewStock(client, redisstore.Options{Prefix: "t" + testenv.Unique(), MaxBatch: tc.maxBatch})
+			v := voucher(1, b.N, 1)
+			warm(b, client, s, v)
 
-	var next atomic.Int64
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			user := domain.UserID(next.Add(1))
-			if err := s.Reserve(ctx, grab(v.ID, user, 1)); err != nil {
-				b.Errorf("reserve for user %d: %v", user, err)
-				return
+			var next atomic.Int64
+			cpu0, calls0 := redisCPU(b, client), scriptCalls(b, client)
+			b.SetParallelism(32)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					user := domain.UserID(next.Add(1))
+					if err := s.Reserve(ctx, grab(v.ID, user, 1)); err != nil {
+						b.Errorf("reserve for user %d: %v", user, err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+			b.ReportMetric((redisCPU(b, client)-cpu0).Seconds()*1e6/float64(b.N), "redis-µs/op")
+			b.ReportMetric(float64(b.N)/float64(scriptCalls(b, client)-calls0), "grabs/call")
+		})
+	}
+}
+
+// redisCPU returns the CPU time the Redis server has used so far (INFO cpu: user and
+// system, main thread and all).
+func redisCPU(b *testing.B, client *redis.Client) time.Duration {
+	info := infoFields(b, client, "cpu")
+	var total float64
+	for _, f := range []string{"used_cpu_user", "used_cpu_sys"} {
+		v, err := strconv.ParseFloat(info[f], 64)
+		check(b, err)
+		total += v
+	}
+	return time.Duration(total * float64(time.Second))
+}
+
+// scriptCalls returns how many EVALSHA and EVAL commands the server has run.
+func scriptCalls(b *testing.B, client *redis.Client) int64 {
+	info := infoFields(b, client, "commandstats")
+	var total int64
+	for _, f := range []string{"cmdstat_evalsha", "cmdstat_eval"} {
+		// calls=12,usec=34,…
+		for _, kv := range strings.Split(info[f], ",") {
+			if n, ok := strings.CutPrefix(kv, "calls="); ok {
+				v, err := strconv.ParseInt(n, 10, 64)
+				check(b, err)
+				total += v
 			}
 		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+	}
+	return total
+}
+
+func infoFields(b *testing.B, client *redis.Client, section string) map[string]string {
+	text, err := client.Info(context.Background(), section).Result()
+	check(b, err)
+	fields := map[string]string{}
+	for _, line := range strings.Split(text, "\r\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			fields[k] = v
+		}
+	}
+	return fields
 }
 
 // BenchmarkReserveSoldOut measures grabs that Redis answers sold out: the cost of the

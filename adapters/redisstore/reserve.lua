@@ -51,6 +51,10 @@ local function waiting()
   return backlog
 end
 
+-- What the batch took so far, written once at the end: a user's order (so a second
+-- grab of the same user in the batch finds it), and the records to add.
+local took, buyers, orders = {}, {}, {}
+
 local function judge(i)
   local base = 6 + 4 * (i - 1)
   local user, order, qty, now = ARGV[base], ARGV[base + 1], tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3])
@@ -78,7 +82,7 @@ local function judge(i)
   if qty > limit then
     return 6, ''
   end
-  local existing = redis.call('HGET', KEYS[2], user)
+  local existing = took[user] or redis.call('HGET', KEYS[2], user)
   if existing then
     return 1, existing
   end
@@ -89,9 +93,11 @@ local function judge(i)
     return 9, ''
   end
   remaining = remaining - qty
-  redis.call('HINCRBY', KEYS[1], 'remaining', -qty)
-  redis.call('HSET', KEYS[2], user, order)
-  redis.call('HSET', KEYS[3], order, user .. ':' .. ARGV[base + 2] .. ':' .. ARGV[base + 3])
+  took[user] = order
+  buyers[#buyers + 1] = user
+  buyers[#buyers + 1] = order
+  orders[#orders + 1] = order
+  orders[#orders + 1] = user .. ':' .. ARGV[base + 2] .. ':' .. ARGV[base + 3]
   redis.call('XADD', KEYS[4], '*',
     'order', order, 'voucher', ARGV[1], 'user', user, 'qty', ARGV[base + 2], 'at', ARGV[base + 3])
   if backlog then
@@ -100,14 +106,15 @@ local function judge(i)
   return 0, order
 end
 
-local took = false
 for i = 1, n do
   local code, extra = judge(i)
   out[#out + 1] = code
   out[#out + 1] = extra
-  took = took or code == 0
 end
-if took then
+if #buyers > 0 then
+  redis.call('HSET', KEYS[1], 'remaining', remaining)
+  redis.call('HSET', KEYS[2], unpack(buyers))
+  redis.call('HSET', KEYS[3], unpack(orders))
   -- Buyers, orders and stream expire with the sale state.
   for k = 2, 4 do
     redis.call('PEXPIREAT', KEYS[k], m[5])
