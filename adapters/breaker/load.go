@@ -23,17 +23,27 @@ var (
 	monitorOnce sync.Once
 	// lateAt is when the monitor last woke later than lagSaturated (Unix ns); 0 never.
 	lateAt atomic.Int64
+	// wokeAt is when the monitor last woke (Unix ns).
+	wokeAt atomic.Int64
 )
 
 // Saturated reports whether this process has lately been unable to run its goroutines
-// on time (a wake-up more than 100 ms late in the last 2 s). A timeout seen meanwhile
-// may be this process's own doing, so the breakers do not count it against the
-// dependency. The monitor starts with the first call and runs for the life of the
+// on time: a wake-up more than 100 ms late in the last 2 s, or one overdue by that much
+// now (the caller may run before the monitor, after the same stall). A timeout seen
+// meanwhile may be this process's own doing, so the breakers do not count it against
+// the dependency. The monitor starts with the first call and runs for the life of the
 // process (one timer wake-up every 25 ms).
 func Saturated() bool {
-	monitorOnce.Do(func() { go monitor() })
+	monitorOnce.Do(func() {
+		wokeAt.Store(time.Now().UnixNano())
+		go monitor()
+	})
+	now := time.Now().UnixNano()
+	if now-wokeAt.Load() > int64(lagTick+lagSaturated) {
+		return true
+	}
 	at := lateAt.Load()
-	return at != 0 && time.Since(time.Unix(0, at)) < lagMemory
+	return at != 0 && now-at < int64(lagMemory)
 }
 
 func monitor() {
@@ -47,6 +57,7 @@ func monitor() {
 		if late := now.Sub(last) - lagTick; late > lagSaturated {
 			lateAt.Store(now.UnixNano())
 		}
+		wokeAt.Store(now.UnixNano())
 		last = now
 	}
 }

@@ -31,6 +31,10 @@ type AdmissionOptions struct {
 	// it off.
 	PerSecond float64
 	Burst     int
+	// BodyTimeout bounds how long the request's body may take to arrive, from when
+	// the door reads it, when the request's context has no nearer deadline; 0 leaves
+	// it to the server's read timeout.
+	BodyTimeout time.Duration
 	// Now is the clock latencies are measured by; time.Now when nil.
 	Now func() time.Time
 }
@@ -52,9 +56,10 @@ const DefaultMinInflight = 64
 // backs off by a tenth at a time, and it grows back by one with every request answered
 // in time. Optionally a token bucket bounds the rate of new requests too.
 type Admission struct {
-	max, min int64
-	target   time.Duration
-	now      func() time.Time
+	max, min    int64
+	target      time.Duration
+	bodyTimeout time.Duration
+	now         func() time.Time
 
 	inflight atomic.Int64
 	limit    atomic.Int64
@@ -67,7 +72,7 @@ type Admission struct {
 
 // NewAdmission returns an Admission tuned by o.
 func NewAdmission(o AdmissionOptions) *Admission {
-	a := &Admission{max: int64(max(o.MaxInflight, 0)), target: o.Target, now: o.Now}
+	a := &Admission{max: int64(max(o.MaxInflight, 0)), target: o.Target, bodyTimeout: o.BodyTimeout, now: o.Now}
 	if a.now == nil {
 		a.now = time.Now
 	}
@@ -101,7 +106,7 @@ func (a *Admission) Limit() int { return int(a.limit.Load()) }
 func (a *Admission) Middleware() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if err := readBody(c); err != nil {
+			if err := a.readBody(c); err != nil {
 				return err
 			}
 			if !a.Enabled() {
@@ -149,15 +154,20 @@ func (a *Admission) done(took time.Duration) {
 	}
 }
 
-// readBody reads the whole request body into memory, under the request's deadline, so
-// the handler decodes it from there. A body over the limit keeps the body limit's 413;
-// one that does not arrive in time is a 408 (the contract's 400 invalid_request).
-func readBody(c echo.Context) error {
+// readBody reads the whole request body into memory, under the request's deadline (or
+// BodyTimeout), so the handler decodes it from there. A body over the limit keeps the
+// body limit's 413; one that does not arrive in time is a 408 (the contract's 400
+// invalid_request).
+func (a *Admission) readBody(c echo.Context) error {
 	req := c.Request()
 	if req.Body == nil || req.Body == http.NoBody {
 		return nil
 	}
-	if deadline, ok := req.Context().Deadline(); ok {
+	deadline, ok := req.Context().Deadline()
+	if !ok && a.bodyTimeout > 0 {
+		deadline, ok = a.now().Add(a.bodyTimeout), true
+	}
+	if ok {
 		// Not every ResponseWriter can (a test recorder cannot); the server's own read
 		// timeout bounds the read then.
 		_ = http.NewResponseController(c.Response()).SetReadDeadline(deadline)

@@ -20,7 +20,9 @@ type Options struct {
 	// BodyLimit caps a request body, in Echo's notation ("4K").
 	BodyLimit string
 	// RequestTimeout bounds each request's context; a handler still waiting when it
-	// lapses answers 503 unavailable.
+	// lapses answers 503 unavailable. A grab's context has no deadline: its body must
+	// arrive within RequestTimeout, and the stock's own bound on waiting (see
+	// redisstore.Options.MaxWait) ends its wait.
 	RequestTimeout time.Duration
 
 	// MaxInflight bounds the grab requests this instance works on at once; beyond it a
@@ -81,7 +83,13 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 		middleware.RequestID(),
 		requestLog(log),
 		middleware.BodyLimit(opts.BodyLimit),
-		middleware.ContextTimeout(opts.RequestTimeout),
+		// The grab's own deadline is kept by the door and the stock's queue instead
+		// (AdmissionOptions.BodyTimeout, redisstore.Options.MaxWait): a timer for each
+		// of a burst's thousands of grabs is a cost the hot path need not pay.
+		middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{
+			Timeout: opts.RequestTimeout,
+			Skipper: func(c echo.Context) bool { return c.Path() == grabRoute },
+		}),
 	)
 
 	h := handlers{uc: uc}
@@ -90,7 +98,7 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	// without taking a slot) and before the handler; the reads anyone may call are
 	// limited per client address. Health checks are never limited.
 	admission := NewAdmission(AdmissionOptions{
-		MaxInflight: opts.MaxInflight, Target: opts.RequestTimeout / 2,
+		MaxInflight: opts.MaxInflight, Target: opts.RequestTimeout / 2, BodyTimeout: opts.RequestTimeout,
 		PerSecond: opts.GrabRate, Burst: opts.GrabBurst,
 	})
 	grab := []echo.MiddlewareFunc{auth, admission.Middleware()}
@@ -105,7 +113,7 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	api.POST("/vouchers", h.createVoucher, auth, requireAdmin)
 	api.GET("/vouchers", h.listVouchers, public...)
 	api.GET("/vouchers/:id", h.getVoucher, public...)
-	api.POST("/vouchers/:id/grab", h.grab, grab...)
+	e.POST(grabRoute, h.grab, grab...)
 	api.GET("/vouchers/:id/stats", h.voucherStats, auth, requireAdmin)
 	api.POST("/vouchers/:id/pause", h.pauseSale(true), auth, requireAdmin)
 	api.POST("/vouchers/:id/resume", h.pauseSale(false), auth, requireAdmin)
@@ -120,6 +128,9 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	e.GET("/readyz", readiness(checks))
 	return e
 }
+
+// grabRoute is the grab's route: the hot path.
+const grabRoute = "/api/v1/vouchers/:id/grab"
 
 // requestLog writes one line per request, with the status it was answered: an error a
 // handler returns goes through the error handler here, before the line is written,

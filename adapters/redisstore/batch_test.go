@@ -271,3 +271,33 @@ func (h *gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		return next(ctx, cmd)
 	}
 }
+
+// TestGrabThatWaitedTooLongIsNotSent: a grab that waited longer than MaxWait behind a
+// slow call is answered unavailable when that call comes back, and never sent.
+func TestGrabThatWaitedTooLongIsNotSent(t *testing.T) {
+	client := testenv.Redis(t)
+	gate := &gateHook{entered: make(chan struct{}), release: make(chan struct{})}
+	client.AddHook(gate)
+	s := redisstore.NewStock(client, redisstore.Options{Prefix: "t" + testenv.Unique(), MaxWait: 20 * time.Millisecond})
+	v := voucher(1, 10, 1)
+	warm(t, client, s, v)
+	gate.armed.Store(true)
+
+	first := make(chan error, 1)
+	go func() { first <- s.Reserve(context.Background(), grab(v.ID, 1, 1)) }()
+	<-gate.entered
+	second := make(chan error, 1)
+	go func() { second <- s.Reserve(context.Background(), grab(v.ID, 2, 1)) }()
+	time.Sleep(100 * time.Millisecond) // the second waits longer than MaxWait
+	gate.armed.Store(false)
+	close(gate.release)
+	if err := <-first; err != nil {
+		t.Fatalf("the grab in flight: %v", err)
+	}
+	if got := outcome(<-second); got != "unavailable" {
+		t.Fatalf("the grab that waited too long: %s, want unavailable", got)
+	}
+	if recorded := streamed(client, s.Keys())(t, v.ID); len(recorded) != 1 {
+		t.Fatalf("stream holds %+v, want only user 1's reservation", recorded)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/seckill/seckill/domain"
 )
@@ -22,11 +24,16 @@ const DefaultMaxBatch = 128
 // a call comes back, the goroutine that made it hands the next batch to the first grab
 // waiting, so no goroutine works for more than its own batch and none is started.
 type coalescer struct {
-	max  int
-	call func(ctx context.Context, rs []domain.Reservation) (batchReply, error)
+	max int
+	// maxWait bounds how long a grab waits for its turn; 0: until its context ends.
+	maxWait time.Duration
+	call    func(ctx context.Context, rs []domain.Reservation) (batchReply, error)
 
 	mu    sync.Mutex
 	lanes map[domain.VoucherID]*lane
+
+	// sizes[n] counts the calls that carried n grabs.
+	sizes []atomic.Int64
 }
 
 // batchReply is what one reserve call answered: one error (nil: reserved) per grab,
@@ -46,20 +53,23 @@ type lane struct {
 type grab struct {
 	ctx context.Context
 	r   domain.Reservation
-	err error
+	// since is when it began to wait.
+	since time.Time
+	err   error
 	// done is closed when err is set, or when lead is: then this grab's goroutine
 	// makes the call for lead, a batch that starts with this grab.
 	done chan struct{}
 	lead []*grab
 }
 
-func newCoalescer(max int, call func(context.Context, []domain.Reservation) (batchReply, error)) *coalescer {
-	return &coalescer{max: max, call: call, lanes: make(map[domain.VoucherID]*lane)}
+func newCoalescer(max int, maxWait time.Duration, call func(context.Context, []domain.Reservation) (batchReply, error)) *coalescer {
+	return &coalescer{max: max, maxWait: maxWait, call: call, lanes: make(map[domain.VoucherID]*lane), sizes: make([]atomic.Int64, max+1)}
 }
 
 // reserve judges r in the next call for its voucher and returns its answer. A grab
-// that waits in a lane when ctx ends is withdrawn and answered with an error wrapping
-// domain.ErrUnavailable: it never reached Redis. A grab already sent waits for its
+// that waits in a lane when ctx ends, or that has waited maxWait when a call comes
+// back, is withdrawn and answered with an error wrapping domain.ErrUnavailable: it
+// never reached Redis. A grab already sent waits for its
 // answer whatever ctx does, so a grab that was judged is never answered as if it had
 // not been (the call has its own deadline: see send).
 func (c *coalescer) reserve(ctx context.Context, r domain.Reservation) error {
@@ -75,6 +85,9 @@ func (c *coalescer) reserve(ctx context.Context, r domain.Reservation) error {
 		c.mu.Unlock()
 		c.run(r.VoucherID, l, []*grab{g})
 		return g.err
+	}
+	if c.maxWait > 0 {
+		g.since = time.Now()
 	}
 	l.waiting = append(l.waiting, g)
 	c.mu.Unlock()
@@ -125,6 +138,18 @@ func (c *coalescer) run(id domain.VoucherID, l *lane, batch []*grab) {
 			return true
 		})
 	}
+	if c.maxWait > 0 && len(l.waiting) > 0 {
+		// Grabs that waited too long are answered now: they never reached Redis.
+		late := time.Now().Add(-c.maxWait)
+		l.waiting = slices.DeleteFunc(l.waiting, func(g *grab) bool {
+			if !g.since.Before(late) {
+				return false
+			}
+			g.err = fmt.Errorf("reserve stock: waited %v for redis: %w", c.maxWait, domain.ErrUnavailable)
+			close(g.done)
+			return true
+		})
+	}
 	if len(l.waiting) == 0 {
 		l.busy = false
 		delete(c.lanes, id)
@@ -139,6 +164,16 @@ func (c *coalescer) run(id domain.VoucherID, l *lane, batch []*grab) {
 	close(next[0].done)
 }
 
+// batchSizes returns how many calls carried each number of grabs so far: element n
+// counts the calls of n grabs (element 0 is always 0).
+func (c *coalescer) batchSizes() []int64 {
+	out := make([]int64, len(c.sizes))
+	for n := range c.sizes {
+		out[n] = c.sizes[n].Load()
+	}
+	return out
+}
+
 // send makes one call for batch. Its context keeps the first grab's values but none of
 // the grabs' cancellations or deadlines: a client that hangs up must not fail the
 // others' call, and a grab that reached Redis is answered with what Redis decided, not
@@ -149,5 +184,6 @@ func (c *coalescer) send(batch []*grab) (batchReply, error) {
 	for i, g := range batch {
 		rs[i] = g.r
 	}
+	c.sizes[len(batch)].Add(1)
 	return c.call(context.WithoutCancel(batch[0].ctx), rs)
 }

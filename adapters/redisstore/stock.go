@@ -106,6 +106,10 @@ type Options struct {
 	// DefaultMaxBatch when 0. 1 turns the sharing off: every grab makes its own call,
 	// at once, as many at a time as the client's pool allows.
 	MaxBatch int
+	// MaxWait bounds how long a grab waits for its turn behind the call in flight
+	// for its voucher; past it, when that call comes back, it is answered with
+	// domain.ErrUnavailable without being sent. 0: until its context ends.
+	MaxWait time.Duration
 }
 
 // Stock is a ports.Stock kept in Redis.
@@ -144,7 +148,7 @@ func NewStock(client redis.UniversalClient, opts Options) *Stock {
 		opts.MaxBatch = DefaultMaxBatch
 	}
 	if opts.MaxBatch > 1 {
-		s.batches = newCoalescer(opts.MaxBatch, s.reserveBatch)
+		s.batches = newCoalescer(opts.MaxBatch, opts.MaxWait, s.reserveBatch)
 	}
 	return s
 }
@@ -258,6 +262,16 @@ func (s *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
 		return errs[0]
 	}
 	return s.batches.reserve(ctx, r)
+}
+
+// BatchSizes returns how many reserve calls carried each number of grabs since s was
+// made: element n counts the calls of n grabs, up to Options.MaxBatch. It is nil when
+// grabs are not shared (MaxBatch 1).
+func (s *Stock) BatchSizes() []int64 {
+	if s.batches == nil {
+		return nil
+	}
+	return s.batches.batchSizes()
 }
 
 // ReserveBatch judges rs, grabs of one voucher, in order in one Redis call, as

@@ -115,6 +115,8 @@ type demoApp struct {
 // demoService is the service a demo runs on a loopback port.
 type demoService struct {
 	base string
+	// app is the service's object graph.
+	app *app
 	// statements counts the statements the service sent to its database so far.
 	statements *statementCounter
 	// stop shuts the service down and closes its connections.
@@ -160,7 +162,7 @@ func startDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 		_ = stop()
 		return nil, err
 	}
-	return &demoService{base: base, statements: statements, stop: stop}, nil
+	return &demoService{base: base, app: d.App, statements: statements, stop: stop}, nil
 }
 
 // statementCounter is a bun query hook that counts the statements sent to the

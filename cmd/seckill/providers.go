@@ -200,6 +200,9 @@ func stockOptions(cfg Common) redisstore.Options {
 func grabStockOptions(cfg Config) redisstore.Options {
 	o := stockOptions(cfg.Common)
 	o.UserRate, o.UserBurst, o.MaxBacklog = cfg.UserRate, cfg.UserBurst, cfg.MaxBacklog
+	// A grab's request has no deadline of its own on the hot path: the stock ends its
+	// wait for a turn at the request timeout instead.
+	o.MaxWait = cfg.RequestTimeout
 	return o
 }
 
