@@ -21,15 +21,16 @@ rc() { redis-cli -p "$SVC_REDIS_PORT" "$@"; }
 sha=$(rc SCRIPT LOAD "$(cat adapters/redisstore/reserve.lua)")
 now=$(($(date +%s) * 1000))
 rc HSET 'bench:{v1}:meta' stock 1000000000 remaining 1000000000 begins $((now - 60000)) ends $((now + 3600000)) limit 1 expire $((now + 7200000)) >/dev/null
-# Every call is a fresh user's successful reservation; no per-user rate, no backlog bound.
+# Every call is a batch of one: a fresh user's successful reservation; no per-user
+# rate, no backlog bound.
 redis-benchmark -p "$SVC_REDIS_PORT" -q -n 200000 -c 50 -r 1000000000 \
-	EVALSHA "$sha" 5 'bench:{v1}:meta' 'bench:{v1}:buyers' 'bench:{v1}:orders' 'bench:{v1}:stream' 'bench:{v1}:rate' \
-	__rand_int__ o__rand_int__ 1 "$now" 1 0 0 0 fulfil
+	EVALSHA "$sha" 4 'bench:{v1}:meta' 'bench:{v1}:buyers' 'bench:{v1}:orders' 'bench:{v1}:stream' \
+	1 0 0 0 fulfil __rand_int__ o__rand_int__ 1 "$now"
 echo "reservations made: $(rc XLEN 'bench:{v1}:stream')"
 rc UNLINK 'bench:{v1}:meta' 'bench:{v1}:buyers' 'bench:{v1}:orders' 'bench:{v1}:stream' >/dev/null
 
 echo
-echo "== adapter level: the same script through go-redis (go test -bench Reserve)"
+echo "== adapter level: the same script through go-redis, batched and one call per grab (go test -bench Reserve)"
 go test -run '^$' -bench 'Reserve' -benchtime "$benchtime" ./adapters/redisstore/
 
 echo
@@ -51,8 +52,19 @@ go test -run '^$' -bench 'Fulfil|Drain' -benchtime "$benchtime" ./cmd/seckill/
 go test -run '^$' -bench 'Persist' -benchtime "$benchtime" ./adapters/sqlstore/
 
 echo
-echo "== the reference burst, 5,000 grabs each on its own connection (5 runs)"
+echo "== the reference burst, 5,000 grabs each on its own connection, vs the same burst at a hello-world server"
+go test -run '^$' -bench 'Burst' -benchtime 5x -v ./cmd/seckill/ | grep -E '^Benchmark|reserve calls|^(ok|FAIL)'
+echo "-- the same, on a machine whose CPUs other processes keep busy (one spinning shell per CPU)"
+hogs=()
+for _ in $(seq "$(nproc)"); do sh -c 'while :; do :; done' & hogs+=($!); done
+go test -run '^$' -bench 'Burst' -benchtime 5x -v ./cmd/seckill/ | grep -E '^Benchmark|reserve calls|^(ok|FAIL)'
+kill "${hogs[@]}"
+echo "-- the burst tests, 5 runs (quiet and busy machine)"
 go test -run 'TestReferenceBurst' -count 5 -v ./cmd/seckill/ | grep -E 'cleared|^(ok|FAIL)'
+
+echo
+echo "== wrk: sustained grabs on keep-alive connections vs a hello-world Echo POST (serve's defaults, real Redis and PostgreSQL)"
+bash scripts/bench/wrk.sh
 
 echo
 echo "== the classic comparison: seckill demo --compare"

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 type tokenCmd struct {
 	User      string        `name:"user" required:"" help:"User id (a positive integer) the token names."`
+	Count     int           `name:"count" default:"1" help:"Mint this many tokens, for users --user, --user+1, …, one per line (for load tools)."`
 	Admin     bool          `name:"admin" help:"Grant the admin role."`
 	TTL       time.Duration `name:"ttl" default:"24h" help:"How long the token is valid."`
 	JWTSecret string        `name:"jwt-secret" env:"SECKILL_JWT_SECRET" help:"HS256 secret (the server's)."`
@@ -22,6 +24,9 @@ func (c *tokenCmd) Validate() error {
 	if _, err := domain.ParseUserID(c.User); err != nil {
 		return fmt.Errorf("--user: %q is not a positive integer", c.User)
 	}
+	if c.Count < 1 {
+		return fmt.Errorf("--count: must be at least 1")
+	}
 	if c.TTL <= 0 {
 		return fmt.Errorf("--ttl: must be greater than 0")
 	}
@@ -31,16 +36,22 @@ func (c *tokenCmd) Validate() error {
 	return nil
 }
 
-// Run prints a token signed with the server's secret.
+// Run prints a token signed with the server's secret, or --count of them, one per line.
 func (c *tokenCmd) Run(context.Context) error {
 	user, err := domain.ParseUserID(c.User)
 	if err != nil {
 		return err
 	}
-	tok, err := httpapi.NewTokens([]byte(c.JWTSecret)).Mint(user, c.Admin, c.TTL)
-	if err != nil {
-		return err
+	tokens := httpapi.NewTokens([]byte(c.JWTSecret))
+	out := bufio.NewWriter(os.Stdout)
+	for i := range c.Count {
+		tok, err := tokens.Mint(user+domain.UserID(i), c.Admin, c.TTL)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintln(out, tok); err != nil {
+			return err
+		}
 	}
-	_, err = fmt.Fprintln(os.Stdout, tok)
-	return err
+	return out.Flush()
 }
