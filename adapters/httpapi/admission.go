@@ -19,8 +19,9 @@ type AdmissionOptions struct {
 	// the adaptive limit under it) off.
 	MaxInflight int
 	// Target is the latency the adaptive limit defends: while admitted requests take
-	// longer, the limit on requests in flight backs off (multiplicatively, at most
-	// every Target/10), and it grows back by one with each request answered sooner
+	// longer, the limit on requests in flight backs off by a tenth, at most once per
+	// Target (the control loop's round trip: a burst the instance clears in a few
+	// Targets is not shed), and it grows back by one with each request answered sooner
 	// (additive increase, multiplicative decrease: AIMD). 0 keeps the limit at
 	// MaxInflight.
 	Target time.Duration
@@ -55,6 +56,11 @@ const DefaultMinInflight = 64
 // longer than Target (the instance is past its capacity, or a dependency is slow) it
 // backs off by a tenth at a time, and it grows back by one with every request answered
 // in time. Optionally a token bucket bounds the rate of new requests too.
+//
+// It is hand-written (forty lines) because the adaptive limiters at hand compare
+// latency with a learned baseline (Netflix's gradient, Vegas), and a flash sale's
+// opening burst is always far above any baseline: they would shed the very burst the
+// instance exists to serve. This one defends a deadline instead.
 type Admission struct {
 	max, min    int64
 	target      time.Duration
@@ -142,7 +148,7 @@ func (a *Admission) done(took time.Duration) {
 	}
 	now := a.now().UnixNano()
 	last := a.lastCut.Load()
-	if now-last < int64(a.target/10) || !a.lastCut.CompareAndSwap(last, now) {
+	if now-last < int64(a.target) || !a.lastCut.CompareAndSwap(last, now) {
 		return
 	}
 	for {

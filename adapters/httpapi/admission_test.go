@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,30 +144,49 @@ func TestAdmissionOff(t *testing.T) {
 }
 
 // TestAdmissionLimitAdapts: requests slower than the target back the limit off by a
-// tenth (once per moment, not once per slow request), never below the floor, and each
-// request answered in time gives one slot back, up to the maximum.
+// tenth — once for all those that end within one target of each other, never below the
+// floor — and each request answered in time gives one slot back, up to the maximum.
 func TestAdmissionLimitAdapts(t *testing.T) {
-	now := time.Unix(0, 0)
-	var took time.Duration
+	var clock atomic.Int64 // ns
 	a := httpapi.NewAdmission(httpapi.AdmissionOptions{
 		MaxInflight: 100, MinInflight: 80, Target: time.Second,
-		Now: func() time.Time { return now },
+		Now: func() time.Time { return time.Unix(0, clock.Load()) },
 	})
+	var hold atomic.Bool
+	entered, release := make(chan struct{}), make(chan struct{})
 	e := gated(a, func(c echo.Context) error {
-		now = now.Add(took)
+		if hold.Load() {
+			entered <- struct{}{}
+			<-release
+		}
 		return c.NoContent(http.StatusNoContent)
 	})
-	took = 2 * time.Second
-	gatedPost(e)
+	// slow runs three requests at once that all take two seconds.
+	slow := func() {
+		hold.Store(true)
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Go(func() { gatedPost(e) })
+			<-entered
+		}
+		clock.Add(int64(2 * time.Second))
+		close(release)
+		wg.Wait()
+		hold.Store(false)
+		release = make(chan struct{})
+	}
+	slow()
 	if got, want := a.Limit(), 90; got != want {
-		t.Fatalf("limit after a slow request = %d, want %d", got, want)
+		t.Fatalf("limit after three slow requests at once = %d, want %d (one cut)", got, want)
 	}
-	gatedPost(e)
-	gatedPost(e)
+	slow()
+	if got, want := a.Limit(), 81; got != want {
+		t.Fatalf("limit after three more = %d, want %d", got, want)
+	}
+	slow()
 	if got, want := a.Limit(), 80; got != want {
-		t.Fatalf("limit after more slow requests = %d, want the floor %d", got, want)
+		t.Fatalf("limit after three more = %d, want the floor %d", got, want)
 	}
-	took = 0
 	for range 5 {
 		gatedPost(e)
 	}

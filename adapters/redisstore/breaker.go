@@ -172,7 +172,9 @@ const tunedPoolTimeout = 5 * time.Second
 //
 //   - deadlines come from the call's context (ContextTimeoutEnabled), capped at 1 s
 //     for a dial, a reply or a write: a busy machine answers late, but not that late;
-//   - one dial attempt (DialerRetries 1): go-redis would otherwise dial 5 times;
+//   - two dial attempts (DialerRetries 2; go-redis would otherwise dial 5 times): a
+//     dial that failed sent nothing, so one more is safe, and it saves a burst from a
+//     SYN a busy machine dropped; a refused dial fails again at once;
 //   - no command retries (MaxRetries -1; 0 would mean go-redis's default of 3): a failed
 //     call is answered with 503 and Retry-After instead, and the breaker counts it;
 //   - waiting for a free connection ends with the caller's deadline (5 s at most); it
@@ -183,7 +185,7 @@ const tunedPoolTimeout = 5 * time.Second
 func TuneClientOptions(o *redis.Options) {
 	o.ContextTimeoutEnabled = true
 	o.DialTimeout = TunedTimeout
-	o.DialerRetries = 1
+	o.DialerRetries = 2
 	o.ReadTimeout = TunedTimeout
 	o.WriteTimeout = TunedTimeout
 	o.MaxRetries = -1

@@ -42,8 +42,8 @@ func TestTuneClientOptions(t *testing.T) {
 			t.Errorf("%s = %v, want (0, 1s]: a dead Redis is answered within a second", name, d)
 		}
 	}
-	if got, want := o.DialerRetries, 1; got != want {
-		t.Errorf("DialerRetries = %d, want %d (one attempt)", got, want)
+	if got, want := o.DialerRetries, 2; got != want {
+		t.Errorf("DialerRetries = %d, want %d (one more attempt)", got, want)
 	}
 	if got, want := o.MaxRetries, -1; got != want {
 		t.Errorf("MaxRetries = %d, want %d (go-redis: no retries; 0 means 3)", got, want)

@@ -134,7 +134,7 @@ func openRedis(ctx context.Context, cfg Common, log *zap.Logger) (redis.Universa
 	}
 	redisstore.TuneClientOptions(opts)
 	opts.PoolSize = 64
-	opts.MinIdleConns = 8
+	opts.MinIdleConns = 16
 	if embedded != nil {
 		// In memory: no dial to time out, and no wait but the request's own deadline
 		// (the in-process server runs one command at a time, so a burst queues).
