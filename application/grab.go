@@ -3,6 +3,8 @@ package application
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/seckill/seckill/domain"
@@ -26,16 +28,25 @@ type GrabOptions struct {
 // GrabVoucher is the hot path: it reserves units in one call to the stock, which also
 // records the reservation for fulfilment, or in none once the voucher is known to be
 // sold out. It never touches the database.
+//
+// The one exception is a voucher whose sale state the stock does not have (Redis lost
+// it, or its keys expired after the sale): the grab that finds it so asks the database
+// (see rebuild), once per voucher at a time, so a live voucher is never answered
+// not_found and an ended one is answered ended.
 type GrabVoucher struct {
 	stock   ports.Stock
 	clock   ports.Clock
 	ids     ports.OrderIDs
 	soldOut *soldOutFlags
+	warm    *WarmVouchers
+	misses  *missFlights
 }
 
-// NewGrabVoucher returns the use case.
-func NewGrabVoucher(stock ports.Stock, clock ports.Clock, ids ports.OrderIDs, opts GrabOptions) *GrabVoucher {
-	return &GrabVoucher{stock: stock, clock: clock, ids: ids, soldOut: newSoldOutFlags(opts.SoldOutTTL)}
+// NewGrabVoucher returns the use case. warm rebuilds a voucher's missing sale state;
+// with nil, a grab of a voucher without one answers domain.ErrNotFound.
+func NewGrabVoucher(stock ports.Stock, clock ports.Clock, ids ports.OrderIDs, warm *WarmVouchers, opts GrabOptions) *GrabVoucher {
+	return &GrabVoucher{stock: stock, clock: clock, ids: ids, soldOut: newSoldOutFlags(opts.SoldOutTTL),
+		warm: warm, misses: newMissFlights()}
 }
 
 // Restocked tells the grab path that units of a voucher came back on sale, so it asks
@@ -47,7 +58,8 @@ func (uc *GrabVoucher) Restocked(id domain.VoucherID) {
 // Handle validates the command, mints the order id and reserves. It returns the
 // reservation, or a *domain.ValidationError, domain.ErrSoldOut, an
 // *domain.AlreadyPurchasedError naming the user's existing order, domain.ErrNotStarted,
-// domain.ErrEnded or domain.ErrNotFound.
+// domain.ErrEnded, domain.ErrNotFound (no such voucher) or an error wrapping
+// domain.ErrUnavailable (among others: the voucher's sale state is being rebuilt).
 func (uc *GrabVoucher) Handle(ctx context.Context, cmd GrabVoucherCmd) (domain.Reservation, error) {
 	switch {
 	case cmd.VoucherID <= 0:
@@ -68,7 +80,11 @@ func (uc *GrabVoucher) Handle(ctx context.Context, cmd GrabVoucherCmd) (domain.R
 		Quantity:  cmd.Quantity,
 		At:        now,
 	}
-	if err := uc.stock.Reserve(ctx, r); err != nil {
+	err := uc.stock.Reserve(ctx, r)
+	if errors.Is(err, domain.ErrNotFound) && uc.warm != nil {
+		err = uc.rebuild(ctx, r)
+	}
+	if err != nil {
 		// Only a one-unit grab refused for stock proves that none is left.
 		if errors.Is(err, domain.ErrSoldOut) && cmd.Quantity == 1 {
 			uc.soldOut.set(cmd.VoucherID, now)
@@ -76,4 +92,88 @@ func (uc *GrabVoucher) Handle(ctx context.Context, cmd GrabVoucherCmd) (domain.R
 		return domain.Reservation{}, err
 	}
 	return r, nil
+}
+
+// rebuild answers a grab of a voucher the stock has no sale state for. The first such
+// grab of a voucher asks the database: for a voucher it does not have, not_found; for
+// one whose sale ended, ended; otherwise it rebuilds the sale state (set-if-absent, so
+// instances racing to do it are safe) and tries the grab once more. The grabs of the
+// voucher that come meanwhile are answered unavailable at once (a retry tells the
+// truth), and those that come within a second after a not_found or ended are answered
+// the same without asking again.
+func (uc *GrabVoucher) rebuild(ctx context.Context, r domain.Reservation) error {
+	now := uc.clock.Now()
+	answer, first := uc.misses.begin(r.VoucherID, now)
+	if !first {
+		return answer
+	}
+	_, err := uc.warm.Rebuild(ctx, r.VoucherID)
+	switch {
+	case errors.Is(err, domain.ErrNotFound), errors.Is(err, domain.ErrEnded):
+		uc.misses.end(r.VoucherID, err, now)
+		return err
+	case err != nil:
+		uc.misses.end(r.VoucherID, nil, now)
+		return fmt.Errorf("rebuild the sale state of voucher %s: %w: %w", r.VoucherID, domain.ErrUnavailable, err)
+	}
+	uc.misses.end(r.VoucherID, nil, now)
+	if err := uc.stock.Reserve(ctx, r); !errors.Is(err, domain.ErrNotFound) {
+		return err
+	}
+	return fmt.Errorf("voucher %s: %w: its sale state is missing", r.VoucherID, domain.ErrUnavailable)
+}
+
+// missFlights remembers, per voucher, a rebuild in progress and, for a second, the
+// answer of the last one that found nothing to rebuild, so a flood of grabs of a
+// voucher without sale state asks the database once, not once per grab.
+type missFlights struct {
+	mu      sync.Mutex
+	flights map[domain.VoucherID]missFlight
+}
+
+type missFlight struct {
+	busy   bool
+	answer error     // domain.ErrNotFound or domain.ErrEnded; nil: none remembered
+	at     time.Time // when answer was found
+}
+
+// missMemory is how long a not_found or ended answer stands for later grabs.
+const missMemory = time.Second
+
+// missFlightsMax bounds the answers remembered; past it they are forgotten at once.
+const missFlightsMax = 10_000
+
+func newMissFlights() *missFlights {
+	return &missFlights{flights: make(map[domain.VoucherID]missFlight)}
+}
+
+// begin reports whether this grab is the one to rebuild voucher id; when it is not,
+// answer is what to answer instead: a remembered not_found or ended, or unavailable
+// while another grab rebuilds.
+func (m *missFlights) begin(id domain.VoucherID, now time.Time) (answer error, first bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f := m.flights[id]
+	switch {
+	case f.busy:
+		return fmt.Errorf("voucher %s: %w: its sale state is being rebuilt", id, domain.ErrUnavailable), false
+	case f.answer != nil && now.Sub(f.at) < missMemory:
+		return f.answer, false
+	}
+	if len(m.flights) >= missFlightsMax {
+		clear(m.flights)
+	}
+	m.flights[id] = missFlight{busy: true}
+	return nil, true
+}
+
+// end records the rebuild's answer to remember (nil: none).
+func (m *missFlights) end(id domain.VoucherID, answer error, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if answer == nil {
+		delete(m.flights, id)
+		return
+	}
+	m.flights[id] = missFlight{answer: answer, at: now}
 }

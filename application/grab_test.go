@@ -35,7 +35,7 @@ func newGrabFixture(t *testing.T, v domain.Voucher) grabFixture {
 	if err != nil {
 		t.Fatalf("create voucher: %v", err)
 	}
-	return grabFixture{vouchers: vouchers, stock: stock, clock: clock, grab: application.NewGrabVoucher(stock, clock, &memory.OrderIDs{}, application.GrabOptions{SoldOutTTL: time.Second}), id: created.ID}
+	return grabFixture{vouchers: vouchers, stock: stock, clock: clock, grab: application.NewGrabVoucher(stock, clock, &memory.OrderIDs{}, nil, application.GrabOptions{SoldOutTTL: time.Second}), id: created.ID}
 }
 
 func TestGrabVoucherOutcomes(t *testing.T) {

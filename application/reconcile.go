@@ -250,12 +250,19 @@ func (uc *Reconcile) repair(ctx context.Context, rec *VoucherReconciliation, sna
 
 // rebuildSaleState loads a voucher whose sale state vanished from the database (only
 // if it is still absent): its stock less the units of live orders, and each live
-// order's reservation, so its users cannot grab it twice.
+// order's reservation, so its users cannot grab it twice; then it opens it to grabs
+// (see ports.Stock.Warm).
 func rebuildSaleState(ctx context.Context, stock ports.Stock, audit ports.StockAudit, ledger ports.Ledger) error {
 	if _, err := stock.Warm(ctx, ledger.Voucher); err != nil {
 		return fmt.Errorf("warm voucher %s: %w", ledger.Voucher.ID, err)
 	}
-	return restoreLive(ctx, audit, ledger)
+	if err := restoreLive(ctx, audit, ledger); err != nil {
+		return err
+	}
+	if err := audit.Restored(ctx, ledger.Voucher.ID); err != nil {
+		return fmt.Errorf("voucher %s: %w", ledger.Voucher.ID, err)
+	}
+	return nil
 }
 
 // restoreLive records the reservation of each live order of a ledger in Redis.

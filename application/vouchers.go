@@ -13,6 +13,9 @@ import (
 type LiveVoucher struct {
 	domain.Voucher
 	Remaining int
+	// Warming, set by CreateVoucher only, says why the new voucher's sale state could
+	// not be loaded yet; it will be (see CreateVoucher.Handle).
+	Warming error
 }
 
 // CreateVoucherCmd is what an admin asks for when putting a voucher on sale.
@@ -37,8 +40,11 @@ func NewCreateVoucher(vouchers ports.Vouchers, stock ports.Stock) *CreateVoucher
 
 // Handle validates and stores the voucher, then warms its stock (only if absent, so a
 // live counter is never reset). It returns a *domain.ValidationError for a bad command.
-// If warming fails the voucher is stored all the same and the error is returned; the
-// periodic warm-up (WarmVouchers) loads it later.
+// Once the voucher is stored the creation has succeeded: if warming fails, the voucher
+// is returned all the same, Warming reports it, and the sale state is loaded later —
+// by the first grab (GrabVoucher rebuilds a missing state, answering unavailable
+// meanwhile) or by the periodic warm-up (WarmVouchers), whichever comes first. So an
+// error always means that nothing was stored.
 func (uc *CreateVoucher) Handle(ctx context.Context, cmd CreateVoucherCmd) (LiveVoucher, error) {
 	v := domain.Voucher{
 		Title:        cmd.Title,
@@ -53,10 +59,11 @@ func (uc *CreateVoucher) Handle(ctx context.Context, cmd CreateVoucherCmd) (Live
 	if err := uc.vouchers.Create(ctx, &v); err != nil {
 		return LiveVoucher{}, fmt.Errorf("create voucher: %w", err)
 	}
+	live := LiveVoucher{Voucher: v, Remaining: v.Stock}
 	if _, err := uc.stock.Warm(ctx, v); err != nil {
-		return LiveVoucher{}, fmt.Errorf("warm voucher %s: %w", v.ID, err)
+		live.Warming = fmt.Errorf("warm voucher %s: %w", v.ID, err)
 	}
-	return LiveVoucher{Voucher: v, Remaining: v.Stock}, nil
+	return live, nil
 }
 
 // GetVoucher reads one voucher with its live remaining stock.
@@ -153,31 +160,64 @@ func (uc *WarmVouchers) Handle(ctx context.Context) (int, error) {
 	}
 	loaded := 0
 	for _, v := range vs {
-		ok, err := uc.stock.Warm(ctx, v)
+		ok, err := uc.warm(ctx, v)
 		if err != nil {
-			return loaded, fmt.Errorf("warm voucher %s: %w", v.ID, err)
-		}
-		if !ok {
-			// Already loaded: keep its paused flag in step with the database, in case
-			// PauseSale stored one but could not reach Redis.
-			if _, err := uc.stock.SetPaused(ctx, v.ID, v.Paused); err != nil {
-				return loaded, fmt.Errorf("voucher %s: %w", v.ID, err)
-			}
-			continue
-		}
-		loaded++
-		if v.Sold == 0 {
-			continue
-		}
-		ledger, err := uc.ledger.Ledger(ctx, v.ID)
-		if err != nil {
-			return loaded, fmt.Errorf("voucher %s: %w", v.ID, err)
-		}
-		if err := restoreLive(ctx, uc.audit, ledger); err != nil {
 			return loaded, err
+		}
+		if ok {
+			loaded++
 		}
 	}
 	return loaded, nil
+}
+
+// Rebuild loads the sale state of voucher id from the database when it is missing (a
+// Redis that restarted empty, a flush, keys that expired), as Handle does for every
+// active voucher, and returns the voucher. It returns domain.ErrNotFound for a voucher
+// the database does not have, and domain.ErrEnded, loading nothing, for one whose sale
+// has ended.
+func (uc *WarmVouchers) Rebuild(ctx context.Context, id domain.VoucherID) (domain.Voucher, error) {
+	v, err := uc.vouchers.Get(ctx, id)
+	if err != nil {
+		return domain.Voucher{}, err
+	}
+	if !uc.clock.Now().Before(v.EndsAt) {
+		return v, domain.ErrEnded
+	}
+	_, err = uc.warm(ctx, v)
+	return v, err
+}
+
+// warm loads v only if absent and reports whether it did. A voucher with live orders
+// is loaded restoring (see ports.Stock.Warm): their reservations are recorded, then it
+// is opened to grabs, so their users cannot grab it twice.
+func (uc *WarmVouchers) warm(ctx context.Context, v domain.Voucher) (bool, error) {
+	ok, err := uc.stock.Warm(ctx, v)
+	if err != nil {
+		return false, fmt.Errorf("warm voucher %s: %w", v.ID, err)
+	}
+	if !ok {
+		// Already loaded: keep its paused flag in step with the database, in case
+		// PauseSale stored one but could not reach Redis.
+		if _, err := uc.stock.SetPaused(ctx, v.ID, v.Paused); err != nil {
+			return false, fmt.Errorf("voucher %s: %w", v.ID, err)
+		}
+		return false, nil
+	}
+	if v.Sold == 0 {
+		return true, nil
+	}
+	ledger, err := uc.ledger.Ledger(ctx, v.ID)
+	if err != nil {
+		return true, fmt.Errorf("voucher %s: %w", v.ID, err)
+	}
+	if err := restoreLive(ctx, uc.audit, ledger); err != nil {
+		return true, err
+	}
+	if err := uc.audit.Restored(ctx, v.ID); err != nil {
+		return true, fmt.Errorf("voucher %s: %w", v.ID, err)
+	}
+	return true, nil
 }
 
 // PauseSale is the operator's kill switch: it stops (or resumes) a voucher's grabs.

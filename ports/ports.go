@@ -14,7 +14,11 @@ import (
 type Stock interface {
 	// Warm loads a voucher's sale state only if it is absent, so a live counter is
 	// never reset: stock v.Stock, remaining v.Stock - v.Sold (the units the database's
-	// live orders hold), never below 0. It reports whether it loaded anything.
+	// live orders hold), never below 0. It reports whether it loaded anything. A state
+	// loaded with v.Sold above 0 may answer grabs with an error wrapping
+	// domain.ErrUnavailable until the live orders' reservations are restored
+	// (StockAudit.Restore, then StockAudit.Restored), so no user who holds an order can
+	// grab again meanwhile; Warm reports true again until they are.
 	Warm(ctx context.Context, v domain.Voucher) (bool, error)
 	// Reserve takes r.Quantity units for r.UserID atomically and records the
 	// reservation for fulfilment. It returns domain.ErrSoldOut, an
@@ -212,6 +216,10 @@ type StockAudit interface {
 	// Recount sets a voucher's remaining units to stock minus the units its
 	// reservations hold, atomically, and returns the new value.
 	Recount(ctx context.Context, id domain.VoucherID) (int, error)
+	// Restored marks a voucher's sale state whole once the live orders' reservations
+	// are restored, so grabs are taken again (see Stock.Warm). A voucher without sale
+	// state, or one already whole, is left as it is.
+	Restored(ctx context.Context, id domain.VoucherID) error
 }
 
 // Ledger is what the database holds for one voucher, read consistently.

@@ -82,7 +82,7 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	queue := redisstore.NewQueue(rdb, redisstore.QueueOptions{Prefix: prefix, Consumer: "test-" + testenv.Unique()})
 	clock, ids := system.Clock{}, system.ULIDs{}
 	// A long flag life: a test that sees units come back sees it through the restock signal.
-	grab := application.NewGrabVoucher(stock, clock, ids, application.GrabOptions{SoldOutTTL: time.Minute})
+	grab := application.NewGrabVoucher(stock, clock, ids, nil, application.GrabOptions{SoldOutTTL: time.Minute})
 	audit := redisstore.NewAudit(rdb, redisstore.Options{Prefix: prefix})
 	getOrder := application.NewGetOrder(orders, reservations)
 	compensate := application.NewCompensate(stock, orders)

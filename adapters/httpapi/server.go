@@ -92,7 +92,7 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 		}),
 	)
 
-	h := handlers{uc: uc}
+	h := handlers{uc: uc, log: log}
 	auth := authenticate(tokens)
 	// The grab's gate runs after authentication (an anonymous flood is turned away
 	// without taking a slot) and before the handler; the reads anyone may call are

@@ -10,13 +10,15 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
 
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
 )
 
 type handlers struct {
-	uc UseCases
+	uc  UseCases
+	log *zap.Logger
 }
 
 // voucherJSON is the contract's voucher.
@@ -74,6 +76,11 @@ func (h handlers) createVoucher(c echo.Context) error {
 	})
 	if err != nil {
 		return err
+	}
+	if v.Warming != nil {
+		// Stored, so created: its sale state is loaded by the first grab or the
+		// periodic warm-up (grabs answer 503 until then).
+		h.log.Warn("voucher created; its sale state will be loaded later", zap.String("voucher", v.ID.String()), zap.Error(v.Warming))
 	}
 	return c.JSON(http.StatusCreated, toVoucherJSON(v))
 }

@@ -216,6 +216,14 @@ func (s *Stock) Requeue(_ context.Context, r domain.Reservation) error {
 	return nil
 }
 
+// Restored does nothing: the fake's Warm loads a voucher whole at once.
+func (s *Stock) Restored(context.Context, domain.VoucherID) error {
+	if s.Err != nil {
+		return s.Err
+	}
+	return nil
+}
+
 // Recount sets remaining to stock minus the reserved units.
 func (s *Stock) Recount(_ context.Context, id domain.VoucherID) (int, error) {
 	s.mu.Lock()

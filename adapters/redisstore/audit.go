@@ -312,6 +312,16 @@ func (a *Audit) Recount(ctx context.Context, id domain.VoucherID) (int, error) {
 	return left, nil
 }
 
+// Restored marks voucher id's sale state whole (it clears the "restoring" flag Warm
+// sets when live orders hold units), so grabs are taken again. It is one HDEL: a
+// voucher without sale state, or one already whole, is left as it is.
+func (a *Audit) Restored(ctx context.Context, id domain.VoucherID) error {
+	if err := a.client.HDel(ctx, a.keys.Meta(id), "restoring").Err(); err != nil {
+		return fmt.Errorf("open restored sale state: %w", err)
+	}
+	return nil
+}
+
 // validReservation refuses a reservation that would write an entry or record the
 // queue and the grab path could not read back.
 func validReservation(r domain.Reservation) error {

@@ -19,7 +19,8 @@ func TestStockContract(t *testing.T) {
 	stocktest.Run(t, func(t *testing.T) stocktest.Subject {
 		client, s := newStock(t, 0)
 		forgetPrefix(t, client, s.Keys().Prefix)
-		return stocktest.Subject{Stock: s, Recorded: streamed(client, s.Keys())}
+		return stocktest.Subject{Stock: s, Recorded: streamed(client, s.Keys()),
+			Audit: redisstore.NewAudit(client, redisstore.Options{Prefix: s.Keys().Prefix})}
 	})
 }
 
@@ -36,7 +37,8 @@ func TestWatchStockContract(t *testing.T) {
 		t.Cleanup(func() { _ = client.Close() })
 		w := redisstore.NewWatchStock(redisstore.NewStock(client, redisstore.Options{Prefix: "w" + testenv.Unique()}), 0)
 		forgetPrefix(t, client, w.Keys().Prefix)
-		return stocktest.Subject{Stock: w, Recorded: streamed(client, w.Keys()), UnavailableUnderContention: true}
+		return stocktest.Subject{Stock: w, Recorded: streamed(client, w.Keys()), UnavailableUnderContention: true,
+			Audit: redisstore.NewAudit(client, redisstore.Options{Prefix: w.Keys().Prefix})}
 	})
 }
 

@@ -13,8 +13,9 @@
 -- batch (-1 without sale state), then per grab 0 reserved (extra: order id), 1 already
 -- purchased (extra: the held order id), 2 sold out, 3 not started, 4 ended, 5 no sale
 -- state, 6 quantity above the per-user limit, 7 over the user's rate (extra: retry
--- after, ms), 8 paused, 9 backlog over its bound; extra is '' where it says nothing.
-local m = redis.call('HMGET', KEYS[1], 'remaining', 'begins', 'ends', 'limit', 'expire', 'paused')
+-- after, ms), 8 paused, 9 backlog over its bound, 10 sale state being restored (see
+-- warm.lua); extra is '' where it says nothing.
+local m = redis.call('HMGET', KEYS[1], 'remaining', 'begins', 'ends', 'limit', 'expire', 'paused', 'restoring')
 local n = (#ARGV - 5) / 4
 local out = {-1}
 for i = 1, 5 do
@@ -26,6 +27,14 @@ for i = 1, 5 do
     end
     return out
   end
+end
+if m[7] == '1' then
+  out[1] = tonumber(m[1])
+  for _ = 1, n do
+    out[#out + 1] = 10
+    out[#out + 1] = ''
+  end
+  return out
 end
 local remaining, begins, ends, limit = tonumber(m[1]), tonumber(m[2]), tonumber(m[3]), tonumber(m[4])
 local interval, tolerance, bound = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])

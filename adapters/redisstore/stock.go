@@ -171,15 +171,22 @@ var warmScript = redis.NewScript(warmSrc)
 // Warm loads v's sale state only if it is absent, so a live counter is never reset:
 // stock v.Stock and remaining v.Stock - v.Sold (never below 0), since the units the
 // database's live orders hold are not on sale again. It reports whether it loaded
-// anything. The keys expire at v.EndsAt plus the grace.
+// anything. The keys expire at v.EndsAt plus the grace. With v.Sold above 0 the state
+// is loaded "restoring": grabs answer an error wrapping domain.ErrUnavailable until
+// Audit.Restored, after the live orders' reservations are restored (Audit.Restore); a
+// state still restoring makes Warm report true again, so a caller that died midway is
+// followed by one that finishes.
 // Whether or not it loaded, it creates the voucher's stream and consumer group if they
 // are missing and adds v.ID to the registry the queue discovers streams from; both are
 // idempotent, so a repeated warm-up repairs a lost group and changes nothing else.
 func (s *Stock) Warm(ctx context.Context, v domain.Voucher) (bool, error) {
 	left := max(v.Stock-v.Sold, 0)
+	// Live orders hold units: their reservations must be restored before grabs are
+	// taken, so the state is loaded "restoring" until Audit.Restored.
+	restoring := pausedFlag(v.Sold > 0)
 	loaded, err := warmScript.Run(ctx, s.client, []string{s.keys.Meta(v.ID), s.keys.Stream(v.ID)},
 		v.Stock, left, v.BeginsAt.UnixMilli(), v.EndsAt.UnixMilli(), v.PerUserLimit,
-		v.EndsAt.Add(s.grace).UnixMilli(), s.group, pausedFlag(v.Paused)).Int()
+		v.EndsAt.Add(s.grace).UnixMilli(), s.group, pausedFlag(v.Paused), restoring).Int()
 	if err != nil {
 		return false, fmt.Errorf("warm stock: %w", err)
 	}
@@ -189,7 +196,7 @@ func (s *Stock) Warm(ctx context.Context, v domain.Voucher) (bool, error) {
 	if err := s.client.SAdd(ctx, s.keys.Registry(), v.ID.String()).Err(); err != nil {
 		return false, fmt.Errorf("warm stock: register voucher: %w", err)
 	}
-	return loaded == 1, nil
+	return loaded >= 1, nil
 }
 
 func pausedFlag(p bool) string {
@@ -228,6 +235,7 @@ const (
 	rateLimited
 	paused
 	backlogged
+	restoring
 )
 
 // reserveScript judges a batch of grabs of one voucher in order and takes each one
@@ -349,6 +357,8 @@ func reserveOutcome(r domain.Reservation, code int64, extra string) error {
 		return domain.ErrPaused
 	case backlogged:
 		return fmt.Errorf("reserve stock: voucher %s: %w: too many reservations wait to be persisted", r.VoucherID, domain.ErrUnavailable)
+	case restoring:
+		return fmt.Errorf("reserve stock: voucher %s: %w: its sale state is being restored", r.VoucherID, domain.ErrUnavailable)
 	}
 	return fmt.Errorf("reserve stock: unexpected outcome %d %q", code, extra)
 }

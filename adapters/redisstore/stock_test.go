@@ -138,6 +138,7 @@ func TestWarmWritesTheMetaHash(t *testing.T) {
 		"limit":     "2",
 		"expire":    strconv.FormatInt(expire, 10),
 		"paused":    "0",
+		"restoring": "1", // live orders hold 3 units: their reservations come next
 	}
 	if !maps.Equal(meta, want) {
 		t.Fatalf("meta = %v, want %v", meta, want)
@@ -282,5 +283,43 @@ func TestRedisErrorsAreWrapped(t *testing.T) {
 		if !strings.HasPrefix(tc.err.Error(), tc.prefix) {
 			t.Errorf("error %q does not start with %q", tc.err, tc.prefix)
 		}
+	}
+}
+
+// TestWarmWithLiveOrdersRestoresBeforeGrabs: a sale state loaded for a voucher whose
+// live orders hold units answers grabs unavailable — and Warm reports it as still to
+// load — until their reservations are restored and it is marked whole; then the holders are
+// answered with their orders and the rest is on sale.
+func TestWarmWithLiveOrdersRestoresBeforeGrabs(t *testing.T) {
+	ctx := t.Context()
+	client, s := newStock(t, 0)
+	audit := redisstore.NewAudit(client, redisstore.Options{Prefix: s.Keys().Prefix})
+	v := voucher(1, 3, 1)
+	v.Sold = 1
+	cleanup(t, client, s, v.ID)
+	loaded, err := s.Warm(ctx, v)
+	check(t, err)
+	if !loaded {
+		t.Fatal("Warm did not load a missing sale state")
+	}
+	if err := s.Reserve(ctx, grab(v.ID, 7, 1)); !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("grab while restoring: %v, want ErrUnavailable", err)
+	}
+	if again, err := s.Warm(ctx, v); err != nil || !again {
+		t.Fatalf("Warm while still restoring = %v, %v; want true (finish the restore)", again, err)
+	}
+	held := grab(v.ID, 7, 1)
+	held.OrderID = "held"
+	if ok, err := audit.Restore(ctx, held); err != nil || !ok {
+		t.Fatalf("restore = %v, %v", ok, err)
+	}
+	check(t, audit.Restored(ctx, v.ID))
+	var ap *domain.AlreadyPurchasedError
+	if err := s.Reserve(ctx, grab(v.ID, 7, 1)); !errors.As(err, &ap) || ap.OrderID != "held" {
+		t.Fatalf("the holder's grab after the restore: %v, want already_purchased naming its order", err)
+	}
+	check(t, s.Reserve(ctx, grab(v.ID, 8, 1)))
+	if again, err := s.Warm(ctx, v); err != nil || again {
+		t.Fatalf("Warm of a whole sale state = %v, %v; want false", again, err)
 	}
 }

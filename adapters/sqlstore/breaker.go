@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
-		"github.com/uptrace/bun"
+	"github.com/uptrace/bun"
 
 	"github.com/seckill/seckill/adapters/breaker"
 )

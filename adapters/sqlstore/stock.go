@@ -260,6 +260,10 @@ func (s *Stock) Requeue(context.Context, domain.Reservation) error {
 	return nil
 }
 
+// Restored does nothing: this strategy's sale state is the database itself, never
+// loaded, so never partly restored.
+func (s *Stock) Restored(context.Context, domain.VoucherID) error { return nil }
+
 // Recount recounts voucher id's sold counter from its live orders
 // (Orders.RecountSold) and returns the units left, stock minus sold, or
 // domain.ErrNotFound for an unknown voucher.

@@ -58,6 +58,13 @@ type Subject struct {
 	// and reports it: true once, then false.
 	Orders ports.OrderLifecycle
 
+	// Audit, when set, is the StockAudit over the same state. A voucher the suite puts
+	// on sale with units sold (live orders) is then opened to grabs as
+	// application.WarmVouchers does: Warm, restore the live orders' reservations (the
+	// suite has none), Restored — a Stock may answer grabs unavailable until then (see
+	// ports.Stock.Warm). When nil, Warm alone must open it.
+	Audit ports.StockAudit
+
 	// UnavailableUnderContention declares that Reserve may answer an error wrapping
 	// domain.ErrUnavailable when concurrent grabs of the voucher kept it from judging
 	// one (the WATCH strategy's bounded optimistic transactions). Such an answer must
@@ -165,6 +172,11 @@ func (f *fixture) sell(t *testing.T, v domain.Voucher) domain.Voucher {
 	// A Stock reading the voucher records has nothing to load.
 	if got, want := loaded, f.Vouchers == nil; got != want {
 		t.Fatalf("first Warm(%d) = %v, want %v", v.ID, got, want)
+	}
+	if v.Sold > 0 && f.Audit != nil {
+		if err := f.Audit.Restored(f.ctx, v.ID); err != nil {
+			t.Fatalf("Restored(%d) after Warm: %v", v.ID, err)
+		}
 	}
 	return v
 }
