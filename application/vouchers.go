@@ -28,15 +28,17 @@ type CreateVoucherCmd struct {
 type CreateVoucher struct {
 	vouchers ports.Vouchers
 	stock    ports.Stock
+	clock    ports.Clock
 }
 
-// NewCreateVoucher returns the use case.
-func NewCreateVoucher(vouchers ports.Vouchers, stock ports.Stock) *CreateVoucher {
-	return &CreateVoucher{vouchers: vouchers, stock: stock}
+// NewCreateVoucher returns the use case; clock says whether a sale has ended already.
+func NewCreateVoucher(vouchers ports.Vouchers, stock ports.Stock, clock ports.Clock) *CreateVoucher {
+	return &CreateVoucher{vouchers: vouchers, stock: stock, clock: clock}
 }
 
 // Handle validates and stores the voucher, then warms its stock (only if absent, so a
-// live counter is never reset). It returns a *domain.ValidationError for a bad command.
+// live counter is never reset). It returns a *domain.ValidationError for a bad command,
+// a sale that has ended already included.
 // If warming fails the voucher is stored all the same and the error is returned; the
 // periodic warm-up (WarmVouchers) loads it later.
 func (uc *CreateVoucher) Handle(ctx context.Context, cmd CreateVoucherCmd) (LiveVoucher, error) {
@@ -47,7 +49,7 @@ func (uc *CreateVoucher) Handle(ctx context.Context, cmd CreateVoucherCmd) (Live
 		EndsAt:       cmd.EndsAt.UTC(),
 		PerUserLimit: cmd.PerUserLimit,
 	}
-	if err := v.Validate(); err != nil {
+	if err := v.ValidateNew(uc.clock.Now()); err != nil {
 		return LiveVoucher{}, err
 	}
 	if err := uc.vouchers.Create(ctx, &v); err != nil {

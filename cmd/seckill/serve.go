@@ -108,6 +108,8 @@ func serve(ctx context.Context, a *app, ln net.Listener, cfg Config, log *zap.Lo
 	warm(ctx, a, log)
 	g, gctx := errgroup.WithContext(ctx)
 	if ln != nil {
+		// net/http's own 400/431 answers carry the JSON error body too.
+		ln = httpapi.JSONErrors(ln)
 		srv := &http.Server{Handler: a.HTTP, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
 		g.Go(func() error { return runHTTP(gctx, srv, ln, cfg.ShutdownTimeout, log) })
 	}
