@@ -39,6 +39,7 @@ func TestVoucherValidate(t *testing.T) {
 		"title":          func(v *domain.Voucher) { v.Title = strings.Repeat("é", domain.MaxTitleLength+1) },
 		"stock":          func(v *domain.Voucher) { v.Stock = domain.MaxStock + 1 },
 		"ends_at":        func(v *domain.Voucher) { v.EndsAt = v.BeginsAt.Add(-time.Second) },
+		"begins_at":      func(v *domain.Voucher) { v.BeginsAt = time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC) },
 		"per_user_limit": func(v *domain.Voucher) { v.PerUserLimit = -1 },
 	}
 	for field, edit := range bad {
@@ -142,5 +143,24 @@ func TestAlreadyPurchasedError(t *testing.T) {
 	var err error = &domain.AlreadyPurchasedError{OrderID: "o1"}
 	if !errors.Is(err, domain.ErrAlreadyPurchased) || errors.Is(err, domain.ErrSoldOut) {
 		t.Fatalf("errors.Is wrong for %v", err)
+	}
+}
+
+func TestVoucherTimesInRange(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for field, edit := range map[string]func(*domain.Voucher){
+		"begins_at": func(v *domain.Voucher) { v.BeginsAt = time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC) },
+		"ends_at":   func(v *domain.Voucher) { v.EndsAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) },
+	} {
+		v := domain.Voucher{Title: "x", Stock: 1, BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: 1}
+		edit(&v)
+		var ve *domain.ValidationError
+		if err := v.Validate(); !errors.As(err, &ve) || ve.Field != field {
+			t.Errorf("%s out of range: err = %v", field, err)
+		}
+	}
+	v := domain.Voucher{Title: "x", Stock: 1, BeginsAt: time.Unix(0, 0), EndsAt: time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC), PerUserLimit: 1}
+	if err := v.Validate(); err != nil {
+		t.Errorf("the widest window: %v", err)
 	}
 }

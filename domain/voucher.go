@@ -104,6 +104,10 @@ func (v Voucher) Validate() error {
 		return Invalid("begins_at", "is required")
 	case v.EndsAt.IsZero():
 		return Invalid("ends_at", "is required")
+	case outOfRange(v.BeginsAt):
+		return Invalid("begins_at", "must be between 1970 and 9999")
+	case outOfRange(v.EndsAt):
+		return Invalid("ends_at", "must be between 1970 and 9999")
 	case !v.BeginsAt.Before(v.EndsAt):
 		return Invalid("ends_at", "must be after begins_at")
 	case v.PerUserLimit < 1:
@@ -113,6 +117,15 @@ func (v Voucher) Validate() error {
 	}
 	return nil
 }
+
+// The range of sale times: what every store holds exactly (PostgreSQL has no year 0,
+// Redis keys expire at a Unix time, the grab script compares Unix milliseconds).
+var (
+	minSaleTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxSaleTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+)
+
+func outOfRange(t time.Time) bool { return t.Before(minSaleTime) || t.After(maxSaleTime) }
 
 // validateTitle accepts 1 to MaxTitleLength characters of valid UTF-8, not all
 // spaces, with no control character (NUL included: PostgreSQL refuses it in text),

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +123,12 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 // testLogger logs through the test in tests; in benchmarks it encodes every line as
 // production does (JSON, info level) but discards it, so logging's cost is measured.
 func testLogger(t testing.TB) *zap.Logger {
+	if _, ok := t.(*testing.F); ok {
+		// A fuzz target may not log through f; the errors behind a failing input
+		// still show, on stderr.
+		enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
+		return zap.New(zapcore.NewCore(enc, zapcore.Lock(os.Stderr), zap.ErrorLevel))
+	}
 	if _, ok := t.(*testing.B); ok {
 		enc := zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
 		return zap.New(zapcore.NewCore(enc, zapcore.AddSync(io.Discard), zap.InfoLevel))

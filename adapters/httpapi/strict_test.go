@@ -40,6 +40,7 @@ func TestStrictInput(t *testing.T) {
 		{"mixed-case key", "POST", "/api/v1/vouchers", a.admin, `{"Title":"x","stock":7,` + window + `}`, 400, "invalid_request"},
 		{"repeated key", "POST", "/api/v1/vouchers", a.admin, `{"title":"x","stock":7,"stock":8,` + window + `}`, 400, "invalid_request"},
 		{"ends_at in the past", "POST", "/api/v1/vouchers", a.admin, `{"title":"x","stock":7,"begins_at":"2026-01-01T00:00:00Z","ends_at":"` + past + `"}`, 400, "invalid_request"},
+		{"begins_at in year 0", "POST", "/api/v1/vouchers", a.admin, `{"title":"x","stock":7,"begins_at":"0000-01-01T00:00:00Z","ends_at":"2099-01-01T00:00:00Z"}`, 400, "invalid_request"},
 		{"stock not integral", "POST", "/api/v1/vouchers", a.admin, `{"title":"x","stock":7.0,` + window + `}`, 400, "invalid_request"},
 		{"stock in exponent form", "POST", "/api/v1/vouchers", a.admin, `{"title":"x","stock":7e0,` + window + `}`, 400, "invalid_request"},
 		{"stock out of range", "POST", "/api/v1/vouchers", a.admin, `{"title":"x","stock":1e30,` + window + `}`, 400, "invalid_request"},
@@ -100,7 +101,7 @@ func TestStrictInput(t *testing.T) {
 }
 
 // signRaw signs payload as it is, byte for byte, with the test secret.
-func signRaw(t *testing.T, payload string) string {
+func signRaw(t testing.TB, payload string) string {
 	t.Helper()
 	enc := base64.RawURLEncoding.EncodeToString
 	head := enc([]byte(`{"alg":"HS256","typ":"JWT"}`))
