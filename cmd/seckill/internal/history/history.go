@@ -213,9 +213,10 @@ func Violations(h History) []Violation {
 	}
 
 	// What a user was told agrees with the orders: an already_purchased names one of
-	// theirs, and every order of theirs was named to them by a grab's answer or a
-	// list — unless their last request went unanswered (no retry came to ask) or was
-	// a grab answered sold_out, which the contract lets a holder get too.
+	// theirs, and every order of theirs that did not fail was named to them by a
+	// grab's answer or a list — unless their last request went unanswered (no retry
+	// came to ask) or was a grab answered sold_out, which the contract lets a holder
+	// get too.
 	told := map[int64]map[string]bool{}
 	last := map[int64]Request{}
 	tell := func(user int64, id string) {
@@ -245,7 +246,8 @@ func Violations(h History) []Violation {
 		}
 	}
 	for _, o := range h.Orders {
-		if told[o.User][o.ID] {
+		// A failed order gave its units back: not knowing of it costs its user nothing.
+		if told[o.User][o.ID] || o.Status == "failed" {
 			continue
 		}
 		if l, asked := last[o.User]; asked && (!l.answered() || l.Op == OpGrab && l.Code == "sold_out") {
