@@ -15,7 +15,10 @@ import (
 // request it cannot parse (a malformed request line, method, %-escape in the target,
 // header or Host), 431 for headers over http.Server.MaxHeaderBytes, 505 for an
 // unsupported protocol version and 501 for an unknown transfer coding. Every other
-// error, 405 and 413 included, is answered inside Echo by the error handler.
+// error, 405 and 413 included, is answered inside Echo by the error handler — except
+// one: an Expect header other than 100-continue, which net/http answers 417 through
+// its ordinary response path with no body at all (no text/plain to replace, and no
+// way to tell that answer from a handler's).
 //
 // net/http offers no hook for these answers: it writes each as one fixed-format
 // message straight to the connection and closes it. The connections ln accepts
