@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -76,9 +77,14 @@ func TestChaosSaleKeepsItsPromises(t *testing.T) {
 		bases.Store(i, in.base)
 	}
 	// Should the test end early, PostgreSQL and Redis run again for the tests after it.
+	var pgDown, redisStopped atomic.Bool
 	t.Cleanup(func() {
-		_ = signalPIDFile(redisPID, syscall.SIGCONT)
-		_ = exec.Command(startPG).Run()
+		if redisStopped.Load() {
+			_ = signalPIDFile(redisPID, syscall.SIGCONT)
+		}
+		if pgDown.Load() {
+			_ = exec.Command(startPG).Run()
+		}
 	})
 	faults := make(chan error, 1)
 	go func() {
@@ -108,6 +114,7 @@ func TestChaosSaleKeepsItsPromises(t *testing.T) {
 				bases.Store(i, instances[i].base)
 			case 1:
 				log = append(log, fmt.Sprintf("SIGSTOP redis for %v", pause))
+				redisStopped.Store(true)
 				if err := signalPIDFile(redisPID, syscall.SIGSTOP); err != nil {
 					faults <- err
 					return
@@ -117,8 +124,10 @@ func TestChaosSaleKeepsItsPromises(t *testing.T) {
 					faults <- err
 					return
 				}
+				redisStopped.Store(false)
 			case 2:
 				log = append(log, fmt.Sprintf("restart postgres after %v", pause))
+				pgDown.Store(true)
 				if out, err := exec.Command(stopPG).CombinedOutput(); err != nil {
 					faults <- fmt.Errorf("%s: %v\n%s", stopPG, err, out)
 					return
@@ -128,6 +137,7 @@ func TestChaosSaleKeepsItsPromises(t *testing.T) {
 					faults <- fmt.Errorf("%s: %v\n%s", startPG, err, out)
 					return
 				}
+				pgDown.Store(false)
 			}
 		}
 	}()
