@@ -382,3 +382,37 @@ func TestWorkerDrainPersistsEverythingLeft(t *testing.T) {
 		t.Fatalf("drain with the database down: %v", err)
 	}
 }
+
+// TestWorkerStoppedDuringAnOutageDoesNotReportRecovery: shutdown while the database
+// is down interrupts the back-off; the batch stays pending and the worker says
+// nothing more — in particular not that fulfilment recovered.
+func TestWorkerStoppedDuringAnOutageDoesNotReportRecovery(t *testing.T) {
+	s := newSale(t, 100, 1)
+	for u := domain.UserID(1); u <= 3; u++ {
+		mustGrab(t, s.grabFixture, u, 1)
+	}
+	health := make(chan bool, 10)
+	// A back-off far longer than the test: only the shutdown can end it.
+	w := application.NewWorker(s.fulfil, s.queue, application.WorkerOptions{
+		Batch: 10, Block: time.Millisecond, ClaimIdle: time.Hour, ClaimEvery: time.Hour,
+		MinBackoff: time.Hour, MaxBackoff: time.Hour,
+	}, application.WorkerObserver{Health: func(up bool, _ error) { health <- up }})
+	s.orders.SetErr(domain.ErrUnavailable)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- w.Run(ctx) }()
+	if up := <-health; up {
+		t.Fatal("first health event is up, want down")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run at shutdown: %v", err)
+	}
+	close(health)
+	for up := range health {
+		t.Fatalf("health event after shutdown during the outage: up=%v", up)
+	}
+	if got := s.queue.Pending(s.id); got != 3 {
+		t.Fatalf("pending = %d, want the 3 left for another worker", got)
+	}
+}

@@ -29,7 +29,7 @@ func newGrabFixture(t *testing.T, v domain.Voucher) grabFixture {
 	vouchers := memory.NewVouchers()
 	stock := memory.NewStock()
 	clock := memory.NewClock(t0)
-	created, err := application.NewCreateVoucher(vouchers, stock).Handle(context.Background(), application.CreateVoucherCmd{
+	created, err := application.NewCreateVoucher(vouchers, stock, clock).Handle(context.Background(), application.CreateVoucherCmd{
 		Title: v.Title, Stock: v.Stock, BeginsAt: v.BeginsAt, EndsAt: v.EndsAt, PerUserLimit: v.PerUserLimit,
 	})
 	if err != nil {

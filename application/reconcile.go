@@ -208,13 +208,24 @@ func (uc *Reconcile) repair(ctx context.Context, rec *VoucherReconciliation, sna
 		}
 	}
 	id := rec.VoucherID
+	var recountErr error
 	if f.has(DriftSoldMismatch) || f.has(DriftSaleStateMissing) {
 		sold, err := uc.ledger.RecountSold(ctx, id)
-		mark(DriftSoldMismatch, err)
-		ledger.Voucher.Sold = sold
+		if err != nil {
+			recountErr = fmt.Errorf("recount sold units: %w", err)
+		} else {
+			ledger.Voucher.Sold = sold
+		}
+		mark(DriftSoldMismatch, recountErr)
 	}
 	if f.has(DriftSaleStateMissing) {
-		mark(DriftSaleStateMissing, rebuildSaleState(ctx, uc.stock, uc.audit, ledger))
+		// The rebuilt stock is the voucher's stock less its sold units: without a
+		// trustworthy count it would put units held by live orders back on sale.
+		if recountErr != nil {
+			mark(DriftSaleStateMissing, fmt.Errorf("not rebuilt: %w", recountErr))
+		} else {
+			mark(DriftSaleStateMissing, rebuildSaleState(ctx, uc.stock, uc.audit, ledger))
+		}
 	}
 	if f.has(DriftOrderWithoutReservation) {
 		var errs []error

@@ -2,6 +2,7 @@ package application_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -132,4 +133,43 @@ func sameKinds(a, b []application.DriftKind) bool {
 		}
 	}
 	return true
+}
+
+// TestReconcileDoesNotRebuildWithoutASoldCount: when the database cannot recount the
+// units its live orders hold, a voucher whose sale state vanished is not rebuilt —
+// rebuilding with the full stock would sell units live orders hold — and the drift
+// stays, with the error, until a repair can count.
+func TestReconcileDoesNotRebuildWithoutASoldCount(t *testing.T) {
+	ctx := context.Background()
+	l := newLifecycle(t, 3)
+	rc := newReconcile(l)
+	for user := range domain.UserID(3) {
+		l.persisted(t, user+1)
+	}
+	l.stock.Drop(l.id)
+	l.orders.SetErr(domain.ErrUnavailable)
+
+	r := reconcileOnce(t, rc, l.id, true)
+	if r.Consistent() || len(r.Drifts) != 1 || r.Drifts[0].Kind != application.DriftSaleStateMissing ||
+		r.Drifts[0].Repaired || r.Drifts[0].RepairError == "" {
+		t.Fatalf("repair without a sold count: %+v, want the missing sale state left unrepaired with its error", r)
+	}
+	if left, _ := l.stock.Remaining(ctx, l.id); left[l.id] != 0 {
+		t.Fatalf("sale state rebuilt with %d units on sale while 3 live orders hold all 3", left[l.id])
+	}
+	if _, err := l.grab.Handle(ctx, application.GrabVoucherCmd{VoucherID: l.id, UserID: 4, Quantity: 1}); err == nil {
+		t.Fatal("a 4th grab was accepted with 3 units, all held by live orders")
+	}
+
+	l.orders.SetErr(nil)
+	if r := reconcileOnce(t, rc, l.id, true); !r.Consistent() {
+		t.Fatalf("repair once the database counts again: %+v", r)
+	}
+	left, _ := l.stock.Remaining(ctx, l.id)
+	if n, ok := left[l.id]; !ok || n != 0 {
+		t.Fatalf("rebuilt remaining = %d (present %v), want 0", n, ok)
+	}
+	if _, err := l.grab.Handle(ctx, application.GrabVoucherCmd{VoucherID: l.id, UserID: 4, Quantity: 1}); !errors.Is(err, domain.ErrSoldOut) {
+		t.Fatalf("4th grab after the rebuild: %v, want ErrSoldOut", err)
+	}
 }

@@ -31,16 +31,17 @@ type CreateVoucherCmd struct {
 type CreateVoucher struct {
 	vouchers ports.Vouchers
 	stock    ports.Stock
+	clock    ports.Clock
 }
 
-// NewCreateVoucher returns the use case.
-func NewCreateVoucher(vouchers ports.Vouchers, stock ports.Stock) *CreateVoucher {
-	return &CreateVoucher{vouchers: vouchers, stock: stock}
+// NewCreateVoucher returns the use case; clock says whether a sale has ended already.
+func NewCreateVoucher(vouchers ports.Vouchers, stock ports.Stock, clock ports.Clock) *CreateVoucher {
+	return &CreateVoucher{vouchers: vouchers, stock: stock, clock: clock}
 }
 
 // Handle validates and stores the voucher, then warms its stock (only if absent, so a
-// live counter is never reset). It returns a *domain.ValidationError for a bad command.
-// Once the voucher is stored the creation has succeeded: if warming fails, the voucher
+// live counter is never reset). It returns a *domain.ValidationError for a bad command,
+// a sale that has ended already included. Once the voucher is stored the creation has succeeded: if warming fails, the voucher
 // is returned all the same, Warming reports it, and the sale state is loaded later —
 // by the first grab (GrabVoucher rebuilds a missing state, answering unavailable
 // meanwhile) or by the periodic warm-up (WarmVouchers), whichever comes first. So an
@@ -53,7 +54,7 @@ func (uc *CreateVoucher) Handle(ctx context.Context, cmd CreateVoucherCmd) (Live
 		EndsAt:       cmd.EndsAt.UTC(),
 		PerUserLimit: cmd.PerUserLimit,
 	}
-	if err := v.Validate(); err != nil {
+	if err := v.ValidateNew(uc.clock.Now()); err != nil {
 		return LiveVoucher{}, err
 	}
 	if err := uc.vouchers.Create(ctx, &v); err != nil {

@@ -23,6 +23,10 @@ func TestCreateVoucher(t *testing.T) {
 		{name: "zero stock", edit: func(c *application.CreateVoucherCmd) { c.Stock = 0 }, field: "stock"},
 		{name: "negative stock", edit: func(c *application.CreateVoucherCmd) { c.Stock = -5 }, field: "stock"},
 		{name: "window reversed", edit: func(c *application.CreateVoucherCmd) { c.EndsAt = c.BeginsAt }, field: "ends_at"},
+		{name: "ended already", edit: func(c *application.CreateVoucherCmd) { c.BeginsAt, c.EndsAt = t0.Add(-2*time.Hour), t0.Add(-time.Hour) }, field: "ends_at"},
+		{name: "ends now", edit: func(c *application.CreateVoucherCmd) { c.BeginsAt, c.EndsAt = t0.Add(-time.Hour), t0 }, field: "ends_at"},
+		{name: "begun, not ended", edit: func(c *application.CreateVoucherCmd) { c.BeginsAt = t0.Add(-time.Hour) }},
+		{name: "title with NUL", edit: func(c *application.CreateVoucherCmd) { c.Title = "a\x00b" }, field: "title"},
 		{name: "no begin", edit: func(c *application.CreateVoucherCmd) { c.BeginsAt = time.Time{} }, field: "begins_at"},
 		{name: "limit zero", edit: func(c *application.CreateVoucherCmd) { c.PerUserLimit = 0 }, field: "per_user_limit"},
 		{name: "limit above stock", edit: func(c *application.CreateVoucherCmd) { c.PerUserLimit = 101 }, field: "per_user_limit"},
@@ -34,7 +38,7 @@ func TestCreateVoucher(t *testing.T) {
 			if tt.edit != nil {
 				tt.edit(&cmd)
 			}
-			got, err := application.NewCreateVoucher(vouchers, stock).Handle(context.Background(), cmd)
+			got, err := application.NewCreateVoucher(vouchers, stock, memory.NewClock(t0)).Handle(context.Background(), cmd)
 			all, _ := vouchers.List(context.Background())
 			if tt.field != "" {
 				var ve *domain.ValidationError
@@ -63,7 +67,7 @@ func TestCreateVoucher(t *testing.T) {
 func TestCreateVoucherReportsAFailedWarmUp(t *testing.T) {
 	vouchers, stock := memory.NewVouchers(), memory.NewStock()
 	stock.Err = domain.ErrUnavailable
-	v, err := application.NewCreateVoucher(vouchers, stock).Handle(context.Background(),
+	v, err := application.NewCreateVoucher(vouchers, stock, memory.NewClock(t0)).Handle(context.Background(),
 		application.CreateVoucherCmd{Title: "x", Stock: 1, BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: 1})
 	if err != nil || v.ID == 0 || !errors.Is(v.Warming, domain.ErrUnavailable) {
 		t.Fatalf("create = %+v, %v; want the stored voucher, warming ErrUnavailable", v, err)

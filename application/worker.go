@@ -130,7 +130,8 @@ func (w *Worker) Drain(ctx context.Context) error {
 }
 
 // finish persists one batch, retrying while a dependency is down. It gives up only
-// when shutdown begins during an outage: the batch then stays pending.
+// when shutdown begins during an outage: the batch then stays pending, and it returns
+// ctx's error — not nil, which would read as the outage being over.
 func (w *Worker) finish(ctx, work context.Context, ds []ports.Delivery, backoff *time.Duration) error {
 	for {
 		// Every step of Handle is idempotent, so the whole batch is simply retried.
@@ -143,7 +144,7 @@ func (w *Worker) finish(ctx, work context.Context, ds []ports.Delivery, backoff 
 		}
 		w.setHealth(err)
 		if !sleep(ctx, jitter(*backoff)) {
-			return nil
+			return fmt.Errorf("batch left pending: %w", ctx.Err())
 		}
 		*backoff = min(2**backoff, w.opts.MaxBackoff)
 	}

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -39,9 +40,11 @@ func ParseUserID(s string) (UserID, error) {
 	return UserID(n), nil
 }
 
+// parsePositive reads a canonical positive decimal: digits only, no sign, no leading
+// zero, so one id has exactly one spelling.
 func parsePositive(s string) (int64, error) {
-	// ParseInt accepts a leading sign; ids are plain digits.
-	if s == "" || strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
+	// ParseInt accepts a leading sign and leading zeros; ids are plain digits.
+	if s == "" || s[0] == '0' || strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
 		return 0, ErrInvalid
 	}
 	n, err := strconv.ParseInt(s, 10, 64)
@@ -73,15 +76,26 @@ type Voucher struct {
 	CreatedAt time.Time
 }
 
+// ValidateNew checks the rules a voucher must meet to be created at now: those of
+// Validate, and a sale that has not ended yet. It returns a *ValidationError naming
+// the first field that breaks one.
+func (v Voucher) ValidateNew(now time.Time) error {
+	if err := v.Validate(); err != nil {
+		return err
+	}
+	if !v.EndsAt.After(now) {
+		return Invalid("ends_at", "must be in the future")
+	}
+	return nil
+}
+
 // Validate checks the rules a voucher must meet before it is stored. It returns a
 // *ValidationError naming the first field that breaks one.
 func (v Voucher) Validate() error {
-	title := strings.TrimSpace(v.Title)
+	if err := validateTitle(v.Title); err != nil {
+		return err
+	}
 	switch {
-	case title == "":
-		return Invalid("title", "must not be empty")
-	case utf8.RuneCountInString(v.Title) > MaxTitleLength:
-		return Invalid("title", "must be at most 200 characters")
 	case v.Stock <= 0:
 		return Invalid("stock", "must be greater than 0")
 	case v.Stock > MaxStock:
@@ -90,6 +104,10 @@ func (v Voucher) Validate() error {
 		return Invalid("begins_at", "is required")
 	case v.EndsAt.IsZero():
 		return Invalid("ends_at", "is required")
+	case outOfRange(v.BeginsAt):
+		return Invalid("begins_at", "must be between 1970 and 9999")
+	case outOfRange(v.EndsAt):
+		return Invalid("ends_at", "must be between 1970 and 9999")
 	case !v.BeginsAt.Before(v.EndsAt):
 		return Invalid("ends_at", "must be after begins_at")
 	case v.PerUserLimit < 1:
@@ -98,6 +116,39 @@ func (v Voucher) Validate() error {
 		return Invalid("per_user_limit", "must not exceed stock")
 	}
 	return nil
+}
+
+// The range of sale times: what every store holds exactly (PostgreSQL has no year 0,
+// Redis keys expire at a Unix time, the grab script compares Unix milliseconds).
+var (
+	minSaleTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxSaleTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+)
+
+func outOfRange(t time.Time) bool { return t.Before(minSaleTime) || t.After(maxSaleTime) }
+
+// validateTitle accepts 1 to MaxTitleLength characters of valid UTF-8, not all
+// spaces, with no control character (NUL included: PostgreSQL refuses it in text),
+// line or paragraph separator, or private-use character: text a shop shows, which
+// every database stores as given. Format characters stay allowed (the zero-width
+// joiner builds emoji), and so do characters newer than Go's Unicode tables.
+func validateTitle(title string) error {
+	switch {
+	case strings.TrimSpace(title) == "":
+		return Invalid("title", "must not be empty")
+	case !utf8.ValidString(title):
+		return Invalid("title", "must be valid UTF-8")
+	case utf8.RuneCountInString(title) > MaxTitleLength:
+		return Invalid("title", "must be at most 200 characters")
+	case strings.IndexFunc(title, unprintable) >= 0:
+		return Invalid("title", "must hold printable characters only (no control characters)")
+	}
+	return nil
+}
+
+// unprintable reports the characters a title may not hold.
+func unprintable(r rune) bool {
+	return unicode.In(r, unicode.Cc, unicode.Zl, unicode.Zp, unicode.Co)
 }
 
 // Window reports where now falls in the sale window: ErrNotStarted, ErrEnded or nil.

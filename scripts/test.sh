@@ -27,5 +27,18 @@ go test -race -count=1 "$@" $(go list ./... | grep -v '/cmd/seckill$')
 # PostgreSQL: the zero-setup mode's database runs the same repositories and migrations.
 echo "== go test -race (packages that use the database, on SQLite)"
 SECKILL_TEST_DATABASE_URL=sqlite go test -race -count=1 "$@" ./adapters/sqlstore ./adapters/httpapi
+# A short run of each fuzz target beyond its committed seed corpus (testdata/fuzz),
+# which the passes above already ran. SECKILL_FUZZTIME lengthens it; 0 skips it.
+fuzztime=${SECKILL_FUZZTIME:-3s}
+if [ "$fuzztime" != 0 ]; then
+	echo "== go test -fuzz ($fuzztime each)"
+	for target in \
+		adapters/httpapi:FuzzCreateVoucherBody adapters/httpapi:FuzzGrabBody \
+		adapters/httpapi:FuzzOrderIDs adapters/httpapi:FuzzVoucherIDs \
+		adapters/httpapi:FuzzQueryStrings adapters/httpapi:FuzzTokenClaims \
+		adapters/redisstore:FuzzDecodeEntry; do
+		go test -run '^$' -fuzz "^${target#*:}\$" -fuzztime "$fuzztime" "./${target%%:*}"
+	done
+fi
 echo "== go test -race (end to end: cmd/seckill)"
 go test -race -count=1 "$@" ./cmd/seckill

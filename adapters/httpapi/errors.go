@@ -35,6 +35,13 @@ func errorHandler(log *zap.Logger) echo.HTTPErrorHandler {
 		if c.Response().Committed {
 			return
 		}
+		if cancelledByClient(c, err) {
+			// The client is gone: nobody reads an answer, and a flood of disconnects
+			// is no failure of ours. The status is for the request log only.
+			log.Debug("request cancelled by the client", zap.Error(err), zap.String("path", c.Path()))
+			c.Response().WriteHeader(StatusClientClosedRequest)
+			return
+		}
 		status, detail := classify(err)
 		// A 503 is the expected answer while a dependency is down or the instance is
 		// saturated; the breakers log each change of state once, so a flood of them is
@@ -62,6 +69,17 @@ func errorHandler(log *zap.Logger) echo.HTTPErrorHandler {
 			log.Debug("write error response", zap.Error(werr))
 		}
 	}
+}
+
+// StatusClientClosedRequest is the status the request log records for a request whose
+// client went away before it was answered (nginx's 499); nothing reads it.
+const StatusClientClosedRequest = 499
+
+// cancelledByClient reports whether err comes from the request's own context being
+// cancelled, which happens when its client disconnects. A deadline is not a
+// cancellation: a request past SECKILL_REQUEST_TIMEOUT is answered 503.
+func cancelledByClient(c echo.Context, err error) bool {
+	return errors.Is(err, context.Canceled) && errors.Is(c.Request().Context().Err(), context.Canceled)
 }
 
 // retryAfter rounds a wait up to whole seconds, at least one, as Retry-After wants.

@@ -71,9 +71,11 @@ func (h handlers) transition(c echo.Context, change func(context.Context, domain
 }
 
 func (h handlers) listOrders(c echo.Context) error {
+	// strictQuery has refused a malformed or repeated parameter already; a voucher_id
+	// given, even empty, must be an id.
 	var voucher domain.VoucherID
-	if s := c.QueryParam("voucher_id"); s != "" {
-		id, err := domain.ParseVoucherID(s)
+	if s, given := c.QueryParams()["voucher_id"]; given {
+		id, err := domain.ParseVoucherID(s[0])
 		if err != nil {
 			return domain.Invalid("voucher_id", "must be a positive integer")
 		}

@@ -23,9 +23,8 @@ type Limiter interface {
 // through limiter, answering 429 rate_limited with Retry-After beyond it.
 //
 // The client is the connection's remote address, never a header a client could
-// forge, unless the Echo instance has an IPExtractor: behind a proxy or load
-// balancer, set e.IPExtractor (echo.ExtractIPFromXFFHeader with the proxies'
-// ranges) on the instance New returns, and the extractor's answer is used instead.
+// forge, unless the connection comes from one of Options.TrustedProxies (see
+// clientIP).
 //
 // When the limiter fails (Redis down or its breaker open), the request goes through:
 // the limit protects the service from a client, and must not turn a Redis blip into
@@ -47,7 +46,20 @@ func limitByIP(limiter Limiter, perSecond, burst int, log *zap.Logger) echo.Midd
 	}
 }
 
-// clientIP is the address the request came from (see limitByIP).
+// forwardedFor returns the extractor that reads X-Forwarded-For behind the trusted
+// proxies: from the right, past every trusted hop, to the first address that is not
+// trusted. Echo's defaults would also trust every loopback, link-local and private
+// address; here only the configured ranges are.
+func forwardedFor(trusted []*net.IPNet) echo.IPExtractor {
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, r := range trusted {
+		opts = append(opts, echo.TrustIPRange(r))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
+}
+
+// clientIP is the address the request came from: the connection's, or with trusted
+// proxies configured what forwardedFor reads.
 func clientIP(c echo.Context) string {
 	if c.Echo().IPExtractor != nil {
 		return c.RealIP()

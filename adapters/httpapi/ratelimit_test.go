@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/labstack/echo/v4"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/adapters/httpapi"
@@ -19,6 +18,7 @@ func limits(o httpapi.Options) func(*setup) {
 	return func(s *setup) {
 		s.http.MaxInflight, s.http.GrabRate, s.http.GrabBurst = o.MaxInflight, o.GrabRate, o.GrabBurst
 		s.http.IPLimit, s.http.IPBurst, s.http.IPLimiter = o.IPLimit, o.IPBurst, o.IPLimiter
+		s.http.TrustedProxies = o.TrustedProxies
 	}
 }
 
@@ -65,25 +65,56 @@ func TestIPLimitOnPublicReads(t *testing.T) {
 	}
 }
 
-// TestIPLimitTrustsAConfiguredExtractor: behind a proxy, the wiring sets an
-// IPExtractor and the client is whom the proxy names.
-func TestIPLimitTrustsAConfiguredExtractor(t *testing.T) {
-	a := newAPI(t, limits(httpapi.Options{IPLimit: 1, IPBurst: 1}))
-	a.e.IPExtractor = echo.ExtractIPFromXFFHeader(echo.TrustIPRange(mustCIDR(t, "192.0.2.0/24")))
-	const proxy = "192.0.2.10:443"
-	xff := func(client string) []string { return []string{"X-Forwarded-For", client} }
-	if r := a.serveFrom(http.MethodGet, "/api/v1/vouchers", "", "", proxy, xff("198.51.100.1")...); r.Status != http.StatusOK {
-		t.Fatalf("first read: %d %s", r.Status, r.Raw)
+// TestIPLimitBehindTrustedProxies: a request from a trusted proxy is counted against
+// the client X-Forwarded-For names (the right-most untrusted hop); the same header
+// from any other address — a private one included — is ignored.
+func TestIPLimitBehindTrustedProxies(t *testing.T) {
+	a := newAPI(t, limits(httpapi.Options{IPLimit: 1, IPBurst: 1,
+		TrustedProxies: []*net.IPNet{mustCIDR(t, "192.0.2.0/24"), mustCIDR(t, "2001:db8::/32")}}))
+	const proxy, proxy6, untrusted, private = "192.0.2.10:443", "[2001:db8::10]:443", "203.0.113.9:5000", "10.0.0.1:5000"
+	xff := func(hops string) []string { return []string{"X-Forwarded-For", hops} }
+	// exhaust spends addr's allowance (one a second, one at once) as hops, and checks
+	// the limit was reached.
+	exhaust := func(addr string, hops ...string) {
+		t.Helper()
+		var limited response
+		for i := 0; i < 10 && limited.Status != http.StatusTooManyRequests; i++ {
+			limited = a.serveFrom(http.MethodGet, "/api/v1/vouchers", "", "", addr, hops...)
+		}
+		if limited.Status != http.StatusTooManyRequests {
+			t.Fatalf("from %s %v: never limited: %d %s", addr, hops, limited.Status, limited.Raw)
+		}
 	}
-	var limited response
-	for i := 0; i < 10 && limited.Status != http.StatusTooManyRequests; i++ {
-		limited = a.serveFrom(http.MethodGet, "/api/v1/vouchers", "", "", proxy, xff("198.51.100.1")...)
+	ok := func(addr string, hops ...string) {
+		t.Helper()
+		if r := a.serveFrom(http.MethodGet, "/api/v1/vouchers", "", "", addr, hops...); r.Status != http.StatusOK {
+			t.Fatalf("from %s %v: %d %s, want 200", addr, hops, r.Status, r.Raw)
+		}
 	}
-	if limited.Status != http.StatusTooManyRequests {
-		t.Fatalf("client behind the proxy over its limit: %d %s", limited.Status, limited.Raw)
+
+	// Through the proxy, the client is the one it names: one client over its limit
+	// leaves the others, and the proxy's own address, alone.
+	exhaust(proxy, xff("198.51.100.1")...)
+	ok(proxy, xff("198.51.100.2")...)
+	ok(proxy6, xff("198.51.100.3")...)
+	// The right-most untrusted hop counts, not what the client put in front of it.
+	exhaust(proxy, xff("6.6.6.6, 198.51.100.4")...)
+	if r := a.serveFrom(http.MethodGet, "/api/v1/vouchers", "", "", proxy, xff("7.7.7.7, 198.51.100.4")...); r.Status != http.StatusTooManyRequests {
+		t.Fatalf("a limited client naming another first hop: %d %s, want 429", r.Status, r.Raw)
 	}
-	if r := a.serveFrom(http.MethodGet, "/api/v1/vouchers", "", "", proxy, xff("198.51.100.2")...); r.Status != http.StatusOK {
-		t.Fatalf("another client behind the same proxy: %d %s", r.Status, r.Raw)
+	// Hops that are proxies themselves are skipped.
+	ok(proxy, xff("198.51.100.6, 192.0.2.11")...)
+
+	// From an untrusted address a forged header changes nothing: the connection is
+	// the client, whatever it claims, and once limited it stays limited.
+	exhaust(untrusted, xff("198.51.100.7")...)
+	if r := a.serveFrom(http.MethodGet, "/api/v1/vouchers", "", "", untrusted, xff("198.51.100.8")...); r.Status != http.StatusTooManyRequests {
+		t.Fatalf("untrusted client with a new forged X-Forwarded-For: %d %s, want 429", r.Status, r.Raw)
+	}
+	// Echo would trust private ranges by default; only the configured ones are.
+	exhaust(private, xff("198.51.100.9")...)
+	if r := a.serveFrom(http.MethodGet, "/api/v1/vouchers", "", "", private, xff("198.51.100.10")...); r.Status != http.StatusTooManyRequests {
+		t.Fatalf("private, unconfigured proxy with a new X-Forwarded-For: %d %s, want 429", r.Status, r.Raw)
 	}
 }
 

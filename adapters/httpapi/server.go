@@ -5,6 +5,7 @@ package httpapi
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"time"
 
@@ -44,6 +45,12 @@ type Options struct {
 	IPLimit   int
 	IPBurst   int
 	IPLimiter Limiter
+	// TrustedProxies are the address ranges of the proxies and load balancers in
+	// front of the service. A request whose connection comes from one of them is
+	// counted, for IPLimit and in the request log, against the right-most address of
+	// X-Forwarded-For that is not itself trusted; any other request against its
+	// connection's address, whatever headers it sends. Empty trusts no one.
+	TrustedProxies []*net.IPNet
 }
 
 // UseCases are the application operations the API exposes.
@@ -72,6 +79,9 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(log)
+	if len(opts.TrustedProxies) > 0 {
+		e.IPExtractor = forwardedFor(opts.TrustedProxies)
+	}
 
 	e.Use(
 		middleware.RecoverWithConfig(middleware.RecoverConfig{
@@ -90,6 +100,7 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 			Timeout: opts.RequestTimeout,
 			Skipper: func(c echo.Context) bool { return c.Path() == grabRoute },
 		}),
+		strictQuery,
 	)
 
 	h := handlers{uc: uc, log: log}
@@ -143,13 +154,14 @@ func requestLog(log *zap.Logger) echo.MiddlewareFunc {
 		LogURIPath:   true,
 		LogLatency:   true,
 		LogRequestID: true,
-		LogValuesFunc: func(_ echo.Context, v middleware.RequestLoggerValues) error {
+		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
 			log.Info("request",
 				zap.String("method", v.Method),
 				zap.String("path", v.URIPath),
 				zap.Int("status", v.Status),
 				zap.Duration("latency", v.Latency),
 				zap.String("request_id", v.RequestID),
+				zap.String("client", clientIP(c)),
 			)
 			return nil
 		},

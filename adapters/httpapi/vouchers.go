@@ -1,11 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -157,63 +152,4 @@ func (h handlers) grab(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, grabResponse{
 		OrderID: string(r.OrderID), VoucherID: r.VoucherID.String(), Quantity: r.Quantity, Status: domain.StatusQueued,
 	})
-}
-
-// decodeJSON reads exactly one JSON object into dst, refusing unknown fields and
-// trailing data. With optional, an empty body leaves dst as it is. Malformed input is
-// a *domain.ValidationError on "body"; a body over the limit keeps Echo's 413.
-func decodeJSON(c echo.Context, dst any, optional bool) error {
-	body, err := io.ReadAll(c.Request().Body)
-	if err != nil {
-		var he *echo.HTTPError
-		if errors.As(err, &he) {
-			return he
-		}
-		return domain.Invalid("body", "could not be read")
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		if optional {
-			return nil
-		}
-		return domain.Invalid("body", "a JSON object is required")
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return domain.Invalid("body", describeJSONError(err))
-	}
-	if dec.More() {
-		return domain.Invalid("body", "must hold a single JSON object")
-	}
-	return nil
-}
-
-func describeJSONError(err error) string {
-	var te *json.UnmarshalTypeError
-	var se *json.SyntaxError
-	var pe *time.ParseError
-	switch {
-	case errors.As(err, &te) && te.Field != "":
-		return fmt.Sprintf("field %q must be a %s", te.Field, jsonKind(te.Type.Kind().String()))
-	case errors.As(err, &te):
-		return "must be a JSON object"
-	case errors.As(err, &se):
-		return fmt.Sprintf("malformed JSON at byte %d", se.Offset)
-	case errors.As(err, &pe):
-		return "times must be RFC 3339, e.g. 2026-11-29T12:00:00Z"
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "truncated JSON"
-	}
-	// Unknown fields and the remaining decoder messages name only the input.
-	return err.Error()
-}
-
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "int", "int64", "int32":
-		return "whole number"
-	case "struct":
-		return "RFC 3339 time"
-	}
-	return goKind
 }

@@ -133,6 +133,9 @@ func (r *Orders) Ledger(ctx context.Context, id domain.VoucherID) (ports.Ledger,
 func (r *Orders) RecountSold(_ context.Context, id domain.VoucherID) (int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.Err != nil {
+		return 0, r.Err
+	}
 	r.vouchers.mu.Lock()
 	defer r.vouchers.mu.Unlock()
 	v, ok := r.vouchers.byID[id]

@@ -639,6 +639,9 @@ func decodeFields(voucher domain.VoucherID, values map[string]any) (domain.Reser
 	if err != nil {
 		return domain.Reservation{}, err
 	}
+	if !plausibleOrderID(order) {
+		return domain.Reservation{}, fmt.Errorf("field %q: not an order id", "order")
+	}
 	v, err := positive("voucher")
 	if err != nil {
 		return domain.Reservation{}, err

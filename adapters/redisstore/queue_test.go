@@ -501,6 +501,8 @@ func TestMalformedEntriesComeBackWithAReason(t *testing.T) {
 		{with("qty", "1001"), `field "qty": above 1000`},
 		{with("order", nil), `field "order": missing`},
 		{with("order", ""), `field "order": empty`},
+		{with("order", "a\x00b"), `field "order": not an order id`},
+		{with("order", strings.Repeat("x", 65)), `field "order": not an order id`},
 		{with("voucher", "2"), `field "voucher": names voucher 2 in the stream of voucher 1`},
 		{with("user", "-5"), `field "user": not a positive integer`},
 		{with("at", "soon"), `field "at": not a Unix time in milliseconds`},

@@ -2,7 +2,9 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -159,4 +161,66 @@ func names(ms migrate.MigrationSlice) []string {
 		out = append(out, m.String())
 	}
 	return out
+}
+
+// ErrSchemaBehind: the database lacks migrations this binary needs (never migrated,
+// or only partly); `seckill migrate up` applies them.
+var ErrSchemaBehind = errors.New("database schema is behind this binary")
+
+// migrationsTable is where Bun's migrator records the migrations applied.
+const migrationsTable = "bun_migrations"
+
+// PendingMigrations returns the names of the migrations this binary holds that db
+// has not applied, oldest first; none when the schema is current. Unlike
+// MigrationStatus it only reads: it creates nothing and takes no lock, so it suits a
+// start-up check and a readiness probe.
+func PendingMigrations(ctx context.Context, db bun.IDB) ([]string, error) {
+	exists, err := tableExists(ctx, db, migrationsTable)
+	if err != nil {
+		return nil, fmt.Errorf("read migrations: %w", err)
+	}
+	applied := map[string]bool{}
+	if exists {
+		var done []string
+		if err := db.NewSelect().Table(migrationsTable).Column("name").Scan(ctx, &done); err != nil {
+			return nil, fmt.Errorf("read migrations: %w", err)
+		}
+		for _, name := range done {
+			applied[name] = true
+		}
+	}
+	var pending []string
+	for _, m := range migrations.Migrations.Sorted() {
+		if !applied[m.Name] {
+			pending = append(pending, m.String())
+		}
+	}
+	return pending, nil
+}
+
+// CheckSchema returns an error wrapping ErrSchemaBehind, naming the pending
+// migrations, when db lacks any; an error from reading them otherwise; nil when the
+// schema is current.
+func CheckSchema(ctx context.Context, db bun.IDB) error {
+	pending, err := PendingMigrations(ctx, db)
+	if err != nil {
+		return err
+	}
+	if len(pending) > 0 {
+		return fmt.Errorf("%w: %d migration(s) pending (%s)", ErrSchemaBehind, len(pending), strings.Join(pending, ", "))
+	}
+	return nil
+}
+
+// tableExists reports whether the table name exists in db (PostgreSQL: on the
+// search path).
+func tableExists(ctx context.Context, db bun.IDB, name string) (bool, error) {
+	var exists bool
+	var err error
+	if IsSQLite(db) {
+		err = db.NewRaw("SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?)", name).Scan(ctx, &exists)
+	} else {
+		err = db.NewRaw("SELECT to_regclass(?) IS NOT NULL", name).Scan(ctx, &exists)
+	}
+	return exists, err
 }

@@ -2,7 +2,9 @@ package sqlstore_test
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -161,5 +163,43 @@ func TestMigrateUpConcurrently(t *testing.T) {
 	}
 	if got, want := total, allMigrations(t); !slices.Equal(got, want) {
 		t.Fatalf("instances applied %q between them, want each migration once: %q", got, want)
+	}
+}
+
+// TestCheckSchema: a database never migrated, or missing its newest migration, is
+// behind, and the check itself changes nothing.
+func TestCheckSchema(t *testing.T) {
+	ctx := context.Background()
+	db := openDB(t)
+	all := allMigrations(t)
+
+	if got, err := sqlstore.PendingMigrations(ctx, db); err != nil || !slices.Equal(got, all) {
+		t.Fatalf("pending on a fresh database = %q, %v; want %q", got, err, all)
+	}
+	if err := sqlstore.CheckSchema(ctx, db); !errors.Is(err, sqlstore.ErrSchemaBehind) {
+		t.Fatalf("CheckSchema on a fresh database = %v, want ErrSchemaBehind", err)
+	}
+	if got := tablesExist(t, db, "bun_migrations"); got[0] {
+		t.Fatal("the check created Bun's bookkeeping table")
+	}
+	// The bookkeeping exists but nothing is applied.
+	migrationStatus(t, db)
+	if err := sqlstore.CheckSchema(ctx, db); !errors.Is(err, sqlstore.ErrSchemaBehind) {
+		t.Fatalf("CheckSchema with nothing applied = %v, want ErrSchemaBehind", err)
+	}
+
+	migrateUp(t, db)
+	if err := sqlstore.CheckSchema(ctx, db); err != nil {
+		t.Fatalf("CheckSchema after up = %v, want nil", err)
+	}
+
+	// Partly migrated: the newest migration is not recorded.
+	newest := migrations.Migrations.Sorted()[len(all)-1]
+	if _, err := db.NewDelete().Table("bun_migrations").Where("name = ?", newest.Name).Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := sqlstore.CheckSchema(ctx, db)
+	if !errors.Is(err, sqlstore.ErrSchemaBehind) || !strings.Contains(err.Error(), newest.String()) {
+		t.Fatalf("CheckSchema without the newest migration = %v, want ErrSchemaBehind naming %s", err, newest)
 	}
 }

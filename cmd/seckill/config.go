@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"math"
+	"net"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -54,6 +57,8 @@ type Config struct {
 	GrabBurst   int     `name:"grab-burst" env:"SECKILL_GRAB_BURST" default:"0" help:"Grab requests admitted at once before SECKILL_GRAB_RATE applies (0: one second's worth)."`
 	IPRate      int     `name:"ip-rate" env:"SECKILL_IP_RATE" default:"100" help:"Requests a second one client address may make to the public voucher reads, shared by all instances (0 disables)."`
 	IPBurst     int     `name:"ip-burst" env:"SECKILL_IP_BURST" default:"200" help:"Public reads one client address may make at once."`
+
+	TrustedProxies string `name:"trusted-proxies" env:"SECKILL_TRUSTED_PROXIES" help:"Comma-separated CIDRs (or addresses) of the proxies in front of the service; from them, X-Forwarded-For names the client for per-address limits and logs (default: none, the connection's address)."`
 
 	UserRate   float64 `name:"user-rate" env:"SECKILL_USER_RATE" default:"5" help:"Grabs a second one user may make of one voucher, shared by all instances (0 disables)."`
 	UserBurst  int     `name:"user-burst" env:"SECKILL_USER_BURST" default:"5" help:"Grabs one user may make at once before SECKILL_USER_RATE applies."`
@@ -154,8 +159,16 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%s: %d must not be negative (0 turns it off)", n.name, n.v)
 		}
 	}
-	if c.GrabRate < 0 {
-		return fmt.Errorf("SECKILL_GRAB_RATE (--grab-rate): %v must not be negative (0 turns it off)", c.GrabRate)
+	// NaN compares false with everything and would pass every range check below;
+	// NaN and ±Inf are no rate at all.
+	if err := finite(
+		rate{"SECKILL_GRAB_RATE (--grab-rate)", c.GrabRate},
+		rate{"SECKILL_USER_RATE (--user-rate)", c.UserRate},
+	); err != nil {
+		return err
+	}
+	if c.GrabRate < 0 || c.GrabRate > maxGrabRate {
+		return fmt.Errorf("SECKILL_GRAB_RATE (--grab-rate): %v is not between 0 (off) and %d", c.GrabRate, maxGrabRate)
 	}
 	if c.UserRate < 0 || c.UserRate > 1000 {
 		return fmt.Errorf("SECKILL_USER_RATE (--user-rate): %v is not between 0 (off) and 1000", c.UserRate)
@@ -179,7 +192,51 @@ func (c *Config) Validate() error {
 	); err != nil {
 		return err
 	}
+	if _, err := c.trustedProxies(); err != nil {
+		return err
+	}
 	return checkBodyLimit(c.BodyLimit)
+}
+
+// trustedProxies parses TrustedProxies: CIDRs, or single addresses, comma-separated.
+func (c *Config) trustedProxies() ([]*net.IPNet, error) {
+	var out []*net.IPNet
+	for _, s := range strings.Split(c.TrustedProxies, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil || a.Zone() != "" {
+				return nil, fmt.Errorf("SECKILL_TRUSTED_PROXIES (--trusted-proxies): %q is not a CIDR like 10.0.0.0/8 or an address", s)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		p = p.Masked()
+		out = append(out, &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())})
+	}
+	return out, nil
+}
+
+// maxGrabRate bounds SECKILL_GRAB_RATE: far above what one instance can serve, and
+// low enough that the token bucket's arithmetic stays exact.
+const maxGrabRate = 10_000_000
+
+// rate is a named number for finite.
+type rate struct {
+	name string
+	v    float64
+}
+
+// finite returns an error naming the first rate that is NaN or infinite.
+func finite(rates ...rate) error {
+	for _, r := range rates {
+		if math.IsNaN(r.v) || math.IsInf(r.v, 0) {
+			return fmt.Errorf("%s: %v is not a finite number", r.name, r.v)
+		}
+	}
+	return nil
 }
 
 // setting is a named duration for positive.

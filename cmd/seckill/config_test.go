@@ -1,6 +1,8 @@
 package main
 
 import (
+	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -66,5 +68,55 @@ func TestConfigDatabaseURL(t *testing.T) {
 	}
 	if got, want := databaseURL(""), "sqlite:seckill.db"; got != want {
 		t.Errorf("databaseURL(\"\") = %q, want %q", got, want)
+	}
+}
+
+// Every number must be finite: NaN passes every comparison-based range check.
+func TestConfigRefusesNonFiniteRates(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*Config, float64)
+	}{
+		{"SECKILL_GRAB_RATE", func(c *Config, v float64) { c.GrabRate = v }},
+		{"SECKILL_USER_RATE", func(c *Config, v float64) { c.UserRate = v }},
+	} {
+		for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), 1e300} {
+			cfg := serveDefaults(t)
+			tc.set(&cfg, v)
+			if err := cfg.Validate(); err == nil || !strings.HasPrefix(err.Error(), tc.name+" ") {
+				t.Errorf("%s = %v: Validate() = %v, want an error naming it", tc.name, v, err)
+			}
+		}
+	}
+}
+
+func TestConfigTrustedProxies(t *testing.T) {
+	for value, want := range map[string][]string{
+		"":                                       nil,
+		"10.0.0.0/8":                             {"10.0.0.0/8"},
+		" 10.1.2.3/8 , 192.0.2.7,2001:db8::/32 ": {"10.0.0.0/8", "192.0.2.7/32", "2001:db8::/32"},
+		"::1":                                    {"::1/128"},
+	} {
+		cfg := serveDefaults(t)
+		cfg.TrustedProxies = value
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("%q: Validate() = %v", value, err)
+			continue
+		}
+		got, _ := cfg.trustedProxies()
+		var names []string
+		for _, n := range got {
+			names = append(names, n.String())
+		}
+		if !slices.Equal(names, want) {
+			t.Errorf("%q: ranges %v, want %v", value, names, want)
+		}
+	}
+	for _, value := range []string{"10.0.0.0/33", "example.com", "10.0.0.0/8,nope", "fe80::1%eth0"} {
+		cfg := serveDefaults(t)
+		cfg.TrustedProxies = value
+		if err := cfg.Validate(); err == nil || !strings.HasPrefix(err.Error(), "SECKILL_TRUSTED_PROXIES (--trusted-proxies): ") {
+			t.Errorf("%q: Validate() = %v, want an error naming SECKILL_TRUSTED_PROXIES", value, err)
+		}
 	}
 }

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -66,7 +67,19 @@ func runParsed(parser *kong.Kong, args []string) (status int) {
 	kctx.BindTo(ctx, (*context.Context)(nil))
 	if err := kctx.Run(); err != nil {
 		fmt.Fprintf(os.Stderr, "seckill: %v\n", err)
+		var bad settingError
+		if errors.As(err, &bad) {
+			return 2
+		}
 		return 1
 	}
 	return 0
 }
+
+// settingError is a problem with the settings that only running finds (a database
+// whose schema is behind): it exits with status 2, as a bad flag does.
+type settingError struct {
+	error
+}
+
+func (e settingError) Unwrap() error { return e.error }

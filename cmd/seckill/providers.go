@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -187,6 +188,16 @@ func openDatabase(ctx context.Context, cfg Common, log *zap.Logger) (*bun.DB, fu
 			return nil, nil, fmt.Errorf("migrate %s: %w", url, err)
 		}
 	}
+	// Without its schema every call would fail with 500: refuse to start instead.
+	checkCtx, cancelCheck := context.WithTimeout(ctx, 5*time.Second)
+	defer cancelCheck()
+	if err := sqlstore.CheckSchema(checkCtx, db); err != nil {
+		_ = db.Close()
+		if errors.Is(err, sqlstore.ErrSchemaBehind) {
+			return nil, nil, settingError{fmt.Errorf("database %s: %w; run `seckill migrate up` first", redactURL(url), err)}
+		}
+		return nil, nil, fmt.Errorf("database %s: %w", redactURL(url), err)
+	}
 	return db, func() { _ = db.Close() }, nil
 }
 
@@ -278,10 +289,13 @@ func workerObserver(log *zap.Logger) application.WorkerObserver {
 }
 
 func httpOptions(cfg Config, limiter *redisstore.RateLimiter) httpapi.Options {
+	// Validate has parsed the trusted proxies already.
+	proxies, _ := cfg.trustedProxies()
 	return httpapi.Options{
 		BodyLimit: cfg.BodyLimit, RequestTimeout: cfg.RequestTimeout,
 		MaxInflight: cfg.MaxInflight, GrabRate: cfg.GrabRate, GrabBurst: cfg.GrabBurst,
 		IPLimit: cfg.IPRate, IPBurst: cfg.IPBurst, IPLimiter: limiter,
+		TrustedProxies: proxies,
 	}
 }
 
@@ -292,6 +306,8 @@ func tokens(cfg Config) *httpapi.Tokens {
 func readinessChecks(client redis.UniversalClient, db *bun.DB) []httpapi.Check {
 	return []httpapi.Check{
 		{Name: "redis", Ping: func(ctx context.Context) error { return client.Ping(ctx).Err() }},
-		{Name: "database", Ping: db.PingContext},
+		// A schema behind this binary (migrate down while serving, say) fails every
+		// call as surely as a database that is down.
+		{Name: "database", Ping: func(ctx context.Context) error { return sqlstore.CheckSchema(ctx, db) }},
 	}
 }

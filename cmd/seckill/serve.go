@@ -108,6 +108,8 @@ func serve(ctx context.Context, a *app, ln net.Listener, cfg Config, log *zap.Lo
 	warm(ctx, a, log)
 	g, gctx := errgroup.WithContext(ctx)
 	if ln != nil {
+		// net/http's own 400/431 answers carry the JSON error body too.
+		ln = httpapi.JSONErrors(ln)
 		// A client gets headerTimeout to send its headers once connected, and its body
 		// must arrive within the request's own deadline after that (the grab path reads
 		// it under that deadline, before it takes a slot): one that trickles them in

@@ -43,10 +43,10 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	stock := redisstore.NewStock(universalClient, options)
 	sqlstoreStock := sqlstore.NewStock(db)
 	portsStock := selectStock(stockStrategy, stock, sqlstoreStock)
-	createVoucher := application.NewCreateVoucher(vouchers, portsStock)
+	clock := system.Clock{}
+	createVoucher := application.NewCreateVoucher(vouchers, portsStock, clock)
 	getVoucher := application.NewGetVoucher(vouchers, portsStock)
 	listVouchers := application.NewListVouchers(vouchers, portsStock)
-	clock := system.Clock{}
 	uliDs := system.ULIDs{}
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
 	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, sqlstoreStock)
@@ -125,10 +125,10 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	stock := redisstore.NewStock(universalClient, options)
 	sqlstoreStock := sqlstore.NewStock(db)
 	portsStock := selectStock(strategy, stock, sqlstoreStock)
-	createVoucher := application.NewCreateVoucher(vouchers, portsStock)
+	clock := system.Clock{}
+	createVoucher := application.NewCreateVoucher(vouchers, portsStock, clock)
 	getVoucher := application.NewGetVoucher(vouchers, portsStock)
 	listVouchers := application.NewListVouchers(vouchers, portsStock)
-	clock := system.Clock{}
 	uliDs := system.ULIDs{}
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
 	stockAudit := selectStockAudit(strategy, redisstoreAudit, sqlstoreStock)

@@ -1,0 +1,124 @@
+package httpapi
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"reflect"
+	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/labstack/echo/v4"
+
+	"github.com/seckill/seckill/domain"
+)
+
+// decodeJSON reads exactly one JSON object into dst, strictly: member names match the
+// struct tags exactly (case-sensitive), an unknown or repeated member, invalid UTF-8,
+// a number that is not an integer where one is wanted and any data after the object
+// are refused. With optional, an empty body leaves dst as it is. Malformed input is a
+// *domain.ValidationError on "body" or on the member at fault; a body over the limit
+// keeps Echo's 413.
+func decodeJSON(c echo.Context, dst any, optional bool) error {
+	body, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			return he
+		}
+		return domain.Invalid("body", "could not be read")
+	}
+	return decodeBody(body, dst, optional)
+}
+
+// decodeBody is decodeJSON on a body already read.
+func decodeBody(body []byte, dst any, optional bool) error {
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if len(trimmed) == 0 {
+		if optional {
+			return nil
+		}
+		return domain.Invalid("body", "a JSON object is required")
+	}
+	// A top-level null would decode into nothing at all; only an object is a request.
+	if trimmed[0] != '{' {
+		return domain.Invalid("body", "must be a JSON object")
+	}
+	// The default options of this decoder are the strict ones: exact names, no
+	// duplicates, valid UTF-8, one value. Unknown members are refused on top.
+	if err := json.Unmarshal(body, dst, json.RejectUnknownMembers(true)); err != nil {
+		return describeJSONError(err)
+	}
+	return nil
+}
+
+// describeJSONError turns a decoding error into a *domain.ValidationError whose
+// message names only the input, never a Go type.
+func describeJSONError(err error) error {
+	var syn *jsontext.SyntacticError
+	var sem *json.SemanticError
+	switch {
+	case errors.As(err, &syn) && errors.Is(syn.Err, jsontext.ErrDuplicateName):
+		return domain.Invalid(syn.JSONPointer.LastToken(), "appears more than once")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return domain.Invalid("body", "truncated JSON")
+	case errors.As(err, &syn):
+		return domain.Invalid("body", fmt.Sprintf("malformed JSON at byte %d", syn.ByteOffset))
+	case errors.As(err, &sem) && errors.Is(sem.Err, json.ErrUnknownName):
+		return domain.Invalid(sem.JSONPointer.LastToken(), "is not a known field (names are case-sensitive)")
+	case errors.As(err, &sem) && sem.JSONPointer != "":
+		return domain.Invalid(sem.JSONPointer.LastToken(), "must be "+describeType(sem.GoType))
+	}
+	return domain.Invalid("body", "must be a JSON object")
+}
+
+var timeType = reflect.TypeFor[time.Time]()
+
+// describeType names what a JSON value must be to decode into t.
+func describeType(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == nil:
+		return "a value of the right type"
+	case t == timeType:
+		return "an RFC 3339 time, e.g. 2026-11-29T12:00:00Z"
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
+		return "a whole number in range"
+	case t.Kind() == reflect.String:
+		return "a string"
+	}
+	return "a value of the right type"
+}
+
+// strictQuery refuses a query string Go's parser rejects (a bad %-escape, a ';') or
+// that repeats a parameter: Echo would silently drop or pick one, and a request like
+// ?voucher_id=1;DROP would quietly lose its filter. A handler validates the values of
+// the parameters it reads; the others are ignored, as HTTP allows.
+func strictQuery(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if err := checkQuery(c.Request().URL.RawQuery); err != nil {
+			return err
+		}
+		return next(c)
+	}
+}
+
+// checkQuery returns a *domain.ValidationError when raw is not a well-formed query
+// string with each parameter at most once.
+func checkQuery(raw string) error {
+	values, err := url.ParseQuery(raw)
+	if err != nil {
+		return domain.Invalid("query", "malformed query string")
+	}
+	for name, vs := range values {
+		if len(vs) > 1 {
+			return domain.Invalid(name, "must be given at most once")
+		}
+	}
+	return nil
+}
