@@ -58,7 +58,7 @@ func referenceBurst(t *testing.T, in *instance) {
 		case r.Status == http.StatusConflict && (r.Code == "sold_out" || r.Code == "already_purchased"):
 			counts[r.Code]++
 		default:
-			t.Fatalf("request %d: unexpected answer %d %q", i, r.Status, r.Code)
+			t.Fatalf("request %d: unexpected answer %d %q; the service logged:\n%s", i, r.Status, r.Code, in.logs)
 		}
 	}
 	t.Logf("burst of %d cleared in %v: %v", len(reqs), took, counts)
