@@ -7,7 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/services.sh
 
-start_services
+# Redis keeps an append-only file, synced every second: a restart of it loses at most
+# the last second's grabs (README, "Durability").
+SVC_REDIS_AOF=1 start_services
 bin="$SVC_DIR/seckill"
 go build -o "$bin" ./cmd/seckill
 

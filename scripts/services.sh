@@ -97,13 +97,26 @@ start_services() {
 	svc_log "redis on 127.0.0.1:$SVC_REDIS_PORT, postgres on 127.0.0.1:$SVC_PG_PORT ($SVC_DIR)"
 }
 
+# redis_persistence sets SVC_REDIS_PERSIST to the throwaway Redis's persistence flags:
+# none for tests (fast, and an outage test's restart comes back empty on purpose), or
+# with SVC_REDIS_AOF=1 an append-only file synced every second, as seckill's durability
+# contract asks of a Redis that must not lose acknowledged grabs (scripts/dev.sh).
+redis_persistence() {
+	if [ "${SVC_REDIS_AOF:-}" = 1 ]; then
+		SVC_REDIS_PERSIST=(--save '' --appendonly yes --appendfsync everysec)
+	else
+		SVC_REDIS_PERSIST=(--save '' --appendonly no)
+	fi
+}
+
 # start_redis starts the throwaway Redis on a free port, trying another port when the
 # one picked was taken in the meantime (another test run starting at the same time).
 start_redis() {
 	local attempt pid
 	for attempt in 1 2 3 4 5; do
 		SVC_REDIS_PORT=$(free_port) || return 1
-		redis-server --port "$SVC_REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no \
+		redis_persistence
+		redis-server --port "$SVC_REDIS_PORT" --bind 127.0.0.1 "${SVC_REDIS_PERSIST[@]}" \
 			--dir "$SVC_DIR" --daemonize yes --pidfile "$SVC_DIR/redis.pid" \
 			--logfile "$SVC_DIR/redis.log" >/dev/null || continue
 		for _ in $(seq 1 50); do
@@ -151,7 +164,7 @@ redis-cli -p $SVC_REDIS_PORT shutdown nosave >/dev/null 2>&1 || true
 SH
 	cat >"$SVC_DIR/redis-start" <<SH
 #!/usr/bin/env bash
-redis-server --port $SVC_REDIS_PORT --bind 127.0.0.1 --save '' --appendonly no --dir "$SVC_DIR" --daemonize yes --pidfile "$SVC_DIR/redis.pid" --logfile "$SVC_DIR/redis.log" >/dev/null
+redis-server --port $SVC_REDIS_PORT --bind 127.0.0.1 $(printf '%q ' "${SVC_REDIS_PERSIST[@]}")--dir "$SVC_DIR" --daemonize yes --pidfile "$SVC_DIR/redis.pid" --logfile "$SVC_DIR/redis.log" >/dev/null
 for _ in \$(seq 1 100); do redis-cli -p $SVC_REDIS_PORT ping >/dev/null 2>&1 && exit 0; sleep 0.1; done
 exit 1
 SH

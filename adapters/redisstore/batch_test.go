@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -300,5 +303,65 @@ func TestGrabThatWaitedTooLongIsNotSent(t *testing.T) {
 	}
 	if recorded := streamed(client, s.Keys())(t, v.ID); len(recorded) != 1 {
 		t.Fatalf("stream holds %+v, want only user 1's reservation", recorded)
+	}
+}
+
+// TestMinReplicas: with Options.MinReplicas a grab counts as reserved only once a
+// replica has it. With a replica attached the grabs reserve; with none, WAIT times out
+// and the reservations answer unavailable — they stand on the master, so a retry is
+// answered with the order.
+func TestMinReplicas(t *testing.T) {
+	addr, _, _ := privateRedis(t)
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = client.Close() })
+	s := redisstore.NewStock(client, redisstore.Options{Prefix: "t" + testenv.Unique(), MinReplicas: 1, ReplicaTimeout: 200 * time.Millisecond})
+	v := voucher(1, 10, 1)
+	_, err := s.Warm(t.Context(), v)
+	check(t, err)
+
+	if got := outcome(s.Reserve(t.Context(), grab(v.ID, 1, 1))); got != "unavailable" {
+		t.Fatalf("grab with no replica: %s, want unavailable", got)
+	}
+	if got := outcome(s.Reserve(t.Context(), grab(v.ID, 1, 1))); got != "already_purchased:o1" {
+		t.Fatalf("its retry: %s, want already_purchased naming the order", got)
+	}
+
+	replica := startReplica(t, addr)
+	eventually(t, 20*time.Second, "the replica in sync", func() bool {
+		return strings.Contains(replica.Info(t.Context(), "replication").Val(), "master_link_status:up")
+	})
+	if err := s.Reserve(t.Context(), grab(v.ID, 2, 1)); err != nil {
+		t.Fatalf("grab with a replica: %v, want reserved", err)
+	}
+}
+
+// startReplica starts a redis-server replicating addr, stopped when the test ends, and
+// returns a client of it.
+func startReplica(t *testing.T, master string) *redis.Client {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	check(t, err)
+	addr := l.Addr().String()
+	check(t, l.Close())
+	host, port, _ := net.SplitHostPort(master)
+	_, own, _ := net.SplitHostPort(addr)
+	cmd := exec.Command("redis-server", "--port", own, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", t.TempDir(), "--replicaof", host, port)
+	check(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// eventually waits until cond holds, failing the test after timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -27,6 +27,9 @@ const DefaultPrefix = "seckill"
 // DefaultGrace is how long a voucher's keys outlive its sale when Options.Grace is zero.
 const DefaultGrace = 24 * time.Hour
 
+// DefaultReplicaTimeout bounds the WAIT for replicas of Options.MinReplicas.
+const DefaultReplicaTimeout = time.Second
+
 // DefaultGroup names the consumer group of every voucher's stream when none is given.
 // All fulfilment workers share the group; each process reads as its own consumer.
 const DefaultGroup = "fulfil"
@@ -106,6 +109,15 @@ type Options struct {
 	// DefaultMaxBatch when 0. 1 turns the sharing off: every grab makes its own call,
 	// at once, as many at a time as the client's pool allows.
 	MaxBatch int
+	// MinReplicas, when above 0, makes a grab count as reserved only once that many
+	// replicas acknowledged it: each reserve call is followed, on the same connection,
+	// by one WAIT for the whole batch (so its cost is shared). A WAIT that times out
+	// (ReplicaTimeout) or counts fewer turns the batch's reservations into errors
+	// wrapping domain.ErrUnavailable: they stand on the master, and a retry is answered
+	// with the order.
+	MinReplicas int
+	// ReplicaTimeout bounds the WAIT; DefaultReplicaTimeout when 0.
+	ReplicaTimeout time.Duration
 	// MaxWait bounds how long a grab waits for its turn behind the call in flight
 	// for its voucher; past it, when that call comes back, it is answered with
 	// domain.ErrUnavailable without being sent. 0: until its context ends.
@@ -124,6 +136,9 @@ type Stock struct {
 	maxBacklog          int
 	// batches coalesces concurrent grabs of a voucher; nil when Options.MaxBatch is 1.
 	batches *coalescer
+	// minReplicas and replicaTimeout: Options.MinReplicas and ReplicaTimeout.
+	minReplicas    int
+	replicaTimeout time.Duration
 }
 
 var _ ports.Stock = (*Stock)(nil)
@@ -143,6 +158,10 @@ func NewStock(client redis.UniversalClient, opts Options) *Stock {
 	if opts.UserRate > 0 {
 		s.interval = max(1, int64(1000/opts.UserRate))
 		s.tolerance = s.interval * int64(max(opts.UserBurst, 1)-1)
+	}
+	s.minReplicas, s.replicaTimeout = opts.MinReplicas, opts.ReplicaTimeout
+	if s.replicaTimeout <= 0 {
+		s.replicaTimeout = DefaultReplicaTimeout
 	}
 	if opts.MaxBatch == 0 {
 		opts.MaxBatch = DefaultMaxBatch
@@ -310,7 +329,7 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation) (batc
 		}
 		args = append(args, r.UserID.String(), string(r.OrderID), r.Quantity, r.At.UnixMilli())
 	}
-	reply, err := reserveScript.Run(ctx, s.client, keys, args...).Slice()
+	reply, acked, err := s.runReserve(ctx, keys, args)
 	if err != nil {
 		return batchReply{}, fmt.Errorf("reserve stock: %w", err)
 	}
@@ -328,8 +347,60 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation) (batc
 			code = -1
 		}
 		out.errs[i] = reserveOutcome(r, code, extra)
+		if out.errs[i] == nil && acked < s.minReplicas {
+			out.errs[i] = fmt.Errorf("reserve stock: order %s: %w: %d of %d replicas confirmed it within %v; a retry tells whether it stands",
+				r.OrderID, domain.ErrUnavailable, acked, s.minReplicas, s.replicaTimeout)
+		}
 	}
 	return out, nil
+}
+
+// runReserve runs reserveScript and, with Options.MinReplicas, a WAIT on the same
+// connection right after it (a pipeline of a node's own client), returning the
+// script's reply and how many replicas acknowledged it.
+func (s *Stock) runReserve(ctx context.Context, keys []string, args []any) ([]any, int, error) {
+	if s.minReplicas <= 0 {
+		reply, err := reserveScript.Run(ctx, s.client, keys, args...).Slice()
+		return reply, 0, err
+	}
+	// On a cluster, the master of the voucher's slot; elsewhere the client itself,
+	// whose pipeline holds one connection.
+	var node redis.Cmdable = s.client
+	if c, ok := s.client.(interface {
+		MasterForKey(context.Context, string) (*redis.Client, error)
+	}); ok {
+		m, err := c.MasterForKey(ctx, keys[0])
+		if err != nil {
+			return nil, 0, err
+		}
+		node = m
+	}
+	for attempt := 0; ; attempt++ {
+		pipe := node.Pipeline()
+		script := pipe.EvalSha(ctx, reserveScript.Hash(), keys, args...)
+		wait := pipe.Do(ctx, "WAIT", s.minReplicas, s.replicaTimeout.Milliseconds())
+		// Each command's own error is checked below.
+		_, _ = pipe.Exec(ctx)
+		if attempt == 0 && redis.HasErrorPrefix(script.Err(), "NOSCRIPT") {
+			if err := reserveScript.Load(ctx, node).Err(); err != nil {
+				return nil, 0, err
+			}
+			continue
+		}
+		if err := script.Err(); err != nil {
+			return nil, 0, err
+		}
+		reply, err := script.Slice()
+		if err != nil {
+			return nil, 0, err
+		}
+		acked, err := wait.Int()
+		if err != nil {
+			// The script ran; only the replicas' count is unknown.
+			return reply, 0, nil
+		}
+		return reply, acked, nil
+	}
 }
 
 // reserveOutcome turns one grab's code and extra value from reserveScript into

@@ -60,9 +60,10 @@ type Config struct {
 
 	TrustedProxies string `name:"trusted-proxies" env:"SECKILL_TRUSTED_PROXIES" help:"Comma-separated CIDRs (or addresses) of the proxies in front of the service; from them, X-Forwarded-For names the client for per-address limits and logs (default: none, the connection's address)."`
 
-	UserRate   float64 `name:"user-rate" env:"SECKILL_USER_RATE" default:"5" help:"Grabs a second one user may make of one voucher, shared by all instances (0 disables)."`
-	UserBurst  int     `name:"user-burst" env:"SECKILL_USER_BURST" default:"5" help:"Grabs one user may make at once before SECKILL_USER_RATE applies."`
-	MaxBacklog int     `name:"max-backlog" env:"SECKILL_MAX_BACKLOG" default:"100000" help:"Reservations of one voucher that may wait to be persisted before new grabs answer 503 (0 disables)."`
+	UserRate         float64 `name:"user-rate" env:"SECKILL_USER_RATE" default:"5" help:"Grabs a second one user may make of one voucher, shared by all instances (0 disables)."`
+	UserBurst        int     `name:"user-burst" env:"SECKILL_USER_BURST" default:"5" help:"Grabs one user may make at once before SECKILL_USER_RATE applies."`
+	RedisMinReplicas int     `name:"redis-min-replicas" env:"SECKILL_REDIS_MIN_REPLICAS" default:"0" help:"Replicas that must confirm each grab (one WAIT per batch) before it is answered 202 (0: none)."`
+	MaxBacklog       int     `name:"max-backlog" env:"SECKILL_MAX_BACKLOG" default:"100000" help:"Reservations of one voucher that may wait to be persisted before new grabs answer 503 (0 disables)."`
 
 	PaymentTimeout    time.Duration `name:"payment-timeout" env:"SECKILL_PAYMENT_TIMEOUT" default:"15m" help:"An order unpaid this long expires and its units go back on sale."`
 	ReconcileInterval time.Duration `name:"reconcile-interval" env:"SECKILL_RECONCILE_INTERVAL" default:"5m" help:"How often serve checks that Redis and the database agree, and logs any drift (0 disables)."`
@@ -175,6 +176,9 @@ func (c *Config) Validate() error {
 	}
 	if c.UserBurst < 1 || c.UserBurst > 1000 {
 		return fmt.Errorf("SECKILL_USER_BURST (--user-burst): %d is not between 1 and 1000", c.UserBurst)
+	}
+	if c.RedisMinReplicas < 0 || c.RedisMinReplicas > 100 {
+		return fmt.Errorf("SECKILL_REDIS_MIN_REPLICAS (--redis-min-replicas): %d is not between 0 and 100", c.RedisMinReplicas)
 	}
 	if c.MaxBacklog < 0 {
 		return fmt.Errorf("SECKILL_MAX_BACKLOG (--max-backlog): %d must not be negative (0 turns it off)", c.MaxBacklog)

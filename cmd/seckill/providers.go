@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/google/wire"
@@ -26,6 +27,7 @@ import (
 
 // app is everything serve runs.
 type app struct {
+	Redis     redis.UniversalClient
 	HTTP      *echo.Echo
 	Warm      *application.WarmVouchers
 	Worker    *application.Worker
@@ -156,6 +158,21 @@ func openRedis(ctx context.Context, cfg Common, log *zap.Logger) (redis.Universa
 	return client, func() { _ = client.Close(); stop() }, nil
 }
 
+// warnIfLossy logs one warning line when Redis, as configured, can lose grabs it
+// acknowledged: a master without an append-only file, and no replicas required to
+// confirm each grab (SECKILL_REDIS_MIN_REPLICAS). The in-process Redis says so itself
+// when it starts. A Redis that does not say is not judged.
+func warnIfLossy(ctx context.Context, client redis.UniversalClient, cfg Config, log *zap.Logger) {
+	if cfg.RedisURL == "" || cfg.RedisMinReplicas > 0 {
+		return
+	}
+	info, err := client.Info(ctx, "persistence").Result()
+	if err != nil || !strings.Contains(info, "aof_enabled:0") {
+		return
+	}
+	log.Warn("Redis keeps no append-only file and SECKILL_REDIS_MIN_REPLICAS is 0: a Redis restart or failover can lose grabs answered 202 but not yet persisted (see README, Durability)")
+}
+
 // logBreaker logs each change of a circuit breaker's state, once.
 func logBreaker(log *zap.Logger) func(name, from, to string) {
 	return func(name, from, to string) {
@@ -214,6 +231,7 @@ func grabStockOptions(cfg Config) redisstore.Options {
 	// A grab's request has no deadline of its own on the hot path: the stock ends its
 	// wait for a turn at the request timeout instead.
 	o.MaxWait = cfg.RequestTimeout
+	o.MinReplicas = cfg.RedisMinReplicas
 	return o
 }
 

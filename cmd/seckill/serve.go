@@ -105,6 +105,7 @@ User token  (user 42): %[2]s
 // serve runs until ctx is cancelled, then shuts down gracefully. A nil ln runs no API.
 // If one part fails, the others are stopped too and the failure is returned.
 func serve(ctx context.Context, a *app, ln net.Listener, cfg Config, log *zap.Logger) error {
+	warnIfLossy(ctx, a.Redis, cfg, log)
 	warm(ctx, a, log)
 	g, gctx := errgroup.WithContext(ctx)
 	if ln != nil {

@@ -88,6 +88,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	applicationReleaseClosed := application.NewReleaseClosed(orders, compensate)
 	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, compensate, clock, common)
 	mainApp := &app{
+		Redis:     universalClient,
 		HTTP:      echo,
 		Warm:      warmVouchers,
 		Worker:    worker,
@@ -170,6 +171,7 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	applicationReleaseClosed := application.NewReleaseClosed(orders, compensate)
 	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, compensate, clock, common)
 	mainApp := &app{
+		Redis:     universalClient,
 		HTTP:      echo,
 		Warm:      warmVouchers,
 		Worker:    worker,
