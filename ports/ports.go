@@ -237,3 +237,32 @@ type OrderAudit interface {
 	// without racing concurrent fulfilment, and returns the new value.
 	RecountSold(ctx context.Context, id domain.VoucherID) (int, error)
 }
+
+// IdempotentRequest is what is kept of a write request sent with an idempotency key.
+type IdempotentRequest struct {
+	// Fingerprint identifies the request (method, route, parameters, body): the same
+	// key with another fingerprint is a different request.
+	Fingerprint string
+	// Status is the first answer's HTTP status; 0 while the first request is still in
+	// progress.
+	Status int
+	// Body is the first answer's body.
+	Body []byte
+}
+
+// Idempotency keeps the answers of write requests by caller and idempotency key, for
+// at least a day, so a repeated request is answered as the first one was without
+// doing the work again.
+type Idempotency interface {
+	// Claim starts the request fingerprint of user under key. It reports true when this
+	// is the first request with that key (or the last one is older than a day, or was
+	// released); otherwise it returns what is kept of the earlier one.
+	Claim(ctx context.Context, user domain.UserID, key, fingerprint string, now time.Time) (IdempotentRequest, bool, error)
+	// Complete keeps the answer of a claimed request.
+	Complete(ctx context.Context, user domain.UserID, key string, status int, body []byte) error
+	// Release forgets a claimed request that ended with no answer worth keeping (the
+	// work was not done: a retry must do it), so the key may be used again.
+	Release(ctx context.Context, user domain.UserID, key string) error
+	// Purge forgets what was kept before cutoff and returns how many requests.
+	Purge(ctx context.Context, cutoff time.Time) (int, error)
+}

@@ -90,7 +90,10 @@ func retryAfter(d time.Duration) int {
 func classify(err error) (int, errorDetail) {
 	var ap *domain.AlreadyPurchasedError
 	var ve *domain.ValidationError
+	var ic errIdempotencyConflict
 	switch {
+	case errors.As(err, &ic):
+		return http.StatusConflict, errorDetail{Code: "idempotency_conflict", Message: ic.Error()}
 	case errors.As(err, &ap):
 		return http.StatusConflict, errorDetail{Code: "already_purchased", Message: "you already hold an order for this voucher", OrderID: string(ap.OrderID)}
 	case errors.As(err, &ve):

@@ -70,7 +70,7 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	t.Cleanup(func() { deleteKeys(rdb, prefix) })
 	cfg := setup{
 		stock: redisstore.Options{Prefix: prefix},
-		http:  httpapi.Options{BodyLimit: "4K", RequestTimeout: 2 * time.Second},
+		http:  httpapi.Options{BodyLimit: "4K", RequestTimeout: 2 * time.Second, Idempotency: sqlstore.NewIdempotency(db)},
 	}
 	for _, o := range opts {
 		o(&cfg)

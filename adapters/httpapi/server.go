@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/seckill/seckill/application"
+	"github.com/seckill/seckill/ports"
 )
 
 // Options tune the HTTP layer.
@@ -45,6 +46,9 @@ type Options struct {
 	IPLimit   int
 	IPBurst   int
 	IPLimiter Limiter
+	// Idempotency keeps the answers of writes sent with an Idempotency-Key header
+	// (creating a voucher, paying, cancelling); nil ignores the header.
+	Idempotency ports.Idempotency
 	// TrustedProxies are the address ranges of the proxies and load balancers in
 	// front of the service. A request whose connection comes from one of them is
 	// counted, for IPLimit and in the request log, against the right-most address of
@@ -121,7 +125,14 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 		public = append(public, limitByIP(opts.IPLimiter, opts.IPLimit, opts.IPBurst, log))
 	}
 	api := e.Group("/api/v1")
-	api.POST("/vouchers", h.createVoucher, auth, requireAdmin)
+	// Writes a client may retry safely with an Idempotency-Key.
+	once := func(m ...echo.MiddlewareFunc) []echo.MiddlewareFunc {
+		if opts.Idempotency != nil {
+			m = append(m, idempotent(opts.Idempotency))
+		}
+		return m
+	}
+	api.POST("/vouchers", h.createVoucher, once(auth, requireAdmin)...)
 	api.GET("/vouchers", h.listVouchers, public...)
 	api.GET("/vouchers/:id", h.getVoucher, public...)
 	e.POST(grabRoute, h.grab, grab...)
@@ -130,8 +141,8 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	api.POST("/vouchers/:id/resume", h.pauseSale(false), auth, requireAdmin)
 	api.GET("/orders", h.listOrders, auth)
 	api.GET("/orders/:id", h.getOrder, auth)
-	api.POST("/orders/:id/pay", h.payOrder, auth)
-	api.POST("/orders/:id/cancel", h.cancelOrder, auth)
+	api.POST("/orders/:id/pay", h.payOrder, once(auth)...)
+	api.POST("/orders/:id/cancel", h.cancelOrder, once(auth)...)
 
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})

@@ -27,16 +27,17 @@ import (
 
 // app is everything serve runs.
 type app struct {
-	Redis     redis.UniversalClient
-	HTTP      *echo.Echo
-	Warm      *application.WarmVouchers
-	Worker    *application.Worker
-	Queue     *redisstore.Queue
-	Stock     *redisstore.Stock
-	Grab      *application.GrabVoucher
-	Expire    *application.ExpireOrders
-	Release   *application.ReleaseClosed
-	Reconcile *application.Reconcile
+	Redis       redis.UniversalClient
+	Idempotency ports.Idempotency
+	HTTP        *echo.Echo
+	Warm        *application.WarmVouchers
+	Worker      *application.Worker
+	Queue       *redisstore.Queue
+	Stock       *redisstore.Stock
+	Grab        *application.GrabVoucher
+	Expire      *application.ExpireOrders
+	Release     *application.ReleaseClosed
+	Reconcile   *application.Reconcile
 }
 
 // redisSet provides the Redis client and the adapters built on it. The stock port and
@@ -64,6 +65,8 @@ var databaseSet = wire.NewSet(
 	wire.Bind(new(ports.OrderLifecycle), new(*sqlstore.Orders)),
 	wire.Bind(new(ports.Releases), new(*sqlstore.Orders)),
 	wire.Bind(new(ports.OrderAudit), new(*sqlstore.Orders)),
+	sqlstore.NewIdempotency,
+	wire.Bind(new(ports.Idempotency), new(*sqlstore.Idempotency)),
 )
 
 // systemSet provides the clock and the order id source.
@@ -306,13 +309,13 @@ func workerObserver(log *zap.Logger) application.WorkerObserver {
 	}
 }
 
-func httpOptions(cfg Config, limiter *redisstore.RateLimiter) httpapi.Options {
+func httpOptions(cfg Config, limiter *redisstore.RateLimiter, idempotency ports.Idempotency) httpapi.Options {
 	// Validate has parsed the trusted proxies already.
 	proxies, _ := cfg.trustedProxies()
 	return httpapi.Options{
 		BodyLimit: cfg.BodyLimit, RequestTimeout: cfg.RequestTimeout,
 		MaxInflight: cfg.MaxInflight, GrabRate: cfg.GrabRate, GrabBurst: cfg.GrabBurst,
-		IPLimit: cfg.IPRate, IPBurst: cfg.IPBurst, IPLimiter: limiter,
+		IPLimit: cfg.IPRate, IPBurst: cfg.IPBurst, IPLimiter: limiter, Idempotency: idempotency,
 		TrustedProxies: proxies,
 	}
 }

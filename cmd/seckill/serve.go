@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/seckill/seckill/adapters/httpapi"
+	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/application"
 )
 
@@ -147,6 +148,15 @@ func serve(ctx context.Context, a *app, ln net.Listener, cfg Config, log *zap.Lo
 		})
 	}
 	g.Go(func() error { every(gctx, cfg.WarmInterval, func() { warm(gctx, a, log) }); return nil })
+	// Idempotency keys are kept a day; older ones are forgotten hourly.
+	g.Go(func() error {
+		every(gctx, time.Hour, func() {
+			if _, err := a.Idempotency.Purge(gctx, time.Now().Add(-sqlstore.IdempotencyTTL)); err != nil {
+				log.Warn("purge idempotency keys", zap.Error(err))
+			}
+		})
+		return nil
+	})
 	err := g.Wait()
 	if cfg.RedisURL == "" && cfg.runsWorker() {
 		// The in-process Redis dies with the process: persist every reservation it

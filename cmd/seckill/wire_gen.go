@@ -25,14 +25,15 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	if err != nil {
 		return nil, nil, err
 	}
-	options := grabStockOptions(cfg)
-	rateLimiter := redisstore.NewRateLimiter(universalClient, options)
-	httpapiOptions := httpOptions(cfg, rateLimiter)
 	db, cleanup2, err := openDatabase(ctx, common, log)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
+	idempotency := sqlstore.NewIdempotency(db)
+	options := grabStockOptions(cfg)
+	rateLimiter := redisstore.NewRateLimiter(universalClient, options)
+	httpapiOptions := httpOptions(cfg, rateLimiter, idempotency)
 	vouchers := sqlstore.NewVouchers(db)
 	stockStrategy, err := configuredStrategy(common)
 	if err != nil {
@@ -88,16 +89,17 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	applicationReleaseClosed := application.NewReleaseClosed(orders, compensate)
 	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, compensate, clock, common)
 	mainApp := &app{
-		Redis:     universalClient,
-		HTTP:      echo,
-		Warm:      warmVouchers,
-		Worker:    worker,
-		Queue:     queue,
-		Stock:     stock,
-		Grab:      grabVoucher,
-		Expire:    applicationExpireOrders,
-		Release:   applicationReleaseClosed,
-		Reconcile: applicationReconcile,
+		Redis:       universalClient,
+		Idempotency: idempotency,
+		HTTP:        echo,
+		Warm:        warmVouchers,
+		Worker:      worker,
+		Queue:       queue,
+		Stock:       stock,
+		Grab:        grabVoucher,
+		Expire:      applicationExpireOrders,
+		Release:     applicationReleaseClosed,
+		Reconcile:   applicationReconcile,
 	}
 	return mainApp, func() {
 		cleanup2()
@@ -114,14 +116,15 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	if err != nil {
 		return nil, nil, err
 	}
-	options := grabStockOptions(cfg)
-	rateLimiter := redisstore.NewRateLimiter(universalClient, options)
-	httpapiOptions := httpOptions(cfg, rateLimiter)
 	db, cleanup2, err := openDatabase(ctx, common, log)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
+	idempotency := sqlstore.NewIdempotency(db)
+	options := grabStockOptions(cfg)
+	rateLimiter := redisstore.NewRateLimiter(universalClient, options)
+	httpapiOptions := httpOptions(cfg, rateLimiter, idempotency)
 	vouchers := sqlstore.NewVouchers(db)
 	stock := redisstore.NewStock(universalClient, options)
 	sqlstoreStock := sqlstore.NewStock(db)
@@ -171,16 +174,17 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	applicationReleaseClosed := application.NewReleaseClosed(orders, compensate)
 	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, compensate, clock, common)
 	mainApp := &app{
-		Redis:     universalClient,
-		HTTP:      echo,
-		Warm:      warmVouchers,
-		Worker:    worker,
-		Queue:     queue,
-		Stock:     stock,
-		Grab:      grabVoucher,
-		Expire:    applicationExpireOrders,
-		Release:   applicationReleaseClosed,
-		Reconcile: applicationReconcile,
+		Redis:       universalClient,
+		Idempotency: idempotency,
+		HTTP:        echo,
+		Warm:        warmVouchers,
+		Worker:      worker,
+		Queue:       queue,
+		Stock:       stock,
+		Grab:        grabVoucher,
+		Expire:      applicationExpireOrders,
+		Release:     applicationReleaseClosed,
+		Reconcile:   applicationReconcile,
 	}
 	mainDemoApp := &demoApp{
 		App: mainApp,
