@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestDependencyRule enforces STYLE.md §1: the core (domain, ports, application)
+// TestDependencyRule enforces the dependency rule of ARCHITECTURE.md: the core (domain, ports, application)
 // imports no adapter, no command and no infrastructure library. domain imports the
 // standard library only.
 func TestDependencyRule(t *testing.T) {

@@ -1,6 +1,6 @@
 // Package stocktest is the contract suite of ports.Stock. Run asserts what the port
 // documents against one implementation, so the in-memory fake and the Redis and
-// PostgreSQL strategies are all held to the same tests (STYLE.md §7).
+// PostgreSQL strategies are all held to the same tests (ARCHITECTURE.md, Conventions).
 //
 // It is a test helper, to be imported by _test.go files only (TestOnlyTestsImportIt
 // fails otherwise): it imports testing, and nothing in it is fit for production code.
