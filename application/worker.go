@@ -29,10 +29,14 @@ type WorkerOptions struct {
 
 // WorkerObserver hears what a worker has to say. Health is called once per change of
 // state (down with the failure, then up with nil), never once per message; Problem
-// once per dead letter or delivery left pending. Either may be nil.
+// once per dead letter or delivery left pending; Fulfilled with the report of every
+// FulfillOrder call, so its counts summed over the calls are what the worker did (a
+// batch retried after an outage reports what it persisted first as Redelivered). Any
+// may be nil.
 type WorkerObserver struct {
-	Health  func(healthy bool, err error)
-	Problem func(err error)
+	Health    func(healthy bool, err error)
+	Problem   func(err error)
+	Fulfilled func(FulfillReport)
 }
 
 // Worker runs FulfillOrder over the queue until its context ends.
@@ -51,6 +55,9 @@ func NewWorker(fulfil *FulfillOrder, queue ports.Queue, opts WorkerOptions, obse
 	}
 	if observe.Problem == nil {
 		observe.Problem = func(error) {}
+	}
+	if observe.Fulfilled == nil {
+		observe.Fulfilled = func(FulfillReport) {}
 	}
 	return &Worker{fulfil: fulfil, queue: queue, opts: opts, observe: observe, healthy: true}
 }
@@ -135,6 +142,7 @@ func (w *Worker) finish(ctx, work context.Context, ds []ports.Delivery, backoff 
 	for {
 		// Every step of Handle is idempotent, so the whole batch is simply retried.
 		rep, err := w.fulfil.Handle(work, ds)
+		w.observe.Fulfilled(rep)
 		for _, p := range rep.Problems {
 			w.observe.Problem(p)
 		}

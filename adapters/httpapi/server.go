@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/seckill/seckill/application"
@@ -41,6 +42,13 @@ type Options struct {
 	IPLimit   int
 	IPBurst   int
 	IPLimiter Limiter
+
+	// Metrics are the instruments the API records into, and the registry GET /metrics
+	// serves; nil makes a fresh registry with only the API's own metrics.
+	Metrics *Metrics
+	// MetricsElsewhere leaves GET /metrics off the API: the registry is served on a
+	// listener of its own.
+	MetricsElsewhere bool
 }
 
 // UseCases are the application operations the API exposes.
@@ -69,8 +77,14 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = errorHandler(log)
+	metrics := opts.Metrics
+	if metrics == nil {
+		metrics = NewMetrics(prometheus.NewRegistry())
+	}
+	var routes map[string]bool // filled once every route is added, before any request
 
 	e.Use(
+		metrics.observe(func() map[string]bool { return routes }, &requestLogger{log: log}),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{
 			LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 				log.Error("panic", zap.Error(err), zap.ByteString("stack", stack), zap.String("path", c.Path()))
@@ -78,7 +92,6 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 			},
 		}),
 		middleware.RequestID(),
-		requestLog(log),
 		middleware.BodyLimit(opts.BodyLimit),
 		middleware.ContextTimeout(opts.RequestTimeout),
 	)
@@ -88,7 +101,7 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	// The grab's gate runs after authentication (an anonymous flood is turned away
 	// without taking a slot) and before the handler; the reads anyone may call are
 	// limited per client address. Health checks are never limited.
-	grab := []echo.MiddlewareFunc{auth}
+	grab := []echo.MiddlewareFunc{metrics.countGrabs, auth}
 	if admission := NewAdmission(opts.MaxInflight, opts.GrabRate, opts.GrabBurst); admission.Enabled() {
 		grab = append(grab, admission.Middleware())
 	}
@@ -116,31 +129,11 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
 	e.GET("/readyz", readiness(checks))
+	if !opts.MetricsElsewhere {
+		e.GET("/metrics", echo.WrapHandler(metrics.Handler()))
+	}
+	routes = metrics.knownRoutes(e)
 	return e
-}
-
-// requestLog writes one line per request, with the status it was answered: an error a
-// handler returns goes through the error handler here, before the line is written,
-// which decides that status.
-func requestLog(log *zap.Logger) echo.MiddlewareFunc {
-	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
-		HandleError:  true,
-		LogStatus:    true,
-		LogMethod:    true,
-		LogURIPath:   true,
-		LogLatency:   true,
-		LogRequestID: true,
-		LogValuesFunc: func(_ echo.Context, v middleware.RequestLoggerValues) error {
-			log.Info("request",
-				zap.String("method", v.Method),
-				zap.String("path", v.URIPath),
-				zap.Int("status", v.Status),
-				zap.Duration("latency", v.Latency),
-				zap.String("request_id", v.RequestID),
-			)
-			return nil
-		},
-	})
 }
 
 // readiness answers 200 when every dependency answers within a second, 503 otherwise,

@@ -35,6 +35,7 @@ type Config struct {
 	Common `embed:""`
 
 	HTTPAddr        string        `name:"http-addr" env:"SECKILL_HTTP_ADDR" default:":8080" help:"Address the API listens on."`
+	MetricsAddr     string        `name:"metrics-addr" env:"SECKILL_METRICS_ADDR" help:"Address of a listener serving only GET /metrics; unset, /metrics is on the API's listener."`
 	JWTSecret       string        `name:"jwt-secret" env:"SECKILL_JWT_SECRET" help:"HS256 secret that signs bearer tokens (at least 16 bytes); unset with the in-process Redis or a SQLite database (trying and testing), a random one is made and an admin token printed."`
 	RequestTimeout  time.Duration `name:"request-timeout" env:"SECKILL_REQUEST_TIMEOUT" default:"2s" help:"Deadline of each request; past it the answer is 503."`
 	ShutdownTimeout time.Duration `name:"shutdown-timeout" env:"SECKILL_SHUTDOWN_TIMEOUT" default:"15s" help:"How long SIGTERM waits for in-flight requests."`

@@ -144,7 +144,7 @@ func startDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	var serveErr error
 	go func() {
 		defer close(served)
-		serveErr = serve(serveCtx, d.App, ln, cfg, log)
+		serveErr = serve(serveCtx, d.App, ln, nil, cfg, log)
 	}()
 	stop := func() error {
 		defer cleanup()

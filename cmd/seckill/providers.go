@@ -33,6 +33,10 @@ type app struct {
 	Expire    *application.ExpireOrders
 	Release   *application.ReleaseClosed
 	Reconcile *application.Reconcile
+	// Metrics are the worker's and the loops' instruments; HTTPMetrics the API's,
+	// whose registry GET /metrics serves.
+	Metrics     *metrics
+	HTTPMetrics *httpapi.Metrics
 }
 
 // redisSet provides the Redis client and the adapters built on it. The stock port and
@@ -84,7 +88,7 @@ var applicationSet = wire.NewSet(
 	application.NewGetOrder,
 	application.NewListOrders,
 	application.NewGetVoucherStats,
-	application.NewCompensate,
+	compensate,
 	application.NewPayOrder,
 	application.NewCancelOrder,
 	expireOrders,
@@ -95,6 +99,9 @@ var applicationSet = wire.NewSet(
 	workerObserver,
 	application.NewWorker,
 )
+
+// metricsSet provides the Prometheus instruments and registry.
+var metricsSet = wire.NewSet(newMetrics, httpMetrics)
 
 // httpSet provides the REST API.
 var httpSet = wire.NewSet(
@@ -113,7 +120,7 @@ var commonSet = wire.NewSet(wire.FieldsOf(new(Config), "Common"))
 // than a second for a dead Redis, and a circuit breaker that fails calls at once while
 // Redis is down and lets a probe through to close again when it is back. The
 // connection is checked at start-up so a wrong URL stops the command with one line.
-func openRedis(ctx context.Context, cfg Common, log *zap.Logger) (redis.UniversalClient, func(), error) {
+func openRedis(ctx context.Context, cfg Common, log *zap.Logger, m *metrics) (redis.UniversalClient, func(), error) {
 	url, stop := cfg.RedisURL, func() {}
 	if url == "" {
 		e, err := redisstore.StartEmbedded()
@@ -138,7 +145,7 @@ func openRedis(ctx context.Context, cfg Common, log *zap.Logger) (redis.Universa
 	opts.PoolSize = 64
 	opts.MinIdleConns = 8
 	client := redis.NewClient(opts)
-	client.AddHook(redisstore.NewBreakerHook("redis", redisstore.BreakerSettings{OnStateChange: logBreaker(log)}))
+	client.AddHook(redisstore.NewBreakerHook("redis", redisstore.BreakerSettings{OnStateChange: m.breaker(logBreaker(log))}))
 	pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	if err := client.Ping(pingCtx).Err(); err != nil {
@@ -165,11 +172,11 @@ func logBreaker(log *zap.Logger) func(name, from, to string) {
 // file — by default, with SECKILL_DATABASE_URL unset — it says that this is for trying
 // and testing, and applies the pending migrations, as the zero-setup mode has no
 // separate step for them.
-func openDatabase(ctx context.Context, cfg Common, log *zap.Logger) (*bun.DB, func(), error) {
+func openDatabase(ctx context.Context, cfg Common, log *zap.Logger, m *metrics) (*bun.DB, func(), error) {
 	url := databaseURL(cfg.DatabaseURL)
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	db, err := sqlstore.OpenGuarded(pingCtx, url, sqlstore.GuardOptions{OnStateChange: logBreaker(log)})
+	db, err := sqlstore.OpenGuarded(pingCtx, url, sqlstore.GuardOptions{OnStateChange: m.breaker(logBreaker(log))})
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to database %s: %w", redactURL(url), err)
 	}
@@ -229,6 +236,13 @@ func consumerName(configured string) string {
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
+// compensate counts the units each compensation puts back on sale.
+func compensate(stock ports.Stock, releases ports.Releases, m *metrics) *application.Compensate {
+	c := application.NewCompensate(stock, releases)
+	c.Observe(m.unitsReleased)
+	return c
+}
+
 func expireOrders(lifecycle ports.OrderLifecycle, compensate *application.Compensate, clock ports.Clock, cfg Config) *application.ExpireOrders {
 	return application.NewExpireOrders(lifecycle, compensate, clock, cfg.PaymentTimeout)
 }
@@ -255,7 +269,7 @@ func workerOptions(cfg Config) application.WorkerOptions {
 
 // workerObserver logs the worker's changes of health, once each, and every dead
 // letter or delivery left pending.
-func workerObserver(log *zap.Logger) application.WorkerObserver {
+func workerObserver(log *zap.Logger, m *metrics) application.WorkerObserver {
 	return application.WorkerObserver{
 		Health: func(healthy bool, err error) {
 			if healthy {
@@ -264,15 +278,17 @@ func workerObserver(log *zap.Logger) application.WorkerObserver {
 			}
 			log.Error("fulfilment paused: a dependency is down; reservations stay pending and are retried with back-off", zap.Error(err))
 		},
-		Problem: func(err error) { log.Warn("fulfilment", zap.Error(err)) },
+		Problem:   func(err error) { log.Warn("fulfilment", zap.Error(err)) },
+		Fulfilled: m.fulfilled,
 	}
 }
 
-func httpOptions(cfg Config, limiter *redisstore.RateLimiter) httpapi.Options {
+func httpOptions(cfg Config, limiter *redisstore.RateLimiter, metrics *httpapi.Metrics) httpapi.Options {
 	return httpapi.Options{
 		BodyLimit: cfg.BodyLimit, RequestTimeout: cfg.RequestTimeout,
 		MaxInflight: cfg.MaxInflight, GrabRate: cfg.GrabRate, GrabBurst: cfg.GrabBurst,
 		IPLimit: cfg.IPRate, IPBurst: cfg.IPBurst, IPLimiter: limiter,
+		Metrics: metrics, MetricsElsewhere: cfg.MetricsAddr != "",
 	}
 }
 

@@ -48,7 +48,12 @@ func (c *serveCmd) Run(ctx context.Context) error {
 	}
 	defer cleanup()
 
-	var ln net.Listener
+	var ln, metricsLn net.Listener
+	if c.MetricsAddr != "" {
+		if metricsLn, err = net.Listen("tcp", c.MetricsAddr); err != nil {
+			return fmt.Errorf("SECKILL_METRICS_ADDR: %w", err)
+		}
+	}
 	if c.runsAPI() {
 		if ln, err = net.Listen("tcp", c.HTTPAddr); err != nil {
 			return fmt.Errorf("SECKILL_HTTP_ADDR: %w", err)
@@ -59,7 +64,7 @@ func (c *serveCmd) Run(ctx context.Context) error {
 			}
 		}
 	}
-	return serve(ctx, a, ln, c.Config, log)
+	return serve(ctx, a, ln, metricsLn, c.Config, log)
 }
 
 // trialParts names what makes this serve one for trying and testing: besides the
@@ -102,14 +107,20 @@ User token  (user 42): %[2]s
 	return err
 }
 
-// serve runs until ctx is cancelled, then shuts down gracefully. A nil ln runs no API.
+// serve runs until ctx is cancelled, then shuts down gracefully. A nil ln runs no API;
+// a non-nil metricsLn serves GET /metrics on its own.
 // If one part fails, the others are stopped too and the failure is returned.
-func serve(ctx context.Context, a *app, ln net.Listener, cfg Config, log *zap.Logger) error {
+func serve(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Config, log *zap.Logger) error {
 	warm(ctx, a, log)
 	g, gctx := errgroup.WithContext(ctx)
 	if ln != nil {
 		srv := &http.Server{Handler: a.HTTP, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
 		g.Go(func() error { return runHTTP(gctx, srv, ln, cfg.ShutdownTimeout, log) })
+	}
+	if metricsLn != nil {
+		g.Go(func() error {
+			return runHTTP(gctx, metricsServer(a.HTTPMetrics.Handler()), metricsLn, cfg.ShutdownTimeout, log)
+		})
 	}
 	if cfg.runsWorker() {
 		log.Info("fulfilment worker started", zap.String("consumer", a.Queue.Consumer()))
@@ -217,6 +228,7 @@ func trim(ctx context.Context, a *app, log *zap.Logger) {
 // expire closes the orders left unpaid past the payment timeout.
 func expire(ctx context.Context, a *app, log *zap.Logger) {
 	n, err := a.Expire.Handle(ctx)
+	a.Metrics.expired.Add(float64(n))
 	if err != nil {
 		log.Warn("expire unpaid orders", zap.Error(err))
 	}
@@ -243,6 +255,7 @@ func audit(ctx context.Context, a *app, log *zap.Logger) {
 		log.Warn("reconcile", zap.Error(err))
 		return
 	}
+	a.Metrics.reconciled(reports)
 	for _, r := range reports {
 		for _, d := range r.Drifts {
 			log.Error("drift between redis and the database; run seckill reconcile --repair",

@@ -21,18 +21,22 @@ import (
 // buildApp assembles serve's object graph.
 func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), error) {
 	common := cfg.Common
-	universalClient, cleanup, err := openRedis(ctx, common, log)
+	mainMetrics := newMetrics()
+	universalClient, cleanup, err := openRedis(ctx, common, log, mainMetrics)
 	if err != nil {
 		return nil, nil, err
 	}
 	options := grabStockOptions(cfg)
 	rateLimiter := redisstore.NewRateLimiter(universalClient, options)
-	httpapiOptions := httpOptions(cfg, rateLimiter)
-	db, cleanup2, err := openDatabase(ctx, common, log)
+	db, cleanup2, err := openDatabase(ctx, common, log, mainMetrics)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
+	redisstoreQueueOptions := queueOptions(cfg)
+	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
+	httpapiMetrics := httpMetrics(mainMetrics, universalClient, db, queue, log)
+	httpapiOptions := httpOptions(cfg, rateLimiter, httpapiMetrics)
 	vouchers := sqlstore.NewVouchers(db)
 	stockStrategy, err := configuredStrategy(common)
 	if err != nil {
@@ -59,8 +63,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stockAudit)
 	acceptPayments := system.AcceptPayments{}
 	payOrder := application.NewPayOrder(getOrder, orders, acceptPayments)
-	compensate := application.NewCompensate(portsStock, orders)
-	cancelOrder := application.NewCancelOrder(getOrder, orders, compensate)
+	applicationCompensate := compensate(portsStock, orders, mainMetrics)
+	cancelOrder := application.NewCancelOrder(getOrder, orders, applicationCompensate)
 	pauseSale := application.NewPauseSale(vouchers, portsStock)
 	useCases := httpapi.UseCases{
 		CreateVoucher:   createVoucher,
@@ -78,25 +82,25 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	v := readinessChecks(universalClient, db)
 	echo := httpapi.New(httpapiOptions, useCases, httpapiTokens, v, log)
 	warmVouchers := application.NewWarmVouchers(vouchers, portsStock, stockAudit, orders, clock)
-	redisstoreQueueOptions := queueOptions(cfg)
-	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
-	applicationFulfillOrder := fulfillOrder(orders, queue, compensate, cfg)
+	applicationFulfillOrder := fulfillOrder(orders, queue, applicationCompensate, cfg)
 	applicationWorkerOptions := workerOptions(cfg)
-	applicationWorkerObserver := workerObserver(log)
+	applicationWorkerObserver := workerObserver(log, mainMetrics)
 	worker := application.NewWorker(applicationFulfillOrder, queue, applicationWorkerOptions, applicationWorkerObserver)
-	applicationExpireOrders := expireOrders(orders, compensate, clock, cfg)
-	applicationReleaseClosed := application.NewReleaseClosed(orders, compensate)
-	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, compensate, clock, common)
+	applicationExpireOrders := expireOrders(orders, applicationCompensate, clock, cfg)
+	applicationReleaseClosed := application.NewReleaseClosed(orders, applicationCompensate)
+	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, applicationCompensate, clock, common)
 	mainApp := &app{
-		HTTP:      echo,
-		Warm:      warmVouchers,
-		Worker:    worker,
-		Queue:     queue,
-		Stock:     stock,
-		Grab:      grabVoucher,
-		Expire:    applicationExpireOrders,
-		Release:   applicationReleaseClosed,
-		Reconcile: applicationReconcile,
+		HTTP:        echo,
+		Warm:        warmVouchers,
+		Worker:      worker,
+		Queue:       queue,
+		Stock:       stock,
+		Grab:        grabVoucher,
+		Expire:      applicationExpireOrders,
+		Release:     applicationReleaseClosed,
+		Reconcile:   applicationReconcile,
+		Metrics:     mainMetrics,
+		HTTPMetrics: httpapiMetrics,
 	}
 	return mainApp, func() {
 		cleanup2()
@@ -109,18 +113,22 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 // statements each strategy costs.
 func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap.Logger) (*demoApp, func(), error) {
 	common := cfg.Common
-	universalClient, cleanup, err := openRedis(ctx, common, log)
+	mainMetrics := newMetrics()
+	universalClient, cleanup, err := openRedis(ctx, common, log, mainMetrics)
 	if err != nil {
 		return nil, nil, err
 	}
 	options := grabStockOptions(cfg)
 	rateLimiter := redisstore.NewRateLimiter(universalClient, options)
-	httpapiOptions := httpOptions(cfg, rateLimiter)
-	db, cleanup2, err := openDatabase(ctx, common, log)
+	db, cleanup2, err := openDatabase(ctx, common, log, mainMetrics)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
 	}
+	redisstoreQueueOptions := queueOptions(cfg)
+	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
+	httpapiMetrics := httpMetrics(mainMetrics, universalClient, db, queue, log)
+	httpapiOptions := httpOptions(cfg, rateLimiter, httpapiMetrics)
 	vouchers := sqlstore.NewVouchers(db)
 	stock := redisstore.NewStock(universalClient, options)
 	sqlstoreStock := sqlstore.NewStock(db)
@@ -141,8 +149,8 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stockAudit)
 	acceptPayments := system.AcceptPayments{}
 	payOrder := application.NewPayOrder(getOrder, orders, acceptPayments)
-	compensate := application.NewCompensate(portsStock, orders)
-	cancelOrder := application.NewCancelOrder(getOrder, orders, compensate)
+	applicationCompensate := compensate(portsStock, orders, mainMetrics)
+	cancelOrder := application.NewCancelOrder(getOrder, orders, applicationCompensate)
 	pauseSale := application.NewPauseSale(vouchers, portsStock)
 	useCases := httpapi.UseCases{
 		CreateVoucher:   createVoucher,
@@ -160,25 +168,25 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	v := readinessChecks(universalClient, db)
 	echo := httpapi.New(httpapiOptions, useCases, httpapiTokens, v, log)
 	warmVouchers := application.NewWarmVouchers(vouchers, portsStock, stockAudit, orders, clock)
-	redisstoreQueueOptions := queueOptions(cfg)
-	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
-	applicationFulfillOrder := fulfillOrder(orders, queue, compensate, cfg)
+	applicationFulfillOrder := fulfillOrder(orders, queue, applicationCompensate, cfg)
 	applicationWorkerOptions := workerOptions(cfg)
-	applicationWorkerObserver := workerObserver(log)
+	applicationWorkerObserver := workerObserver(log, mainMetrics)
 	worker := application.NewWorker(applicationFulfillOrder, queue, applicationWorkerOptions, applicationWorkerObserver)
-	applicationExpireOrders := expireOrders(orders, compensate, clock, cfg)
-	applicationReleaseClosed := application.NewReleaseClosed(orders, compensate)
-	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, compensate, clock, common)
+	applicationExpireOrders := expireOrders(orders, applicationCompensate, clock, cfg)
+	applicationReleaseClosed := application.NewReleaseClosed(orders, applicationCompensate)
+	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, applicationCompensate, clock, common)
 	mainApp := &app{
-		HTTP:      echo,
-		Warm:      warmVouchers,
-		Worker:    worker,
-		Queue:     queue,
-		Stock:     stock,
-		Grab:      grabVoucher,
-		Expire:    applicationExpireOrders,
-		Release:   applicationReleaseClosed,
-		Reconcile: applicationReconcile,
+		HTTP:        echo,
+		Warm:        warmVouchers,
+		Worker:      worker,
+		Queue:       queue,
+		Stock:       stock,
+		Grab:        grabVoucher,
+		Expire:      applicationExpireOrders,
+		Release:     applicationReleaseClosed,
+		Reconcile:   applicationReconcile,
+		Metrics:     mainMetrics,
+		HTTPMetrics: httpapiMetrics,
 	}
 	mainDemoApp := &demoApp{
 		App: mainApp,
@@ -192,7 +200,8 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 
 // buildReconcile assembles what `seckill reconcile` needs.
 func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*application.Reconcile, func(), error) {
-	db, cleanup, err := openDatabase(ctx, cfg, log)
+	mainMetrics := newMetrics()
+	db, cleanup, err := openDatabase(ctx, cfg, log, mainMetrics)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -202,7 +211,7 @@ func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*applicat
 		cleanup()
 		return nil, nil, err
 	}
-	universalClient, cleanup2, err := openRedis(ctx, cfg, log)
+	universalClient, cleanup2, err := openRedis(ctx, cfg, log, mainMetrics)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -214,9 +223,9 @@ func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*applicat
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
 	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, sqlstoreStock)
 	orders := sqlstore.NewOrders(db)
-	compensate := application.NewCompensate(portsStock, orders)
+	applicationCompensate := compensate(portsStock, orders, mainMetrics)
 	clock := system.Clock{}
-	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, compensate, clock, cfg)
+	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, applicationCompensate, clock, cfg)
 	return applicationReconcile, func() {
 		cleanup2()
 		cleanup()
