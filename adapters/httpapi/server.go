@@ -155,7 +155,7 @@ func readiness(checks []Check) echo.HandlerFunc {
 		if !ready {
 			c.Response().Header().Set("Retry-After", retryAfterSeconds)
 			return c.JSON(http.StatusServiceUnavailable, map[string]any{
-				"error":  errorDetail{Code: "unavailable", Message: "a dependency is down"},
+				"error":  errorDetail{Code: "unavailable", Message: "a dependency is down", RequestID: requestID(c)},
 				"checks": states,
 			})
 		}

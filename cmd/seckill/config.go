@@ -289,5 +289,6 @@ func newLogger(level, format string) (*zap.Logger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build logger: %w", err)
 	}
+	redis.SetLogger(redisLog{log.Named("redis")})
 	return log, nil
 }
