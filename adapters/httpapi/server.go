@@ -129,6 +129,7 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
 	e.GET("/readyz", readiness(checks))
+	e.GET("/openapi.json", openAPIDocument)
 	if !opts.MetricsElsewhere {
 		e.GET("/metrics", echo.WrapHandler(metrics.Handler()))
 	}
