@@ -130,6 +130,9 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	})
 	e.GET("/readyz", readiness(checks))
 	e.GET("/openapi.json", openAPIDocument)
+	e.GET("/ui", uiRedirect)
+	e.GET("/ui/", uiPage)
+	e.GET("/ui/*", uiPage)
 	if !opts.MetricsElsewhere {
 		e.GET("/metrics", echo.WrapHandler(metrics.Handler()))
 	}
