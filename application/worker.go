@@ -32,11 +32,14 @@ type WorkerOptions struct {
 // once per dead letter or delivery left pending; Fulfilled with the report of every
 // FulfillOrder call, so its counts summed over the calls are what the worker did (a
 // batch retried after an outage reports what it persisted first as Redelivered). Any
-// may be nil.
+// may be nil. Persisting is called before each attempt to persist a batch and returns
+// the context to persist it in (a tracing span's, say) and a function called with the
+// attempt's outcome.
 type WorkerObserver struct {
-	Health    func(healthy bool, err error)
-	Problem   func(err error)
-	Fulfilled func(FulfillReport)
+	Health     func(healthy bool, err error)
+	Problem    func(err error)
+	Fulfilled  func(FulfillReport)
+	Persisting func(ctx context.Context, ds []ports.Delivery) (context.Context, func(error))
 }
 
 // Worker runs FulfillOrder over the queue until its context ends.
@@ -58,6 +61,11 @@ func NewWorker(fulfil *FulfillOrder, queue ports.Queue, opts WorkerOptions, obse
 	}
 	if observe.Fulfilled == nil {
 		observe.Fulfilled = func(FulfillReport) {}
+	}
+	if observe.Persisting == nil {
+		observe.Persisting = func(ctx context.Context, _ []ports.Delivery) (context.Context, func(error)) {
+			return ctx, func(error) {}
+		}
 	}
 	return &Worker{fulfil: fulfil, queue: queue, opts: opts, observe: observe, healthy: true}
 }
@@ -141,7 +149,9 @@ func (w *Worker) Drain(ctx context.Context) error {
 func (w *Worker) finish(ctx, work context.Context, ds []ports.Delivery, backoff *time.Duration) error {
 	for {
 		// Every step of Handle is idempotent, so the whole batch is simply retried.
-		rep, err := w.fulfil.Handle(work, ds)
+		pctx, done := w.observe.Persisting(work, ds)
+		rep, err := w.fulfil.Handle(pctx, ds)
+		done(err)
 		w.observe.Fulfilled(rep)
 		for _, p := range rep.Problems {
 			w.observe.Problem(p)

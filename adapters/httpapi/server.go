@@ -11,6 +11,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/seckill/seckill/application"
@@ -49,6 +51,9 @@ type Options struct {
 	// MetricsElsewhere leaves GET /metrics off the API: the registry is served on a
 	// listener of its own.
 	MetricsElsewhere bool
+	// TracerProvider, when set, traces every request (a span per request, named by
+	// its route, continuing the caller's W3C trace context); nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // UseCases are the application operations the API exposes.
@@ -95,6 +100,10 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 		middleware.BodyLimit(opts.BodyLimit),
 		middleware.ContextTimeout(opts.RequestTimeout),
 	)
+
+	if opts.TracerProvider != nil {
+		e.Use(otelecho.Middleware("seckill", otelecho.WithTracerProvider(opts.TracerProvider)))
+	}
 
 	h := handlers{uc: uc}
 	auth := authenticate(tokens)

@@ -62,8 +62,12 @@ end
 redis.call('HINCRBY', KEYS[1], 'remaining', -qty)
 redis.call('HSET', KEYS[2], user, order)
 redis.call('HSET', KEYS[3], order, user .. ':' .. ARGV[3] .. ':' .. ARGV[4])
-redis.call('XADD', KEYS[4], '*',
-  'order', order, 'voucher', ARGV[5], 'user', user, 'qty', ARGV[3], 'at', ARGV[4])
+local entry = {'order', order, 'voucher', ARGV[5], 'user', user, 'qty', ARGV[3], 'at', ARGV[4]}
+if ARGV[10] ~= nil and ARGV[10] ~= '' then
+  -- The grab's trace context (W3C traceparent), for the batch that persists it.
+  entry[#entry + 1], entry[#entry + 2] = 'tp', ARGV[10]
+end
+redis.call('XADD', KEYS[4], '*', unpack(entry))
 for i = 2, 4 do
   redis.call('PEXPIREAT', KEYS[i], m[5])
 end

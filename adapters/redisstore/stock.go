@@ -219,7 +219,8 @@ const (
 // KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders, KEYS[4] stream, KEYS[5] the user's
 // rate counter (one voucher, one tag).
 // ARGV: user_id, order_id, qty, now_ms, voucher_id, rate_interval_ms (0: no limit),
-// rate_tolerance_ms, max_backlog (0: none), group.
+// rate_tolerance_ms, max_backlog (0: none), group, traceparent ("" when untraced; the
+// entry's "tp" field).
 // Returns {0, order_id} reserved; {1, existing_order_id} already purchased; {2} sold
 // out; {3} not started; {4} ended; {5} no sale state; {6} qty above the per-user limit;
 // {7, retry_after_ms} over the user's rate; {8} paused; {9} backlog over its bound.
@@ -249,7 +250,7 @@ func (s *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
 	}
 	reply, err := reserveScript.Run(ctx, s.client, keys,
 		r.UserID.String(), string(r.OrderID), r.Quantity, r.At.UnixMilli(),
-		r.VoucherID.String(), s.interval, s.tolerance, s.maxBacklog, s.group).Slice()
+		r.VoucherID.String(), s.interval, s.tolerance, s.maxBacklog, s.group, traceParent(ctx)).Slice()
 	if err != nil {
 		return fmt.Errorf("reserve stock: %w", err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -62,6 +63,41 @@ func TestDemoCompareWithNothingInstalled(t *testing.T) {
 	for _, d := range []string{dir, tmp} {
 		if left, _ := os.ReadDir(d); len(left) != 0 {
 			t.Fatalf("demo --compare left %d files in %s (%s)", len(left), d, left[0].Name())
+		}
+	}
+}
+
+// SECKILL_OTEL_EXPORTER=stdout writes the spans of a grab and of the batch that
+// persisted it (flushed at exit); an unknown exporter stops serve with one line.
+func TestServeTracesToStdout(t *testing.T) {
+	out, err := runCmd(seckillBinary(t), zeroSetupEnv("SECKILL_OTEL_EXPORTER=jaeger"), "serve")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); err == nil || len(lines) != 1 || !strings.Contains(out, "otel-exporter") {
+		t.Fatalf("serve with SECKILL_OTEL_EXPORTER=jaeger: %v, %q; want one line naming it", err, out)
+	}
+
+	in := startInstance(t, "SECKILL_OTEL_EXPORTER=stdout")
+	id := in.createVoucher(3, 1)
+	status, body := in.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", in.token(9, false), nil)
+	if status != http.StatusAccepted {
+		t.Fatalf("grab: %d %v", status, body)
+	}
+	order := body["order_id"].(string)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		status, o := in.call(http.MethodGet, "/api/v1/orders/"+order, in.token(9, false), nil)
+		if status == http.StatusOK && o["status"] == "awaiting_payment" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("order not persisted: %d %v", status, o)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	in.stop()
+	logs := in.logs.String()
+	for _, want := range []string{`"Name":"POST /api/v1/vouchers/:id/grab"`, `"Name":"fulfil batch"`, `"seckill.order_id","Value":{"Type":"STRING","Value":"` + order} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the spans written lack %s", want)
 		}
 	}
 }

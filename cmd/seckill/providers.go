@@ -10,14 +10,18 @@ import (
 
 	"github.com/google/wire"
 	"github.com/labstack/echo/v4"
+	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/extra/bunotel"
+	"go.opentelemetry.io/otel"
 	"go.uber.org/zap"
 
 	"github.com/seckill/seckill/adapters/httpapi"
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/adapters/system"
+	"github.com/seckill/seckill/adapters/telemetry"
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/ports"
 )
@@ -146,6 +150,11 @@ func openRedis(ctx context.Context, cfg Common, log *zap.Logger, m *metrics) (re
 	opts.MinIdleConns = 8
 	client := redis.NewClient(opts)
 	client.AddHook(redisstore.NewBreakerHook("redis", redisstore.BreakerSettings{OnStateChange: m.breaker(logBreaker(log))}))
+	if cfg.tracing() {
+		if err := redisotel.InstrumentTracing(client); err != nil {
+			log.Warn("trace redis calls", zap.Error(err))
+		}
+	}
 	pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	if err := client.Ping(pingCtx).Err(); err != nil {
@@ -179,6 +188,9 @@ func openDatabase(ctx context.Context, cfg Common, log *zap.Logger, m *metrics) 
 	db, err := sqlstore.OpenGuarded(pingCtx, url, sqlstore.GuardOptions{OnStateChange: m.breaker(logBreaker(log))})
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to database %s: %w", redactURL(url), err)
+	}
+	if cfg.tracing() {
+		db.AddQueryHook(bunotel.NewQueryHook(bunotel.WithDBName("seckill")))
 	}
 	if sqlstore.IsSQLite(db) {
 		log.Warn("using a SQLite file as the database (set SECKILL_DATABASE_URL to a PostgreSQL URL otherwise); for trying and testing, not production",
@@ -269,8 +281,8 @@ func workerOptions(cfg Config) application.WorkerOptions {
 
 // workerObserver logs the worker's changes of health, once each, and every dead
 // letter or delivery left pending.
-func workerObserver(log *zap.Logger, m *metrics) application.WorkerObserver {
-	return application.WorkerObserver{
+func workerObserver(log *zap.Logger, m *metrics, cfg Common) application.WorkerObserver {
+	o := application.WorkerObserver{
 		Health: func(healthy bool, err error) {
 			if healthy {
 				log.Info("fulfilment recovered: persisting again")
@@ -281,15 +293,23 @@ func workerObserver(log *zap.Logger, m *metrics) application.WorkerObserver {
 		Problem:   func(err error) { log.Warn("fulfilment", zap.Error(err)) },
 		Fulfilled: m.fulfilled,
 	}
+	if cfg.tracing() {
+		o.Persisting = telemetry.PersistSpans(otel.GetTracerProvider())
+	}
+	return o
 }
 
 func httpOptions(cfg Config, limiter *redisstore.RateLimiter, metrics *httpapi.Metrics) httpapi.Options {
-	return httpapi.Options{
+	o := httpapi.Options{
 		BodyLimit: cfg.BodyLimit, RequestTimeout: cfg.RequestTimeout,
 		MaxInflight: cfg.MaxInflight, GrabRate: cfg.GrabRate, GrabBurst: cfg.GrabBurst,
 		IPLimit: cfg.IPRate, IPBurst: cfg.IPBurst, IPLimiter: limiter,
 		Metrics: metrics, MetricsElsewhere: cfg.MetricsAddr != "",
 	}
+	if cfg.tracing() {
+		o.TracerProvider = otel.GetTracerProvider()
+	}
+	return o
 }
 
 func tokens(cfg Config) *httpapi.Tokens {

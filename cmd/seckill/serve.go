@@ -42,6 +42,11 @@ func (c *serveCmd) Run(ctx context.Context) error {
 		}
 		c.JWTSecret = hex.EncodeToString(b[:])
 	}
+	stopTracing, err := startTracing(ctx, c.Common, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	a, cleanup, err := buildApp(ctx, c.Config, log)
 	if err != nil {
 		return err
@@ -102,6 +107,12 @@ User token  (user 42): %[2]s
     -d '{"title":"Coffee","stock":100,"begins_at":"2020-01-01T00:00:00Z","ends_at":"2099-01-01T00:00:00Z"}'
   curl -s -XPOST localhost:%[3]d/api/v1/vouchers/1/grab -H "Authorization: Bearer %[2]s"
   curl -s localhost:%[3]d/api/v1/orders -H "Authorization: Bearer %[2]s"
+
+For README's "A sale, step by step", paste into your shell:
+
+  ADMIN=%[1]s
+  ALICE=%[2]s
+  BASE=localhost:%[3]d
 
 `, admin, user, port, parts)
 	return err
