@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,12 +31,15 @@ func TestUIServesItsFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var body strings.Builder
-		_, _ = fmt.Fprint(&body, readAll(t, res))
-		if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), tc.ctype) || !strings.Contains(body.String(), tc.contains) {
+		body, err := io.ReadAll(res.Body)
+		_ = res.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), tc.ctype) || !strings.Contains(string(body), tc.contains) {
 			t.Errorf("GET %s: %d %q, want 200 %s with %q", tc.path, res.StatusCode, res.Header.Get("Content-Type"), tc.ctype, tc.contains)
 		}
-		checkResponse(t, http.MethodGet, tc.path, res.StatusCode, res.Header, []byte(body.String()))
+		checkResponse(t, http.MethodGet, tc.path, res.StatusCode, res.Header, body)
 	}
 	for _, p := range []string{"/ui/nope.js", "/ui/../openapi.json", "/ui/ui"} {
 		if r := a.do(http.MethodGet, p, "", ""); r.Status != http.StatusNotFound || r.code() != "not_found" {
@@ -52,20 +56,6 @@ func TestUIServesItsFiles(t *testing.T) {
 		t.Fatalf("GET /ui: %d to %q, want 301 to /ui/", res.StatusCode, res.Header.Get("Location"))
 	}
 	checkResponse(t, http.MethodGet, "/ui", res.StatusCode, res.Header, nil)
-}
-
-func readAll(t *testing.T, res *http.Response) string {
-	t.Helper()
-	defer res.Body.Close()
-	var b strings.Builder
-	buf := make([]byte, 4096)
-	for {
-		n, err := res.Body.Read(buf)
-		b.Write(buf[:n])
-		if err != nil {
-			return b.String()
-		}
-	}
 }
 
 // chromium finds Debian's chromium (scripts/test.sh installs it when missing). Outside
