@@ -25,6 +25,7 @@ func (a *api) scrape() map[string]float64 {
 	if res.StatusCode != http.StatusOK {
 		a.t.Fatalf("GET /metrics: %d %s", res.StatusCode, raw)
 	}
+	checkResponse(a.t, http.MethodGet, "/metrics", res.StatusCode, res.Header, raw)
 	out := make(map[string]float64)
 	for _, line := range strings.Split(string(raw), "\n") {
 		if line == "" || strings.HasPrefix(line, "#") {
