@@ -18,11 +18,22 @@ import (
 type Compensate struct {
 	stock    ports.Stock
 	releases ports.Releases
+	released func(domain.Order)
 }
 
 // NewCompensate returns the use case.
 func NewCompensate(stock ports.Stock, releases ports.Releases) *Compensate {
-	return &Compensate{stock: stock, releases: releases}
+	return &Compensate{stock: stock, releases: releases, released: func(domain.Order) {}}
+}
+
+// Observe makes Handle call released with each order whose units it put back on sale
+// (not when they already were). Call it before the use case is in use; nil stops the
+// calls.
+func (uc *Compensate) Observe(released func(domain.Order)) {
+	if released == nil {
+		released = func(domain.Order) {}
+	}
+	uc.released = released
 }
 
 // Handle releases o's units and records that it did. It reports whether units went
@@ -32,6 +43,9 @@ func (uc *Compensate) Handle(ctx context.Context, o domain.Order) (bool, error) 
 	released, err := uc.stock.Release(ctx, o)
 	if err != nil {
 		return false, fmt.Errorf("release order %s: %w", o.ID, err)
+	}
+	if released {
+		uc.released(o)
 	}
 	if err := uc.releases.MarkReleased(ctx, o.ID); err != nil {
 		return released, fmt.Errorf("mark order %s released: %w", o.ID, err)

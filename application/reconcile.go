@@ -35,6 +35,10 @@ const (
 	DriftSoldMismatch DriftKind = "sold_mismatch"
 )
 
+// DriftKinds lists every DriftKind, for those who report each one, zero included.
+var DriftKinds = []DriftKind{DriftSaleStateMissing, DriftStockMismatch, DriftReservationWithoutOrder,
+	DriftOrderWithoutReservation, DriftClosedStillReserved, DriftSoldMismatch}
+
 // maxExamples bounds the examples a Drift carries.
 const maxExamples = 5
 

@@ -29,10 +29,17 @@ type WorkerOptions struct {
 
 // WorkerObserver hears what a worker has to say. Health is called once per change of
 // state (down with the failure, then up with nil), never once per message; Problem
-// once per dead letter or delivery left pending. Either may be nil.
+// once per dead letter or delivery left pending; Fulfilled with the report of every
+// FulfillOrder call, so its counts summed over the calls are what the worker did (a
+// batch retried after an outage reports what it persisted first as Redelivered). Any
+// may be nil. Persisting is called before each attempt to persist a batch and returns
+// the context to persist it in (a tracing span's, say) and a function called with the
+// attempt's outcome.
 type WorkerObserver struct {
-	Health  func(healthy bool, err error)
-	Problem func(err error)
+	Health     func(healthy bool, err error)
+	Problem    func(err error)
+	Fulfilled  func(FulfillReport)
+	Persisting func(ctx context.Context, ds []ports.Delivery) (context.Context, func(error))
 }
 
 // Worker runs FulfillOrder over the queue until its context ends.
@@ -51,6 +58,14 @@ func NewWorker(fulfil *FulfillOrder, queue ports.Queue, opts WorkerOptions, obse
 	}
 	if observe.Problem == nil {
 		observe.Problem = func(error) {}
+	}
+	if observe.Fulfilled == nil {
+		observe.Fulfilled = func(FulfillReport) {}
+	}
+	if observe.Persisting == nil {
+		observe.Persisting = func(ctx context.Context, _ []ports.Delivery) (context.Context, func(error)) {
+			return ctx, func(error) {}
+		}
 	}
 	return &Worker{fulfil: fulfil, queue: queue, opts: opts, observe: observe, healthy: true}
 }
@@ -135,7 +150,10 @@ func (w *Worker) Drain(ctx context.Context) error {
 func (w *Worker) finish(ctx, work context.Context, ds []ports.Delivery, backoff *time.Duration) error {
 	for {
 		// Every step of Handle is idempotent, so the whole batch is simply retried.
-		rep, err := w.fulfil.Handle(work, ds)
+		pctx, done := w.observe.Persisting(work, ds)
+		rep, err := w.fulfil.Handle(pctx, ds)
+		done(err)
+		w.observe.Fulfilled(rep)
 		for _, p := range rep.Problems {
 			w.observe.Problem(p)
 		}

@@ -86,6 +86,9 @@ type Delivery struct {
 	Malformed string
 	// Deliveries counts how often the entry has been delivered, this time included.
 	Deliveries int64
+	// TraceParent is the W3C trace context of the grab that made the entry, empty when
+	// it was not traced; the work that persists the entry links to it.
+	TraceParent string
 }
 
 // Queue is the consuming side of the reservation outbox the grab path appends to.

@@ -25,7 +25,7 @@ rc HSET 'bench:{v1}:meta' stock 1000000000 remaining 1000000000 begins $((now - 
 # rate, no backlog bound.
 redis-benchmark -p "$SVC_REDIS_PORT" -q -n 200000 -c 50 -r 1000000000 \
 	EVALSHA "$sha" 4 'bench:{v1}:meta' 'bench:{v1}:buyers' 'bench:{v1}:orders' 'bench:{v1}:stream' \
-	1 0 0 0 fulfil __rand_int__ o__rand_int__ 1 "$now"
+	1 0 0 0 fulfil __rand_int__ o__rand_int__ 1 "$now" ''
 echo "reservations made: $(rc XLEN 'bench:{v1}:stream')"
 rc UNLINK 'bench:{v1}:meta' 'bench:{v1}:buyers' 'bench:{v1}:orders' 'bench:{v1}:stream' >/dev/null
 

@@ -18,6 +18,10 @@ if ! out=$(cd cmd/seckill && go tool wire diff . 2>&1); then
 	exit 1
 fi
 
+# The live sale page's test drives a real headless Chromium (Debian's chromium).
+if ! command -v chromium >/dev/null 2>&1; then
+	apt_install chromium || echo "chromium is missing: the browser test skips (and fails under CI=true)"
+fi
 start_services
 # The end-to-end tests in cmd/seckill stop and start the throwaway PostgreSQL to test
 # outages, so they run after the other packages rather than beside them.

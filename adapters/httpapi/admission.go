@@ -197,7 +197,8 @@ func (a *Admission) readBody(c echo.Context) error {
 func overloaded(c echo.Context) error {
 	c.Response().Header().Set("Retry-After", retryAfterSeconds)
 	return c.JSON(http.StatusServiceUnavailable, errorBody{Error: errorDetail{
-		Code:    "unavailable",
-		Message: "too many requests in progress, retry later",
+		Code:      "unavailable",
+		Message:   "too many requests in progress, retry later",
+		RequestID: requestID(c),
 	}})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -21,7 +22,7 @@ func TestClientCancellationIsNoError(t *testing.T) {
 	log := zap.New(core)
 	e := echo.New()
 	e.HTTPErrorHandler = errorHandler(log)
-	e.Use(requestLog(log))
+	e.Use(NewMetrics(prometheus.NewRegistry()).observe(func() map[string]bool { return nil }, &requestLogger{log: log}))
 	waiting := make(chan struct{})
 	e.GET("/slow", func(c echo.Context) error {
 		close(waiting)

@@ -22,7 +22,12 @@ type errorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	OrderID string `json:"order_id,omitempty"`
+	// RequestID is the X-Request-ID of the request answered, for support to find it.
+	RequestID string `json:"request_id,omitempty"`
 }
+
+// requestID is the id the RequestID middleware gave the request being answered.
+func requestID(c echo.Context) string { return c.Response().Header().Get(echo.HeaderXRequestID) }
 
 // retryAfterSeconds is what a 503 tells the client to wait.
 const retryAfterSeconds = "1"
@@ -63,6 +68,7 @@ func errorHandler(log *zap.Logger) echo.HTTPErrorHandler {
 		if c.Request().Method == http.MethodHead {
 			werr = c.NoContent(status)
 		} else {
+			detail.RequestID = requestID(c)
 			werr = c.JSON(status, errorBody{Error: detail})
 		}
 		if werr != nil {

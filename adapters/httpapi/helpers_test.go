@@ -189,6 +189,7 @@ func (a *api) do(method, path, token, body string) response {
 	}
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(res.Body)
+	checkResponse(a.t, method, path, res.StatusCode, res.Header, raw)
 	out := response{Status: res.StatusCode, Header: res.Header, Raw: string(raw)}
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &out.Body); err != nil {
@@ -263,6 +264,7 @@ func (a *api) serveFrom(method, path, token, body, addr string, header ...string
 	}
 	rec := httptest.NewRecorder()
 	a.e.ServeHTTP(rec, req)
+	checkResponse(a.t, method, path, rec.Code, rec.Header(), rec.Body.Bytes())
 	out := response{Status: rec.Code, Header: rec.Header(), Raw: rec.Body.String()}
 	if rec.Body.Len() > 0 {
 		if err := json.Unmarshal(rec.Body.Bytes(), &out.Body); err != nil {

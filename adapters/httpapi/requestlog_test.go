@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -51,5 +53,33 @@ func TestRequestLogHasTheAnsweredStatus(t *testing.T) {
 		if got := lines[0].ContextMap()["status"]; got != int64(tc.want) {
 			t.Errorf("%s %s logged status %v, answered %d", tc.method, tc.path, got, tc.want)
 		}
+	}
+}
+
+// At the info level the request lines of one route and status are sampled, so a flood
+// does not write a line per request; 5xx answers are always logged.
+func TestRequestLogIsSampledButNeverFor5xx(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	down := []httpapi.Check{{Name: "redis", Ping: func(context.Context) error { return errors.New("down") }}}
+	e := httpapi.New(httpapi.Options{BodyLimit: "4K", RequestTimeout: time.Second}, httpapi.UseCases{},
+		httpapi.NewTokens([]byte(secret)), down, zap.New(core))
+	count := func(path string, n int) int {
+		for range n {
+			e.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, path, nil))
+		}
+		lines := 0
+		for _, l := range logs.TakeAll() {
+			if l.Message == "request" {
+				lines++
+			}
+		}
+		return lines
+	}
+	// The sampler lets the first 10 a second through, then one in 100.
+	if got := count("/healthz", 500); got < 10 || got >= 500 {
+		t.Errorf("500 requests to /healthz wrote %d lines, want at least 10 and far fewer than 500", got)
+	}
+	if got := count("/readyz", 50); got != 50 {
+		t.Errorf("50 answers of 503 wrote %d lines, want every one", got)
 	}
 }

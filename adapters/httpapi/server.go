@@ -11,6 +11,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/labstack/echo/otelecho"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/seckill/seckill/application"
@@ -55,6 +58,16 @@ type Options struct {
 	// X-Forwarded-For that is not itself trusted; any other request against its
 	// connection's address, whatever headers it sends. Empty trusts no one.
 	TrustedProxies []*net.IPNet
+
+	// Metrics are the instruments the API records into, and the registry GET /metrics
+	// serves; nil makes a fresh registry with only the API's own metrics.
+	Metrics *Metrics
+	// MetricsElsewhere leaves GET /metrics off the API: the registry is served on a
+	// listener of its own.
+	MetricsElsewhere bool
+	// TracerProvider, when set, traces every request (a span per request, named by
+	// its route, continuing the caller's W3C trace context); nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // UseCases are the application operations the API exposes.
@@ -86,8 +99,14 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	if len(opts.TrustedProxies) > 0 {
 		e.IPExtractor = forwardedFor(opts.TrustedProxies)
 	}
+	metrics := opts.Metrics
+	if metrics == nil {
+		metrics = NewMetrics(prometheus.NewRegistry())
+	}
+	var routes map[string]bool // filled once every route is added, before any request
 
 	e.Use(
+		metrics.observe(func() map[string]bool { return routes }, &requestLogger{log: log}),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{
 			LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
 				log.Error("panic", zap.Error(err), zap.ByteString("stack", stack), zap.String("path", c.Path()))
@@ -95,7 +114,6 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 			},
 		}),
 		middleware.RequestID(),
-		requestLog(log),
 		middleware.BodyLimit(opts.BodyLimit),
 		// The grab's own deadline is kept by the door and the stock's queue instead
 		// (AdmissionOptions.BodyTimeout, redisstore.Options.MaxWait): a timer for each
@@ -107,6 +125,10 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 		strictQuery,
 	)
 
+	if opts.TracerProvider != nil {
+		e.Use(otelecho.Middleware("seckill", otelecho.WithTracerProvider(opts.TracerProvider)))
+	}
+
 	h := handlers{uc: uc, log: log}
 	auth := authenticate(tokens)
 	// The grab's gate runs after authentication (an anonymous flood is turned away
@@ -116,7 +138,7 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 		MaxInflight: opts.MaxInflight, Target: opts.RequestTimeout / 2, BodyTimeout: opts.RequestTimeout,
 		PerSecond: opts.GrabRate, Burst: opts.GrabBurst,
 	})
-	grab := []echo.MiddlewareFunc{auth, admission.Middleware()}
+	grab := []echo.MiddlewareFunc{metrics.countGrabs, auth, admission.Middleware()}
 	var public []echo.MiddlewareFunc
 	if opts.IPLimit > 0 {
 		if opts.IPLimiter == nil {
@@ -148,36 +170,19 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
 	e.GET("/readyz", readiness(checks))
+	e.GET("/openapi.json", openAPIDocument)
+	e.GET("/ui", uiRedirect)
+	e.GET("/ui/", uiPage)
+	e.GET("/ui/*", uiPage)
+	if !opts.MetricsElsewhere {
+		e.GET("/metrics", echo.WrapHandler(metrics.Handler()))
+	}
+	routes = metrics.knownRoutes(e)
 	return e
 }
 
 // grabRoute is the grab's route: the hot path.
 const grabRoute = "/api/v1/vouchers/:id/grab"
-
-// requestLog writes one line per request, with the status it was answered: an error a
-// handler returns goes through the error handler here, before the line is written,
-// which decides that status.
-func requestLog(log *zap.Logger) echo.MiddlewareFunc {
-	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
-		HandleError:  true,
-		LogStatus:    true,
-		LogMethod:    true,
-		LogURIPath:   true,
-		LogLatency:   true,
-		LogRequestID: true,
-		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
-			log.Info("request",
-				zap.String("method", v.Method),
-				zap.String("path", v.URIPath),
-				zap.Int("status", v.Status),
-				zap.Duration("latency", v.Latency),
-				zap.String("request_id", v.RequestID),
-				zap.String("client", clientIP(c)),
-			)
-			return nil
-		},
-	})
-}
 
 // readiness answers 200 when every dependency answers within a second, 503 otherwise,
 // with each dependency's state in "checks".
@@ -198,7 +203,7 @@ func readiness(checks []Check) echo.HandlerFunc {
 		if !ready {
 			c.Response().Header().Set("Retry-After", retryAfterSeconds)
 			return c.JSON(http.StatusServiceUnavailable, map[string]any{
-				"error":  errorDetail{Code: "unavailable", Message: "a dependency is down"},
+				"error":  errorDetail{Code: "unavailable", Message: "a dependency is down", RequestID: requestID(c)},
 				"checks": states,
 			})
 		}

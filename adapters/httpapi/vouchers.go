@@ -25,6 +25,7 @@ type voucherJSON struct {
 	BeginsAt     time.Time `json:"begins_at"`
 	EndsAt       time.Time `json:"ends_at"`
 	PerUserLimit int       `json:"per_user_limit"`
+	Paused       bool      `json:"paused"`
 }
 
 func toVoucherJSON(v application.LiveVoucher) voucherJSON {
@@ -36,6 +37,7 @@ func toVoucherJSON(v application.LiveVoucher) voucherJSON {
 		BeginsAt:     v.BeginsAt.UTC(),
 		EndsAt:       v.EndsAt.UTC(),
 		PerUserLimit: v.PerUserLimit,
+		Paused:       v.Paused,
 	}
 }
 

@@ -27,7 +27,7 @@ type coalescer struct {
 	max int
 	// maxWait bounds how long a grab waits for its turn; 0: until its context ends.
 	maxWait time.Duration
-	call    func(ctx context.Context, rs []domain.Reservation) (batchReply, error)
+	call    func(ctx context.Context, rs []domain.Reservation, tps []string) (batchReply, error)
 
 	mu    sync.Mutex
 	lanes map[domain.VoucherID]*lane
@@ -62,7 +62,7 @@ type grab struct {
 	lead []*grab
 }
 
-func newCoalescer(max int, maxWait time.Duration, call func(context.Context, []domain.Reservation) (batchReply, error)) *coalescer {
+func newCoalescer(max int, maxWait time.Duration, call func(context.Context, []domain.Reservation, []string) (batchReply, error)) *coalescer {
 	return &coalescer{max: max, maxWait: maxWait, call: call, lanes: make(map[domain.VoucherID]*lane), sizes: make([]atomic.Int64, max+1)}
 }
 
@@ -180,10 +180,10 @@ func (c *coalescer) batchSizes() []int64 {
 // with a timeout of its request while the answer is on its way. The client's own
 // timeouts bound the call (a second at most on a tuned client: TuneClientOptions).
 func (c *coalescer) send(batch []*grab) (batchReply, error) {
-	rs := make([]domain.Reservation, len(batch))
+	rs, tps := make([]domain.Reservation, len(batch)), make([]string, len(batch))
 	for i, g := range batch {
-		rs[i] = g.r
+		rs[i], tps[i] = g.r, traceParent(g.ctx)
 	}
 	c.sizes[len(batch)].Add(1)
-	return c.call(context.WithoutCancel(batch[0].ctx), rs)
+	return c.call(context.WithoutCancel(batch[0].ctx), rs, tps)
 }

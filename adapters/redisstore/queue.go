@@ -608,6 +608,7 @@ func decodeEntry(voucher domain.VoucherID, m redis.XMessage) ports.Delivery {
 		return d
 	}
 	d.Reservation = r
+	d.TraceParent, _ = m.Values[traceField].(string)
 	return d
 }
 

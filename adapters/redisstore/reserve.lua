@@ -7,8 +7,10 @@
 -- KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders, KEYS[4] stream, then KEYS[4+i] the
 -- rate counter of grab i's user (all of one voucher, one hash tag).
 -- ARGV[1] voucher_id, ARGV[2] rate_interval_ms (0: no limit), ARGV[3] rate_tolerance_ms,
--- ARGV[4] max_backlog (0: none), ARGV[5] group, then four per grab i, from
--- ARGV[6+4(i-1)]: user_id, order_id, qty, at_ms (the grab's own clock).
+-- ARGV[4] max_backlog (0: none), ARGV[5] group, then five per grab i, from
+-- ARGV[6+5(i-1)]: user_id, order_id, qty, at_ms (the grab's own clock), traceparent
+-- ('' when untraced; else the entry's "tp" field, so the batch that persists the
+-- entry links to the grab's trace).
 -- Returns {remaining, code_1, extra_1, code_2, extra_2, …}: the units left after the
 -- batch (-1 without sale state), then per grab 0 reserved (extra: order id), 1 already
 -- purchased (extra: the held order id), 2 sold out, 3 not started, 4 ended, 5 no sale
@@ -16,7 +18,7 @@
 -- after, ms), 8 paused, 9 backlog over its bound, 10 sale state being restored (see
 -- warm.lua); extra is '' where it says nothing.
 local m = redis.call('HMGET', KEYS[1], 'remaining', 'begins', 'ends', 'limit', 'expire', 'paused', 'restoring')
-local n = (#ARGV - 5) / 4
+local n = (#ARGV - 5) / 5
 local out = {-1}
 for i = 1, 5 do
   -- A partial hash (a stray write to an expired voucher) counts as absent.
@@ -65,7 +67,7 @@ end
 local took, buyers, orders = {}, {}, {}
 
 local function judge(i)
-  local base = 6 + 4 * (i - 1)
+  local base = 6 + 5 * (i - 1)
   local user, order, qty, now = ARGV[base], ARGV[base + 1], tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3])
   -- Per-user rate (GCRA): every attempt counts, whatever its answer.
   if interval > 0 then
@@ -107,8 +109,14 @@ local function judge(i)
   buyers[#buyers + 1] = order
   orders[#orders + 1] = order
   orders[#orders + 1] = user .. ':' .. ARGV[base + 2] .. ':' .. ARGV[base + 3]
-  redis.call('XADD', KEYS[4], '*',
-    'order', order, 'voucher', ARGV[1], 'user', user, 'qty', ARGV[base + 2], 'at', ARGV[base + 3])
+  if ARGV[base + 4] == '' then
+    redis.call('XADD', KEYS[4], '*',
+      'order', order, 'voucher', ARGV[1], 'user', user, 'qty', ARGV[base + 2], 'at', ARGV[base + 3])
+  else
+    redis.call('XADD', KEYS[4], '*',
+      'order', order, 'voucher', ARGV[1], 'user', user, 'qty', ARGV[base + 2], 'at', ARGV[base + 3],
+      'tp', ARGV[base + 4])
+  end
   if backlog then
     backlog = backlog + 1
   end

@@ -282,11 +282,11 @@ func (s *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
 		return domain.Invalid("quantity", "must be at least 1")
 	}
 	if s.batches == nil {
-		errs, err := s.ReserveBatch(ctx, []domain.Reservation{r})
+		reply, err := s.reserveBatch(ctx, []domain.Reservation{r}, []string{traceParent(ctx)})
 		if err != nil {
 			return err
 		}
-		return errs[0]
+		return reply.errs[0]
 	}
 	return s.batches.reserve(ctx, r)
 }
@@ -307,27 +307,33 @@ func (s *Stock) BatchSizes() []int64 {
 // first one's order). The error is for the call as a whole: nothing was judged.
 // Every grab must have a quantity of at least 1 and the same voucher.
 func (s *Stock) ReserveBatch(ctx context.Context, rs []domain.Reservation) ([]error, error) {
-	reply, err := s.reserveBatch(ctx, rs)
+	reply, err := s.reserveBatch(ctx, rs, nil)
 	return reply.errs, err
 }
 
-func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation) (batchReply, error) {
+// reserveBatch judges rs in one call; tps, when not nil, holds each grab's W3C
+// traceparent ("" when untraced) for its stream entry.
+func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps []string) (batchReply, error) {
 	if len(rs) == 0 {
 		return batchReply{remaining: -1}, nil
 	}
 	id := rs[0].VoucherID
 	keys := make([]string, 4, 4+len(rs))
 	keys[0], keys[1], keys[2], keys[3] = s.keys.Meta(id), s.keys.Buyers(id), s.keys.Orders(id), s.keys.Stream(id)
-	args := make([]any, 5, 5+4*len(rs))
+	args := make([]any, 5, 5+5*len(rs))
 	args[0], args[1], args[2], args[3], args[4] = id.String(), s.interval, s.tolerance, s.maxBacklog, s.group
-	for _, r := range rs {
+	for i, r := range rs {
 		if r.VoucherID != id || r.Quantity < 1 {
 			return batchReply{}, fmt.Errorf("reserve stock: a batch of voucher %s holds %+v", id, r)
 		}
 		if s.interval > 0 {
 			keys = append(keys, s.keys.Rate(id, r.UserID))
 		}
-		args = append(args, r.UserID.String(), string(r.OrderID), r.Quantity, r.At.UnixMilli())
+		tp := ""
+		if tps != nil {
+			tp = tps[i]
+		}
+		args = append(args, r.UserID.String(), string(r.OrderID), r.Quantity, r.At.UnixMilli(), tp)
 	}
 	reply, acked, err := s.runReserve(ctx, keys, args)
 	if err != nil {

@@ -193,9 +193,11 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, r domain.Reserva
 		p.HIncrBy(ctx, k.Meta(r.VoucherID), "remaining", -int64(r.Quantity))
 		p.HSet(ctx, k.Buyers(r.VoucherID), user, string(r.OrderID))
 		p.HSet(ctx, k.Orders(r.VoucherID), string(r.OrderID), user+":"+qty+":"+at)
-		p.XAdd(ctx, &redis.XAddArgs{Stream: k.Stream(r.VoucherID), Values: []any{
-			"order", string(r.OrderID), "voucher", r.VoucherID.String(), "user", user, "qty", qty, "at", at,
-		}})
+		entry := []any{"order", string(r.OrderID), "voucher", r.VoucherID.String(), "user", user, "qty", qty, "at", at}
+		if tp := traceParent(ctx); tp != "" {
+			entry = append(entry, traceField, tp)
+		}
+		p.XAdd(ctx, &redis.XAddArgs{Stream: k.Stream(r.VoucherID), Values: entry})
 		for _, key := range []string{k.Buyers(r.VoucherID), k.Orders(r.VoucherID), k.Stream(r.VoucherID)} {
 			p.PExpireAt(ctx, key, time.UnixMilli(m.expire))
 		}

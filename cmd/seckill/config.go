@@ -29,6 +29,7 @@ type Common struct {
 	ReconcileGrace time.Duration `name:"reconcile-grace" env:"SECKILL_RECONCILE_GRACE" default:"30s" help:"Reservations younger than this are not judged by reconciliation."`
 	LogLevel       string        `name:"log-level" env:"SECKILL_LOG_LEVEL" default:"info" help:"debug, info, warn or error."`
 	LogFormat      string        `name:"log-format" env:"SECKILL_LOG_FORMAT" default:"json" help:"json or console."`
+	OtelExporter   string        `name:"otel-exporter" env:"SECKILL_OTEL_EXPORTER" default:"none" enum:"none,stdout,otlp" help:"Where OpenTelemetry traces go: none, stdout (JSON on stderr) or otlp (OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT)."`
 }
 
 // Config is every setting of `seckill serve`, read once from flags and SECKILL_*
@@ -38,6 +39,7 @@ type Config struct {
 	Common `embed:""`
 
 	HTTPAddr        string        `name:"http-addr" env:"SECKILL_HTTP_ADDR" default:":8080" help:"Address the API listens on."`
+	MetricsAddr     string        `name:"metrics-addr" env:"SECKILL_METRICS_ADDR" help:"Address of a listener serving only GET /metrics; unset, /metrics is on the API's listener."`
 	JWTSecret       string        `name:"jwt-secret" env:"SECKILL_JWT_SECRET" help:"HS256 secret that signs bearer tokens (at least 16 bytes); unset with the in-process Redis or a SQLite database (trying and testing), a random one is made and an admin token printed."`
 	RequestTimeout  time.Duration `name:"request-timeout" env:"SECKILL_REQUEST_TIMEOUT" default:"2s" help:"Deadline of each request; past it the answer is 503."`
 	ShutdownTimeout time.Duration `name:"shutdown-timeout" env:"SECKILL_SHUTDOWN_TIMEOUT" default:"15s" help:"How long SIGTERM waits for in-flight requests."`
@@ -349,5 +351,6 @@ func newLogger(level, format string) (*zap.Logger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build logger: %w", err)
 	}
+	redis.SetLogger(redisLog{log.Named("redis")})
 	return log, nil
 }

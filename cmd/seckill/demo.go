@@ -146,7 +146,7 @@ func startDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	var serveErr error
 	go func() {
 		defer close(served)
-		serveErr = serve(serveCtx, d.App, ln, cfg, log)
+		serveErr = serve(serveCtx, d.App, ln, nil, cfg, log)
 	}()
 	stop := func() error {
 		defer cleanup()
@@ -306,6 +306,9 @@ func (c *demoCmd) compare(ctx context.Context, log *zap.Logger) error {
 			if cfg, err = demoConfig(c.Common); err != nil {
 				return err
 			}
+			// The same database as the first (a temporary file when none is
+			// configured), never the default ./seckill.db.
+			cfg.DatabaseURL = c.cfg.DatabaseURL
 		}
 		row, err := c.compareOne(ctx, cfg, strategy, log)
 		if err != nil {
@@ -342,8 +345,8 @@ func (c *demoCmd) compareOne(ctx context.Context, cfg Config, strategy StockStra
 	if err != nil {
 		return comparison{}, err
 	}
-	fmt.Fprintf(os.Stderr, "seckill demo --compare: %s on %s (key prefix %s): %d users grab %d units, %d in flight\n",
-		strategy, svc.base, cfg.KeyPrefix, c.Users, c.Stock, c.Concurrency)
+	fmt.Fprintf(os.Stderr, "seckill demo --compare: %s (%d of %d) on %s (key prefix %s): %d users grab %d units, %d in flight\n",
+		strategy, slices.Index(stockStrategies, strategy)+1, len(stockStrategies), svc.base, cfg.KeyPrefix, c.Users, c.Stock, c.Concurrency)
 	row, saleErr := c.sellCompared(ctx, svc, cfg, strategy)
 	if err := svc.stop(); err != nil && saleErr == nil {
 		return comparison{}, fmt.Errorf("shut down the demo service: %w", err)
@@ -373,12 +376,14 @@ func (c *demoCmd) sellCompared(ctx context.Context, svc *demoService, cfg Config
 	first := svc.statements.count()
 	result, err := load.Run(ctx, load.Options{
 		Base: svc.base, Voucher: v.ID, Tokens: tokens, Users: c.Users, Dup: c.Dup,
-		Concurrency: c.Concurrency, Seed: c.Seed,
+		Concurrency: c.Concurrency, Seed: c.Seed, Progress: terminal(os.Stderr),
 	})
 	statements := svc.statements.count() - first
 	if err != nil {
 		return comparison{}, err
 	}
+	fmt.Fprintf(os.Stderr, "  %s: %d requests answered in %v; waiting for %d orders to be persisted\n",
+		strategy, result.Requests, result.Elapsed.Round(time.Millisecond), result.Reserved)
 	persisted, waitErr := load.WaitPersisted(ctx, svc.base, v.ID, admin, result.Reserved, c.Timeout)
 	if waitErr != nil && !errors.Is(waitErr, load.ErrNotPersisted) {
 		return comparison{}, waitErr

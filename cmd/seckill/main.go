@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/alecthomas/kong"
@@ -22,6 +23,8 @@ type cli struct {
 	Reconcile reconcileCmd `cmd:"" help:"Check that Redis and the database agree per voucher; exit 1 while drift remains."`
 	Demo      demoCmd      `cmd:"" help:"Run a whole flash sale against a service started on a loopback port; exit 1 if a promise was broken."`
 	Loadtest  loadtestCmd  `cmd:"" help:"Fire a flash sale at a running seckill (--url) and report; exit 1 if a promise was broken."`
+
+	Version kong.VersionFlag `help:"Print the module version and VCS revision, and exit."`
 }
 
 func main() {
@@ -36,12 +39,38 @@ func run(args []string) int {
 		kong.Name("seckill"),
 		kong.Description("A flash-sale voucher service: exactly N sold, never twice to one user, no order lost."),
 		kong.Exit(func(code int) { panic(exitCode(code)) }),
+		kong.Vars{"version": version()},
 	)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "seckill: %v\n", err)
 		return 2
 	}
 	return runParsed(parser, args)
+}
+
+// version describes this build from its build information: the module's version
+// ("(devel)" when built from a checkout) and the VCS revision and time, with "+dirty"
+// when the tree had uncommitted changes. A build without VCS stamping (go run, or
+// -buildvcs=false) says "revision unknown".
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "seckill (no build information)"
+	}
+	rev, at, dirty := "unknown", "", ""
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = " " + s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	return fmt.Sprintf("seckill %s (%s, revision %s%s%s)", info.Main.Version, info.GoVersion, rev, dirty, at)
 }
 
 // exitCode carries kong's requested exit (after --help) out of Parse.

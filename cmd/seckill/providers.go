@@ -12,8 +12,11 @@ import (
 
 	"github.com/google/wire"
 	"github.com/labstack/echo/v4"
+	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/extra/bunotel"
+	"go.opentelemetry.io/otel"
 	"go.uber.org/zap"
 
 	"github.com/seckill/seckill/adapters/breaker"
@@ -21,6 +24,7 @@ import (
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/adapters/system"
+	"github.com/seckill/seckill/adapters/telemetry"
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/ports"
 )
@@ -38,6 +42,10 @@ type app struct {
 	Expire      *application.ExpireOrders
 	Release     *application.ReleaseClosed
 	Reconcile   *application.Reconcile
+	// Metrics are the worker's and the loops' instruments; HTTPMetrics the API's,
+	// whose registry GET /metrics serves.
+	Metrics     *metrics
+	HTTPMetrics *httpapi.Metrics
 }
 
 // redisSet provides the Redis client and the adapters built on it. The stock port and
@@ -91,7 +99,7 @@ var applicationSet = wire.NewSet(
 	application.NewGetOrder,
 	application.NewListOrders,
 	application.NewGetVoucherStats,
-	application.NewCompensate,
+	compensate,
 	application.NewPayOrder,
 	application.NewCancelOrder,
 	expireOrders,
@@ -102,6 +110,9 @@ var applicationSet = wire.NewSet(
 	workerObserver,
 	application.NewWorker,
 )
+
+// metricsSet provides the Prometheus instruments and registry.
+var metricsSet = wire.NewSet(newMetrics, httpMetrics)
 
 // httpSet provides the REST API.
 var httpSet = wire.NewSet(
@@ -121,7 +132,7 @@ var commonSet = wire.NewSet(wire.FieldsOf(new(Config), "Common"))
 // while Redis is down and lets a probe through to close again when it is back. The
 // in-process Redis is reached in memory, with neither: it cannot be unreachable. The
 // connection is checked at start-up so a wrong URL stops the command with one line.
-func openRedis(ctx context.Context, cfg Common, log *zap.Logger) (redis.UniversalClient, func(), error) {
+func openRedis(ctx context.Context, cfg Common, log *zap.Logger, m *metrics) (redis.UniversalClient, func(), error) {
 	url, stop := cfg.RedisURL, func() {}
 	var embedded *redisstore.Embedded
 	if url == "" {
@@ -149,7 +160,12 @@ func openRedis(ctx context.Context, cfg Common, log *zap.Logger) (redis.Universa
 	}
 	client := redis.NewClient(opts)
 	if embedded == nil {
-		client.AddHook(redisstore.NewBreakerHook("redis", breaker.Settings{OnStateChange: logBreaker(log)}))
+		client.AddHook(redisstore.NewBreakerHook("redis", breaker.Settings{OnStateChange: m.breaker(logBreaker(log))}))
+	}
+	if cfg.tracing() {
+		if err := redisotel.InstrumentTracing(client); err != nil {
+			log.Warn("trace redis calls", zap.Error(err))
+		}
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
@@ -192,13 +208,16 @@ func logBreaker(log *zap.Logger) func(name, from, to string) {
 // file — by default, with SECKILL_DATABASE_URL unset — it says that this is for trying
 // and testing, and applies the pending migrations, as the zero-setup mode has no
 // separate step for them.
-func openDatabase(ctx context.Context, cfg Common, log *zap.Logger) (*bun.DB, func(), error) {
+func openDatabase(ctx context.Context, cfg Common, log *zap.Logger, m *metrics) (*bun.DB, func(), error) {
 	url := databaseURL(cfg.DatabaseURL)
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	db, err := sqlstore.OpenGuarded(pingCtx, url, sqlstore.GuardOptions{Breaker: breaker.Settings{OnStateChange: logBreaker(log)}})
+	db, err := sqlstore.OpenGuarded(pingCtx, url, sqlstore.GuardOptions{Breaker: breaker.Settings{OnStateChange: m.breaker(logBreaker(log))}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to database %s: %w", redactURL(url), err)
+	}
+	if cfg.tracing() {
+		db.AddQueryHook(bunotel.NewQueryHook(bunotel.WithDBName("seckill")))
 	}
 	if sqlstore.IsSQLite(db) {
 		log.Warn("using a SQLite file as the database (set SECKILL_DATABASE_URL to a PostgreSQL URL otherwise); for trying and testing, not production",
@@ -270,6 +289,13 @@ func consumerName(configured string) string {
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
+// compensate counts the units each compensation puts back on sale.
+func compensate(stock ports.Stock, releases ports.Releases, m *metrics) *application.Compensate {
+	c := application.NewCompensate(stock, releases)
+	c.Observe(m.unitsReleased)
+	return c
+}
+
 func expireOrders(lifecycle ports.OrderLifecycle, compensate *application.Compensate, clock ports.Clock, cfg Config) *application.ExpireOrders {
 	return application.NewExpireOrders(lifecycle, compensate, clock, cfg.PaymentTimeout)
 }
@@ -296,8 +322,8 @@ func workerOptions(cfg Config) application.WorkerOptions {
 
 // workerObserver logs the worker's changes of health, once each, and every dead
 // letter or delivery left pending.
-func workerObserver(log *zap.Logger) application.WorkerObserver {
-	return application.WorkerObserver{
+func workerObserver(log *zap.Logger, m *metrics, cfg Common) application.WorkerObserver {
+	o := application.WorkerObserver{
 		Health: func(healthy bool, err error) {
 			if healthy {
 				log.Info("fulfilment recovered: persisting again")
@@ -305,19 +331,29 @@ func workerObserver(log *zap.Logger) application.WorkerObserver {
 			}
 			log.Error("fulfilment paused: a dependency is down; reservations stay pending and are retried with back-off", zap.Error(err))
 		},
-		Problem: func(err error) { log.Warn("fulfilment", zap.Error(err)) },
+		Problem:   func(err error) { log.Warn("fulfilment", zap.Error(err)) },
+		Fulfilled: m.fulfilled,
 	}
+	if cfg.tracing() {
+		o.Persisting = telemetry.PersistSpans(otel.GetTracerProvider())
+	}
+	return o
 }
 
-func httpOptions(cfg Config, limiter *redisstore.RateLimiter, idempotency ports.Idempotency) httpapi.Options {
+func httpOptions(cfg Config, limiter *redisstore.RateLimiter, idempotency ports.Idempotency, metrics *httpapi.Metrics) httpapi.Options {
 	// Validate has parsed the trusted proxies already.
 	proxies, _ := cfg.trustedProxies()
-	return httpapi.Options{
+	o := httpapi.Options{
 		BodyLimit: cfg.BodyLimit, RequestTimeout: cfg.RequestTimeout,
 		MaxInflight: cfg.MaxInflight, GrabRate: cfg.GrabRate, GrabBurst: cfg.GrabBurst,
 		IPLimit: cfg.IPRate, IPBurst: cfg.IPBurst, IPLimiter: limiter, Idempotency: idempotency,
 		TrustedProxies: proxies,
+		Metrics: metrics, MetricsElsewhere: cfg.MetricsAddr != "",
 	}
+	if cfg.tracing() {
+		o.TracerProvider = otel.GetTracerProvider()
+	}
+	return o
 }
 
 func tokens(cfg Config) *httpapi.Tokens {

@@ -43,13 +43,23 @@ func (c *serveCmd) Run(ctx context.Context) error {
 		}
 		c.JWTSecret = hex.EncodeToString(b[:])
 	}
+	stopTracing, err := startTracing(ctx, c.Common, log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	a, cleanup, err := buildApp(ctx, c.Config, log)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
 
-	var ln net.Listener
+	var ln, metricsLn net.Listener
+	if c.MetricsAddr != "" {
+		if metricsLn, err = net.Listen("tcp", c.MetricsAddr); err != nil {
+			return fmt.Errorf("SECKILL_METRICS_ADDR: %w", err)
+		}
+	}
 	if c.runsAPI() {
 		if ln, err = net.Listen("tcp", c.HTTPAddr); err != nil {
 			return fmt.Errorf("SECKILL_HTTP_ADDR: %w", err)
@@ -60,7 +70,7 @@ func (c *serveCmd) Run(ctx context.Context) error {
 			}
 		}
 	}
-	return serve(ctx, a, ln, c.Config, log)
+	return serve(ctx, a, ln, metricsLn, c.Config, log)
 }
 
 // trialParts names what makes this serve one for trying and testing: besides the
@@ -99,13 +109,20 @@ User token  (user 42): %[2]s
   curl -s -XPOST localhost:%[3]d/api/v1/vouchers/1/grab -H "Authorization: Bearer %[2]s"
   curl -s localhost:%[3]d/api/v1/orders -H "Authorization: Bearer %[2]s"
 
+For README's "A sale, step by step", paste into your shell:
+
+  ADMIN=%[1]s
+  ALICE=%[2]s
+  BASE=localhost:%[3]d
+
 `, admin, user, port, parts)
 	return err
 }
 
-// serve runs until ctx is cancelled, then shuts down gracefully. A nil ln runs no API.
+// serve runs until ctx is cancelled, then shuts down gracefully. A nil ln runs no API;
+// a non-nil metricsLn serves GET /metrics on its own.
 // If one part fails, the others are stopped too and the failure is returned.
-func serve(ctx context.Context, a *app, ln net.Listener, cfg Config, log *zap.Logger) error {
+func serve(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Config, log *zap.Logger) error {
 	warnIfLossy(ctx, a.Redis, cfg, log)
 	warm(ctx, a, log)
 	g, gctx := errgroup.WithContext(ctx)
@@ -123,6 +140,11 @@ func serve(ctx context.Context, a *app, ln net.Listener, cfg Config, log *zap.Lo
 			IdleTimeout:       2 * time.Minute,
 		}
 		g.Go(func() error { return runHTTP(gctx, srv, ln, cfg.ShutdownTimeout, log) })
+	}
+	if metricsLn != nil {
+		g.Go(func() error {
+			return runHTTP(gctx, metricsServer(a.HTTPMetrics.Handler()), metricsLn, cfg.ShutdownTimeout, log)
+		})
 	}
 	if cfg.runsWorker() {
 		log.Info("fulfilment worker started", zap.String("consumer", a.Queue.Consumer()))
@@ -244,6 +266,7 @@ func trim(ctx context.Context, a *app, log *zap.Logger) {
 // expire closes the orders left unpaid past the payment timeout.
 func expire(ctx context.Context, a *app, log *zap.Logger) {
 	n, err := a.Expire.Handle(ctx)
+	a.Metrics.expired.Add(float64(n))
 	if err != nil {
 		log.Warn("expire unpaid orders", zap.Error(err))
 	}
@@ -270,6 +293,7 @@ func audit(ctx context.Context, a *app, log *zap.Logger) {
 		log.Warn("reconcile", zap.Error(err))
 		return
 	}
+	a.Metrics.reconciled(reports)
 	for _, r := range reports {
 		for _, d := range r.Drifts {
 			log.Error("drift between redis and the database; run seckill reconcile --repair",

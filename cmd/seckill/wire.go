@@ -14,7 +14,7 @@ import (
 
 // buildApp assembles serve's object graph.
 func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), error) {
-	wire.Build(commonSet, redisSet, databaseSet, systemSet, applicationSet, httpSet,
+	wire.Build(commonSet, redisSet, databaseSet, systemSet, applicationSet, metricsSet, httpSet,
 		configuredStrategy, strategySet, wire.Struct(new(app), "*"))
 	return nil, nil, nil
 }
@@ -23,7 +23,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 // given stock strategy, and hands out the database too, so the demo can count the
 // statements each strategy costs.
 func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap.Logger) (*demoApp, func(), error) {
-	wire.Build(commonSet, redisSet, databaseSet, systemSet, applicationSet, httpSet,
+	wire.Build(commonSet, redisSet, databaseSet, systemSet, applicationSet, metricsSet, httpSet,
 		strategySet, wire.Struct(new(app), "*"), wire.Struct(new(demoApp), "*"))
 	return nil, nil, nil
 }
@@ -33,7 +33,7 @@ func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*applicat
 	wire.Build(
 		openRedis, stockOptions, redisstore.NewStock, redisstore.NewAudit,
 		configuredStrategy, strategySet,
-		databaseSet, systemSet, application.NewCompensate, reconcile,
+		databaseSet, systemSet, newMetrics, compensate, reconcile,
 	)
 	return nil, nil, nil
 }

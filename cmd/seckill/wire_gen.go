@@ -21,11 +21,12 @@ import (
 // buildApp assembles serve's object graph.
 func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), error) {
 	common := cfg.Common
-	universalClient, cleanup, err := openRedis(ctx, common, log)
+	mainMetrics := newMetrics()
+	universalClient, cleanup, err := openRedis(ctx, common, log, mainMetrics)
 	if err != nil {
 		return nil, nil, err
 	}
-	db, cleanup2, err := openDatabase(ctx, common, log)
+	db, cleanup2, err := openDatabase(ctx, common, log, mainMetrics)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -33,7 +34,10 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	idempotency := sqlstore.NewIdempotency(db)
 	options := grabStockOptions(cfg)
 	rateLimiter := redisstore.NewRateLimiter(universalClient, options)
-	httpapiOptions := httpOptions(cfg, rateLimiter, idempotency)
+	redisstoreQueueOptions := queueOptions(cfg)
+	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
+	httpapiMetrics := httpMetrics(mainMetrics, universalClient, db, queue, log)
+	httpapiOptions := httpOptions(cfg, rateLimiter, idempotency, httpapiMetrics)
 	vouchers := sqlstore.NewVouchers(db)
 	stockStrategy, err := configuredStrategy(common)
 	if err != nil {
@@ -61,8 +65,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stockAudit)
 	acceptPayments := system.AcceptPayments{}
 	payOrder := application.NewPayOrder(getOrder, orders, acceptPayments)
-	compensate := application.NewCompensate(portsStock, orders)
-	cancelOrder := application.NewCancelOrder(getOrder, orders, compensate)
+	applicationCompensate := compensate(portsStock, orders, mainMetrics)
+	cancelOrder := application.NewCancelOrder(getOrder, orders, applicationCompensate)
 	pauseSale := application.NewPauseSale(vouchers, portsStock)
 	useCases := httpapi.UseCases{
 		CreateVoucher:   createVoucher,
@@ -79,15 +83,13 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	httpapiTokens := tokens(cfg)
 	v := readinessChecks(universalClient, db)
 	echo := httpapi.New(httpapiOptions, useCases, httpapiTokens, v, log)
-	redisstoreQueueOptions := queueOptions(cfg)
-	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
-	applicationFulfillOrder := fulfillOrder(orders, queue, compensate, cfg)
+	applicationFulfillOrder := fulfillOrder(orders, queue, applicationCompensate, cfg)
 	applicationWorkerOptions := workerOptions(cfg)
-	applicationWorkerObserver := workerObserver(log)
+	applicationWorkerObserver := workerObserver(log, mainMetrics, common)
 	worker := application.NewWorker(applicationFulfillOrder, queue, applicationWorkerOptions, applicationWorkerObserver)
-	applicationExpireOrders := expireOrders(orders, compensate, clock, cfg)
-	applicationReleaseClosed := application.NewReleaseClosed(orders, compensate)
-	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, compensate, clock, common)
+	applicationExpireOrders := expireOrders(orders, applicationCompensate, clock, cfg)
+	applicationReleaseClosed := application.NewReleaseClosed(orders, applicationCompensate)
+	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, applicationCompensate, clock, common)
 	mainApp := &app{
 		Redis:       universalClient,
 		Idempotency: idempotency,
@@ -100,6 +102,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		Expire:      applicationExpireOrders,
 		Release:     applicationReleaseClosed,
 		Reconcile:   applicationReconcile,
+		Metrics:     mainMetrics,
+		HTTPMetrics: httpapiMetrics,
 	}
 	return mainApp, func() {
 		cleanup2()
@@ -112,11 +116,12 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 // statements each strategy costs.
 func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap.Logger) (*demoApp, func(), error) {
 	common := cfg.Common
-	universalClient, cleanup, err := openRedis(ctx, common, log)
+	mainMetrics := newMetrics()
+	universalClient, cleanup, err := openRedis(ctx, common, log, mainMetrics)
 	if err != nil {
 		return nil, nil, err
 	}
-	db, cleanup2, err := openDatabase(ctx, common, log)
+	db, cleanup2, err := openDatabase(ctx, common, log, mainMetrics)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -124,7 +129,10 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	idempotency := sqlstore.NewIdempotency(db)
 	options := grabStockOptions(cfg)
 	rateLimiter := redisstore.NewRateLimiter(universalClient, options)
-	httpapiOptions := httpOptions(cfg, rateLimiter, idempotency)
+	redisstoreQueueOptions := queueOptions(cfg)
+	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
+	httpapiMetrics := httpMetrics(mainMetrics, universalClient, db, queue, log)
+	httpapiOptions := httpOptions(cfg, rateLimiter, idempotency, httpapiMetrics)
 	vouchers := sqlstore.NewVouchers(db)
 	stock := redisstore.NewStock(universalClient, options)
 	sqlstoreStock := sqlstore.NewStock(db)
@@ -146,8 +154,8 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stockAudit)
 	acceptPayments := system.AcceptPayments{}
 	payOrder := application.NewPayOrder(getOrder, orders, acceptPayments)
-	compensate := application.NewCompensate(portsStock, orders)
-	cancelOrder := application.NewCancelOrder(getOrder, orders, compensate)
+	applicationCompensate := compensate(portsStock, orders, mainMetrics)
+	cancelOrder := application.NewCancelOrder(getOrder, orders, applicationCompensate)
 	pauseSale := application.NewPauseSale(vouchers, portsStock)
 	useCases := httpapi.UseCases{
 		CreateVoucher:   createVoucher,
@@ -164,15 +172,13 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	httpapiTokens := tokens(cfg)
 	v := readinessChecks(universalClient, db)
 	echo := httpapi.New(httpapiOptions, useCases, httpapiTokens, v, log)
-	redisstoreQueueOptions := queueOptions(cfg)
-	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
-	applicationFulfillOrder := fulfillOrder(orders, queue, compensate, cfg)
+	applicationFulfillOrder := fulfillOrder(orders, queue, applicationCompensate, cfg)
 	applicationWorkerOptions := workerOptions(cfg)
-	applicationWorkerObserver := workerObserver(log)
+	applicationWorkerObserver := workerObserver(log, mainMetrics, common)
 	worker := application.NewWorker(applicationFulfillOrder, queue, applicationWorkerOptions, applicationWorkerObserver)
-	applicationExpireOrders := expireOrders(orders, compensate, clock, cfg)
-	applicationReleaseClosed := application.NewReleaseClosed(orders, compensate)
-	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, compensate, clock, common)
+	applicationExpireOrders := expireOrders(orders, applicationCompensate, clock, cfg)
+	applicationReleaseClosed := application.NewReleaseClosed(orders, applicationCompensate)
+	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, applicationCompensate, clock, common)
 	mainApp := &app{
 		Redis:       universalClient,
 		Idempotency: idempotency,
@@ -185,6 +191,8 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 		Expire:      applicationExpireOrders,
 		Release:     applicationReleaseClosed,
 		Reconcile:   applicationReconcile,
+		Metrics:     mainMetrics,
+		HTTPMetrics: httpapiMetrics,
 	}
 	mainDemoApp := &demoApp{
 		App: mainApp,
@@ -198,7 +206,8 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 
 // buildReconcile assembles what `seckill reconcile` needs.
 func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*application.Reconcile, func(), error) {
-	db, cleanup, err := openDatabase(ctx, cfg, log)
+	mainMetrics := newMetrics()
+	db, cleanup, err := openDatabase(ctx, cfg, log, mainMetrics)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -208,7 +217,7 @@ func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*applicat
 		cleanup()
 		return nil, nil, err
 	}
-	universalClient, cleanup2, err := openRedis(ctx, cfg, log)
+	universalClient, cleanup2, err := openRedis(ctx, cfg, log, mainMetrics)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
@@ -220,9 +229,9 @@ func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*applicat
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
 	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, sqlstoreStock)
 	orders := sqlstore.NewOrders(db)
-	compensate := application.NewCompensate(portsStock, orders)
+	applicationCompensate := compensate(portsStock, orders, mainMetrics)
 	clock := system.Clock{}
-	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, compensate, clock, cfg)
+	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, applicationCompensate, clock, cfg)
 	return applicationReconcile, func() {
 		cleanup2()
 		cleanup()

@@ -1,0 +1,225 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// GrabOutcomes are the values of seckill_grab_requests_total's outcome label: how a
+// grab request was answered.
+var GrabOutcomes = []string{
+	"reserved", "sold_out", "already_purchased", "not_started", "ended", "paused",
+	"rate_limited", "unavailable", "invalid", "not_found", "unauthorized",
+}
+
+// unmatchedRoute is the route label of a request no route matched: the raw path would
+// give every scanner's probe a series of its own.
+const unmatchedRoute = "unmatched"
+
+// Metrics are the HTTP layer's Prometheus instruments, and the registry that GET
+// /metrics serves (with whatever else the caller registers on it).
+type Metrics struct {
+	reg      *prometheus.Registry
+	grabs    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// NewMetrics registers the HTTP instruments on reg and returns them: the count of
+// grab requests by outcome (each outcome exposed from the start, at zero) and the
+// request duration by route pattern, method and status code. It panics if they are
+// already registered on reg.
+func NewMetrics(reg *prometheus.Registry) *Metrics {
+	m := &Metrics{
+		reg: reg,
+		grabs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_grab_requests_total",
+			Help: "Grab requests answered, by outcome (reserved, sold_out, already_purchased, not_started, ended, paused, rate_limited, unavailable, invalid, not_found, unauthorized).",
+		}, []string{"outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "seckill_http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by route pattern, method and status code.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"route", "method", "code"}),
+	}
+	reg.MustRegister(m.grabs, m.duration)
+	for _, o := range GrabOutcomes {
+		m.grabs.WithLabelValues(o)
+	}
+	return m
+}
+
+// Registry returns the registry /metrics serves.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the registry in Prometheus' exposition formats.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// knownRoutes returns the route patterns of e, for the route label, and initialises the
+// duration series of each route's success at zero.
+func (m *Metrics) knownRoutes(e *echo.Echo) map[string]bool {
+	known := make(map[string]bool)
+	for _, r := range e.Routes() {
+		if r.Method == echo.RouteNotFound {
+			continue
+		}
+		known[r.Path] = true
+		m.duration.WithLabelValues(r.Path, r.Method, strconv.Itoa(successStatus(r.Method, r.Path)))
+	}
+	return known
+}
+
+// successStatus is the status a route answers when all goes well.
+func successStatus(method, path string) int {
+	switch {
+	case method == http.MethodPost && path == "/api/v1/vouchers":
+		return http.StatusCreated
+	case method == http.MethodPost && path == "/api/v1/vouchers/:id/grab":
+		return http.StatusAccepted
+	}
+	return http.StatusOK
+}
+
+// observe times every request by its route pattern and logs it (see requestLogger).
+// It runs outermost: an error a handler returns is turned into its response here, so
+// the status recorded is the one the client got.
+func (m *Metrics) observe(known func() map[string]bool, log *requestLogger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			if err != nil && !c.Response().Committed {
+				c.Error(err)
+			}
+			latency := time.Since(start)
+			route := c.Path()
+			if !known()[route] {
+				route = unmatchedRoute
+			}
+			status := c.Response().Status
+			m.duration.WithLabelValues(route, methodLabel(c.Request().Method), strconv.Itoa(status)).Observe(latency.Seconds())
+			log.write(c, route, status, latency)
+			return err
+		}
+	}
+}
+
+// methodLabel keeps the method label to the methods HTTP defines.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
+}
+
+// countGrabs counts each grab request by its outcome. It runs first on the grab route,
+// so it sees the refusals of authentication and admission too.
+func (m *Metrics) countGrabs(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := next(c)
+		m.grabs.WithLabelValues(grabOutcome(c, err)).Inc()
+		return err
+	}
+}
+
+// grabOutcome classifies a grab's answer: by the error, as the error handler will
+// answer it, or by the status already written (the admission gate answers its 503
+// itself).
+func grabOutcome(c echo.Context, err error) string {
+	status := c.Response().Status
+	code := ""
+	if err != nil {
+		var d errorDetail
+		status, d = classify(err)
+		code = d.Code
+	}
+	switch code {
+	case "sold_out", "already_purchased", "not_started", "ended", "paused", "rate_limited", "unavailable", "not_found", "unauthorized":
+		return code
+	case "invalid_request":
+		return "invalid"
+	case "forbidden":
+		return "unauthorized"
+	}
+	switch {
+	case status == http.StatusAccepted:
+		return "reserved"
+	case status == http.StatusTooManyRequests:
+		return "rate_limited"
+	case status >= 500:
+		// The admission gate's 503, or a failure the client is told to retry.
+		return "unavailable"
+	}
+	return "invalid"
+}
+
+// slowRequest is the latency from which a request is always logged.
+const slowRequest = 500 * time.Millisecond
+
+// requestLogger writes one line per request. Errors (5xx) and slow requests are
+// always logged; the rest, at the info level, through one zap sampler per route and
+// status: in each second the first few lines of each are written and then one in
+// every hundred, so a sale of a million grabs does not write a million lines while
+// every kind of answer still shows. The metrics carry the exact rates.
+type requestLogger struct {
+	log     *zap.Logger
+	sampled sync.Map // route + " " + status → *zap.Logger
+}
+
+// sampleFirst and sampleThereafter tune the sampler: per route and status and second,
+// the first sampleFirst lines, then every sampleThereafter-th.
+const (
+	sampleFirst      = 10
+	sampleThereafter = 100
+)
+
+func (l *requestLogger) write(c echo.Context, route string, status int, latency time.Duration) {
+	var ce *zapcore.CheckedEntry
+	switch {
+	case status >= 500:
+		ce = l.log.Check(zapcore.WarnLevel, "request")
+	case latency >= slowRequest:
+		ce = l.log.Check(zapcore.InfoLevel, "request")
+	default:
+		// Sampled out, the line costs nothing more: its fields are not even made.
+		ce = l.sampler(route, status).Check(zapcore.InfoLevel, "request")
+	}
+	if ce == nil {
+		return
+	}
+	ce.Write(
+		zap.String("method", c.Request().Method),
+		zap.String("path", c.Request().URL.Path),
+		zap.String("route", route),
+		zap.Int("status", status),
+		zap.Duration("latency", latency),
+		zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)),
+		zap.String("client", clientIP(c)),
+		zap.Bool("slow", latency >= slowRequest),
+	)
+}
+
+// sampler returns the sampled logger of one route and status. Routes are patterns and
+// statuses few, so the loggers are bounded.
+func (l *requestLogger) sampler(route string, status int) *zap.Logger {
+	key := route + " " + strconv.Itoa(status)
+	if s, ok := l.sampled.Load(key); ok {
+		return s.(*zap.Logger)
+	}
+	s := l.log.WithOptions(zap.WrapCore(func(core zapcore.Core) zapcore.Core {
+		return zapcore.NewSamplerWithOptions(core, time.Second, sampleFirst, sampleThereafter)
+	}))
+	got, _ := l.sampled.LoadOrStore(key, s)
+	return got.(*zap.Logger)
+}

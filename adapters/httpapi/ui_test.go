@@ -1,0 +1,221 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/seckill/seckill/domain"
+)
+
+// The page's files are served from the binary, with their types; nothing else is.
+func TestUIServesItsFiles(t *testing.T) {
+	a := newAPI(t)
+	for _, tc := range []struct{ path, ctype, contains string }{
+		{"/ui/", "text/html", `<script src="app.js">`},
+		{"/ui/index.html", "text/html", "<title>"},
+		{"/ui/app.js", "text/javascript", "sessionStorage"},
+		{"/ui/style.css", "text/css", ".bar"},
+	} {
+		res, err := http.Get(a.url + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(res.Body)
+		_ = res.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), tc.ctype) || !strings.Contains(string(body), tc.contains) {
+			t.Errorf("GET %s: %d %q, want 200 %s with %q", tc.path, res.StatusCode, res.Header.Get("Content-Type"), tc.ctype, tc.contains)
+		}
+		checkResponse(t, http.MethodGet, tc.path, res.StatusCode, res.Header, body)
+	}
+	for _, p := range []string{"/ui/nope.js", "/ui/../openapi.json", "/ui/ui"} {
+		if r := a.do(http.MethodGet, p, "", ""); r.Status != http.StatusNotFound || r.code() != "not_found" {
+			t.Errorf("GET %s: %d %s, want 404 not_found", p, r.Status, r.Raw)
+		}
+	}
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := client.Get(a.url + "/ui")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = res.Body.Close()
+	if res.StatusCode != http.StatusMovedPermanently || res.Header.Get("Location") != "/ui/" {
+		t.Fatalf("GET /ui: %d to %q, want 301 to /ui/", res.StatusCode, res.Header.Get("Location"))
+	}
+	checkResponse(t, http.MethodGet, "/ui", res.StatusCode, res.Header, nil)
+}
+
+// chromium finds Debian's chromium (scripts/test.sh installs it when missing). Outside
+// CI a machine without it skips the browser tests; in CI that fails.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("chromium is not installed (scripts/test.sh installs it with apt-get as root)")
+	}
+	t.Skip("chromium is not installed: skipping the browser test (scripts/test.sh installs it as root)")
+	return ""
+}
+
+// browser starts a headless Chromium with a fresh profile and returns a context
+// driving one tab of it.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium(t)),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	// Start the browser now. The first run's context owns the browser, so it must be
+	// the test's, not one with a deadline that would close the browser when it lapses.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return ctx
+}
+
+// evaluate runs a JavaScript expression in the page and returns its result. It reads
+// the DOM afresh each time: the page re-renders every second, so a node found once
+// would soon be stale.
+func evaluate[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
+}
+
+// textOf is the text of the first element selector matches, "" when none does.
+func textOf(t *testing.T, ctx context.Context, selector string) string {
+	t.Helper()
+	return evaluate[string](t, ctx, fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent`, selector))
+}
+
+// waitText waits, generously, until the text of selector contains want.
+func waitText(t *testing.T, ctx context.Context, selector, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := textOf(t, ctx, selector)
+		if strings.Contains(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page shows %q at %s; want it to contain %q", got, selector, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// shownRemaining reads the remaining count the page shows for voucher id, -1 while the
+// page does not show the voucher.
+func shownRemaining(t *testing.T, ctx context.Context, id string) int {
+	t.Helper()
+	text := textOf(t, ctx, fmt.Sprintf(`tr[data-voucher-id="%s"] .remaining`, id))
+	if text == "" {
+		return -1
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(text))
+	if err != nil {
+		t.Fatalf("remaining shown as %q", text)
+	}
+	return n
+}
+
+// waitShown waits, generously, until the page shows voucher id with a remaining count
+// that ok accepts, and returns it.
+func waitShown(t *testing.T, ctx context.Context, id string, what string, ok func(int) bool) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n := shownRemaining(t, ctx, id)
+		if ok(n) {
+			return n
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the page shows %d remaining for voucher %s; want %s", n, id, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// The live page, in a real headless Chromium, shows a voucher the test creates and its
+// remaining count falling while a burst of grabs sells it; with an admin token it
+// shows the voucher's stats and the grab counts, and its pause button pauses the sale.
+func TestUIShowsTheSaleLiveInChromium(t *testing.T) {
+	a := newAPI(t)
+	const stock = 40
+	id := a.createVoucher(stock, 1)
+	ctx := browser(t)
+	navCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(navCtx, chromedp.Navigate(a.url+"/ui/")); err != nil {
+		t.Fatalf("open the page: %v", err)
+	}
+	waitShown(t, ctx, id, fmt.Sprintf("%d before the sale", stock), func(n int) bool { return n == stock })
+
+	burst := func(from, users int) {
+		var wg sync.WaitGroup
+		for u := from; u < from+users; u++ {
+			tok := a.token(domain.UserID(u), false)
+			wg.Add(1)
+			go func() { defer wg.Done(); a.do(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", tok, "") }()
+		}
+		wg.Wait()
+	}
+	burst(1000, 15)
+	mid := waitShown(t, ctx, id, "25 after 15 grabs", func(n int) bool { return n == stock-15 })
+	burst(2000, 60) // sells the rest
+	waitShown(t, ctx, id, fmt.Sprintf("0 after the sell-out (was %d)", mid), func(n int) bool { return n == 0 })
+
+	// The admin view: paste a token, see the stats and the grab counts, pause the
+	// sale from the page.
+	evaluate[bool](t, ctx, fmt.Sprintf(`document.getElementById("token").value = %q;
+		document.getElementById("token-form").requestSubmit(); true`, a.admin))
+	if stored := evaluate[string](t, ctx, `sessionStorage.getItem("seckill.adminToken") || ""`); stored != a.admin {
+		t.Fatalf("the token is not kept in sessionStorage: %q", stored)
+	}
+	waitText(t, ctx, fmt.Sprintf(`tr[data-voucher-id="%s"] .orders`, id), fmt.Sprintf("queued %d ·", stock))
+	waitText(t, ctx, `#rates tr[data-outcome="reserved"]`, fmt.Sprintf("total %d", stock))
+	evaluate[bool](t, ctx, fmt.Sprintf(`document.querySelector('tr[data-voucher-id="%s"] button.toggle').click(); true`, id))
+	deadline := time.Now().Add(30 * time.Second)
+	for a.do(http.MethodGet, "/api/v1/vouchers/"+id, "", "").Body["paused"] != true {
+		if time.Now().After(deadline) {
+			t.Fatal("the page's pause button did not pause the sale")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	waitText(t, ctx, fmt.Sprintf(`tr[data-voucher-id="%s"] button.toggle`, id), "resume")
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// --version prints one line naming the build.
+func TestVersion(t *testing.T) {
+	out, err := runCmd(seckillBinary(t), os.Environ(), "--version")
+	if err != nil {
+		t.Fatalf("--version: %v\n%s", err, out)
+	}
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 1 || !strings.HasPrefix(out, "seckill ") || !strings.Contains(out, "revision ") {
+		t.Fatalf("--version printed %q, want one line: seckill <version> (… revision …)", out)
+	}
+}
+
+// An unreachable Redis stops serve with seckill's one line: go-redis's own messages
+// about each pooled connection it failed to dial go to the debug log.
+func TestUnreachableRedisIsOneLine(t *testing.T) {
+	out, err := runCmd(seckillBinary(t), append(os.Environ(), "SECKILL_REDIS_URL=redis://127.0.0.1:1/0",
+		"SECKILL_DATABASE_URL=sqlite:"+t.TempDir()+"/s.db", "SECKILL_HTTP_ADDR=127.0.0.1:0"), "serve")
+	if err == nil {
+		t.Fatalf("serve with an unreachable Redis succeeded: %s", out)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		// The SQLite warning is a JSON log line; the failure is the plain one.
+		if !strings.HasPrefix(l, "{") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "connect to redis") {
+		t.Fatalf("want one line about redis, got %q", out)
+	}
+}
+
+// demo --compare with nothing configured sells every strategy on a temporary
+// database — never the working directory's seckill.db — and says how far it is.
+func TestDemoCompareWithNothingInstalled(t *testing.T) {
+	seckillBinary(t)
+	dir, tmp := t.TempDir(), t.TempDir()
+	stdout, stderr, status := runSplitIn(t, dir, zeroSetupEnv("TMPDIR="+tmp), 3*time.Minute,
+		"demo", "--compare", "--users", "200", "--stock", "20", "--concurrency", "20")
+	if status != 0 {
+		t.Fatalf("demo --compare exited %d\nstdout %s\nstderr %s", status, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "all promises kept by every strategy") {
+		t.Fatalf("table:\n%s", stdout)
+	}
+	for i, strategy := range []string{"lua", "watch", "postgres"} {
+		for _, want := range []string{fmt.Sprintf("%s (%d of 3)", strategy, i+1), "  " + strategy + ": 202 requests answered"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("progress lacks %q:\n%s", want, stderr)
+			}
+		}
+	}
+	for _, d := range []string{dir, tmp} {
+		if left, _ := os.ReadDir(d); len(left) != 0 {
+			t.Fatalf("demo --compare left %d files in %s (%s)", len(left), d, left[0].Name())
+		}
+	}
+}
+
+// SECKILL_OTEL_EXPORTER=stdout writes the spans of a grab and of the batch that
+// persisted it (flushed at exit); an unknown exporter stops serve with one line.
+func TestServeTracesToStdout(t *testing.T) {
+	out, err := runCmd(seckillBinary(t), zeroSetupEnv("SECKILL_OTEL_EXPORTER=jaeger"), "serve")
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); err == nil || len(lines) != 1 || !strings.Contains(out, "otel-exporter") {
+		t.Fatalf("serve with SECKILL_OTEL_EXPORTER=jaeger: %v, %q; want one line naming it", err, out)
+	}
+
+	in := startInstance(t, "SECKILL_OTEL_EXPORTER=stdout")
+	id := in.createVoucher(3, 1)
+	status, body := in.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", in.token(9, false), nil)
+	if status != http.StatusAccepted {
+		t.Fatalf("grab: %d %v", status, body)
+	}
+	order := body["order_id"].(string)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		status, o := in.call(http.MethodGet, "/api/v1/orders/"+order, in.token(9, false), nil)
+		if status == http.StatusOK && o["status"] == "awaiting_payment" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("order not persisted: %d %v", status, o)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	in.stop()
+	logs := in.logs.String()
+	for _, want := range []string{`"Name":"POST /api/v1/vouchers/:id/grab"`, `"Name":"fulfil batch"`, `"seckill.order_id","Value":{"Type":"STRING","Value":"` + order} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the spans written lack %s", want)
+		}
+	}
+}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+	"github.com/uptrace/bun"
+	"go.uber.org/zap"
+
+	"github.com/seckill/seckill/adapters/httpapi"
+	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/application"
+	"github.com/seckill/seckill/domain"
+)
+
+// metrics are the process's Prometheus instruments outside the HTTP layer: what the
+// fulfilment worker and the compensations did, the breakers and the last
+// reconciliation. The use cases report through their observer callbacks, wired here,
+// so the application never sees Prometheus.
+type metrics struct {
+	reg         *prometheus.Registry
+	persisted   prometheus.Counter
+	failed      prometheus.Counter
+	deadLetters prometheus.Counter
+	expired     prometheus.Counter
+	released    prometheus.Counter
+	breakerOpen *prometheus.GaugeVec
+	drift       *prometheus.GaugeVec
+}
+
+// breakerNames are the dependencies behind a circuit breaker, as the breakers name
+// themselves (the database's is "postgres" whatever the database).
+var breakerNames = []string{"redis", "postgres"}
+
+// newMetrics returns the instruments on a fresh registry that also holds the Go
+// runtime's and the process's collectors. Every family is exposed from the start.
+func newMetrics() *metrics {
+	reg := prometheus.NewRegistry()
+	counter := func(name, help string) prometheus.Counter {
+		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+	}
+	m := &metrics{
+		reg:         reg,
+		persisted:   counter("seckill_reservations_persisted_total", "Reservations the fulfilment worker turned into orders."),
+		failed:      counter("seckill_reservations_failed_total", "Reservations that could never become live orders: stored as failed, their units returned."),
+		deadLetters: counter("seckill_dead_letters_total", "Queue entries moved to a dead-letter stream (malformed, or failing past the delivery limit)."),
+		expired:     counter("seckill_orders_expired_total", "Orders expired unpaid by this instance."),
+		released:    counter("seckill_units_released_total", "Units put back on sale (cancelled, expired or failed orders, reconciliation repairs)."),
+		breakerOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_breaker_open",
+			Help: "1 while the circuit breaker of a dependency is open (calls fail at once), else 0.",
+		}, []string{"dependency"}),
+		drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "seckill_reconcile_drift",
+			Help: "Disagreements between Redis and the database the last periodic reconciliation found, by kind, summed over vouchers.",
+		}, []string{"kind"}),
+	}
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.persisted, m.failed, m.deadLetters, m.expired, m.released, m.breakerOpen, m.drift,
+	)
+	for _, name := range breakerNames {
+		m.breakerOpen.WithLabelValues(name)
+	}
+	for _, kind := range application.DriftKinds {
+		m.drift.WithLabelValues(string(kind))
+	}
+	return m
+}
+
+// breaker records a breaker's state, then hands the change on to next.
+func (m *metrics) breaker(next func(name, from, to string)) func(name, from, to string) {
+	return func(name, from, to string) {
+		open := 0.0
+		if to == "open" {
+			open = 1
+		}
+		m.breakerOpen.WithLabelValues(name).Set(open)
+		next(name, from, to)
+	}
+}
+
+// fulfilled adds up what one FulfillOrder call did.
+func (m *metrics) fulfilled(r application.FulfillReport) {
+	m.persisted.Add(float64(r.Persisted))
+	m.failed.Add(float64(r.Failed))
+	m.deadLetters.Add(float64(r.DeadLettered))
+}
+
+// unitsReleased counts the units of an order put back on sale.
+func (m *metrics) unitsReleased(o domain.Order) { m.released.Add(float64(o.Quantity)) }
+
+// reconciled records the drift of one reconciliation, every kind reset first.
+func (m *metrics) reconciled(reports []application.VoucherReconciliation) {
+	sums := make(map[application.DriftKind]int)
+	for _, r := range reports {
+		for _, d := range r.Drifts {
+			sums[d.Kind] += d.Count
+		}
+	}
+	for _, kind := range application.DriftKinds {
+		m.drift.WithLabelValues(string(kind)).Set(float64(sums[kind]))
+	}
+}
+
+// backlogTimeout bounds the Redis calls of one scrape.
+const backlogTimeout = time.Second
+
+// httpMetrics registers what is read at scrape time — the fulfilment backlog (from
+// the queue), the Redis and database connection pools — and returns the HTTP layer's
+// instruments on the same registry.
+func httpMetrics(m *metrics, client redis.UniversalClient, db *bun.DB, queue *redisstore.Queue, log *zap.Logger) *httpapi.Metrics {
+	backlog := newBacklogCollector(queue, log)
+	m.reg.MustRegister(backlog, collectors.NewDBStatsCollector(db.DB, "seckill"))
+	if pools, ok := client.(poolStater); ok {
+		m.reg.MustRegister(newRedisPoolCollector(pools))
+	}
+	return httpapi.NewMetrics(m.reg)
+}
+
+// backlogCollector reads the queue's backlog once per scrape: the age of the oldest
+// reservation not yet persisted and the count of those not yet acknowledged. A scrape
+// that cannot reach Redis reports neither (rather than a misleading zero) and logs at
+// debug level; the breaker's gauge says why.
+type backlogCollector struct {
+	queue   *redisstore.Queue
+	log     *zap.Logger
+	lag     *prometheus.Desc
+	pending *prometheus.Desc
+}
+
+func newBacklogCollector(queue *redisstore.Queue, log *zap.Logger) *backlogCollector {
+	return &backlogCollector{
+		queue: queue,
+		log:   log,
+		lag: prometheus.NewDesc("seckill_fulfilment_lag_seconds",
+			"Age of the oldest reservation not yet persisted (0 when none), all vouchers.", nil, nil),
+		pending: prometheus.NewDesc("seckill_queue_pending",
+			"Reservations not yet acknowledged by the fulfilment workers (pending or not yet delivered), all vouchers.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (b *backlogCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- b.lag
+	ch <- b.pending
+}
+
+// Collect implements prometheus.Collector.
+func (b *backlogCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), backlogTimeout)
+	defer cancel()
+	bl, err := b.queue.Backlog(ctx)
+	if err != nil {
+		b.log.Debug("metrics: measure the fulfilment backlog", zap.Error(err))
+		return
+	}
+	lag := 0.0
+	if !bl.Oldest.IsZero() {
+		lag = max(0, time.Since(bl.Oldest).Seconds())
+	}
+	ch <- prometheus.MustNewConstMetric(b.lag, prometheus.GaugeValue, lag)
+	ch <- prometheus.MustNewConstMetric(b.pending, prometheus.GaugeValue, float64(bl.Unacked))
+}
+
+// poolStater is a go-redis client with a connection pool (a single-node or cluster
+// client).
+type poolStater interface {
+	PoolStats() *redis.PoolStats
+}
+
+// redisPoolCollector exposes go-redis's pool statistics, read at each scrape.
+type redisPoolCollector struct {
+	pools                          poolStater
+	hits, misses, timeouts, waits  *prometheus.Desc
+	total, idle, stale, waitingFor *prometheus.Desc
+}
+
+func newRedisPoolCollector(pools poolStater) *redisPoolCollector {
+	desc := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc("seckill_redis_pool_"+name, help, nil, nil)
+	}
+	return &redisPoolCollector{
+		pools:      pools,
+		hits:       desc("hits_total", "Times a free connection was found in the Redis pool."),
+		misses:     desc("misses_total", "Times no free connection was found in the Redis pool."),
+		timeouts:   desc("timeouts_total", "Times waiting for a Redis connection timed out."),
+		waits:      desc("waits_total", "Times a caller waited for a Redis connection."),
+		total:      desc("connections", "Connections in the Redis pool."),
+		idle:       desc("idle_connections", "Idle connections in the Redis pool."),
+		stale:      desc("stale_connections_total", "Stale connections removed from the Redis pool."),
+		waitingFor: desc("pending_requests", "Callers waiting for a Redis connection now."),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (r *redisPoolCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{r.hits, r.misses, r.timeouts, r.waits, r.total, r.idle, r.stale, r.waitingFor} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (r *redisPoolCollector) Collect(ch chan<- prometheus.Metric) {
+	s := r.pools.PoolStats()
+	counter := func(d *prometheus.Desc, v uint32) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v))
+	}
+	gauge := func(d *prometheus.Desc, v uint32) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
+	}
+	counter(r.hits, s.Hits)
+	counter(r.misses, s.Misses)
+	counter(r.timeouts, s.Timeouts)
+	counter(r.waits, s.WaitCount)
+	counter(r.stale, s.StaleConns)
+	gauge(r.total, s.TotalConns)
+	gauge(r.idle, s.IdleConns)
+	gauge(r.waitingFor, s.PendingRequests)
+}
+
+// metricsServer serves GET /metrics alone, for SECKILL_METRICS_ADDR.
+func metricsServer(h http.Handler) *http.Server {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	return &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
+}
