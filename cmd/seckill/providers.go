@@ -108,7 +108,8 @@ var httpSet = wire.NewSet(
 // commonSet provides the settings shared by every command from serve's.
 var commonSet = wire.NewSet(wire.FieldsOf(new(Config), "Common"))
 
-// openRedis connects to cfg.RedisURL — or, when it is unset, starts an in-process Redis
+// openRedis connects to cfg.RedisURL — one server or, detected, a Redis Cluster (see
+// redisstore.NewClient) — or, when it is unset, starts an in-process Redis
 // and connects to that — with timeouts tuned so no request waits more
 // than a second for a dead Redis, and a circuit breaker that fails calls at once while
 // Redis is down and lets a probe through to close again when it is back. The
@@ -124,23 +125,24 @@ func openRedis(ctx context.Context, cfg Common, log *zap.Logger) (redis.Universa
 			zap.String("addr", e.Addr()))
 		url, stop = e.URL(), e.Close
 	}
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		stop()
-		return nil, nil, fmt.Errorf("SECKILL_REDIS_URL: %w", err)
+	tune := func(opts *redis.Options) {
+		redisstore.TuneClientOptions(opts)
+		if cfg.RedisURL == "" {
+			// The in-process server runs one command at a time and a script several times
+			// slower than Redis: let a burst queue for it instead of timing out.
+			opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = 2*time.Second, 2*time.Second, 5*time.Second
+		}
+		opts.PoolSize = 64
+		opts.MinIdleConns = 8
 	}
-	redisstore.TuneClientOptions(opts)
-	if cfg.RedisURL == "" {
-		// The in-process server runs one command at a time and a script several times
-		// slower than Redis: let a burst queue for it instead of timing out.
-		opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = 2*time.Second, 2*time.Second, 5*time.Second
-	}
-	opts.PoolSize = 64
-	opts.MinIdleConns = 8
-	client := redis.NewClient(opts)
-	client.AddHook(redisstore.NewBreakerHook("redis", redisstore.BreakerSettings{OnStateChange: logBreaker(log)}))
 	pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
+	client, err := redisstore.NewClient(pingCtx, url, tune)
+	if err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("SECKILL_REDIS_URL %s: %w", redactURL(url), err)
+	}
+	client.AddHook(redisstore.NewBreakerHook("redis", redisstore.BreakerSettings{OnStateChange: logBreaker(log)}))
 	if err := client.Ping(pingCtx).Err(); err != nil {
 		_ = client.Close()
 		stop()
