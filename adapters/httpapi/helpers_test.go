@@ -32,7 +32,7 @@ const secret = "test-secret-0123456789"
 type api struct {
 	t      testing.TB
 	url    string
-	redis  *redis.Client
+	redis  redis.UniversalClient
 	stock  *redisstore.Stock
 	fulfil *application.FulfillOrder
 	queue  *redisstore.Queue
@@ -126,7 +126,7 @@ func testLogger(t testing.TB) *zap.Logger {
 	return zaptest.NewLogger(t)
 }
 
-func deleteKeys(rdb *redis.Client, prefix string) {
+func deleteKeys(rdb redis.UniversalClient, prefix string) {
 	ctx := context.Background()
 	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
 	for iter.Next(ctx) {

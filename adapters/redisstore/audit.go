@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -274,9 +275,14 @@ func (a *Audit) Requeue(ctx context.Context, r domain.Reservation) error {
 	if queued == 0 {
 		return fmt.Errorf("requeue reservation: voucher %d: %w", r.VoucherID, domain.ErrNotFound)
 	}
-	// As in Warm: the registry lives in another slot, and is written once the stream
-	// exists. The voucher is registered already unless someone removed it.
-	if err := a.client.SAdd(ctx, a.keys.Registry(), r.VoucherID.String()).Err(); err != nil {
+	// As in Warm: the registry and the active set live in other slots, and are written
+	// once the entry is in the stream. A voucher whose sale ended may have left the
+	// active set: it comes back (scored now, so as ended) until the queue has read it
+	// all again. A live voucher keeps its score.
+	pipe := a.client.Pipeline()
+	pipe.SAdd(ctx, a.keys.Registry(), r.VoucherID.String())
+	pipe.ZAddNX(ctx, a.keys.Active(), redis.Z{Score: float64(time.Now().UnixMilli()), Member: r.VoucherID.String()})
+	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("requeue reservation: register voucher: %w", err)
 	}
 	return nil

@@ -18,7 +18,7 @@ import (
 )
 
 // newAudit returns an Audit over s's keys.
-func newAudit(client *redis.Client, s *redisstore.Stock) *redisstore.Audit {
+func newAudit(client redis.UniversalClient, s *redisstore.Stock) *redisstore.Audit {
 	return redisstore.NewAudit(client, redisstore.Options{Prefix: s.Keys().Prefix})
 }
 

@@ -57,7 +57,7 @@ func TestTuneClientOptions(t *testing.T) {
 func TestBreakerCountsOnlyOutages(t *testing.T) {
 	ctx := context.Background()
 	shared := testenv.Redis(t)
-	client, hook, _ := guardedClient(t, shared.Options().Addr, redisstore.BreakerSettings{Failures: 1})
+	client, hook, _ := guardedClient(t, testenv.RedisAddr(t), redisstore.BreakerSettings{Failures: 1})
 	prefix := "t" + testenv.Unique()
 	str, stream := prefix+":str", prefix+":stream"
 	t.Cleanup(func() { shared.Del(context.Background(), str, stream) })
@@ -227,7 +227,7 @@ func TestBreakerRedisDownAndBack(t *testing.T) {
 func TestBreakerRedisHung(t *testing.T) {
 	ctx := context.Background()
 	shared := testenv.Redis(t)
-	link := testenv.NewLink(t, shared.Options().Addr)
+	link := testenv.NewLink(t, testenv.RedisAddr(t))
 	client, hook, opts := guardedClient(t, link.Addr(), redisstore.BreakerSettings{Failures: 2, OpenFor: 200 * time.Millisecond})
 	key := "t" + testenv.Unique() + ":k"
 	t.Cleanup(func() { shared.Del(context.Background(), key) })

@@ -16,7 +16,7 @@ import (
 // there since: it publishes an end marker and returns the payloads before it. Redis
 // delivers one subscriber's messages in the order it ran the PUBLISHes, so nothing
 // published before the marker can arrive after it.
-func listen(t *testing.T, client *redis.Client, channel string) func() []string {
+func listen(t *testing.T, client redis.UniversalClient, channel string) func() []string {
 	t.Helper()
 	ctx := context.Background()
 	sub := client.Subscribe(ctx, channel)

@@ -70,7 +70,7 @@ func (sub *subscriber) next(t *testing.T) domain.VoucherID {
 
 // waitSubscribed waits until channel has exactly one subscriber: the test's own. Its
 // prefix is the test's alone, so no one else's subscription counts.
-func waitSubscribed(t *testing.T, client *redis.Client, channel string) {
+func waitSubscribed(t *testing.T, client redis.UniversalClient, channel string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -68,10 +68,18 @@ func (k Keys) Rate(id domain.VoucherID, user domain.UserID) string {
 	return k.key(id, "rate:"+user.String())
 }
 
-// Registry returns the key of the set of voucher ids ever warmed (decimal), from which
-// the queue discovers the streams to read. It has no hash tag: it lives in its own slot,
-// so no script touches it together with a voucher's keys.
+// Registry returns the key of the set of voucher ids warmed (decimal) whose keys have
+// not expired yet, in which reservations are looked up. It has no hash tag: it lives
+// in its own slot, so no script touches it together with a voucher's keys. The queue
+// removes the vouchers whose keys expired, a few at a time (Queue.Trim).
 func (k Keys) Registry() string { return k.prefix() + ":vouchers" }
+
+// Active returns the key of the sorted set of the vouchers whose reservations the
+// queue reads: member the voucher id (decimal), score the end of its sale (Unix ms).
+// Warm adds a voucher; the queue removes it once its sale has ended and every
+// reservation in its stream has been delivered and acknowledged. Like the registry it
+// has no hash tag.
+func (k Keys) Active() string { return k.prefix() + ":active" }
 
 func (k Keys) key(id domain.VoucherID, name string) string {
 	return k.prefix() + ":{v" + id.String() + "}:" + name
@@ -158,7 +166,9 @@ var warmScript = redis.NewScript(warmSrc)
 // anything. The keys expire at v.EndsAt plus the grace.
 // Whether or not it loaded, it creates the voucher's stream and consumer group if they
 // are missing and adds v.ID to the registry the queue discovers streams from; both are
-// idempotent, so a repeated warm-up repairs a lost group and changes nothing else.
+// idempotent, so a repeated warm-up repairs a lost group and changes nothing else. It
+// also adds v.ID to the set of active vouchers (Keys.Active), from which the queue
+// takes the streams to read.
 func (s *Stock) Warm(ctx context.Context, v domain.Voucher) (bool, error) {
 	left := max(v.Stock-v.Sold, 0)
 	loaded, err := warmScript.Run(ctx, s.client, []string{s.keys.Meta(v.ID), s.keys.Stream(v.ID)},
@@ -167,10 +177,13 @@ func (s *Stock) Warm(ctx context.Context, v domain.Voucher) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("warm stock: %w", err)
 	}
-	// The registry is in another slot, so it cannot join the script. It is written
-	// after the stream exists: the queue takes an id without a stream for an expired
-	// sale and forgets it.
-	if err := s.client.SAdd(ctx, s.keys.Registry(), v.ID.String()).Err(); err != nil {
+	// The registry and the set of active vouchers are in other slots, so they cannot
+	// join the script. They are written after the stream exists: the queue takes an id
+	// without a stream for an expired sale and forgets it.
+	pipe := s.client.Pipeline()
+	pipe.SAdd(ctx, s.keys.Registry(), v.ID.String())
+	pipe.ZAdd(ctx, s.keys.Active(), redis.Z{Score: float64(v.EndsAt.UnixMilli()), Member: v.ID.String()})
+	if _, err := pipe.Exec(ctx); err != nil {
 		return false, fmt.Errorf("warm stock: register voucher: %w", err)
 	}
 	return loaded == 1, nil

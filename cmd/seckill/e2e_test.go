@@ -63,7 +63,7 @@ type instance struct {
 	cmd    *exec.Cmd
 	logs   *syncBuffer
 	tokens *httpapi.Tokens
-	redis  *redis.Client
+	redis  redis.UniversalClient
 	keys   redisstore.Keys
 	dbURL  string
 	// dir is serve's working directory; empty, the test's.
