@@ -338,7 +338,7 @@ func TestRecountFixesRemaining(t *testing.T) {
 			t.Fatalf("remaining = %d after Recount, want %d", got, want)
 		}
 	}
-	published := listen(t, client, k.Restock())
+	published := listen(t, client, s.RestockChannel(v.ID))
 
 	check(t, client.HSet(ctx, k.Meta(v.ID), "remaining", 100).Err()) // too many: would oversell
 	recount(5)

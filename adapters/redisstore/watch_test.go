@@ -167,7 +167,12 @@ func TestWatchReserveGivesUpAfterItsAttempts(t *testing.T) {
 
 	client := testenv.Redis(t)
 	m := &meddler{other: other, key: base.Keys().Meta(v.ID)}
-	client.AddHook(m)
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		// A cluster client runs WATCH … EXEC on the node's own client, with its hooks.
+		check(t, cc.ForEachMaster(ctx, func(_ context.Context, node *redis.Client) error { node.AddHook(m); return nil }))
+	} else {
+		client.AddHook(m)
+	}
 	const attempts = 4
 	w := redisstore.NewWatchStock(redisstore.NewStock(client, redisstore.Options{Prefix: base.Keys().Prefix}), attempts)
 
