@@ -96,7 +96,7 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 			GrabVoucher:     grab,
 			GetOrder:        getOrder,
 			ListOrders:      application.NewListOrders(orders, reservations),
-			GetVoucherStats: application.NewGetVoucherStats(vouchers, orders, audit),
+			GetVoucherStats: application.NewGetVoucherStats(vouchers, orders, audit, clock),
 			PayOrder:        application.NewPayOrder(getOrder, orders, system.AcceptPayments{}),
 			CancelOrder:     application.NewCancelOrder(getOrder, orders, compensate),
 			PauseSale:       application.NewPauseSale(vouchers, stock),

@@ -854,3 +854,50 @@ func TestIdlePollCostDoesNotGrowWithEndedSales(t *testing.T) {
 		t.Fatalf("an idle poll sent %d commands, want %d (the discovery): %q", got, want, counter.names)
 	}
 }
+
+// OldestQueued is the age of the oldest entry not yet acknowledged, delivered or not,
+// and 0 once every entry is.
+func TestOldestQueued(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	t.Cleanup(func() { _ = client.Unlink(context.Background(), s.Keys().Active()).Err() })
+	q := newQueue(client, s, "a")
+	age, err := q.OldestQueued(ctx)
+	check(t, err)
+	if age != 0 {
+		t.Fatalf("OldestQueued with no voucher = %v, want 0", age)
+	}
+	warm(t, client, s, voucher(1, 10, 1))
+	warm(t, client, s, voucher(2, 10, 1))
+	reserve(t, s, 1, 1)
+	time.Sleep(50 * time.Millisecond)
+	reserve(t, s, 2, 2)
+	for _, step := range []string{"never delivered", "delivered, not acknowledged"} {
+		age, err = q.OldestQueued(ctx)
+		check(t, err)
+		if age < 50*time.Millisecond || age > time.Minute {
+			t.Fatalf("OldestQueued with the first entry %s = %v, want its age (50ms or more)", step, age)
+		}
+		if step == "never delivered" {
+			if got, want := len(read(t, q, 1)), 2; got != want {
+				t.Fatalf("read %d entries, want %d", got, want)
+			}
+		}
+	}
+	ds := read(t, q, 10) // nothing new
+	ds = append(ds, claimAll(t, q)...)
+	check(t, q.Ack(ctx, ds...))
+	age, err = q.OldestQueued(ctx)
+	check(t, err)
+	if age != 0 {
+		t.Fatalf("OldestQueued with every entry acknowledged = %v, want 0", age)
+	}
+}
+
+// claimAll claims every pending entry of any consumer.
+func claimAll(t *testing.T, q *redisstore.Queue) []ports.Delivery {
+	t.Helper()
+	ds, err := q.Claim(context.Background(), 0, 100)
+	check(t, err)
+	return ds
+}

@@ -270,11 +270,19 @@ func workerObserver(log *zap.Logger) application.WorkerObserver {
 	}
 }
 
-func httpOptions(cfg Config, limiter *redisstore.RateLimiter) httpapi.Options {
+// stalledAfter is how long the oldest reservation may wait to be persisted before
+// /readyz says fulfilment is stalled.
+const stalledAfter = 30 * time.Second
+
+func httpOptions(cfg Config, limiter *redisstore.RateLimiter, queue *redisstore.Queue) httpapi.Options {
 	return httpapi.Options{
 		BodyLimit: cfg.BodyLimit, RequestTimeout: cfg.RequestTimeout,
 		MaxInflight: cfg.MaxInflight, GrabRate: cfg.GrabRate, GrabBurst: cfg.GrabBurst,
 		IPLimit: cfg.IPRate, IPBurst: cfg.IPBurst, IPLimiter: limiter,
+		Fulfilment: func(ctx context.Context) (bool, error) {
+			age, err := queue.OldestQueued(ctx)
+			return age > stalledAfter, err
+		},
 	}
 }
 

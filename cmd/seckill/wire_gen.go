@@ -27,7 +27,9 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	}
 	options := grabStockOptions(cfg)
 	rateLimiter := redisstore.NewRateLimiter(universalClient, options)
-	httpapiOptions := httpOptions(cfg, rateLimiter)
+	redisstoreQueueOptions := queueOptions(cfg)
+	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
+	httpapiOptions := httpOptions(cfg, rateLimiter, queue)
 	db, cleanup2, err := openDatabase(ctx, common, log)
 	if err != nil {
 		cleanup()
@@ -56,7 +58,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	listOrders := application.NewListOrders(orders, reservations)
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
 	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, sqlstoreStock)
-	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stockAudit)
+	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stockAudit, clock)
 	acceptPayments := system.AcceptPayments{}
 	payOrder := application.NewPayOrder(getOrder, orders, acceptPayments)
 	compensate := application.NewCompensate(portsStock, orders)
@@ -78,8 +80,6 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	v := readinessChecks(universalClient, db)
 	echo := httpapi.New(httpapiOptions, useCases, httpapiTokens, v, log)
 	warmVouchers := application.NewWarmVouchers(vouchers, portsStock, stockAudit, orders, clock)
-	redisstoreQueueOptions := queueOptions(cfg)
-	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
 	applicationFulfillOrder := fulfillOrder(orders, queue, compensate, cfg)
 	applicationWorkerOptions := workerOptions(cfg)
 	applicationWorkerObserver := workerObserver(log)
@@ -115,7 +115,9 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	}
 	options := grabStockOptions(cfg)
 	rateLimiter := redisstore.NewRateLimiter(universalClient, options)
-	httpapiOptions := httpOptions(cfg, rateLimiter)
+	redisstoreQueueOptions := queueOptions(cfg)
+	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
+	httpapiOptions := httpOptions(cfg, rateLimiter, queue)
 	db, cleanup2, err := openDatabase(ctx, common, log)
 	if err != nil {
 		cleanup()
@@ -138,7 +140,7 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	listOrders := application.NewListOrders(orders, reservations)
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
 	stockAudit := selectStockAudit(strategy, redisstoreAudit, sqlstoreStock)
-	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stockAudit)
+	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stockAudit, clock)
 	acceptPayments := system.AcceptPayments{}
 	payOrder := application.NewPayOrder(getOrder, orders, acceptPayments)
 	compensate := application.NewCompensate(portsStock, orders)
@@ -160,8 +162,6 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	v := readinessChecks(universalClient, db)
 	echo := httpapi.New(httpapiOptions, useCases, httpapiTokens, v, log)
 	warmVouchers := application.NewWarmVouchers(vouchers, portsStock, stockAudit, orders, clock)
-	redisstoreQueueOptions := queueOptions(cfg)
-	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
 	applicationFulfillOrder := fulfillOrder(orders, queue, compensate, cfg)
 	applicationWorkerOptions := workerOptions(cfg)
 	applicationWorkerObserver := workerObserver(log)
