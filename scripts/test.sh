@@ -35,5 +35,5 @@ go test -race -count=1 "$@" ./cmd/seckill
 # on a three-master Redis Cluster: the service runs on one Redis server or a cluster.
 echo "== go test -race (on a Redis Cluster: the Redis adapter, the burst, three instances)"
 SECKILL_TEST_REDIS_URL=cluster go test -race -count=1 "$@" ./adapters/redisstore ./adapters/stocktest
-SECKILL_TEST_REDIS_URL=cluster go test -race -count=1 "$@" \
-	-run 'TestReferenceBurst|TestFulfilReferenceBurstEndToEnd|TestInstancesShareASaleThroughAKillNine' ./cmd/seckill
+SECKILL_TEST_REDIS_URL=cluster go test -race -count=1 \
+	-run 'TestReferenceBurst|TestFulfilReferenceBurstEndToEnd|TestInstancesShareASaleThroughAKillNine' "$@" ./cmd/seckill
