@@ -69,6 +69,8 @@ type Queue struct {
 	checkedAt time.Time          // when known was read from the active set; zero: never
 	// pruneFrom is where the next Trim goes on pruning the registry (an SSCAN cursor).
 	pruneFrom uint64
+	// adopted: the registry's vouchers were added to the active set (see adopt).
+	adopted bool
 
 	// next rotates where Claim starts, so one stream's backlog does not starve the rest.
 	next atomic.Uint64
@@ -546,6 +548,12 @@ func (q *Queue) vouchers(ctx context.Context) ([]domain.VoucherID, error) {
 	if !q.checkedAt.IsZero() && time.Since(q.checkedAt) < q.every {
 		return q.known, nil
 	}
+	if !q.adopted {
+		if err := q.adopt(ctx); err != nil {
+			return nil, fmt.Errorf("discover streams: %w", err)
+		}
+		q.adopted = true
+	}
 	members, err := q.client.ZRangeByScoreWithScores(ctx, q.keys.Active(), &redis.ZRangeBy{Min: "-inf", Max: "+inf"}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("discover streams: %w", err)
@@ -575,6 +583,45 @@ func (q *Queue) vouchers(ctx context.Context) ([]domain.VoucherID, error) {
 	slices.Sort(ids)
 	q.known, q.checkedAt = ids, time.Now()
 	return ids, nil
+}
+
+// adopt adds to the active set, scored by the end of their sale, the vouchers of the
+// registry whose sale state is still there and that are not in the set: those warmed
+// before the set existed (by an earlier version), whose streams may still hold
+// reservations to persist. It runs once per Queue, at its first discovery: two
+// commands per voucher in the registry, in two round trips.
+func (q *Queue) adopt(ctx context.Context) error {
+	members, err := q.client.SMembers(ctx, q.keys.Registry()).Result()
+	if err != nil || len(members) == 0 {
+		return err
+	}
+	pipe := q.client.Pipeline()
+	ends := make(map[string]*redis.StringCmd, len(members))
+	for _, m := range members {
+		if id, err := domain.ParseVoucherID(m); err == nil {
+			ends[m] = pipe.HGet(ctx, q.keys.Meta(id), "ends")
+		}
+	}
+	if len(ends) == 0 {
+		return nil
+	}
+	// Exec reports the first failed command, redis.Nil included; each is checked below.
+	_, _ = pipe.Exec(ctx)
+	var add []redis.Z
+	for m, cmd := range ends {
+		end, err := cmd.Int64()
+		if errors.Is(err, redis.Nil) {
+			continue // the sale's keys are gone: nothing left to read
+		}
+		if err != nil {
+			return err
+		}
+		add = append(add, redis.Z{Score: float64(end), Member: m})
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	return q.client.ZAddNX(ctx, q.keys.Active(), add...).Err()
 }
 
 // settle takes the vouchers of ended sales out of the active set once their streams are

@@ -901,3 +901,26 @@ func claimAll(t *testing.T, q *redisstore.Queue) []ports.Delivery {
 	check(t, err)
 	return ds
 }
+
+// A voucher in the registry but not in the active set (warmed by an earlier version)
+// is adopted at the queue's first discovery: its reservations are read.
+func TestQueueAdoptsRegisteredVouchers(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	k := s.Keys()
+	t.Cleanup(func() { _ = client.Unlink(context.Background(), k.Active()).Err() })
+	warm(t, client, s, voucher(1, 10, 1))
+	r := reserve(t, s, 1, 1)[0]
+	check(t, client.Unlink(ctx, k.Active()).Err())
+	check(t, client.SAdd(ctx, k.Registry(), "99").Err()) // keys long gone: not adopted
+
+	ds := read(t, newQueue(client, s, "a"), 10)
+	if len(ds) != 1 || ds[0].Reservation.OrderID != r.OrderID {
+		t.Fatalf("read %+v, want order %s", ds, r.OrderID)
+	}
+	active, err := client.ZRange(ctx, k.Active(), 0, -1).Result()
+	check(t, err)
+	if want := []string{"1"}; !slices.Equal(active, want) {
+		t.Fatalf("active set = %v, want %v", active, want)
+	}
+}

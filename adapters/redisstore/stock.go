@@ -180,10 +180,9 @@ var warmScript = redis.NewScript(warmSrc)
 // database's live orders hold are not on sale again. It reports whether it loaded
 // anything. The keys expire at v.EndsAt plus the grace.
 // Whether or not it loaded, it creates the voucher's stream and consumer group if they
-// are missing and adds v.ID to the registry the queue discovers streams from; both are
-// idempotent, so a repeated warm-up repairs a lost group and changes nothing else. It
-// also adds v.ID to the set of active vouchers (Keys.Active), from which the queue
-// takes the streams to read.
+// are missing, adds v.ID to the registry (Keys.Registry) and to the set of active
+// vouchers the queue takes the streams to read from (Keys.Active); all are idempotent,
+// so a repeated warm-up repairs a lost group and changes nothing else.
 func (s *Stock) Warm(ctx context.Context, v domain.Voucher) (bool, error) {
 	left := max(v.Stock-v.Sold, 0)
 	loaded, err := warmScript.Run(ctx, s.client, []string{s.keys.Meta(v.ID), s.keys.Stream(v.ID)},

@@ -140,7 +140,7 @@ func openRedis(ctx context.Context, cfg Common, log *zap.Logger) (redis.Universa
 	client, err := redisstore.NewClient(pingCtx, url, tune)
 	if err != nil {
 		stop()
-		return nil, nil, fmt.Errorf("SECKILL_REDIS_URL %s: %w", redactURL(url), err)
+		return nil, nil, fmt.Errorf("connect to redis %s: %w", redactURL(url), err)
 	}
 	client.AddHook(redisstore.NewBreakerHook("redis", redisstore.BreakerSettings{OnStateChange: logBreaker(log)}))
 	if err := client.Ping(pingCtx).Err(); err != nil {
