@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The figures of BENCHMARKS.md's "Redis Cluster" section, each next to its baseline in
-# the same run: the grab path on a three-master Redis Cluster against one Redis server,
-# and what idle instances cost Redis with 10,000 registered but ended vouchers.
+# the same run: the grab path (the reserve script, the HTTP endpoint, a burst and
+# sustained grabs through `seckill loadtest`) on a three-master Redis Cluster against
+# one Redis server, and what idle instances cost Redis with 10,000 registered but ended
+# vouchers (against BASELINE_REF's, when given). Takes about ten minutes.
 #   bash scripts/bench-cluster.sh
 #   BASELINE_REF=<commit> bash scripts/bench-cluster.sh   # idle cost of that commit too
 set -euo pipefail
@@ -19,10 +21,42 @@ for target in single cluster; do
 	go test -run '^$' -bench 'Reserve' -benchtime "$benchtime" ./adapters/redisstore/ | grep -E '^Benchmark'
 	echo "== $target: sustained grabs through the HTTP endpoint (go test -bench 'Grab$')"
 	go test -run '^$' -bench 'Grab$' -benchtime "$benchtime" ./adapters/httpapi/ | grep -E '^Benchmark'
-	echo "== $target: the reference burst, 5,000 grabs each on its own connection (3 runs)"
-	go test -run 'TestReferenceBurst$' -count 3 -v ./cmd/seckill/ | grep -E 'cleared|unexpected|^(ok|FAIL)' || true
 done
 export SECKILL_TEST_REDIS_URL=$single
+
+# loadtest_on URL LABEL: one `serve` of this tree on the Redis at URL and a database of
+# its own; a burst (5,000 users, 1% twice, 100 units, 1,000 in flight) and sustained
+# grabs (20,000 users, 20,000 units: every grab a reservation, 200 in flight), each
+# followed to the database by `seckill loadtest`.
+loadtest_on() {
+	local url=$1 label=$2 addr name pid
+	name=load_$RANDOM
+	psql -q "postgres://postgres@127.0.0.1:$SVC_PG_PORT/postgres?sslmode=disable" -c "CREATE DATABASE $name"
+	addr=127.0.0.1:$(free_port)
+	export SECKILL_REDIS_URL=$url SECKILL_DATABASE_URL="postgres://postgres@127.0.0.1:$SVC_PG_PORT/$name?sslmode=disable" \
+		SECKILL_JWT_SECRET=bench-secret-0123456789abcdef SECKILL_LOG_LEVEL=error SECKILL_KEY_PREFIX=$name \
+		SECKILL_USER_RATE=0 SECKILL_IP_RATE=0
+	"$bin" migrate up >/dev/null
+	SECKILL_HTTP_ADDR=$addr "$bin" serve >/dev/null 2>&1 &
+	pid=$!
+	for _ in $(seq 1 100); do curl -sf "http://$addr/readyz" >/dev/null && break; sleep 0.1; done
+	echo "-- $label: burst"
+	"$bin" loadtest --url "http://$addr" --users 5000 --stock 100 --dup 0.01 --concurrency 1000
+	echo "-- $label: sustained"
+	"$bin" loadtest --url "http://$addr" --users 20000 --stock 20000 --dup 0 --concurrency 200
+	kill "$pid"
+	wait "$pid" 2>/dev/null || true
+	unset SECKILL_REDIS_URL SECKILL_DATABASE_URL SECKILL_JWT_SECRET SECKILL_LOG_LEVEL SECKILL_KEY_PREFIX SECKILL_USER_RATE SECKILL_IP_RATE
+}
+
+bin="$SVC_DIR/seckill"
+go build -o "$bin" ./cmd/seckill
+echo
+echo "== seckill loadtest against one serve: one Redis server, then the cluster, twice"
+for round in 1 2; do
+	loadtest_on "$single" "one server (round $round)"
+	loadtest_on "$SECKILL_TEST_REDIS_CLUSTER_URL" "cluster (round $round)"
+done
 
 # idle_cost BIN LABEL: three idle `serve` processes of BIN on a fresh Redis with 10,000
 # vouchers whose sale has ended (their keys live on for SECKILL_KEY_GRACE); prints the
@@ -74,8 +108,7 @@ PY
 
 echo
 echo "== idle cost: three idle instances, 10,000 registered vouchers whose sale ended"
-go build -o "$SVC_DIR/seckill" ./cmd/seckill
-idle_cost "$SVC_DIR/seckill" "this tree"
+idle_cost "$bin" "this tree"
 if [ -n "${BASELINE_REF:-}" ]; then
 	mkdir -p "$SVC_DIR/baseline"
 	git archive "$BASELINE_REF" | tar -x -C "$SVC_DIR/baseline"
