@@ -50,9 +50,9 @@ type QueueOptions struct {
 // On one Redis server a Read is one XREADGROUP over every stream, waiting for entries.
 // On Redis Cluster the streams of different vouchers live in different slots, which
 // one command cannot span (CROSSSLOT, even on one node): a Read there sends one
-// XREADGROUP per stream, without waiting, pipelined (one round trip per node), and
-// waits before answering nothing; with a single stream it waits in XREADGROUP as on
-// one server. Claim, Ack, DeadLetter and Trim work stream by stream everywhere.
+// XREADGROUP per stream, without waiting, pipelined (one round trip per node), then,
+// when none had entries, waits in an XREADGROUP on the stream that last had some; with
+// a single stream it waits in XREADGROUP as on one server. Claim, Ack, DeadLetter and Trim work stream by stream everywhere.
 //
 // A Queue is safe for concurrent use.
 type Queue struct {
@@ -72,6 +72,8 @@ type Queue struct {
 	// adopted: the registry's vouchers were added to the active set (see adopt).
 	adopted bool
 
+	// hot is the voucher whose stream last had entries on a cluster (see readEach).
+	hot atomic.Uint64
 	// next rotates where Claim starts, so one stream's backlog does not starve the rest.
 	next atomic.Uint64
 }
@@ -187,9 +189,11 @@ func (q *Queue) Read(ctx context.Context, count int, block time.Duration) ([]por
 	}
 }
 
-// readEach reads each stream of ids with an XREADGROUP of its own, pipelined, and waits
-// block when none had entries. A stream that lost its group is repaired, and read at
-// the next call.
+// readEach reads each stream of ids with an XREADGROUP of its own, pipelined. When none
+// had entries it waits up to block in an XREADGROUP on the stream that last had some
+// (in a flash sale, the hot one, so its next entries are read at once), or, with no
+// such stream among ids, simply waits block. A stream that lost its group is
+// repaired, and read at the next call.
 func (q *Queue) readEach(ctx context.Context, ids []domain.VoucherID, count int, block time.Duration) ([]ports.Delivery, error) {
 	pipe := q.client.Pipeline()
 	cmds := make([]*redis.XStreamSliceCmd, len(ids))
@@ -232,6 +236,27 @@ func (q *Queue) readEach(ctx context.Context, ids []domain.VoucherID, count int,
 		}
 	}
 	if len(ds) > 0 {
+		q.hot.Store(uint64(ds[len(ds)-1].VoucherID))
+		return ds, nil
+	}
+	if hot := domain.VoucherID(q.hot.Load()); block > 0 && slices.Contains(ids, hot) && !slices.Contains(lost, hot) {
+		streams, err := q.client.XReadGroup(ctx, &redis.XReadGroupArgs{
+			Group:    q.group,
+			Consumer: q.consumer,
+			Streams:  []string{q.keys.Stream(hot), ">"},
+			Count:    int64(count),
+			Block:    max(block, time.Millisecond),
+		}).Result()
+		if err != nil && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(err, "NOGROUP") {
+			return nil, fmt.Errorf("read queue: %w", err)
+		}
+		for _, st := range streams {
+			for _, m := range st.Messages {
+				d := decodeEntry(hot, m)
+				d.Deliveries = 1
+				ds = append(ds, d)
+			}
+		}
 		return ds, nil
 	}
 	if err := wait(ctx, block); err != nil {

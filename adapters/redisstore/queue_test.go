@@ -924,3 +924,65 @@ func TestQueueAdoptsRegisteredVouchers(t *testing.T) {
 		t.Fatalf("active set = %v, want %v", active, want)
 	}
 }
+
+// With several vouchers on sale, a read waiting for entries wakes for a new entry of
+// the voucher last read (on a cluster it waits on that stream alone).
+func TestReadWakesUpForTheHotVoucherAmongSeveral(t *testing.T) {
+	client, s := newStock(t, 0)
+	warm(t, client, s, voucher(1, 10, 1))
+	warm(t, client, s, voucher(2, 10, 1))
+	q := newQueue(client, s, "a")
+	reserve(t, s, 2, 1)
+	if got, want := len(read(t, q, 10)), 1; got != want {
+		t.Fatalf("read %d entries, want %d", got, want)
+	}
+
+	done := make(chan []ports.Delivery, 1)
+	go func() {
+		ds, err := q.Read(context.Background(), 10, 10*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- ds
+	}()
+	waitBlocked(t, client, s.Keys().Stream(2))
+	r := reserve(t, s, 2, 2)[0]
+	select {
+	case ds := <-done:
+		if len(ds) != 1 || ds[0].Reservation.OrderID != r.OrderID {
+			t.Fatalf("waiting read returned %+v, want order %s", ds, r.OrderID)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a waiting read did not return")
+	}
+}
+
+// waitBlocked waits until a client is blocked in XREADGROUP on the server owning key
+// (CLIENT LIST, flags b). The embedded server has no CLIENT LIST: there it returns at
+// once, and the test may pass without waiting for the read to block.
+func waitBlocked(t *testing.T, client redis.UniversalClient, key string) {
+	t.Helper()
+	ctx := context.Background()
+	node := client
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		n, err := cc.MasterForKey(ctx, key)
+		check(t, err)
+		node = n
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		list, err := node.ClientList(ctx).Result()
+		if err != nil {
+			return
+		}
+		for _, line := range strings.Split(list, "\n") {
+			if strings.Contains(line, "cmd=xreadgroup") && strings.Contains(line, " flags=b ") {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no client blocked in XREADGROUP after 10s:\n%s", list)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
