@@ -453,13 +453,17 @@ func (q *Queue) Trim(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("trim queue: %w", err)
 	}
 	ids, err := q.vouchers(ctx)
-	if err != nil || len(ids) == 0 {
-		if err != nil {
-			err = fmt.Errorf("trim queue: %w", err)
-		}
-		return 0, err
+	if err != nil {
+		return 0, fmt.Errorf("trim queue: %w", err)
 	}
+	return q.trim(ctx, ids)
+}
 
+// trim is Trim on the streams of ids.
+func (q *Queue) trim(ctx context.Context, ids []domain.VoucherID) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
 	pipe := q.client.Pipeline()
 	infos := make([]*redis.XInfoGroupsCmd, len(ids))
 	for i, id := range ids {
@@ -677,6 +681,10 @@ func (q *Queue) settle(ctx context.Context, ended []redis.Z) ([]domain.VoucherID
 	}
 	if len(done) == 0 {
 		return busy, nil
+	}
+	// Trimmed one last time: Trim looks only at the active vouchers' streams.
+	if _, err := q.trim(ctx, doneIDs); err != nil {
+		return nil, err
 	}
 	if err := q.client.ZRem(ctx, q.keys.Active(), done...).Err(); err != nil {
 		return nil, err

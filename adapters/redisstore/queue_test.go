@@ -803,6 +803,10 @@ func TestQueueReadsEndedSalesUntilDrained(t *testing.T) {
 	if err := client.ZScore(ctx, k.Active(), "2").Err(); !errors.Is(err, redis.Nil) {
 		t.Fatalf("ZSCORE of a drained ended sale = %v, want it gone from the active set", err)
 	}
+	// Trimmed as it left: Trim no longer looks at its stream.
+	if n, err := client.XLen(ctx, k.Stream(2)).Result(); err != nil || n != 0 {
+		t.Fatalf("XLEN of the drained ended sale's stream = %d, %v; want 0", n, err)
+	}
 	if err := client.ZScore(ctx, k.Active(), "1").Err(); err != nil {
 		t.Fatalf("the live sale left the active set: %v", err)
 	}
