@@ -76,9 +76,10 @@ func Unique() string {
 }
 
 // RedisURL returns the throwaway Redis server's URL, or with RedisURLVar set to
-// ClusterRedis the throwaway cluster's. With RedisURLVar set to EmbeddedRedis it returns the URL of the test's own embedded server, started on the
-// test's first call and stopped when the test ends; every call of one test (Redis
-// included) gets the same server.
+// ClusterRedis the throwaway cluster's. With RedisURLVar set to EmbeddedRedis it
+// returns the URL of the test's own embedded server, started on the test's first call
+// and stopped when the test ends; every call of one test (Redis included) gets the
+// same server.
 func RedisURL(t testing.TB) string {
 	t.Helper()
 	switch u := lookup(t, RedisURLVar); u {
