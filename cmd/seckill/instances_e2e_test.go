@@ -192,6 +192,9 @@ func TestInstancesShareASaleThroughAKillNine(t *testing.T) {
 			t.Fatalf("reconcile voucher %s: exit %d, %v", id, code, report)
 		}
 	}
+	if status, body := b.readiness(); status != http.StatusOK || body["fulfilment"] != "ok" {
+		t.Fatalf("/readyz after the sale: %d %v, want 200 with fulfilment ok", status, body)
+	}
 
 	// Every live instance answers sold_out from its own flag now; a cancel puts a unit
 	// back, and each of them sells it again long before the flag's minute is up.
