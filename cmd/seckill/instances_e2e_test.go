@@ -224,3 +224,35 @@ func TestInstancesShareASaleThroughAKillNine(t *testing.T) {
 		t.Logf("instance %d sold a returned unit %v after the cancels", i, took)
 	}
 }
+
+// TestReadinessReportsAStalledFulfilment runs the API without a worker: a reservation
+// waits, and once it has waited over 30 s /readyz says fulfilment is stalled while
+// still answering 200, and the voucher's stats say how long it has waited. A worker
+// that starts clears both.
+func TestReadinessReportsAStalledFulfilment(t *testing.T) {
+	fi := startFulfilInstance(t, "SECKILL_ROLES=api")
+	id := fi.createVoucher(10, 1)
+	status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", fi.token(7, false), nil)
+	if status != http.StatusAccepted {
+		t.Fatalf("grab: %d %v", status, body)
+	}
+	if status, body := fi.readiness(); status != http.StatusOK || body["fulfilment"] != "ok" {
+		t.Fatalf("/readyz with a fresh reservation: %d %v, want 200 with fulfilment ok", status, body)
+	}
+	eventually(t, 60*time.Second, "/readyz reporting the stalled fulfilment", func() (bool, string) {
+		status, body := fi.readiness()
+		return status == http.StatusOK && body["fulfilment"] == "stalled", fmt.Sprintf("%d %v", status, body)
+	})
+	if st := fi.stats(id); st["oldest_queued_ms"] < 30_000 || st["queued"] != 1 {
+		t.Fatalf("stats of the stalled voucher: %v, want queued 1 and oldest_queued_ms over 30,000", st)
+	}
+
+	fi.startWorkerOnly()
+	fi.waitSettled(id, 1, 30*time.Second)
+	if status, body := fi.readiness(); status != http.StatusOK || body["fulfilment"] != "ok" {
+		t.Fatalf("/readyz once persisted: %d %v, want 200 with fulfilment ok", status, body)
+	}
+	if st := fi.stats(id); st["oldest_queued_ms"] != 0 {
+		t.Fatalf("stats once persisted: %v, want oldest_queued_ms 0", st)
+	}
+}
