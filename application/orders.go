@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/seckill/seckill/domain"
 	"github.com/seckill/seckill/ports"
@@ -100,6 +101,9 @@ type VoucherStats struct {
 	Failed          int
 	// Pending counts queue entries not yet acknowledged.
 	Pending int64
+	// OldestQueued is how long the oldest reservation not yet persisted has waited
+	// since it was taken; 0 when none waits.
+	OldestQueued time.Duration
 }
 
 // GetVoucherStats reads a voucher's stats.
@@ -107,11 +111,12 @@ type GetVoucherStats struct {
 	vouchers ports.Vouchers
 	orders   ports.Orders
 	audit    ports.StockAudit
+	clock    ports.Clock
 }
 
 // NewGetVoucherStats returns the use case.
-func NewGetVoucherStats(vouchers ports.Vouchers, orders ports.Orders, audit ports.StockAudit) *GetVoucherStats {
-	return &GetVoucherStats{vouchers: vouchers, orders: orders, audit: audit}
+func NewGetVoucherStats(vouchers ports.Vouchers, orders ports.Orders, audit ports.StockAudit, clock ports.Clock) *GetVoucherStats {
+	return &GetVoucherStats{vouchers: vouchers, orders: orders, audit: audit, clock: clock}
 }
 
 // Handle returns the stats, or domain.ErrNotFound. Each figure is read from where it
@@ -146,6 +151,7 @@ func (uc *GetVoucherStats) Handle(ctx context.Context, id domain.VoucherID) (Vou
 	}
 	for _, r := range snap.Unacked {
 		s.Queued += r.Quantity
+		s.OldestQueued = max(s.OldestQueued, uc.clock.Now().Sub(r.At))
 	}
 	return s, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/seckill/seckill/adapters/memory"
 	"github.com/seckill/seckill/application"
@@ -72,19 +73,20 @@ func TestListOrders(t *testing.T) {
 func TestVoucherStatsAddUp(t *testing.T) {
 	ctx := context.Background()
 	s := newSale(t, 10, 2)
-	stats := application.NewGetVoucherStats(s.vouchers, s.orders, s.stock)
+	stats := application.NewGetVoucherStats(s.vouchers, s.orders, s.stock, s.clock)
 	mustGrab(t, s.grabFixture, 1, 2)
 	mustGrab(t, s.grabFixture, 2, 1)
 	if _, err := s.fulfil.Handle(ctx, s.read(t)); err != nil {
 		t.Fatal(err)
 	}
 	mustGrab(t, s.grabFixture, 3, 2) // still queued
+	s.clock.Set(s.clock.Now().Add(3 * time.Second))
 
 	got, err := stats.Handle(ctx, s.id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := application.VoucherStats{Stock: 10, Remaining: 5, Queued: 2, AwaitingPayment: 3, Pending: 1}
+	want := application.VoucherStats{Stock: 10, Remaining: 5, Queued: 2, AwaitingPayment: 3, Pending: 1, OldestQueued: 3 * time.Second}
 	if got != want {
 		t.Fatalf("stats = %+v, want %+v", got, want)
 	}

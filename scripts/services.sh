@@ -2,6 +2,8 @@
 # Throwaway Redis and PostgreSQL for tests and benchmarks, on free loopback ports, in a
 # temporary directory. Source this file, then call start_services; it exports
 # SECKILL_TEST_REDIS_URL and SECKILL_TEST_DATABASE_URL and arranges stop_services on exit.
+# start_cluster, called after start_services, adds a three-master Redis Cluster and
+# exports SECKILL_TEST_REDIS_CLUSTER_URL; stop_services stops it too.
 # It never touches a server someone else runs. When redis-server or PostgreSQL is
 # missing and we are root, it installs them with apt-get.
 
@@ -171,9 +173,79 @@ SH
 	chmod +x "$SVC_DIR"/pg-stop "$SVC_DIR"/pg-start "$SVC_DIR"/redis-stop "$SVC_DIR"/redis-start
 }
 
+# cluster_port prints a free port whose cluster bus port (the port + 10000) is free too
+# and, like the port, below the kernel's ephemeral range.
+cluster_port() {
+	local port low=32768
+	[ -r /proc/sys/net/ipv4/ip_local_port_range ] && read -r low _ </proc/sys/net/ipv4/ip_local_port_range
+	for _ in $(seq 1 200); do
+		port=$(free_port) || return 1
+		[ $((port + 10000)) -lt "$low" ] || continue
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$((port + 10000))") 2>/dev/null; then
+			echo "$port"
+			return 0
+		fi
+	done
+	svc_log "no free cluster port found"
+	return 1
+}
+
+# start_cluster starts a Redis Cluster of three masters and no replicas on free ports,
+# in the directory start_services made, waits until every node says cluster_state:ok and
+# exports its URL in go-redis's cluster form as SECKILL_TEST_REDIS_CLUSTER_URL:
+# redis://127.0.0.1:P1?addr=127.0.0.1:P2&addr=127.0.0.1:P3. Call start_services first.
+start_cluster() {
+	[ -n "${SVC_DIR:-}" ] || { svc_log "start_cluster: call start_services first"; return 1; }
+	local i port pid dir ok
+	SVC_CLUSTER_PORTS=()
+	for i in 1 2 3; do
+		dir="$SVC_DIR/cluster-$i"
+		mkdir -p "$dir"
+		ok=
+		for _ in 1 2 3 4 5; do
+			port=$(cluster_port) || return 1
+			redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+				--cluster-enabled yes --cluster-config-file "$dir/nodes.conf" --cluster-node-timeout 5000 \
+				--dir "$dir" --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >/dev/null || continue
+			for _ in $(seq 1 50); do
+				pid=$(redis-cli -p "$port" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p')
+				if [ -n "$pid" ] && [ "$pid" = "$(cat "$dir/redis.pid" 2>/dev/null)" ]; then
+					ok=1
+					break
+				fi
+				sleep 0.1
+			done
+			[ -n "$ok" ] && break
+			svc_log "cluster node $i did not start on port $port: $(tail -n 2 "$dir/redis.log" 2>/dev/null)"
+		done
+		[ -n "$ok" ] || { svc_log "redis cluster node $i failed to start"; return 1; }
+		SVC_CLUSTER_PORTS+=("$port")
+	done
+	local addrs=()
+	for port in "${SVC_CLUSTER_PORTS[@]}"; do addrs+=("127.0.0.1:$port"); done
+	redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes >"$SVC_DIR/cluster-create.log" 2>&1 ||
+		{ svc_log "redis-cli --cluster create failed: $(tail -n 5 "$SVC_DIR/cluster-create.log")"; return 1; }
+	for _ in $(seq 1 200); do
+		ok=1
+		for port in "${SVC_CLUSTER_PORTS[@]}"; do
+			redis-cli -p "$port" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || { ok=; break; }
+		done
+		[ -n "$ok" ] && break
+		sleep 0.1
+	done
+	[ -n "$ok" ] || { svc_log "redis cluster not ok after 20s"; return 1; }
+	export SECKILL_TEST_REDIS_CLUSTER_URL="redis://${addrs[0]}?addr=${addrs[1]}&addr=${addrs[2]}"
+	svc_log "redis cluster on ${addrs[*]}"
+}
+
 stop_services() {
 	[ -n "${SVC_DIR:-}" ] || return 0
 	[ -n "${SVC_REDIS_PORT:-}" ] && redis-cli -p "$SVC_REDIS_PORT" shutdown nosave >/dev/null 2>&1
+	local port
+	for port in ${SVC_CLUSTER_PORTS[@]+"${SVC_CLUSTER_PORTS[@]}"}; do
+		redis-cli -p "$port" shutdown nosave >/dev/null 2>&1
+	done
+	SVC_CLUSTER_PORTS=()
 	if [ -n "${SVC_PG_DATA:-}" ] && [ -f "$SVC_PG_DATA/postmaster.pid" ]; then
 		run_as_pg "$SVC_PG_BIN/pg_ctl" -D "$SVC_PG_DATA" -m immediate -w stop >/dev/null 2>&1
 	fi

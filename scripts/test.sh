@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every check and test of seckill against a throwaway Redis and PostgreSQL:
-#   bash scripts/test.sh            # gofmt, go vet, wire diff, go test -race ./...
+#   bash scripts/test.sh            # gofmt, go vet, wire diff, go test -race ./...,
+#                                   # then the Redis tests again on a Redis Cluster
 #   bash scripts/test.sh -run Burst # extra arguments go to go test
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +24,7 @@ if ! command -v chromium >/dev/null 2>&1; then
 	apt_install chromium || echo "chromium is missing: the browser test skips (and fails under CI=true)"
 fi
 start_services
+start_cluster
 # The end-to-end tests in cmd/seckill stop and start the throwaway PostgreSQL to test
 # outages, so they run after the other packages rather than beside them.
 echo "== go test -race (packages)"
@@ -46,3 +48,9 @@ if [ "$fuzztime" != 0 ]; then
 fi
 echo "== go test -race (end to end: cmd/seckill)"
 go test -race -count=1 "$@" ./cmd/seckill
+# The Redis adapter's tests, the reference burst and the multi-instance test once more
+# on a three-master Redis Cluster: the service runs on one Redis server or a cluster.
+echo "== go test -race (on a Redis Cluster: the Redis adapter, the burst, three instances)"
+SECKILL_TEST_REDIS_URL=cluster go test -race -count=1 "$@" ./adapters/redisstore ./adapters/stocktest
+SECKILL_TEST_REDIS_URL=cluster go test -race -count=1 \
+	-run 'TestReferenceBurst|TestFulfilReferenceBurstEndToEnd|TestInstancesShareASaleThroughAKillNine' "$@" ./cmd/seckill

@@ -1,9 +1,11 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -208,6 +210,24 @@ func assertJSON(t *testing.T, got, want map[string]any) {
 	for k, v := range want {
 		if got[k] != v {
 			t.Fatalf("%s = %v, want %v (in %v)", k, got[k], v, got)
+		}
+	}
+}
+
+// A stalled fulfilment shows on /readyz, which still answers 200: the API can serve.
+func TestReadinessShowsAStalledFulfilment(t *testing.T) {
+	var stalled atomic.Bool
+	a := newAPI(t, func(s *setup) {
+		s.http.Fulfilment = func(context.Context) (bool, error) { return stalled.Load(), nil }
+	})
+	for _, tc := range []struct {
+		stalled bool
+		want    string
+	}{{false, "ok"}, {true, "stalled"}, {false, "ok"}} {
+		stalled.Store(tc.stalled)
+		r := a.do(http.MethodGet, "/readyz", "", "")
+		if r.Status != http.StatusOK || r.Body["fulfilment"] != tc.want {
+			t.Fatalf("readyz with fulfilment stalled %v: %d %s, want 200 and %q", tc.stalled, r.Status, r.Raw, tc.want)
 		}
 	}
 }

@@ -33,7 +33,7 @@ const secret = "test-secret-0123456789"
 type api struct {
 	t      testing.TB
 	url    string
-	redis  *redis.Client
+	redis  redis.UniversalClient
 	stock  *redisstore.Stock
 	fulfil *application.FulfillOrder
 	queue  *redisstore.Queue
@@ -100,7 +100,7 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 			GrabVoucher:     grab,
 			GetOrder:        getOrder,
 			ListOrders:      application.NewListOrders(orders, reservations),
-			GetVoucherStats: application.NewGetVoucherStats(vouchers, orders, audit),
+			GetVoucherStats: application.NewGetVoucherStats(vouchers, orders, audit, clock),
 			PayOrder:        application.NewPayOrder(getOrder, orders, system.AcceptPayments{}),
 			CancelOrder:     application.NewCancelOrder(getOrder, orders, compensate),
 			PauseSale:       application.NewPauseSale(vouchers, stock),
@@ -136,7 +136,7 @@ func testLogger(t testing.TB) *zap.Logger {
 	return zaptest.NewLogger(t)
 }
 
-func deleteKeys(rdb *redis.Client, prefix string) {
+func deleteKeys(rdb redis.UniversalClient, prefix string) {
 	ctx := context.Background()
 	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
 	for iter.Next(ctx) {

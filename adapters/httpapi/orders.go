@@ -102,6 +102,7 @@ type statsJSON struct {
 	Expired         int   `json:"expired"`
 	Failed          int   `json:"failed"`
 	Pending         int64 `json:"pending"`
+	OldestQueuedMS  int64 `json:"oldest_queued_ms"`
 }
 
 func (h handlers) voucherStats(c echo.Context) error {
@@ -113,5 +114,9 @@ func (h handlers) voucherStats(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, statsJSON(s))
+	return c.JSON(http.StatusOK, statsJSON{
+		Stock: s.Stock, Remaining: s.Remaining, Queued: s.Queued, AwaitingPayment: s.AwaitingPayment,
+		Paid: s.Paid, Cancelled: s.Cancelled, Expired: s.Expired, Failed: s.Failed, Pending: s.Pending,
+		OldestQueuedMS: s.OldestQueued.Milliseconds(),
+	})
 }

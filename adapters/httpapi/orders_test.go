@@ -88,6 +88,11 @@ func TestVoucherStats(t *testing.T) {
 	if r.Status != http.StatusOK {
 		t.Fatalf("stats: %d %s", r.Status, r.Raw)
 	}
+	// The queued grab has waited since it was taken, a moment ago.
+	if age, ok := r.Body["oldest_queued_ms"].(float64); !ok || age < 0 || age > 60_000 {
+		t.Fatalf("oldest_queued_ms = %v, want the queued grab's age", r.Body["oldest_queued_ms"])
+	}
+	delete(r.Body, "oldest_queued_ms")
 	assertJSON(t, r.Body, map[string]any{"stock": 10.0, "remaining": 6.0, "queued": 1.0, "awaiting_payment": 3.0,
 		"paid": 0.0, "cancelled": 0.0, "expired": 0.0, "failed": 0.0, "pending": 1.0})
 }
@@ -157,5 +162,5 @@ func TestPayAndCancel(t *testing.T) {
 	a.fulfilAll()
 	r := a.do(http.MethodGet, "/api/v1/vouchers/"+id+"/stats", a.admin, "")
 	assertJSON(t, r.Body, map[string]any{"stock": 2.0, "remaining": 0.0, "queued": 0.0, "awaiting_payment": 1.0,
-		"paid": 1.0, "cancelled": 1.0, "expired": 0.0, "failed": 0.0, "pending": 0.0})
+		"paid": 1.0, "cancelled": 1.0, "expired": 0.0, "failed": 0.0, "pending": 0.0, "oldest_queued_ms": 0.0})
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -274,9 +275,14 @@ func (a *Audit) Requeue(ctx context.Context, r domain.Reservation) error {
 	if queued == 0 {
 		return fmt.Errorf("requeue reservation: voucher %d: %w", r.VoucherID, domain.ErrNotFound)
 	}
-	// As in Warm: the registry lives in another slot, and is written once the stream
-	// exists. The voucher is registered already unless someone removed it.
-	if err := a.client.SAdd(ctx, a.keys.Registry(), r.VoucherID.String()).Err(); err != nil {
+	// As in Warm: the registry and the active set live in other slots, and are written
+	// once the entry is in the stream. A voucher whose sale ended may have left the
+	// active set: it comes back (scored now, so as ended) until the queue has read it
+	// all again. A live voucher keeps its score.
+	pipe := a.client.Pipeline()
+	pipe.SAdd(ctx, a.keys.Registry(), r.VoucherID.String())
+	pipe.ZAddNX(ctx, a.keys.Active(), redis.Z{Score: float64(time.Now().UnixMilli()), Member: r.VoucherID.String()})
+	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("requeue reservation: register voucher: %w", err)
 	}
 	return nil
@@ -285,7 +291,8 @@ func (a *Audit) Requeue(ctx context.Context, r domain.Reservation) error {
 // recountScript sets the remaining units to stock minus the units the orders hash
 // holds (never below 0) and publishes the voucher id on the restock channel when that
 // raised them.
-// KEYS[1] meta, KEYS[2] orders (one voucher, one tag). ARGV: restock_channel, voucher_id.
+// KEYS[1] meta, KEYS[2] orders (one voucher, one tag). ARGV: restock_channel, voucher_id,
+// sharded ("1": SPUBLISH, as on Redis Cluster; "0": PUBLISH).
 // Returns the new remaining units, or -1 when the sale state is missing or partial. A
 // record it cannot read is an error, and nothing changes.
 //
@@ -301,8 +308,10 @@ var recountScript = redis.NewScript(recountSrc)
 // (changing nothing: guessing could sell units twice). It reads every reservation of
 // the voucher inside the script, so it holds Redis for time proportional to them.
 func (a *Audit) Recount(ctx context.Context, id domain.VoucherID) (int, error) {
+	_, sharded := a.client.(*redis.ClusterClient)
+	channel, flag := restockChannel(a.keys, sharded, id)
 	left, err := recountScript.Run(ctx, a.client, []string{a.keys.Meta(id), a.keys.Orders(id)},
-		a.keys.Restock(), id.String()).Int()
+		channel, id.String(), flag).Int()
 	if err != nil {
 		return 0, fmt.Errorf("recount stock: %w", err)
 	}

@@ -18,7 +18,7 @@ import (
 )
 
 // newAudit returns an Audit over s's keys.
-func newAudit(client *redis.Client, s *redisstore.Stock) *redisstore.Audit {
+func newAudit(client redis.UniversalClient, s *redisstore.Stock) *redisstore.Audit {
 	return redisstore.NewAudit(client, redisstore.Options{Prefix: s.Keys().Prefix})
 }
 
@@ -338,7 +338,7 @@ func TestRecountFixesRemaining(t *testing.T) {
 			t.Fatalf("remaining = %d after Recount, want %d", got, want)
 		}
 	}
-	published := listen(t, client, k.Restock())
+	published := listen(t, client, s.RestockChannel(v.ID))
 
 	check(t, client.HSet(ctx, k.Meta(v.ID), "remaining", 100).Err()) // too many: would oversell
 	recount(5)

@@ -57,7 +57,7 @@ func BenchmarkReserve(b *testing.B) {
 
 // redisCPU returns the CPU time the Redis server has used so far (INFO cpu: user and
 // system, main thread and all).
-func redisCPU(b *testing.B, client *redis.Client) time.Duration {
+func redisCPU(b *testing.B, client redis.UniversalClient) time.Duration {
 	info := infoFields(b, client, "cpu")
 	var total float64
 	for _, f := range []string{"used_cpu_user", "used_cpu_sys"} {
@@ -69,7 +69,7 @@ func redisCPU(b *testing.B, client *redis.Client) time.Duration {
 }
 
 // scriptCalls returns how many EVALSHA and EVAL commands the server has run.
-func scriptCalls(b *testing.B, client *redis.Client) int64 {
+func scriptCalls(b *testing.B, client redis.UniversalClient) int64 {
 	info := infoFields(b, client, "commandstats")
 	var total int64
 	for _, f := range []string{"cmdstat_evalsha", "cmdstat_eval"} {
@@ -85,7 +85,7 @@ func scriptCalls(b *testing.B, client *redis.Client) int64 {
 	return total
 }
 
-func infoFields(b *testing.B, client *redis.Client, section string) map[string]string {
+func infoFields(b *testing.B, client redis.UniversalClient, section string) map[string]string {
 	text, err := client.Info(context.Background(), section).Result()
 	check(b, err)
 	fields := map[string]string{}

@@ -14,7 +14,7 @@ import (
 // BenchmarkBreakerHook compares a round trip with and without the breaker hook, in
 // the same run: the hook's cost is the difference.
 func BenchmarkBreakerHook(b *testing.B) {
-	addr := testenv.Redis(b).Options().Addr
+	addr := testenv.RedisAddr(b)
 	for _, tc := range []struct {
 		name string
 		hook bool

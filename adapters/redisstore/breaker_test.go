@@ -59,7 +59,7 @@ func TestTuneClientOptions(t *testing.T) {
 func TestBreakerCountsOnlyOutages(t *testing.T) {
 	ctx := context.Background()
 	shared := testenv.Redis(t)
-	client, hook, _ := guardedClient(t, shared.Options().Addr, breaker.Settings{MinCalls: 1, FailureRatio: 0.01})
+	client, hook, _ := guardedClient(t, testenv.RedisAddr(t), breaker.Settings{MinCalls: 1, FailureRatio: 0.01})
 	prefix := "t" + testenv.Unique()
 	str, stream := prefix+":str", prefix+":stream"
 	t.Cleanup(func() { shared.Del(context.Background(), str, stream) })
@@ -227,7 +227,7 @@ func TestBreakerRedisDownAndBack(t *testing.T) {
 func TestBreakerRedisHung(t *testing.T) {
 	ctx := context.Background()
 	shared := testenv.Redis(t)
-	link := testenv.NewLink(t, shared.Options().Addr)
+	link := testenv.NewLink(t, testenv.RedisAddr(t))
 	client, hook, _ := guardedClient(t, link.Addr(), breaker.Settings{MinCalls: 2, OpenFor: 200 * time.Millisecond})
 	key := "t" + testenv.Unique() + ":k"
 	t.Cleanup(func() { shared.Del(context.Background(), key) })

@@ -30,10 +30,8 @@ func TestWatchStockContract(t *testing.T) {
 	stocktest.Run(t, func(t *testing.T) stocktest.Subject {
 		// A connection for every grab of the concurrency test, so they all contend at
 		// once.
-		opts, err := redis.ParseURL(testenv.RedisURL(t))
+		client, err := redisstore.NewClient(context.Background(), testenv.RedisURL(t), func(o *redis.Options) { o.PoolSize = 2000 })
 		check(t, err)
-		opts.PoolSize = 2000
-		client := redis.NewClient(opts)
 		t.Cleanup(func() { _ = client.Close() })
 		w := redisstore.NewWatchStock(redisstore.NewStock(client, redisstore.Options{Prefix: "w" + testenv.Unique()}), 0)
 		forgetPrefix(t, client, w.Keys().Prefix)
@@ -43,29 +41,17 @@ func TestWatchStockContract(t *testing.T) {
 }
 
 // forgetPrefix deletes every key under prefix when the test ends.
-func forgetPrefix(t *testing.T, client *redis.Client, prefix string) {
+func forgetPrefix(t *testing.T, client redis.UniversalClient, prefix string) {
 	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := client.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-		var keys []string
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
-		}
-		if err := iter.Err(); err != nil {
-			t.Errorf("list the keys of %s: %v", prefix, err)
-			return
-		}
-		if len(keys) > 0 {
-			if err := client.Unlink(ctx, keys...).Err(); err != nil {
-				t.Errorf("delete the keys of %s: %v", prefix, err)
-			}
+		if err := testenv.DeleteKeys(context.Background(), client, prefix+":*"); err != nil {
+			t.Errorf("delete the keys of %s: %v", prefix, err)
 		}
 	})
 }
 
 // streamed returns what a grab recorded for fulfilment under k: the entries of a
 // voucher's stream, decoded.
-func streamed(client *redis.Client, k redisstore.Keys) func(*testing.T, domain.VoucherID) []domain.Reservation {
+func streamed(client redis.UniversalClient, k redisstore.Keys) func(*testing.T, domain.VoucherID) []domain.Reservation {
 	return func(t *testing.T, id domain.VoucherID) []domain.Reservation {
 		t.Helper()
 		entries, err := client.XRange(context.Background(), k.Stream(id), "-", "+").Result()

@@ -19,7 +19,7 @@ import (
 
 // embedded starts an Embedded server for the test and returns it with a client of it,
 // tuned as serve's; both are closed when the test ends.
-func embedded(t *testing.T) (*redisstore.Embedded, *redis.Client) {
+func embedded(t *testing.T) (*redisstore.Embedded, redis.UniversalClient) {
 	t.Helper()
 	e, err := redisstore.StartEmbedded()
 	check(t, err)

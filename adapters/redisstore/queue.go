@@ -19,7 +19,7 @@ import (
 	"github.com/seckill/seckill/ports"
 )
 
-// DefaultDiscoverEvery is how often a Queue re-reads the voucher registry when
+// DefaultDiscoverEvery is how often a Queue re-reads the set of active vouchers when
 // QueueOptions.DiscoverEvery is zero.
 const DefaultDiscoverEvery = time.Second
 
@@ -34,18 +34,25 @@ type QueueOptions struct {
 	// per process (a host name plus a random suffix, say): two processes sharing a name
 	// would share one pending list and could not claim each other's entries.
 	Consumer string
-	// DiscoverEvery bounds how often the registry of vouchers is re-read to find the
+	// DiscoverEvery bounds how often the set of active vouchers is re-read to find the
 	// streams to consume; DefaultDiscoverEvery when zero.
 	DiscoverEvery time.Duration
 }
 
-// Queue is a ports.Queue over the reservation streams of every voucher warmed under its
-// prefix, consumed through one consumer group. It finds the streams in the registry
-// set Stock.Warm maintains (Keys.Registry), re-read at most every DiscoverEvery, and
-// forgets the vouchers whose keys have expired.
+// Queue is a ports.Queue over the reservation streams of the active vouchers under its
+// prefix, consumed through one consumer group. It finds the streams in the sorted set
+// Stock.Warm maintains (Keys.Active), re-read at most every DiscoverEvery with one
+// command: the vouchers whose sale has not ended, and those whose sale has ended but
+// whose stream still holds reservations not yet delivered or acknowledged. Once such a
+// stream is drained the voucher leaves the set, so an idle poll costs one command
+// whatever the number of vouchers ever sold.
 //
-// One Read blocks on all streams at once, which needs a single Redis (or Sentinel): on
-// Redis Cluster the streams of different vouchers live in different slots.
+// On one Redis server a Read is one XREADGROUP over every stream, waiting for entries.
+// On Redis Cluster the streams of different vouchers live in different slots, which
+// one command cannot span (CROSSSLOT, even on one node): a Read there sends one
+// XREADGROUP per stream, without waiting, pipelined (one round trip per node), then,
+// when none had entries, waits in an XREADGROUP on the stream that last had some; with
+// a single stream it waits in XREADGROUP as on one server. Claim, Ack, DeadLetter and Trim work stream by stream everywhere.
 //
 // A Queue is safe for concurrent use.
 type Queue struct {
@@ -54,11 +61,19 @@ type Queue struct {
 	group    string
 	consumer string
 	every    time.Duration
+	// cluster: one command cannot read the streams of several vouchers.
+	cluster bool
 
 	mu        sync.Mutex
 	known     []domain.VoucherID // sorted
-	checkedAt time.Time          // when known was read from the registry; zero: never
+	checkedAt time.Time          // when known was read from the active set; zero: never
+	// pruneFrom is where the next Trim goes on pruning the registry (an SSCAN cursor).
+	pruneFrom uint64
+	// adopted: the registry's vouchers were added to the active set (see adopt).
+	adopted bool
 
+	// hot is the voucher whose stream last had entries on a cluster (see readEach).
+	hot atomic.Uint64
 	// next rotates where Claim starts, so one stream's backlog does not starve the rest.
 	next atomic.Uint64
 }
@@ -77,7 +92,9 @@ func NewQueue(client redis.UniversalClient, opts QueueOptions) *Queue {
 	if opts.DiscoverEvery <= 0 {
 		opts.DiscoverEvery = DefaultDiscoverEvery
 	}
+	_, cluster := client.(*redis.ClusterClient)
 	return &Queue{
+		cluster:  cluster,
 		client:   client,
 		keys:     Keys{Prefix: opts.Prefix},
 		group:    opts.Group,
@@ -99,9 +116,10 @@ var groupScript = redis.NewScript(groupSrc)
 func (q *Queue) Consumer() string { return q.consumer }
 
 // Read returns the entries never delivered before, up to count from each voucher's
-// stream (a count below 1 counts as 1), in one XREADGROUP over every known stream that
-// waits at most block while there are none; block ≤ 0 does not wait. No entries is not
-// an error. An entry that cannot be decoded is returned with Malformed set.
+// stream (a count below 1 counts as 1), waiting at most block while there are none;
+// block ≤ 0 does not wait. On one server that is one XREADGROUP over every known
+// stream; on a cluster, one per stream (see Queue). No entries is not an error. An
+// entry that cannot be decoded is returned with Malformed set.
 //
 // With no stream known it waits block, or until ctx is done (returning ctx's error). A
 // cancelled ctx does not cut a blocking XREADGROUP short (go-redis honours only a ctx
@@ -117,6 +135,9 @@ func (q *Queue) Read(ctx context.Context, count int, block time.Duration) ([]por
 			return nil, fmt.Errorf("read queue: %w", err)
 		}
 		return nil, nil
+	}
+	if q.cluster && len(ids) > 1 {
+		return q.readEach(ctx, ids, count, block)
 	}
 	for repaired := false; ; repaired = true {
 		args := &redis.XReadGroupArgs{
@@ -166,6 +187,82 @@ func (q *Queue) Read(ctx context.Context, count int, block time.Duration) ([]por
 			return nil, fmt.Errorf("read queue: %w", err)
 		}
 	}
+}
+
+// readEach reads each stream of ids with an XREADGROUP of its own, pipelined. When none
+// had entries it waits up to block in an XREADGROUP on the stream that last had some
+// (in a flash sale, the hot one, so its next entries are read at once), or, with no
+// such stream among ids, simply waits block. A stream that lost its group is
+// repaired, and read at the next call.
+func (q *Queue) readEach(ctx context.Context, ids []domain.VoucherID, count int, block time.Duration) ([]ports.Delivery, error) {
+	pipe := q.client.Pipeline()
+	cmds := make([]*redis.XStreamSliceCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.XReadGroup(ctx, &redis.XReadGroupArgs{
+			Group:    q.group,
+			Consumer: q.consumer,
+			Streams:  []string{q.keys.Stream(id), ">"},
+			Count:    int64(count),
+			Block:    -1,
+		})
+	}
+	// Exec reports the first failed command, redis.Nil included; each is checked below.
+	_, _ = pipe.Exec(ctx)
+	var ds []ports.Delivery
+	var lost []domain.VoucherID
+	for i, cmd := range cmds {
+		streams, err := cmd.Result()
+		switch {
+		case err == nil:
+		case errors.Is(err, redis.Nil):
+			continue
+		case redis.HasErrorPrefix(err, "NOGROUP"):
+			lost = append(lost, ids[i])
+			continue
+		default:
+			return nil, fmt.Errorf("read queue: %w", err)
+		}
+		for _, st := range streams {
+			for _, m := range st.Messages {
+				d := decodeEntry(ids[i], m)
+				d.Deliveries = 1
+				ds = append(ds, d)
+			}
+		}
+	}
+	if len(lost) > 0 {
+		if _, err := q.repair(ctx, lost); err != nil {
+			return nil, fmt.Errorf("read queue: %w", err)
+		}
+	}
+	if len(ds) > 0 {
+		q.hot.Store(uint64(ds[len(ds)-1].VoucherID))
+		return ds, nil
+	}
+	if hot := domain.VoucherID(q.hot.Load()); block > 0 && slices.Contains(ids, hot) && !slices.Contains(lost, hot) {
+		streams, err := q.client.XReadGroup(ctx, &redis.XReadGroupArgs{
+			Group:    q.group,
+			Consumer: q.consumer,
+			Streams:  []string{q.keys.Stream(hot), ">"},
+			Count:    int64(count),
+			Block:    max(block, time.Millisecond),
+		}).Result()
+		if err != nil && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(err, "NOGROUP") {
+			return nil, fmt.Errorf("read queue: %w", err)
+		}
+		for _, st := range streams {
+			for _, m := range st.Messages {
+				d := decodeEntry(hot, m)
+				d.Deliveries = 1
+				ds = append(ds, d)
+			}
+		}
+		return ds, nil
+	}
+	if err := wait(ctx, block); err != nil {
+		return nil, fmt.Errorf("read queue: %w", err)
+	}
+	return nil, nil
 }
 
 // Claim takes over up to count entries (a count below 1 counts as 1) that have been
@@ -347,15 +444,26 @@ func (q *Queue) DeadLetter(ctx context.Context, d ports.Delivery, reason string)
 // trimmed (XTRIM MINID, exact) below the lowest bound of its groups, so entries pending
 // or not yet delivered are never deleted. A stream without any group is left alone.
 // It takes three round trips whatever the number of streams.
+//
+// Each call also looks at up to pruneBatch vouchers of the registry (Keys.Registry) and
+// removes those whose keys have expired, so the registry keeps only the vouchers whose
+// reservations can still be looked up, at a bounded cost per call.
 func (q *Queue) Trim(ctx context.Context) (int64, error) {
-	ids, err := q.vouchers(ctx)
-	if err != nil || len(ids) == 0 {
-		if err != nil {
-			err = fmt.Errorf("trim queue: %w", err)
-		}
-		return 0, err
+	if err := q.prune(ctx); err != nil {
+		return 0, fmt.Errorf("trim queue: %w", err)
 	}
+	ids, err := q.vouchers(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("trim queue: %w", err)
+	}
+	return q.trim(ctx, ids)
+}
 
+// trim is Trim on the streams of ids.
+func (q *Queue) trim(ctx context.Context, ids []domain.VoucherID) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
 	pipe := q.client.Pipeline()
 	infos := make([]*redis.XInfoGroupsCmd, len(ids))
 	for i, id := range ids {
@@ -449,11 +557,8 @@ next:
 	return total, nil
 }
 
-// vouchers returns the vouchers whose streams the queue consumes, re-reading the
-// registry when the last read is older than q.every. Vouchers whose stream and sale
-// state are both gone (the sale's keys expired) are removed from the registry.
-// Refresh re-reads the registry now, so the next Read and Claim see every voucher
-// warmed so far instead of the list of up to DiscoverEvery ago.
+// Refresh re-reads the set of active vouchers now, so the next Read and Claim see every
+// voucher warmed so far instead of the list of up to DiscoverEvery ago.
 func (q *Queue) Refresh(ctx context.Context) error {
 	q.mu.Lock()
 	q.checkedAt = time.Time{}
@@ -462,68 +567,229 @@ func (q *Queue) Refresh(ctx context.Context) error {
 	return err
 }
 
+// vouchers returns the vouchers whose streams the queue consumes, re-reading the set
+// of active vouchers when the last read is older than q.every: those whose sale has not
+// ended, and those whose sale ended but whose stream is not drained yet. Vouchers whose
+// sale ended and whose stream is drained leave the set.
 func (q *Queue) vouchers(ctx context.Context) ([]domain.VoucherID, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if !q.checkedAt.IsZero() && time.Since(q.checkedAt) < q.every {
 		return q.known, nil
 	}
-	members, err := q.client.SMembers(ctx, q.keys.Registry()).Result()
+	if !q.adopted {
+		if err := q.adopt(ctx); err != nil {
+			return nil, fmt.Errorf("discover streams: %w", err)
+		}
+		q.adopted = true
+	}
+	members, err := q.client.ZRangeByScoreWithScores(ctx, q.keys.Active(), &redis.ZRangeBy{Min: "-inf", Max: "+inf"}).Result()
 	if err != nil {
 		return nil, fmt.Errorf("discover streams: %w", err)
 	}
+	now := float64(time.Now().UnixMilli())
+	ids := make([]domain.VoucherID, 0, len(members))
+	var ended []redis.Z
+	for _, m := range members {
+		name, _ := m.Member.(string)
+		id, err := domain.ParseVoucherID(name)
+		if err != nil {
+			continue // someone else's stray member is not ours to remove
+		}
+		if m.Score > now {
+			ids = append(ids, id)
+		} else {
+			ended = append(ended, m)
+		}
+	}
+	if len(ended) > 0 {
+		busy, err := q.settle(ctx, ended)
+		if err != nil {
+			return nil, fmt.Errorf("discover streams: %w", err)
+		}
+		ids = append(ids, busy...)
+	}
+	slices.Sort(ids)
+	q.known, q.checkedAt = ids, time.Now()
+	return ids, nil
+}
+
+// adopt adds to the active set, scored by the end of their sale, the vouchers of the
+// registry whose sale state is still there and that are not in the set: those warmed
+// before the set existed (by an earlier version), whose streams may still hold
+// reservations to persist. It runs once per Queue, at its first discovery: two
+// commands per voucher in the registry, in two round trips.
+func (q *Queue) adopt(ctx context.Context) error {
+	members, err := q.client.SMembers(ctx, q.keys.Registry()).Result()
+	if err != nil || len(members) == 0 {
+		return err
+	}
+	pipe := q.client.Pipeline()
+	ends := make(map[string]*redis.StringCmd, len(members))
+	for _, m := range members {
+		if id, err := domain.ParseVoucherID(m); err == nil {
+			ends[m] = pipe.HGet(ctx, q.keys.Meta(id), "ends")
+		}
+	}
+	if len(ends) == 0 {
+		return nil
+	}
+	// Exec reports the first failed command, redis.Nil included; each is checked below.
+	_, _ = pipe.Exec(ctx)
+	var add []redis.Z
+	for m, cmd := range ends {
+		end, err := cmd.Int64()
+		if errors.Is(err, redis.Nil) {
+			continue // the sale's keys are gone: nothing left to read
+		}
+		if err != nil {
+			return err
+		}
+		add = append(add, redis.Z{Score: float64(end), Member: m})
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	return q.client.ZAddNX(ctx, q.keys.Active(), add...).Err()
+}
+
+// settle takes the vouchers of ended sales out of the active set once their streams are
+// drained, and returns the others. A reservation requeued between the check and the
+// removal (Audit.Requeue appends it, then adds the voucher back) would be lost, so it
+// checks once more afterwards and puts back, and returns, those not drained by then.
+func (q *Queue) settle(ctx context.Context, ended []redis.Z) ([]domain.VoucherID, error) {
+	ids := make([]domain.VoucherID, len(ended))
+	for i, m := range ended {
+		ids[i], _ = domain.ParseVoucherID(m.Member.(string))
+	}
+	drained, err := q.drained(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var busy []domain.VoucherID
+	var done []any
+	var doneZ []redis.Z
+	var doneIDs []domain.VoucherID
+	for i, id := range ids {
+		if drained[i] {
+			done = append(done, ended[i].Member)
+			doneZ = append(doneZ, ended[i])
+			doneIDs = append(doneIDs, id)
+		} else {
+			busy = append(busy, id)
+		}
+	}
+	if len(done) == 0 {
+		return busy, nil
+	}
+	// Trimmed one last time: Trim looks only at the active vouchers' streams.
+	if _, err := q.trim(ctx, doneIDs); err != nil {
+		return nil, err
+	}
+	if err := q.client.ZRem(ctx, q.keys.Active(), done...).Err(); err != nil {
+		return nil, err
+	}
+	again, err := q.drained(ctx, doneIDs)
+	if err != nil {
+		return nil, err
+	}
+	var back []redis.Z
+	for i, id := range doneIDs {
+		if !again[i] {
+			back = append(back, doneZ[i])
+			busy = append(busy, id)
+		}
+	}
+	if len(back) > 0 {
+		if err := q.client.ZAdd(ctx, q.keys.Active(), back...).Err(); err != nil {
+			return nil, err
+		}
+	}
+	return busy, nil
+}
+
+// drained reports for each of ids whether its stream holds nothing left to persist: no
+// stream, or the group has delivered its last entry and has none pending. A stream
+// without the group is not drained (Read repairs it). Two commands per voucher, in one
+// round trip.
+func (q *Queue) drained(ctx context.Context, ids []domain.VoucherID) ([]bool, error) {
+	pipe := q.client.Pipeline()
+	infos := make([]*redis.XInfoGroupsCmd, len(ids))
+	lasts := make([]*redis.XMessageSliceCmd, len(ids))
+	for i, id := range ids {
+		infos[i] = pipe.XInfoGroups(ctx, q.keys.Stream(id))
+		lasts[i] = pipe.XRevRangeN(ctx, q.keys.Stream(id), "+", "-", 1)
+	}
+	// Exec reports the first failed command; each is checked below.
+	_, _ = pipe.Exec(ctx)
+	out := make([]bool, len(ids))
+	for i := range ids {
+		groups, err := infos[i].Result()
+		if redis.HasErrorPrefix(err, "no such key") {
+			out[i] = true
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		last, err := lasts[i].Result()
+		if err != nil {
+			return nil, err
+		}
+		if len(last) == 0 {
+			out[i] = true
+			continue
+		}
+		for _, g := range groups {
+			if g.Name != q.group {
+				continue
+			}
+			delivered, err1 := parseStreamID(g.LastDeliveredID)
+			newest, err2 := parseStreamID(last[0].ID)
+			out[i] = err1 == nil && err2 == nil && g.Pending == 0 && !delivered.less(newest)
+		}
+	}
+	return out, nil
+}
+
+// pruneBatch is how many members of the registry one Trim looks at.
+const pruneBatch = 100
+
+// prune looks at the next pruneBatch members of the registry and removes those whose
+// keys (stream and sale state) are gone.
+func (q *Queue) prune(ctx context.Context) error {
+	q.mu.Lock()
+	from := q.pruneFrom
+	q.mu.Unlock()
+	members, next, err := q.client.SScan(ctx, q.keys.Registry(), from, "", pruneBatch).Result()
+	if err != nil {
+		return fmt.Errorf("prune the registry: %w", err)
+	}
+	q.mu.Lock()
+	q.pruneFrom = next
+	q.mu.Unlock()
 	ids := make([]domain.VoucherID, 0, len(members))
 	for _, m := range members {
-		// Someone else's stray member is not ours to remove; skip it.
 		if id, err := domain.ParseVoucherID(m); err == nil {
 			ids = append(ids, id)
 		}
 	}
-	slices.Sort(ids)
-
-	pipe := q.client.Pipeline()
-	exists := make([]*redis.IntCmd, len(ids))
-	for i, id := range ids {
-		// Both keys share the voucher's tag, so one EXISTS serves on a cluster too.
-		exists[i] = pipe.Exists(ctx, q.keys.Stream(id), q.keys.Meta(id))
+	if len(ids) == 0 {
+		return nil
 	}
-	if len(ids) > 0 {
-		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, fmt.Errorf("discover streams: %w", err)
-		}
+	gone, err := q.expired(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("prune the registry: %w", err)
 	}
-	live := make([]domain.VoucherID, 0, len(ids))
-	var gone []domain.VoucherID
-	for i, id := range ids {
-		if exists[i].Val() > 0 {
-			live = append(live, id)
-		} else {
-			gone = append(gone, id)
-		}
+	if _, err := q.forget(ctx, gone); err != nil {
+		return fmt.Errorf("prune the registry: %w", err)
 	}
-	if len(gone) > 0 {
-		back, err := q.forget(ctx, gone)
-		if err != nil {
-			return nil, fmt.Errorf("discover streams: %w", err)
-		}
-		live = append(live, back...)
-		slices.Sort(live)
-	}
-	q.known, q.checkedAt = live, time.Now()
-	return live, nil
+	return nil
 }
 
-// forget removes ids from the registry. A voucher warmed again between the check and
-// the removal would be lost, so it looks once more afterwards and puts back, and
-// returns, those whose keys exist again: Warm creates the keys before it registers.
-func (q *Queue) forget(ctx context.Context, ids []domain.VoucherID) ([]domain.VoucherID, error) {
-	members := make([]any, len(ids))
-	for i, id := range ids {
-		members[i] = id.String()
-	}
-	if err := q.client.SRem(ctx, q.keys.Registry(), members...).Err(); err != nil {
-		return nil, err
-	}
+// expired returns those of ids whose stream and sale state are both gone, one EXISTS
+// each (both keys share the voucher's tag, so one EXISTS serves on a cluster too).
+func (q *Queue) expired(ctx context.Context, ids []domain.VoucherID) ([]domain.VoucherID, error) {
 	pipe := q.client.Pipeline()
 	exists := make([]*redis.IntCmd, len(ids))
 	for i, id := range ids {
@@ -532,17 +798,42 @@ func (q *Queue) forget(ctx context.Context, ids []domain.VoucherID) ([]domain.Vo
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, err
 	}
-	var back []domain.VoucherID
+	var gone []domain.VoucherID
 	for i, id := range ids {
-		if exists[i].Val() > 0 {
+		if exists[i].Val() == 0 {
+			gone = append(gone, id)
+		}
+	}
+	return gone, nil
+}
+
+// forget removes ids from the registry. A voucher warmed again between the check and
+// the removal would be lost, so it looks once more afterwards and puts back, and
+// returns, those whose keys exist again: Warm creates the keys before it registers.
+func (q *Queue) forget(ctx context.Context, ids []domain.VoucherID) ([]domain.VoucherID, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	members := make([]any, len(ids))
+	for i, id := range ids {
+		members[i] = id.String()
+	}
+	if err := q.client.SRem(ctx, q.keys.Registry(), members...).Err(); err != nil {
+		return nil, err
+	}
+	gone, err := q.expired(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	var back []domain.VoucherID
+	members = members[:0]
+	for _, id := range ids {
+		if !slices.Contains(gone, id) {
 			back = append(back, id)
+			members = append(members, id.String())
 		}
 	}
 	if len(back) > 0 {
-		members = members[:0]
-		for _, id := range back {
-			members = append(members, id.String())
-		}
 		if err := q.client.SAdd(ctx, q.keys.Registry(), members...).Err(); err != nil {
 			return nil, err
 		}
@@ -551,7 +842,9 @@ func (q *Queue) forget(ctx context.Context, ids []domain.VoucherID) ([]domain.Vo
 }
 
 // repair makes sure each of ids has the consumer group (creating the stream when only
-// the sale state is left), forgets those whose sale is gone, and returns the rest.
+// the sale state is left) and returns those that have it. Those whose sale is gone
+// are left out of the known vouchers until the next discovery, which takes them out of
+// the active set once their sale has ended (their keys expire only after that).
 func (q *Queue) repair(ctx context.Context, ids []domain.VoucherID) ([]domain.VoucherID, error) {
 	var live, gone []domain.VoucherID
 	for _, id := range ids {
@@ -568,17 +861,10 @@ func (q *Queue) repair(ctx context.Context, ids []domain.VoucherID) ([]domain.Vo
 	if len(gone) == 0 {
 		return live, nil
 	}
-	back, err := q.forget(ctx, gone)
-	if err != nil {
-		return nil, fmt.Errorf("discover streams: %w", err)
-	}
-	live = append(live, back...)
-	slices.Sort(live)
-
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.known = slices.DeleteFunc(slices.Clone(q.known), func(id domain.VoucherID) bool {
-		return slices.Contains(gone, id) && !slices.Contains(back, id)
+		return slices.Contains(gone, id)
 	})
 	return live, nil
 }
@@ -706,4 +992,76 @@ func (id streamID) less(o streamID) bool {
 
 func (id streamID) String() string {
 	return strconv.FormatUint(id.ms, 10) + "-" + strconv.FormatUint(id.seq, 10)
+}
+
+// OldestQueued returns how long the oldest entry not yet acknowledged has waited, over
+// the streams of the active vouchers (as Read sees them), by its entry id's time; 0
+// when every entry is acknowledged. The oldest pending entry (XPENDING's summary) is
+// older than any entry not yet delivered; a stream with none pending is asked for the
+// first entry after its group's last delivered one. Two round trips, a few commands per
+// active voucher, whatever the length of the streams.
+func (q *Queue) OldestQueued(ctx context.Context) (time.Duration, error) {
+	ids, err := q.vouchers(ctx)
+	if err != nil || len(ids) == 0 {
+		if err != nil {
+			err = fmt.Errorf("oldest queued entry: %w", err)
+		}
+		return 0, err
+	}
+	pipe := q.client.Pipeline()
+	infos := make([]*redis.XInfoGroupsCmd, len(ids))
+	pendings := make([]*redis.XPendingCmd, len(ids))
+	for i, id := range ids {
+		infos[i] = pipe.XInfoGroups(ctx, q.keys.Stream(id))
+		pendings[i] = pipe.XPending(ctx, q.keys.Stream(id), q.group)
+	}
+	// Exec reports the first failed command; each is checked below.
+	_, _ = pipe.Exec(ctx)
+
+	var oldest streamID
+	found := false
+	consider := func(s string) {
+		if id, err := parseStreamID(s); err == nil && (!found || id.less(oldest)) {
+			oldest, found = id, true
+		}
+	}
+	pipe = q.client.Pipeline()
+	var firsts []*redis.XMessageSliceCmd
+	for i, id := range ids {
+		groups, err := infos[i].Result()
+		if redis.HasErrorPrefix(err, "no such key") {
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("oldest queued entry: %w", err)
+		}
+		if p, err := pendings[i].Result(); err == nil && p.Count > 0 {
+			consider(p.Lower)
+			continue
+		}
+		for _, g := range groups {
+			if g.Name != q.group {
+				continue
+			}
+			last, err := parseStreamID(g.LastDeliveredID)
+			if err != nil {
+				return 0, fmt.Errorf("oldest queued entry: %s: %w", q.keys.Stream(id), err)
+			}
+			firsts = append(firsts, pipe.XRangeN(ctx, q.keys.Stream(id), last.next().String(), "+", 1))
+		}
+	}
+	if len(firsts) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return 0, fmt.Errorf("oldest queued entry: %w", err)
+		}
+		for _, f := range firsts {
+			if msgs := f.Val(); len(msgs) > 0 {
+				consider(msgs[0].ID)
+			}
+		}
+	}
+	if !found {
+		return 0, nil
+	}
+	return max(time.Since(time.UnixMilli(int64(oldest.ms))), 0), nil
 }

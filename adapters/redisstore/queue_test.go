@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,7 +22,7 @@ import (
 
 // newQueue returns a Queue over s's keys, reading as consumer, that re-reads the
 // registry on every call. The test's own prefix keeps consumer names apart.
-func newQueue(client *redis.Client, s *redisstore.Stock, consumer string) *redisstore.Queue {
+func newQueue(client redis.UniversalClient, s *redisstore.Stock, consumer string) *redisstore.Queue {
 	return redisstore.NewQueue(client, redisstore.QueueOptions{
 		Prefix:        s.Keys().Prefix,
 		Consumer:      consumer,
@@ -48,7 +50,7 @@ func reserve(t testing.TB, s *redisstore.Stock, id domain.VoucherID, users ...do
 }
 
 // pending returns the pending entries of voucher id's stream in the default group.
-func pending(t testing.TB, client *redis.Client, s *redisstore.Stock, id domain.VoucherID) map[string]redis.XPendingExt {
+func pending(t testing.TB, client redis.UniversalClient, s *redisstore.Stock, id domain.VoucherID) map[string]redis.XPendingExt {
 	t.Helper()
 	rows, err := client.XPendingExt(context.Background(), &redis.XPendingExtArgs{
 		Stream: s.Keys().Stream(id), Group: redisstore.DefaultGroup, Start: "-", End: "+", Count: 1000,
@@ -62,7 +64,7 @@ func pending(t testing.TB, client *redis.Client, s *redisstore.Stock, id domain.
 }
 
 // group returns the default group's state on voucher id's stream.
-func group(t testing.TB, client *redis.Client, s *redisstore.Stock, id domain.VoucherID) redis.XInfoGroup {
+func group(t testing.TB, client redis.UniversalClient, s *redisstore.Stock, id domain.VoucherID) redis.XInfoGroup {
 	t.Helper()
 	groups, err := client.XInfoGroups(context.Background(), s.Keys().Stream(id)).Result()
 	check(t, err)
@@ -73,7 +75,7 @@ func group(t testing.TB, client *redis.Client, s *redisstore.Stock, id domain.Vo
 }
 
 // entryIDs returns the ids of voucher id's stream entries.
-func entryIDs(t testing.TB, client *redis.Client, s *redisstore.Stock, id domain.VoucherID) []string {
+func entryIDs(t testing.TB, client redis.UniversalClient, s *redisstore.Stock, id domain.VoucherID) []string {
 	t.Helper()
 	msgs, err := client.XRange(context.Background(), s.Keys().Stream(id), "-", "+").Result()
 	check(t, err)
@@ -369,10 +371,14 @@ func TestQueueForgetsExpiredSales(t *testing.T) {
 	cleanup(t, client, s, 99)
 	check(t, client.SAdd(ctx, k.Registry(), "99", "not-a-voucher").Err())
 
-	ds := read(t, newQueue(client, s, "a"), 10)
+	q := newQueue(client, s, "a")
+	ds := read(t, q, 10)
 	if len(ds) != 1 || ds[0].Reservation.OrderID != r.OrderID {
 		t.Fatalf("read %+v, want order %s", ds, r.OrderID)
 	}
+	// Trim prunes the registry, a bounded batch at a time: three members fit in one.
+	_, err := q.Trim(ctx)
+	check(t, err)
 	registered, err := client.SMembers(ctx, k.Registry()).Result()
 	check(t, err)
 	slices.Sort(registered)
@@ -661,7 +667,7 @@ func TestTrimDropsOnlyAcknowledgedEntries(t *testing.T) {
 }
 
 // closedClient returns a client that is closed: every command fails at once.
-func closedClient(t *testing.T) *redis.Client {
+func closedClient(t *testing.T) redis.UniversalClient {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:0"})
 	check(t, client.Close())
 	return client
@@ -726,5 +732,263 @@ func TestRefreshSeesANewVoucherAtOnce(t *testing.T) {
 	check(t, err)
 	if len(ds) != 1 || ds[0].Reservation.UserID != 7 {
 		t.Fatalf("read after Refresh = %+v", ds)
+	}
+}
+
+// commandCounter counts the commands a client sends, pipelined ones included.
+type commandCounter struct {
+	n     atomic.Int64
+	mu    sync.Mutex
+	names []string
+}
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		c.mu.Lock()
+		c.names = append(c.names, cmd.Name())
+		c.mu.Unlock()
+		return next(ctx, cmd)
+	}
+}
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// endedVoucher warms a voucher whose sale ends a moment after now, reserves one unit
+// for each of users within its window, and waits until the sale has ended.
+func endedVoucher(t *testing.T, client redis.UniversalClient, s *redisstore.Stock, id domain.VoucherID, users ...domain.UserID) []domain.Reservation {
+	t.Helper()
+	at := time.Now()
+	v := voucher(id, 10, 1)
+	v.BeginsAt, v.EndsAt = at.Add(-time.Hour), at.Add(20*time.Millisecond)
+	warm(t, client, s, v)
+	rs := make([]domain.Reservation, len(users))
+	for i, u := range users {
+		rs[i] = grab(id, u, 1)
+		rs[i].At = at
+		check(t, s.Reserve(context.Background(), rs[i]))
+	}
+	for time.Now().Before(v.EndsAt.Add(time.Millisecond)) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return rs
+}
+
+// The queue reads the streams of live sales, and of ended ones until every reservation
+// in them is persisted; then an ended sale leaves the active set, and costs nothing on
+// an idle poll. A reservation requeued later brings it back.
+func TestQueueReadsEndedSalesUntilDrained(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	k := s.Keys()
+	t.Cleanup(func() { _ = client.Unlink(context.Background(), k.Active()).Err() })
+	warm(t, client, s, voucher(1, 10, 1))
+	ended := endedVoucher(t, client, s, 2, 7, 8)
+	q := newQueue(client, s, "a")
+
+	ds := read(t, q, 10)
+	if got, want := len(ds), 2; got != want {
+		t.Fatalf("read %d entries of the ended sale, want %d", got, want)
+	}
+	// Delivered but not acknowledged: the sale stays active.
+	check(t, q.Refresh(ctx))
+	if _, err := client.ZScore(ctx, k.Active(), "2").Result(); err != nil {
+		t.Fatalf("an ended sale with reservations pending left the active set: %v", err)
+	}
+	check(t, q.Ack(ctx, ds...))
+	check(t, q.Refresh(ctx))
+	if err := client.ZScore(ctx, k.Active(), "2").Err(); !errors.Is(err, redis.Nil) {
+		t.Fatalf("ZSCORE of a drained ended sale = %v, want it gone from the active set", err)
+	}
+	// Trimmed as it left: Trim no longer looks at its stream.
+	if n, err := client.XLen(ctx, k.Stream(2)).Result(); err != nil || n != 0 {
+		t.Fatalf("XLEN of the drained ended sale's stream = %d, %v; want 0", n, err)
+	}
+	if err := client.ZScore(ctx, k.Active(), "1").Err(); err != nil {
+		t.Fatalf("the live sale left the active set: %v", err)
+	}
+
+	// Idle (the queue discovers on every call here): one command to discover, one to
+	// read the live stream.
+	counter := &commandCounter{}
+	client.AddHook(counter)
+	if ds := read(t, q, 10); len(ds) != 0 {
+		t.Fatalf("read %d entries while idle", len(ds))
+	}
+	if got, want := counter.n.Load(), int64(2); got != want {
+		t.Fatalf("an idle poll sent %d commands, want %d: %q", got, want, counter.names)
+	}
+
+	// Reconciliation requeues a reservation of the ended sale: it is read again.
+	check(t, newAudit(client, s).Requeue(ctx, ended[0]))
+	check(t, q.Refresh(ctx))
+	ds = read(t, q, 10)
+	if len(ds) != 1 || ds[0].Reservation.OrderID != ended[0].OrderID {
+		t.Fatalf("read %+v after a requeue, want order %s", ds, ended[0].OrderID)
+	}
+}
+
+// Many sales that ended long ago cost an idle poll nothing once they left the active set.
+func TestIdlePollCostDoesNotGrowWithEndedSales(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	k := s.Keys()
+	t.Cleanup(func() { _ = client.Unlink(context.Background(), k.Active()).Err() })
+	for id := domain.VoucherID(1); id <= 50; id++ {
+		v := voucher(id, 10, 1)
+		v.BeginsAt, v.EndsAt = time.Now().Add(-2*time.Hour), time.Now().Add(-time.Hour)
+		warm(t, client, s, v)
+	}
+	q := newQueue(client, s, "a")
+	check(t, q.Refresh(ctx)) // drained: they leave the active set
+	n, err := client.ZCard(ctx, k.Active()).Result()
+	check(t, err)
+	if n != 0 {
+		t.Fatalf("%d ended, drained sales still in the active set", n)
+	}
+	counter := &commandCounter{}
+	client.AddHook(counter)
+	if ds := read(t, q, 10); len(ds) != 0 {
+		t.Fatalf("read %d entries while idle", len(ds))
+	}
+	if got, want := counter.n.Load(), int64(1); got != want {
+		t.Fatalf("an idle poll sent %d commands, want %d (the discovery): %q", got, want, counter.names)
+	}
+}
+
+// OldestQueued is the age of the oldest entry not yet acknowledged, delivered or not,
+// and 0 once every entry is.
+func TestOldestQueued(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	t.Cleanup(func() { _ = client.Unlink(context.Background(), s.Keys().Active()).Err() })
+	q := newQueue(client, s, "a")
+	age, err := q.OldestQueued(ctx)
+	check(t, err)
+	if age != 0 {
+		t.Fatalf("OldestQueued with no voucher = %v, want 0", age)
+	}
+	warm(t, client, s, voucher(1, 10, 1))
+	warm(t, client, s, voucher(2, 10, 1))
+	reserve(t, s, 1, 1)
+	time.Sleep(50 * time.Millisecond)
+	reserve(t, s, 2, 2)
+	for _, step := range []string{"never delivered", "delivered, not acknowledged"} {
+		age, err = q.OldestQueued(ctx)
+		check(t, err)
+		if age < 50*time.Millisecond || age > time.Minute {
+			t.Fatalf("OldestQueued with the first entry %s = %v, want its age (50ms or more)", step, age)
+		}
+		if step == "never delivered" {
+			if got, want := len(read(t, q, 1)), 2; got != want {
+				t.Fatalf("read %d entries, want %d", got, want)
+			}
+		}
+	}
+	ds := read(t, q, 10) // nothing new
+	ds = append(ds, claimAll(t, q)...)
+	check(t, q.Ack(ctx, ds...))
+	age, err = q.OldestQueued(ctx)
+	check(t, err)
+	if age != 0 {
+		t.Fatalf("OldestQueued with every entry acknowledged = %v, want 0", age)
+	}
+}
+
+// claimAll claims every pending entry of any consumer.
+func claimAll(t *testing.T, q *redisstore.Queue) []ports.Delivery {
+	t.Helper()
+	ds, err := q.Claim(context.Background(), 0, 100)
+	check(t, err)
+	return ds
+}
+
+// A voucher in the registry but not in the active set (warmed by an earlier version)
+// is adopted at the queue's first discovery: its reservations are read.
+func TestQueueAdoptsRegisteredVouchers(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	k := s.Keys()
+	t.Cleanup(func() { _ = client.Unlink(context.Background(), k.Active()).Err() })
+	warm(t, client, s, voucher(1, 10, 1))
+	r := reserve(t, s, 1, 1)[0]
+	check(t, client.Unlink(ctx, k.Active()).Err())
+	check(t, client.SAdd(ctx, k.Registry(), "99").Err()) // keys long gone: not adopted
+
+	ds := read(t, newQueue(client, s, "a"), 10)
+	if len(ds) != 1 || ds[0].Reservation.OrderID != r.OrderID {
+		t.Fatalf("read %+v, want order %s", ds, r.OrderID)
+	}
+	active, err := client.ZRange(ctx, k.Active(), 0, -1).Result()
+	check(t, err)
+	if want := []string{"1"}; !slices.Equal(active, want) {
+		t.Fatalf("active set = %v, want %v", active, want)
+	}
+}
+
+// With several vouchers on sale, a read waiting for entries wakes for a new entry of
+// the voucher last read (on a cluster it waits on that stream alone).
+func TestReadWakesUpForTheHotVoucherAmongSeveral(t *testing.T) {
+	client, s := newStock(t, 0)
+	warm(t, client, s, voucher(1, 10, 1))
+	warm(t, client, s, voucher(2, 10, 1))
+	q := newQueue(client, s, "a")
+	reserve(t, s, 2, 1)
+	if got, want := len(read(t, q, 10)), 1; got != want {
+		t.Fatalf("read %d entries, want %d", got, want)
+	}
+
+	done := make(chan []ports.Delivery, 1)
+	go func() {
+		ds, err := q.Read(context.Background(), 10, 10*time.Second)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- ds
+	}()
+	waitBlocked(t, client, s.Keys().Stream(2))
+	r := reserve(t, s, 2, 2)[0]
+	select {
+	case ds := <-done:
+		if len(ds) != 1 || ds[0].Reservation.OrderID != r.OrderID {
+			t.Fatalf("waiting read returned %+v, want order %s", ds, r.OrderID)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a waiting read did not return")
+	}
+}
+
+// waitBlocked waits until a client is blocked in XREADGROUP on the server owning key
+// (CLIENT LIST, flags b). The embedded server has no CLIENT LIST: there it returns at
+// once, and the test may pass without waiting for the read to block.
+func waitBlocked(t *testing.T, client redis.UniversalClient, key string) {
+	t.Helper()
+	ctx := context.Background()
+	node := client
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		n, err := cc.MasterForKey(ctx, key)
+		check(t, err)
+		node = n
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		list, err := node.ClientList(ctx).Result()
+		if err != nil {
+			return
+		}
+		for _, line := range strings.Split(list, "\n") {
+			if strings.Contains(line, "cmd=xreadgroup") && strings.Contains(line, " flags=b ") {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no client blocked in XREADGROUP after 10s:\n%s", list)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

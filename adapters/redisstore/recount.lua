@@ -29,6 +29,10 @@ end
 redis.call('HSET', KEYS[1], 'remaining', left)
 -- More units on sale than before: announce it, as a release does.
 if left > (tonumber(m[2]) or 0) then
-  redis.call('PUBLISH', ARGV[1], ARGV[2])
+  if ARGV[3] == '1' then
+    redis.call('SPUBLISH', ARGV[1], ARGV[2])
+  else
+    redis.call('PUBLISH', ARGV[1], ARGV[2])
+  end
 end
 return left

@@ -13,5 +13,10 @@ redis.call('HDEL', KEYS[3], ARGV[2])
 redis.call('HINCRBY', KEYS[1], 'remaining', tonumber(ARGV[3]))
 -- Units are back on sale: tell every instance, so they drop their sold-out flag. Only
 -- a release that gave units back publishes, so each release announces once.
-redis.call('PUBLISH', ARGV[4], ARGV[5])
+-- On Redis Cluster the channel is the voucher's own, on its shard (SPUBLISH).
+if ARGV[6] == '1' then
+  redis.call('SPUBLISH', ARGV[4], ARGV[5])
+else
+  redis.call('PUBLISH', ARGV[4], ARGV[5])
+end
 return 1

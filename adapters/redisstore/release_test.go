@@ -16,10 +16,13 @@ import (
 // there since: it publishes an end marker and returns the payloads before it. Redis
 // delivers one subscriber's messages in the order it ran the PUBLISHes, so nothing
 // published before the marker can arrive after it.
-func listen(t *testing.T, client *redis.Client, channel string) func() []string {
+func listen(t *testing.T, client redis.UniversalClient, channel string) func() []string {
 	t.Helper()
 	ctx := context.Background()
 	sub := client.Subscribe(ctx, channel)
+	if _, ok := client.(*redis.ClusterClient); ok {
+		sub = client.SSubscribe(ctx, channel)
+	}
 	t.Cleanup(func() { _ = sub.Close() })
 	if _, err := sub.Receive(ctx); err != nil {
 		t.Fatalf("subscribe to %s: %v", channel, err)
@@ -27,7 +30,7 @@ func listen(t *testing.T, client *redis.Client, channel string) func() []string 
 	const end = "end-of-test"
 	return func() []string {
 		t.Helper()
-		check(t, client.Publish(ctx, channel, end).Err())
+		check(t, publish(ctx, client, channel, end))
 		var got []string
 		for {
 			wait, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -129,6 +132,14 @@ func TestReleaseWithoutSaleStateChangesNothing(t *testing.T) {
 	}
 }
 
+// publish sends payload on channel as the scripts do: SPUBLISH on a cluster.
+func publish(ctx context.Context, client redis.UniversalClient, channel, payload string) error {
+	if _, ok := client.(*redis.ClusterClient); ok {
+		return client.SPublish(ctx, channel, payload).Err()
+	}
+	return client.Publish(ctx, channel, payload).Err()
+}
+
 func TestReleaseAnnouncesEachReleaseOnce(t *testing.T) {
 	ctx := context.Background()
 	client, s := newStock(t, 0)
@@ -137,7 +148,7 @@ func TestReleaseAnnouncesEachReleaseOnce(t *testing.T) {
 	r, other := grab(v.ID, 1, 1), grab(v.ID, 2, 1)
 	check(t, s.Reserve(ctx, r))
 	check(t, s.Reserve(ctx, other))
-	published := listen(t, client, s.Keys().Restock())
+	published := listen(t, client, s.RestockChannel(v.ID))
 
 	for i, want := range []bool{true, false} {
 		ok, err := s.Release(ctx, order(r))

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -70,11 +71,22 @@ func (sub *subscriber) next(t *testing.T) domain.VoucherID {
 
 // waitSubscribed waits until channel has exactly one subscriber: the test's own. Its
 // prefix is the test's alone, so no one else's subscription counts.
-func waitSubscribed(t *testing.T, client *redis.Client, channel string) {
+func waitSubscribed(t *testing.T, client redis.UniversalClient, channel string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
+	numSub := func() (map[string]int64, error) {
+		cc, ok := client.(*redis.ClusterClient)
+		if !ok {
+			return client.PubSubNumSub(context.Background(), channel).Result()
+		}
+		node, err := cc.MasterForKey(context.Background(), channel)
+		if err != nil {
+			return nil, err
+		}
+		return node.PubSubShardNumSub(context.Background(), channel).Result()
+	}
 	for {
-		n, err := client.PubSubNumSub(context.Background(), channel).Result()
+		n, err := numSub()
 		if err == nil && n[channel] == 1 {
 			return
 		}
@@ -88,7 +100,7 @@ func waitSubscribed(t *testing.T, client *redis.Client, channel string) {
 func TestSubscribeRestocksDeliversUntilCancelled(t *testing.T) {
 	ctx := context.Background()
 	client, s := newStock(t, 0)
-	channel := s.Keys().Restock()
+	channel := s.RestockChannel(1)
 	warm(t, client, s, voucher(1, 5, 1))
 	warm(t, client, s, voucher(2, 5, 1))
 	a, b := grab(1, 1, 1), grab(2, 1, 1)
@@ -97,10 +109,11 @@ func TestSubscribeRestocksDeliversUntilCancelled(t *testing.T) {
 
 	sub := subscribe(t, s)
 	waitSubscribed(t, client, channel)
+	waitSubscribed(t, client, s.RestockChannel(2))
 	// Payloads that are not voucher ids are skipped; the ids after them still arrive,
 	// in order.
 	for _, junk := range []string{"", "x", "0", "-3", "1.5", "99999999999999999999"} {
-		check(t, client.Publish(ctx, channel, junk).Err())
+		check(t, publish(ctx, client, channel, junk))
 	}
 	if _, err := s.Release(ctx, order(a)); err != nil {
 		t.Fatal(err)
@@ -111,10 +124,12 @@ func TestSubscribeRestocksDeliversUntilCancelled(t *testing.T) {
 	if _, err := s.Release(ctx, order(b)); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []domain.VoucherID{1, 2} {
-		if got := sub.next(t); got != want {
-			t.Fatalf("restock of voucher %d, want %d", got, want)
-		}
+	// One channel keeps its order; on a cluster the two vouchers' channels are apart
+	// (on their own shards, read by their own connections), so they may come either way.
+	got := []domain.VoucherID{sub.next(t), sub.next(t)}
+	slices.Sort(got)
+	if want := []domain.VoucherID{1, 2}; !slices.Equal(got, want) {
+		t.Fatalf("restocks of vouchers %v, want %v", got, want)
 	}
 
 	if err := sub.stopped(t); err != nil {
@@ -243,5 +258,27 @@ func TestSubscribeRestocksSurvivesARedisRestart(t *testing.T) {
 
 	if err := sub.stopped(t); err != nil {
 		t.Fatalf("SubscribeRestocks = %v after cancel, want nil", err)
+	}
+}
+
+// A voucher warmed after the subscription started is heard of too: on a cluster its
+// own channel is subscribed to as it is warmed.
+func TestSubscribeRestocksHearsOfVouchersWarmedLater(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	t.Cleanup(func() { _ = client.Unlink(context.Background(), s.Keys().Active()).Err() })
+	sub := subscribe(t, s)
+	v := voucher(3, 5, 1)
+	warm(t, client, s, v)
+	waitSubscribed(t, client, s.RestockChannel(v.ID))
+	r := grab(v.ID, 1, 1)
+	check(t, s.Reserve(ctx, r))
+	released, err := s.Release(ctx, order(r))
+	check(t, err)
+	if !released {
+		t.Fatal("release released nothing")
+	}
+	if got := sub.next(t); got != v.ID {
+		t.Fatalf("restock of voucher %d, want %d", got, v.ID)
 	}
 }

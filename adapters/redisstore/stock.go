@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -62,8 +63,14 @@ func (k Keys) Dead(id domain.VoucherID) string { return k.key(id, "dead") }
 
 // Restock returns the name of the Pub/Sub channel on which a release that gave units
 // back (or a recount that raised the remaining units) announces the voucher's id
-// (decimal), so every instance can drop its sold-out flag. It is a channel, not a key: it has no hash tag and holds nothing.
+// (decimal), so every instance can drop its sold-out flag, on one Redis server. It is a
+// channel, not a key: it has no hash tag and holds nothing.
 func (k Keys) Restock() string { return k.prefix() + ":restock" }
+
+// VoucherRestock returns the name of the sharded Pub/Sub channel (SPUBLISH) on which
+// the restocks of one voucher are announced on Redis Cluster: it has the voucher's
+// hash tag, so the announcement stays on the voucher's shard.
+func (k Keys) VoucherRestock(id domain.VoucherID) string { return k.key(id, "restock") }
 
 // Rate names a user's rate counter for one voucher (a GCRA "theoretical arrival
 // time"), in the voucher's slot so the reserve script can check it.
@@ -71,10 +78,18 @@ func (k Keys) Rate(id domain.VoucherID, user domain.UserID) string {
 	return k.key(id, "rate:"+user.String())
 }
 
-// Registry returns the key of the set of voucher ids ever warmed (decimal), from which
-// the queue discovers the streams to read. It has no hash tag: it lives in its own slot,
-// so no script touches it together with a voucher's keys.
+// Registry returns the key of the set of voucher ids warmed (decimal) whose keys have
+// not expired yet, in which reservations are looked up. It has no hash tag: it lives
+// in its own slot, so no script touches it together with a voucher's keys. The queue
+// removes the vouchers whose keys expired, a few at a time (Queue.Trim).
 func (k Keys) Registry() string { return k.prefix() + ":vouchers" }
+
+// Active returns the key of the sorted set of the vouchers whose reservations the
+// queue reads: member the voucher id (decimal), score the end of its sale (Unix ms).
+// Warm adds a voucher; the queue removes it once its sale has ended and every
+// reservation in its stream has been delivered and acknowledged. Like the registry it
+// has no hash tag.
+func (k Keys) Active() string { return k.prefix() + ":active" }
 
 func (k Keys) key(id domain.VoucherID, name string) string {
 	return k.prefix() + ":{v" + id.String() + "}:" + name
@@ -139,6 +154,12 @@ type Stock struct {
 	// minReplicas and replicaTimeout: Options.MinReplicas and ReplicaTimeout.
 	minReplicas    int
 	replicaTimeout time.Duration
+	// sharded: on Redis Cluster restocks go through sharded Pub/Sub, one channel per
+	// voucher (Keys.VoucherRestock); on one server through one classic channel.
+	sharded bool
+	// warmed hears of each voucher warmed here, so SubscribeRestocks subscribes to its
+	// channel at once rather than at its next look at the active vouchers.
+	warmed chan domain.VoucherID
 }
 
 var _ ports.Stock = (*Stock)(nil)
@@ -154,7 +175,9 @@ func NewStock(client redis.UniversalClient, opts Options) *Stock {
 	if opts.Group == "" {
 		opts.Group = DefaultGroup
 	}
-	s := &Stock{client: client, keys: Keys{Prefix: opts.Prefix}, grace: opts.Grace, group: opts.Group, maxBacklog: opts.MaxBacklog}
+	_, sharded := client.(*redis.ClusterClient)
+	s := &Stock{client: client, keys: Keys{Prefix: opts.Prefix}, grace: opts.Grace, group: opts.Group, maxBacklog: opts.MaxBacklog,
+		sharded: sharded, warmed: make(chan domain.VoucherID, 64)}
 	if opts.UserRate > 0 {
 		s.interval = max(1, int64(1000/opts.UserRate))
 		s.tolerance = s.interval * int64(max(opts.UserBurst, 1)-1)
@@ -196,8 +219,9 @@ var warmScript = redis.NewScript(warmSrc)
 // state still restoring makes Warm report true again, so a caller that died midway is
 // followed by one that finishes.
 // Whether or not it loaded, it creates the voucher's stream and consumer group if they
-// are missing and adds v.ID to the registry the queue discovers streams from; both are
-// idempotent, so a repeated warm-up repairs a lost group and changes nothing else.
+// are missing, adds v.ID to the registry (Keys.Registry) and to the set of active
+// vouchers the queue takes the streams to read from (Keys.Active); all are idempotent,
+// so a repeated warm-up repairs a lost group and changes nothing else.
 func (s *Stock) Warm(ctx context.Context, v domain.Voucher) (bool, error) {
 	left := max(v.Stock-v.Sold, 0)
 	// Live orders hold units: their reservations must be restored before grabs are
@@ -209,11 +233,20 @@ func (s *Stock) Warm(ctx context.Context, v domain.Voucher) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("warm stock: %w", err)
 	}
-	// The registry is in another slot, so it cannot join the script. It is written
-	// after the stream exists: the queue takes an id without a stream for an expired
-	// sale and forgets it.
-	if err := s.client.SAdd(ctx, s.keys.Registry(), v.ID.String()).Err(); err != nil {
+	// The registry and the set of active vouchers are in other slots, so they cannot
+	// join the script. They are written after the stream exists: the queue takes an id
+	// without a stream for an expired sale and forgets it.
+	pipe := s.client.Pipeline()
+	pipe.SAdd(ctx, s.keys.Registry(), v.ID.String())
+	pipe.ZAdd(ctx, s.keys.Active(), redis.Z{Score: float64(v.EndsAt.UnixMilli()), Member: v.ID.String()})
+	if _, err := pipe.Exec(ctx); err != nil {
 		return false, fmt.Errorf("warm stock: register voucher: %w", err)
+	}
+	if s.sharded {
+		select {
+		case s.warmed <- v.ID:
+		default: // the subscriber is busy or absent: it looks at the active vouchers anyway
+		}
 	}
 	return loaded >= 1, nil
 }
@@ -473,7 +506,8 @@ func (s *Stock) Remaining(ctx context.Context, ids ...domain.VoucherID) (map[dom
 // if the user's reservation still names the order, and then publishes the voucher id
 // on the restock channel (a channel is not a key, so it comes as an argument).
 // KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders (one voucher, one tag).
-// ARGV: user_id, order_id, qty, restock_channel, voucher_id.
+// ARGV: user_id, order_id, qty, restock_channel, voucher_id, sharded ("1": SPUBLISH on
+// the voucher's channel, as on Redis Cluster; "0": PUBLISH).
 // Returns 1 when it released (and published), 0 when there was nothing to release (no
 // sale state, or the user holds no reservation or another one; nothing is published).
 //
@@ -494,12 +528,32 @@ func (s *Stock) Release(ctx context.Context, o domain.Order) (bool, error) {
 		return false, domain.Invalid("quantity", "must be at least 1")
 	}
 	keys := []string{s.keys.Meta(o.VoucherID), s.keys.Buyers(o.VoucherID), s.keys.Orders(o.VoucherID)}
+	channel, sharded := restockChannel(s.keys, s.sharded, o.VoucherID)
 	released, err := releaseScript.Run(ctx, s.client, keys,
-		o.UserID.String(), string(o.ID), o.Quantity, s.keys.Restock(), o.VoucherID.String()).Int()
+		o.UserID.String(), string(o.ID), o.Quantity, channel, o.VoucherID.String(), sharded).Int()
 	if err != nil {
 		return false, fmt.Errorf("release stock: %w", err)
 	}
 	return released == 1, nil
+}
+
+// restockChannel returns the channel on which id's restocks are announced and the
+// scripts' sharded flag: Keys.VoucherRestock and "1" on Redis Cluster (sharded Pub/Sub),
+// Keys.Restock and "0" on one server, where sharded and classic Pub/Sub are the same
+// (and the embedded server has only the classic).
+func restockChannel(k Keys, sharded bool, id domain.VoucherID) (string, string) {
+	if sharded {
+		return k.VoucherRestock(id), "1"
+	}
+	return k.Restock(), "0"
+}
+
+// RestockChannel returns the Pub/Sub channel on which the restocks of voucher id are
+// announced: Keys.VoucherRestock (sharded Pub/Sub) on Redis Cluster, Keys.Restock on one
+// server.
+func (s *Stock) RestockChannel(id domain.VoucherID) string {
+	channel, _ := restockChannel(s.keys, s.sharded, id)
+	return channel
 }
 
 // SubscribeRestocks calls fn with the voucher id of every restock announced on the
@@ -514,7 +568,16 @@ func (s *Stock) Release(ctx context.Context, o domain.Order) (bool, error) {
 // behind a slow fn. A restock is a hint, not a ledger: the grab path's sold-out flag
 // must also expire by itself, and its TTL bounds how long a lost announcement leaves an
 // instance answering sold out while units are back on sale. Keep fn quick.
+//
+// On Redis Cluster it subscribes (SSUBSCRIBE) to the channel of each voucher whose sale
+// has not ended (Keys.Active), one connection each, to the node owning the voucher's
+// slot; it looks at the active vouchers every RestockRefresh, and subscribes at once
+// to a voucher this Stock warms. A voucher warmed elsewhere is heard of within
+// RestockRefresh; until then, as with any lost announcement, its flag lapses by its TTL.
 func (s *Stock) SubscribeRestocks(ctx context.Context, fn func(domain.VoucherID)) error {
+	if s.sharded {
+		return s.subscribeSharded(ctx, fn)
+	}
 	sub := s.client.Subscribe(ctx, s.keys.Restock())
 	defer sub.Close()
 	// Subscribe sends SUBSCRIBE without waiting; the confirmation tells a subscription
@@ -537,6 +600,83 @@ func (s *Stock) SubscribeRestocks(ctx context.Context, fn func(domain.VoucherID)
 			if id, err := domain.ParseVoucherID(m.Payload); err == nil {
 				fn(id)
 			}
+		}
+	}
+}
+
+// RestockRefresh is how often SubscribeRestocks looks at the active vouchers on Redis
+// Cluster, to subscribe to the channels of new ones and leave those of ended ones.
+const RestockRefresh = time.Second
+
+// subscribeSharded is SubscribeRestocks on Redis Cluster: one sharded subscription per
+// active voucher.
+func (s *Stock) subscribeSharded(ctx context.Context, fn func(domain.VoucherID)) error {
+	var mu sync.Mutex // one call of fn at a time
+	var pumps sync.WaitGroup
+	subs := make(map[domain.VoucherID]*redis.PubSub)
+	defer func() {
+		for _, sub := range subs {
+			_ = sub.Close()
+		}
+		pumps.Wait() // no call of fn after returning
+	}()
+	add := func(id domain.VoucherID) {
+		if _, ok := subs[id]; ok {
+			return
+		}
+		sub := s.client.SSubscribe(ctx, s.keys.VoucherRestock(id))
+		subs[id] = sub
+		pumps.Add(1)
+		go func() {
+			defer pumps.Done()
+			for m := range sub.Channel() {
+				if got, err := domain.ParseVoucherID(m.Payload); err == nil {
+					mu.Lock()
+					fn(got)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	refresh := func() error {
+		members, err := s.client.ZRangeByScore(ctx, s.keys.Active(), &redis.ZRangeBy{
+			Min: "(" + strconv.FormatInt(time.Now().UnixMilli(), 10), Max: "+inf",
+		}).Result()
+		if err != nil {
+			return err
+		}
+		active := make(map[domain.VoucherID]bool, len(members))
+		for _, m := range members {
+			if id, err := domain.ParseVoucherID(m); err == nil {
+				active[id] = true
+				add(id)
+			}
+		}
+		for id, sub := range subs {
+			if !active[id] {
+				_ = sub.Close()
+				delete(subs, id)
+			}
+		}
+		return nil
+	}
+	if err := refresh(); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("subscribe to restocks: %w", err)
+	}
+	t := time.NewTicker(RestockRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case id := <-s.warmed:
+			add(id)
+		case <-t.C:
+			// A failed look keeps the subscriptions there are; the next one may succeed.
+			_ = refresh()
 		}
 	}
 }

@@ -54,7 +54,7 @@ func check(t testing.TB, err error) {
 }
 
 // newStock returns a Stock on the test server under a prefix of its own.
-func newStock(t testing.TB, grace time.Duration) (*redis.Client, *redisstore.Stock) {
+func newStock(t testing.TB, grace time.Duration) (redis.UniversalClient, *redisstore.Stock) {
 	t.Helper()
 	client := testenv.Redis(t)
 	return client, redisstore.NewStock(client, redisstore.Options{Prefix: "t" + testenv.Unique(), Grace: grace})
@@ -62,12 +62,15 @@ func newStock(t testing.TB, grace time.Duration) (*redis.Client, *redisstore.Sto
 
 // cleanup deletes the keys of voucher id, and the registry of the prefix, when the
 // test ends.
-func cleanup(t testing.TB, client *redis.Client, s *redisstore.Stock, id domain.VoucherID) {
+func cleanup(t testing.TB, client redis.UniversalClient, s *redisstore.Stock, id domain.VoucherID) {
 	t.Helper()
 	k := s.Keys()
 	t.Cleanup(func() {
-		err := client.Unlink(context.Background(), k.Meta(id), k.Buyers(id), k.Orders(id), k.Stream(id),
-			k.Dead(id), k.Registry()).Err()
+		// The registry and the active set are in slots of their own.
+		err := errors.Join(
+			client.Unlink(context.Background(), k.Meta(id), k.Buyers(id), k.Orders(id), k.Stream(id), k.Dead(id)).Err(),
+			client.Unlink(context.Background(), k.Registry()).Err(),
+			client.Unlink(context.Background(), k.Active()).Err())
 		if err != nil {
 			t.Errorf("delete keys of voucher %d: %v", id, err)
 		}
@@ -75,7 +78,7 @@ func cleanup(t testing.TB, client *redis.Client, s *redisstore.Stock, id domain.
 }
 
 // warm loads v and deletes its keys when the test ends.
-func warm(t testing.TB, client *redis.Client, s *redisstore.Stock, v domain.Voucher) {
+func warm(t testing.TB, client redis.UniversalClient, s *redisstore.Stock, v domain.Voucher) {
 	t.Helper()
 	cleanup(t, client, s, v.ID)
 	loaded, err := s.Warm(context.Background(), v)

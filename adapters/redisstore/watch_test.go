@@ -18,7 +18,7 @@ import (
 
 // newWatchStock returns a WatchStock on the test server under a prefix of its own,
 // with opts (its Prefix is set here).
-func newWatchStock(t testing.TB, opts redisstore.Options) (*redis.Client, *redisstore.WatchStock) {
+func newWatchStock(t testing.TB, opts redisstore.Options) (redis.UniversalClient, *redisstore.WatchStock) {
 	t.Helper()
 	client := testenv.Redis(t)
 	opts.Prefix = "w" + testenv.Unique()
@@ -27,7 +27,7 @@ func newWatchStock(t testing.TB, opts redisstore.Options) (*redis.Client, *redis
 
 // saleKeys returns what Redis holds of voucher id under k, with the stream's entry
 // ids left out (they are times), and the expiry of each key.
-func saleKeys(t *testing.T, client *redis.Client, k redisstore.Keys, id domain.VoucherID) string {
+func saleKeys(t *testing.T, client redis.UniversalClient, k redisstore.Keys, id domain.VoucherID) string {
 	t.Helper()
 	ctx := context.Background()
 	meta, err := client.HGetAll(ctx, k.Meta(id)).Result()
@@ -135,7 +135,7 @@ func TestWatchReserveLimitsAsTheScript(t *testing.T) {
 // client, just before every MULTI … EXEC its client sends: each optimistic transaction
 // then finds a watched key changed.
 type meddler struct {
-	other *redis.Client
+	other redis.UniversalClient
 	key   string
 	execs atomic.Int64
 }
@@ -167,7 +167,12 @@ func TestWatchReserveGivesUpAfterItsAttempts(t *testing.T) {
 
 	client := testenv.Redis(t)
 	m := &meddler{other: other, key: base.Keys().Meta(v.ID)}
-	client.AddHook(m)
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		// A cluster client runs WATCH … EXEC on the node's own client, with its hooks.
+		check(t, cc.ForEachMaster(ctx, func(_ context.Context, node *redis.Client) error { node.AddHook(m); return nil }))
+	} else {
+		client.AddHook(m)
+	}
 	const attempts = 4
 	w := redisstore.NewWatchStock(redisstore.NewStock(client, redisstore.Options{Prefix: base.Keys().Prefix}), attempts)
 

@@ -3,6 +3,10 @@
 // variable is unset the test is skipped, except in CI (CI=true), where it fails: CI
 // must never count a skipped integration test as a pass.
 //
+// SECKILL_TEST_REDIS_URL=cluster runs the Redis tests against the throwaway Redis
+// Cluster whose URL SECKILL_TEST_REDIS_CLUSTER_URL holds (scripts/services.sh's
+// start_cluster): Redis then returns a cluster client.
+//
 // SECKILL_TEST_REDIS_URL=embedded runs the Redis tests against the in-process server
 // of the zero-setup mode (redisstore.StartEmbedded) instead: each test gets a server
 // of its own, stopped when the test ends. Likewise SECKILL_TEST_DATABASE_URL=sqlite
@@ -15,6 +19,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -30,9 +35,14 @@ import (
 
 // Variables scripts/test.sh exports.
 const (
-	RedisURLVar    = "SECKILL_TEST_REDIS_URL"
-	DatabaseURLVar = "SECKILL_TEST_DATABASE_URL"
+	RedisURLVar        = "SECKILL_TEST_REDIS_URL"
+	RedisClusterURLVar = "SECKILL_TEST_REDIS_CLUSTER_URL"
+	DatabaseURLVar     = "SECKILL_TEST_DATABASE_URL"
 )
+
+// ClusterRedis, as the value of RedisURLVar, runs the Redis tests against the Redis
+// Cluster named by RedisClusterURLVar.
+const ClusterRedis = "cluster"
 
 // SQLiteDatabase, as the value of DatabaseURLVar, gives every test that asks for
 // DatabaseURL a new SQLite file of its own instead of a PostgreSQL database.
@@ -65,17 +75,21 @@ func Unique() string {
 	return hex.EncodeToString(b[:])
 }
 
-// RedisURL returns the throwaway Redis server's URL. With RedisURLVar set to
-// EmbeddedRedis it returns the URL of the test's own embedded server, started on the
-// test's first call and stopped when the test ends; every call of one test (Redis
-// included) gets the same server.
+// RedisURL returns the throwaway Redis server's URL, or with RedisURLVar set to
+// ClusterRedis the throwaway cluster's. With RedisURLVar set to EmbeddedRedis it
+// returns the URL of the test's own embedded server, started on the test's first call
+// and stopped when the test ends; every call of one test (Redis included) gets the
+// same server.
 func RedisURL(t testing.TB) string {
 	t.Helper()
-	u := lookup(t, RedisURLVar)
-	if u != EmbeddedRedis {
+	switch u := lookup(t, RedisURLVar); u {
+	case EmbeddedRedis:
+		return embeddedFor(t).URL()
+	case ClusterRedis:
+		return lookup(t, RedisClusterURLVar)
+	default:
 		return u
 	}
-	return embeddedFor(t).URL()
 }
 
 // embedded holds the embedded server of each running test.
@@ -111,15 +125,15 @@ func embeddedFor(t testing.TB) *redisstore.Embedded {
 }
 
 // Redis returns a client of the throwaway Redis server (of the test's embedded server
-// with RedisURLVar set to EmbeddedRedis), closed when the test ends. Tests isolate
-// themselves with their own key prefix (see Unique); none flushes.
-func Redis(t testing.TB) *redis.Client {
+// with RedisURLVar set to EmbeddedRedis, of the throwaway cluster with ClusterRedis),
+// closed when the test ends. Tests isolate themselves with their own key prefix (see
+// Unique); none flushes.
+func Redis(t testing.TB) redis.UniversalClient {
 	t.Helper()
-	opts, err := redis.ParseURL(RedisURL(t))
+	c, err := redisstore.NewClient(context.Background(), RedisURL(t), func(*redis.Options) {})
 	if err != nil {
-		t.Fatalf("parse %s: %v", RedisURLVar, err)
+		t.Fatalf("connect to %s: %v", RedisURLVar, err)
 	}
-	c := redis.NewClient(opts)
 	if err := c.Ping(context.Background()).Err(); err != nil {
 		t.Fatalf("ping redis: %v", err)
 	}
@@ -181,4 +195,41 @@ func AdminDatabaseURL(t testing.TB) string {
 		t.Skip("tests PostgreSQL itself; this is the SQLite pass (SECKILL_TEST_DATABASE_URL=sqlite), the PostgreSQL pass runs it")
 	}
 	return lookup(t, DatabaseURLVar)
+}
+
+// RedisAddr returns the address (host:port) of the throwaway Redis server, for tests
+// of a client of one server (a relay, the breaker). With RedisURLVar set to
+// ClusterRedis the test is skipped: the pass against one server runs it.
+func RedisAddr(t testing.TB) string {
+	t.Helper()
+	if os.Getenv(RedisURLVar) == ClusterRedis {
+		t.Skip("tests a client of one server; the pass against one Redis server runs it")
+	}
+	opts, err := redis.ParseURL(RedisURL(t))
+	if err != nil {
+		t.Fatalf("parse %s: %v", RedisURLVar, err)
+	}
+	return opts.Addr
+}
+
+// DeleteKeys deletes every key matching pattern, on each master of a cluster or on the
+// one server, one key at a time (so keys of different slots may match).
+func DeleteKeys(ctx context.Context, client redis.UniversalClient, pattern string) error {
+	del := func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+		for iter.Next(ctx) {
+			if err := c.Unlink(ctx, iter.Val()).Err(); err != nil {
+				return err
+			}
+		}
+		return iter.Err()
+	}
+	switch c := client.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, del)
+	case *redis.Client:
+		return del(ctx, c)
+	default:
+		return fmt.Errorf("delete keys: unexpected client %T", client)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/sqlstore"
 )
 
@@ -261,12 +262,13 @@ func positive(settings ...setting) error {
 	return nil
 }
 
-// checkRedisURL accepts a Redis URL, or nothing: the in-process Redis.
+// checkRedisURL accepts a Redis URL (with more cluster seeds as addr parameters), or
+// nothing: the in-process Redis.
 func checkRedisURL(s string) error {
 	if s == "" {
 		return nil
 	}
-	if _, err := redis.ParseURL(s); err != nil {
+	if _, _, err := redisstore.ParseURL(s); err != nil {
 		return fmt.Errorf("SECKILL_REDIS_URL (--redis-url): %v", err)
 	}
 	return nil

@@ -120,3 +120,23 @@ func TestConfigTrustedProxies(t *testing.T) {
 		}
 	}
 }
+
+// SECKILL_REDIS_URL may name more seeds of a cluster as addr parameters; they are
+// checked at start-up, as the rest of the URL is.
+func TestConfigRedisURL(t *testing.T) {
+	for url, ok := range map[string]bool{
+		"redis://127.0.0.1:6379/0":                                       true,
+		"redis://127.0.0.1:7000?addr=127.0.0.1:7001&addr=127.0.0.1:7002": true,
+		"rediss://u:pw@redis.example:6380?addr=redis2.example:6380":      true,
+		"redis://127.0.0.1:7000?addr=127.0.0.1":                          false,
+		"redis://127.0.0.1:7000?addr=127.0.0.1:7001&bogus=1":             false,
+		"http://127.0.0.1:6379":                                          false,
+	} {
+		cfg := serveDefaults(t)
+		cfg.RedisURL, cfg.JWTSecret = url, "0123456789abcdef"
+		err := cfg.Validate()
+		if (err == nil) != ok || (err != nil && (!strings.HasPrefix(err.Error(), "SECKILL_REDIS_URL (--redis-url): ") || strings.Contains(err.Error(), "pw@"))) {
+			t.Errorf("redis %q: Validate() = %v, want ok %v", url, err, ok)
+		}
+	}
+}

@@ -63,7 +63,7 @@ type instance struct {
 	cmd    *exec.Cmd
 	logs   *syncBuffer
 	tokens *httpapi.Tokens
-	redis  *redis.Client
+	redis  redis.UniversalClient
 	keys   redisstore.Keys
 	dbURL  string
 	// dir is serve's working directory; empty, the test's.
@@ -97,10 +97,8 @@ func startInstance(t *testing.T, extraEnv ...string) *instance {
 	dbURL := testenv.PostgresURL(t)
 	prefix := "e" + testenv.Unique()
 	t.Cleanup(func() {
-		ctx := context.Background()
-		iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
-		for iter.Next(ctx) {
-			rdb.Unlink(ctx, iter.Val())
+		if err := testenv.DeleteKeys(context.Background(), rdb, prefix+":*"); err != nil {
+			t.Errorf("delete the keys of %s: %v", prefix, err)
 		}
 	})
 	addr := freeAddr(t)

@@ -126,8 +126,9 @@ var httpSet = wire.NewSet(
 // commonSet provides the settings shared by every command from serve's.
 var commonSet = wire.NewSet(wire.FieldsOf(new(Config), "Common"))
 
-// openRedis connects to cfg.RedisURL — or, when it is unset, starts an in-process Redis
-// and connects to that — with timeouts that follow each request's deadline and give
+// openRedis connects to cfg.RedisURL — one server or, detected, a Redis Cluster (see
+// redisstore.NewClient) — or, when it is unset, starts an in-process Redis and
+// connects to that — with timeouts that follow each request's deadline and give
 // up on a dead Redis within a second, and a circuit breaker that fails calls at once
 // while Redis is down and lets a probe through to close again when it is back. The
 // in-process Redis is reached in memory, with neither: it cannot be unreachable. The
@@ -144,21 +145,26 @@ func openRedis(ctx context.Context, cfg Common, log *zap.Logger, m *metrics) (re
 			zap.String("addr", e.Addr()))
 		url, stop, embedded = e.URL(), e.Close, e
 	}
-	opts, err := redis.ParseURL(url)
+	// Every client: the one server's, or each cluster node's.
+	tune := func(opts *redis.Options) {
+		redisstore.TuneClientOptions(opts)
+		opts.PoolSize = 64
+		opts.MinIdleConns = 16
+		if embedded != nil {
+			// In memory: no dial to time out, and no wait but the request's own
+			// deadline (the in-process server runs one command at a time, so a burst
+			// queues).
+			opts.Dialer = embedded.Dial
+			opts.ReadTimeout, opts.WriteTimeout = -1, -1
+		}
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	client, err := redisstore.NewClient(pingCtx, url, tune)
 	if err != nil {
 		stop()
-		return nil, nil, fmt.Errorf("SECKILL_REDIS_URL: %w", err)
+		return nil, nil, fmt.Errorf("connect to redis %s: %w", redactURL(url), err)
 	}
-	redisstore.TuneClientOptions(opts)
-	opts.PoolSize = 64
-	opts.MinIdleConns = 16
-	if embedded != nil {
-		// In memory: no dial to time out, and no wait but the request's own deadline
-		// (the in-process server runs one command at a time, so a burst queues).
-		opts.Dialer = embedded.Dial
-		opts.ReadTimeout, opts.WriteTimeout = -1, -1
-	}
-	client := redis.NewClient(opts)
 	if embedded == nil {
 		client.AddHook(redisstore.NewBreakerHook("redis", breaker.Settings{OnStateChange: m.breaker(logBreaker(log))}))
 	}
@@ -167,8 +173,6 @@ func openRedis(ctx context.Context, cfg Common, log *zap.Logger, m *metrics) (re
 			log.Warn("trace redis calls", zap.Error(err))
 		}
 	}
-	pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
 	if err := client.Ping(pingCtx).Err(); err != nil {
 		_ = client.Close()
 		stop()
@@ -340,7 +344,11 @@ func workerObserver(log *zap.Logger, m *metrics, cfg Common) application.WorkerO
 	return o
 }
 
-func httpOptions(cfg Config, limiter *redisstore.RateLimiter, idempotency ports.Idempotency, metrics *httpapi.Metrics) httpapi.Options {
+// stalledAfter is how long the oldest reservation may wait to be persisted before
+// /readyz says fulfilment is stalled.
+const stalledAfter = 30 * time.Second
+
+func httpOptions(cfg Config, limiter *redisstore.RateLimiter, idempotency ports.Idempotency, metrics *httpapi.Metrics, queue *redisstore.Queue) httpapi.Options {
 	// Validate has parsed the trusted proxies already.
 	proxies, _ := cfg.trustedProxies()
 	o := httpapi.Options{
@@ -349,6 +357,10 @@ func httpOptions(cfg Config, limiter *redisstore.RateLimiter, idempotency ports.
 		IPLimit: cfg.IPRate, IPBurst: cfg.IPBurst, IPLimiter: limiter, Idempotency: idempotency,
 		TrustedProxies: proxies,
 		Metrics: metrics, MetricsElsewhere: cfg.MetricsAddr != "",
+		Fulfilment: func(ctx context.Context) (bool, error) {
+			age, err := queue.OldestQueued(ctx)
+			return age > stalledAfter, err
+		},
 	}
 	if cfg.tracing() {
 		o.TracerProvider = otel.GetTracerProvider()

@@ -37,7 +37,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	redisstoreQueueOptions := queueOptions(cfg)
 	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
 	httpapiMetrics := httpMetrics(mainMetrics, universalClient, db, queue, log)
-	httpapiOptions := httpOptions(cfg, rateLimiter, idempotency, httpapiMetrics)
+	httpapiOptions := httpOptions(cfg, rateLimiter, idempotency, httpapiMetrics, queue)
 	vouchers := sqlstore.NewVouchers(db)
 	stockStrategy, err := configuredStrategy(common)
 	if err != nil {
@@ -62,7 +62,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	reservations := redisstore.NewReservations(universalClient, options)
 	getOrder := application.NewGetOrder(orders, reservations)
 	listOrders := application.NewListOrders(orders, reservations)
-	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stockAudit)
+	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stockAudit, clock)
 	acceptPayments := system.AcceptPayments{}
 	payOrder := application.NewPayOrder(getOrder, orders, acceptPayments)
 	applicationCompensate := compensate(portsStock, orders, mainMetrics)
@@ -132,7 +132,7 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	redisstoreQueueOptions := queueOptions(cfg)
 	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
 	httpapiMetrics := httpMetrics(mainMetrics, universalClient, db, queue, log)
-	httpapiOptions := httpOptions(cfg, rateLimiter, idempotency, httpapiMetrics)
+	httpapiOptions := httpOptions(cfg, rateLimiter, idempotency, httpapiMetrics, queue)
 	vouchers := sqlstore.NewVouchers(db)
 	stock := redisstore.NewStock(universalClient, options)
 	sqlstoreStock := sqlstore.NewStock(db)
@@ -151,7 +151,7 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	reservations := redisstore.NewReservations(universalClient, options)
 	getOrder := application.NewGetOrder(orders, reservations)
 	listOrders := application.NewListOrders(orders, reservations)
-	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stockAudit)
+	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stockAudit, clock)
 	acceptPayments := system.AcceptPayments{}
 	payOrder := application.NewPayOrder(getOrder, orders, acceptPayments)
 	applicationCompensate := compensate(portsStock, orders, mainMetrics)

@@ -1,0 +1,88 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// NewClient returns a client of the Redis that rawURL names: of that one server,
+// or of the whole Redis Cluster when the server says it is a node of one (INFO cluster:
+// cluster_enabled:1). More seeds of a cluster may follow in go-redis's cluster form,
+// redis://host1:port1?addr=host2:port2&addr=host3:port3; on a single server the addr
+// parameters are ignored. tune adjusts the options of the single server's client, and
+// of every node's client of a cluster (timeouts, pool), before it is made.
+//
+// The first server named must answer: it is asked whether it is a cluster node. A
+// server that does not know the INFO section (the embedded one) is not. It returns
+// the parse error of a malformed URL, or the error of that first question.
+func NewClient(ctx context.Context, rawURL string, tune func(*redis.Options)) (redis.UniversalClient, error) {
+	opts, copts, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	tune(opts)
+	client := redis.NewClient(opts)
+	info, err := client.Info(ctx, "cluster").Result()
+	if err != nil {
+		if _, isReply := err.(redis.Error); !isReply {
+			_ = client.Close()
+			return nil, fmt.Errorf("ask whether it is a cluster node: %w", err)
+		}
+		info = "" // a server without the cluster section is a single server
+	}
+	if !strings.Contains(info, "cluster_enabled:1") {
+		return client, nil
+	}
+	_ = client.Close()
+	if opts.DB != 0 {
+		return nil, fmt.Errorf("a Redis Cluster has only database 0, not %d", opts.DB)
+	}
+	// Every node's client gets the same tuning as a single server's. The cluster
+	// client itself follows MOVED and ASK redirections (resharding) up to
+	// MaxRedirects times, retrying a failed node the same number of times.
+	copts.NewClient = func(o *redis.Options) *redis.Client {
+		tune(o)
+		return redis.NewClient(o)
+	}
+	copts.MinRetryBackoff, copts.MaxRetryBackoff = opts.MinRetryBackoff, opts.MaxRetryBackoff
+	return redis.NewClusterClient(copts), nil
+}
+
+// ParseURL reads rawURL both as one server's URL (without its addr parameters) and
+// as a cluster's (its host and every addr parameter are seeds), and fails when either
+// reading does.
+func ParseURL(rawURL string) (*redis.Options, *redis.ClusterOptions, error) {
+	single, err := withoutAddrParams(rawURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts, err := redis.ParseURL(single)
+	if err != nil {
+		return nil, nil, err
+	}
+	copts, err := redis.ParseClusterURL(rawURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	return opts, copts, nil
+}
+
+// withoutAddrParams returns rawURL without its addr query parameters (more seeds of a
+// cluster), which redis.ParseURL would refuse.
+func withoutAddrParams(rawURL string) (string, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", err
+	}
+	q := u.Query()
+	if !q.Has("addr") {
+		return rawURL, nil
+	}
+	q.Del("addr")
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
