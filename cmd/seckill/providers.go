@@ -356,7 +356,7 @@ func httpOptions(cfg Config, limiter *redisstore.RateLimiter, idempotency ports.
 		MaxInflight: cfg.MaxInflight, GrabRate: cfg.GrabRate, GrabBurst: cfg.GrabBurst,
 		IPLimit: cfg.IPRate, IPBurst: cfg.IPBurst, IPLimiter: limiter, Idempotency: idempotency,
 		TrustedProxies: proxies,
-		Metrics: metrics, MetricsElsewhere: cfg.MetricsAddr != "",
+		Metrics:        metrics, MetricsElsewhere: cfg.MetricsAddr != "",
 		Fulfilment: func(ctx context.Context) (bool, error) {
 			age, err := queue.OldestQueued(ctx)
 			return age > stalledAfter, err
