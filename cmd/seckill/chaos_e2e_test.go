@@ -18,13 +18,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/seckill/seckill/cmd/seckill/internal/history"
 	"github.com/seckill/seckill/domain"
 )
 
 // TestChaosSaleKeepsItsPromises runs a sale on two serve processes while a seeded
 // schedule injects faults one at a time — kill -9 of an instance (restarted after a
-// moment), SIGSTOP/SIGCONT of Redis, a PostgreSQL restart — records every request and
+// moment), SIGSTOP/SIGCONT of Redis and of PostgreSQL (the postmaster and every
+// backend), a restart of Redis from its append-only file (the test turns AOF on, with
+// appendfsync always: the configuration the README's Durability section calls
+// lossless), a PostgreSQL restart — records every request and
 // answer, lets the service settle, and checks the whole history (package history):
 // every 202 is one order, nobody holds two, nothing is oversold, the stats add up,
 // reconcile is clean, and no fault left an order behind that a retry would not report.
@@ -76,11 +81,17 @@ func TestChaosSaleKeepsItsPromises(t *testing.T) {
 	for i, in := range instances {
 		bases.Store(i, in.base)
 	}
+	// Redis keeps every acknowledged write in its append-only file, so a restart loses
+	// nothing; the tests after this one get it as it was.
+	aof := enableAOF(t, a.redis)
 	// Should the test end early, PostgreSQL and Redis run again for the tests after it.
-	var pgDown, redisStopped atomic.Bool
+	var pgDown, pgStopped, redisStopped atomic.Bool
 	t.Cleanup(func() {
 		if redisStopped.Load() {
 			_ = signalPIDFile(redisPID, syscall.SIGCONT)
+		}
+		if pgStopped.Load() {
+			_ = signalPostgres(syscall.SIGCONT)
 		}
 		if pgDown.Load() {
 			_ = exec.Command(startPG).Run()
@@ -99,7 +110,7 @@ func TestChaosSaleKeepsItsPromises(t *testing.T) {
 			case <-time.After(time.Duration(300+rng.IntN(700)) * time.Millisecond):
 			}
 			pause := time.Duration(500+rng.IntN(1500)) * time.Millisecond
-			switch kind := rng.IntN(3); kind {
+			switch kind := rng.IntN(5); kind {
 			case 0:
 				i := rng.IntN(len(instances))
 				log = append(log, fmt.Sprintf("kill -9 instance %d for %v", i, pause))
@@ -138,6 +149,25 @@ func TestChaosSaleKeepsItsPromises(t *testing.T) {
 					return
 				}
 				pgDown.Store(false)
+			case 3:
+				log = append(log, fmt.Sprintf("SIGSTOP postgres for %v", pause))
+				pgStopped.Store(true)
+				if err := signalPostgres(syscall.SIGSTOP); err != nil {
+					faults <- err
+					return
+				}
+				time.Sleep(pause)
+				if err := signalPostgres(syscall.SIGCONT); err != nil {
+					faults <- err
+					return
+				}
+				pgStopped.Store(false)
+			case 4:
+				log = append(log, fmt.Sprintf("restart redis from its AOF after %v", pause))
+				if err := aof.restart(pause); err != nil {
+					faults <- err
+					return
+				}
 			}
 		}
 	}()
@@ -373,4 +403,97 @@ func (rec *recorder) lastGrabs() map[int64]history.Request {
 		}
 	}
 	return out
+}
+
+// aofRedis restarts the throwaway Redis from its append-only file.
+type aofRedis struct {
+	port, dir string
+}
+
+// enableAOF turns the throwaway Redis's append-only file on, synced at every write, and
+// waits until it holds the whole data set; the test's cleanup turns it off again.
+func enableAOF(t *testing.T, rdb redis.UniversalClient) aofRedis {
+	t.Helper()
+	stop, _ := redisOutage(t)
+	ctx := context.Background()
+	for _, kv := range [][2]string{{"appendfsync", "always"}, {"appendonly", "yes"}} {
+		if err := rdb.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
+			t.Fatalf("CONFIG SET %s %s: %v", kv[0], kv[1], err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, kv := range [][2]string{{"appendonly", "no"}, {"appendfsync", "everysec"}} {
+			_ = rdb.ConfigSet(context.Background(), kv[0], kv[1]).Err()
+		}
+	})
+	eventually(t, 30*time.Second, "the append-only file written", func() (bool, string) {
+		info, err := rdb.Info(ctx, "persistence").Result()
+		if err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(info, "aof_enabled:1") && strings.Contains(info, "aof_rewrite_in_progress:0") &&
+			strings.Contains(info, "aof_rewrite_scheduled:0"), info
+	})
+	return aofRedis{port: os.Getenv("SECKILL_TEST_REDIS_PORT"), dir: filepath.Dir(stop)}
+}
+
+// restart shuts Redis down (SHUTDOWN writes the append-only file out), waits pause and
+// starts it again on the same port from that file.
+func (r aofRedis) restart(pause time.Duration) error {
+	if out, err := exec.Command("redis-cli", "-p", r.port, "shutdown").CombinedOutput(); err != nil && !strings.Contains(string(out), "connection") {
+		return fmt.Errorf("redis shutdown: %v: %s", err, out)
+	}
+	time.Sleep(pause)
+	cmd := exec.Command("redis-server", "--port", r.port, "--bind", "127.0.0.1", "--save", "",
+		"--appendonly", "yes", "--appendfsync", "always", "--dir", r.dir, "--daemonize", "yes",
+		"--pidfile", filepath.Join(r.dir, "redis.pid"), "--logfile", filepath.Join(r.dir, "redis.log"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("redis restart: %v: %s", err, out)
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if exec.Command("redis-cli", "-p", r.port, "ping").Run() == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("redis did not come back on port %s", r.port)
+}
+
+// signalPostgres sends sig to the throwaway PostgreSQL: its postmaster (the first line
+// of postmaster.pid) and every process it started (the backends, the writers).
+func signalPostgres(sig syscall.Signal) error {
+	stop := os.Getenv("SECKILL_TEST_PG_STOP")
+	raw, err := os.ReadFile(filepath.Join(filepath.Dir(stop), "pg", "postmaster.pid"))
+	if err != nil {
+		return err
+	}
+	first, _, _ := strings.Cut(string(raw), "\n")
+	postmaster, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil {
+		return fmt.Errorf("postmaster.pid: %v", err)
+	}
+	pids := []int{postmaster}
+	procs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range procs {
+		stat, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: the command may hold spaces, so read after ")".
+		_, rest, ok := strings.Cut(string(stat), ") ")
+		fields := strings.Fields(rest)
+		if !ok || len(fields) < 2 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(fields[1]); ppid == postmaster {
+			if pid, err := strconv.Atoi(filepath.Base(filepath.Dir(p))); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, sig); err != nil && pid == postmaster {
+			return err
+		}
+	}
+	return nil
 }
