@@ -7,6 +7,7 @@
 # them). DURATION (default 10s), CONNECTIONS (64) and THREADS (2) tune wrk.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. scripts/services.sh # apt_install
 command -v wrk >/dev/null || apt_install wrk
 duration=${DURATION:-10s} connections=${CONNECTIONS:-64} threads=${THREADS:-2}
 dir=$(mktemp -d /tmp/seckill-wrk.XXXXXX)
