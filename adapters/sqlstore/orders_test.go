@@ -659,3 +659,58 @@ func BenchmarkPersist(b *testing.B) {
 		})
 	}
 }
+
+// A page of a user's orders is read through orders_user_id_created_at_id_idx, from the
+// cursor on, not by scanning and sorting every order of the user.
+func TestOrdersListByUserUsesIndex(t *testing.T) {
+	ctx := context.Background()
+	f := newOrderFixture(t)
+	log := &queryLog{}
+	f.db.AddQueryHook(log)
+	after := ports.OrderKey{CreatedAt: t0, ID: orderID(1)}
+	if _, err := f.orders.ListByUser(ctx, 7, ports.OrderQuery{After: &after, Limit: 51}); err != nil {
+		t.Fatalf("ListByUser: %v", err)
+	}
+	if len(log.queries) != 1 {
+		t.Fatalf("ListByUser ran %d queries, want 1: %q", len(log.queries), log.queries)
+	}
+	const index = "orders_user_id_created_at_id_idx"
+	if sqlstore.IsSQLite(f.db) {
+		var plan []struct {
+			ID      int    `bun:"id"`
+			Parent  int    `bun:"parent"`
+			NotUsed int    `bun:"notused"`
+			Detail  string `bun:"detail"`
+		}
+		if err := f.db.NewRaw("EXPLAIN QUERY PLAN "+log.queries[0]).Scan(ctx, &plan); err != nil {
+			t.Fatalf("explain: %v", err)
+		}
+		var details []string
+		for _, p := range plan {
+			details = append(details, p.Detail)
+		}
+		joined := strings.Join(details, "\n")
+		if !strings.Contains(joined, index) || strings.Contains(joined, "TEMP B-TREE") {
+			t.Errorf("ListByUser's plan does not read %s in order:\n%s", index, joined)
+		}
+		return
+	}
+	err := f.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		// An empty table would be scanned whole; forbid that, as a big one would.
+		if _, err := tx.ExecContext(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
+			return err
+		}
+		var plan []string
+		if err := tx.NewRaw("EXPLAIN "+log.queries[0]).Scan(ctx, &plan); err != nil {
+			return err
+		}
+		joined := strings.Join(plan, "\n")
+		if !strings.Contains(joined, index) || strings.Contains(joined, "Sort") {
+			t.Errorf("ListByUser's plan does not read %s in order:\n%s", index, joined)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("explain: %v", err)
+	}
+}
