@@ -98,7 +98,7 @@ func decodeOrderCursor(cursor string, voucher domain.VoucherID) (ports.OrderKey,
 	}
 	nanos, err1 := strconv.ParseInt(f[1], 10, 64)
 	id := domain.OrderID(f[2])
-	if err1 != nil || id == "" || f[0] != strconv.FormatInt(int64(voucher), 10) {
+	if err1 != nil || !plainID(f[2]) || f[0] != strconv.FormatInt(int64(voucher), 10) {
 		return ports.OrderKey{}, errBadCursor
 	}
 	key := ports.OrderKey{CreatedAt: time.Unix(0, nanos).UTC(), ID: id}
@@ -106,4 +106,20 @@ func decodeOrderCursor(cursor string, voucher domain.VoucherID) (ports.OrderKey,
 		return ports.OrderKey{}, errBadCursor
 	}
 	return key, nil
+}
+
+// plainID reports whether s may be an order id in a cursor: 1 to 64 ASCII letters and
+// digits. Order ids are ULIDs; refusing anything else keeps a crafted cursor's bytes
+// (a NUL, a quote) away from the database.
+func plainID(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z') {
+			return false
+		}
+	}
+	return true
 }

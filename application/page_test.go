@@ -183,6 +183,8 @@ func TestListOrdersRefusesBadPages(t *testing.T) {
 		{"another filter's", application.ListOrdersQuery{Voucher: s.id, Cursor: page.NextCursor}, "cursor"},
 		{"not canonical", application.ListOrdersQuery{Cursor: enc([]byte("o|0|+1|X"))}, "cursor"},
 		{"empty id", application.ListOrdersQuery{Cursor: enc([]byte("o|0|1|"))}, "cursor"},
+		{"NUL in the id", application.ListOrdersQuery{Cursor: enc([]byte("o|0|1|A\x00"))}, "cursor"},
+		{"quote in the id", application.ListOrdersQuery{Cursor: enc([]byte("o|0|1|A'"))}, "cursor"},
 	} {
 		var ve *domain.ValidationError
 		if _, err := list.Handle(ctx, me, tc.q); !errors.As(err, &ve) || ve.Field != tc.field {
