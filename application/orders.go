@@ -119,7 +119,8 @@ func (uc *ListOrders) Handle(ctx context.Context, caller Caller, q ListOrdersQue
 	for _, o := range rows {
 		known[o.ID] = true
 	}
-	out := rows
+	out := make([]domain.Order, 0, len(rows)+len(held))
+	out = append(out, rows...)
 	for _, r := range held {
 		o := domain.Order{ID: r.OrderID, VoucherID: r.VoucherID, UserID: r.UserID,
 			Quantity: r.Quantity, Status: domain.StatusQueued, CreatedAt: r.At}
