@@ -1,7 +1,6 @@
 package application
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,8 +49,8 @@ func (uc *GetOrder) Handle(ctx context.Context, caller Caller, id domain.OrderID
 	return o, nil
 }
 
-// ListOrders reads the caller's orders, newest first: those persisted, and those
-// reserved and still queued for persistence.
+// ListOrders reads a page of the caller's orders, newest first: those persisted, and
+// those reserved and still queued for persistence.
 type ListOrders struct {
 	orders       ports.Orders
 	reservations ports.Reservations
@@ -62,31 +61,88 @@ func NewListOrders(orders ports.Orders, reservations ports.Reservations) *ListOr
 	return &ListOrders{orders: orders, reservations: reservations}
 }
 
-// Handle returns the caller's orders; voucher 0 means all vouchers.
-func (uc *ListOrders) Handle(ctx context.Context, caller Caller, voucher domain.VoucherID) ([]domain.Order, error) {
-	persisted, err := uc.orders.ListByUser(ctx, caller.User, voucher)
+// ListOrdersQuery asks for a page of the caller's orders.
+type ListOrdersQuery struct {
+	// Voucher, when not 0, keeps only the orders of that voucher.
+	Voucher domain.VoucherID
+	// Limit is the page size, 1 to MaxPageLimit; 0 means DefaultPageLimit.
+	Limit int
+	// Cursor is NextCursor of the previous page; empty for the first page.
+	Cursor string
+}
+
+// OrderPage is a page of orders, newest first.
+type OrderPage struct {
+	Orders []domain.Order
+	// NextCursor asks for the next page; empty on the last page.
+	NextCursor string
+}
+
+// Handle returns a page of the caller's orders, newest first by (created_at, id). A
+// limit out of range, or a cursor that is not NextCursor of a page of this list with
+// the same voucher filter, returns a *domain.ValidationError.
+//
+// The list is one sequence, keyset-paged by ports.OrderKey, of the database's orders
+// and of the reservations the user holds that are not yet orders (listed queued). An
+// order keeps its key when it turns from a reservation into a row (created_at is the
+// reservation's time), so each page covers its own range of keys and an order is
+// never listed on two pages, even when it is persisted between them. Within a page an
+// order id is listed once: a reservation whose row the page holds is that row. A
+// reservation is known not to be a row only down to the oldest row read; older ones
+// belong to a later page and are left to it (they rarely exist: a reservation is
+// persisted within moments, so the queued ones are the newest and come first).
+func (uc *ListOrders) Handle(ctx context.Context, caller Caller, q ListOrdersQuery) (OrderPage, error) {
+	limit, err := pageLimit(q.Limit)
 	if err != nil {
-		return nil, fmt.Errorf("list orders: %w", err)
+		return OrderPage{}, err
 	}
+	query := ports.OrderQuery{Voucher: q.Voucher, Limit: limit + 1}
+	if q.Cursor != "" {
+		after, err := decodeOrderCursor(q.Cursor, q.Voucher)
+		if err != nil {
+			return OrderPage{}, err
+		}
+		query.After = &after
+	}
+	// Reservations first, rows second: a reservation persisted in between is then
+	// among the rows, and listed once, as the row.
 	held, err := uc.reservations.ForUser(ctx, caller.User)
 	if err != nil {
-		return nil, fmt.Errorf("list reservations: %w", err)
+		return OrderPage{}, fmt.Errorf("list reservations: %w", err)
 	}
-	known := make(map[domain.OrderID]bool, len(persisted))
-	for _, o := range persisted {
+	// One row more than the page tells whether another page follows.
+	rows, err := uc.orders.ListByUser(ctx, caller.User, query)
+	if err != nil {
+		return OrderPage{}, fmt.Errorf("list orders: %w", err)
+	}
+	known := make(map[domain.OrderID]bool, len(rows))
+	for _, o := range rows {
 		known[o.ID] = true
 	}
-	out := persisted
+	out := make([]domain.Order, 0, len(rows)+len(held))
+	out = append(out, rows...)
 	for _, r := range held {
-		if known[r.OrderID] || (voucher != 0 && r.VoucherID != voucher) {
-			continue
+		o := domain.Order{ID: r.OrderID, VoucherID: r.VoucherID, UserID: r.UserID,
+			Quantity: r.Quantity, Status: domain.StatusQueued, CreatedAt: r.At}
+		key := ports.KeyOf(o)
+		switch {
+		case known[o.ID], q.Voucher != 0 && o.VoucherID != q.Voucher:
+		case query.After != nil && key.Compare(*query.After) <= 0:
+			// On an earlier page.
+		case len(rows) > limit && key.Compare(ports.KeyOf(rows[len(rows)-1])) > 0:
+			// Older than every row read: a later page's, and whether it is a row
+			// is not known here.
+		default:
+			out = append(out, o)
 		}
-		out = append(out, domain.Order{ID: r.OrderID, VoucherID: r.VoucherID, UserID: r.UserID,
-			Quantity: r.Quantity, Status: domain.StatusQueued, CreatedAt: r.At})
 	}
-	// Order ids are time-ordered: the highest is the newest.
-	slices.SortFunc(out, func(a, b domain.Order) int { return cmp.Compare(b.ID, a.ID) })
-	return out, nil
+	slices.SortFunc(out, func(a, b domain.Order) int { return ports.KeyOf(a).Compare(ports.KeyOf(b)) })
+	page := OrderPage{Orders: out}
+	if len(out) > limit {
+		page.Orders = out[:limit]
+		page.NextCursor = encodeOrderCursor(q.Voucher, ports.KeyOf(out[limit-1]))
+	}
+	return page, nil
 }
 
 // VoucherStats is where a voucher's units are.

@@ -53,7 +53,8 @@ func TestListOrders(t *testing.T) {
 	mustGrab(t, s.grabFixture, 6, 1)
 	list := application.NewListOrders(s.orders, memory.Reservations{Stock: s.stock})
 	// Queued: listed from the reservation.
-	got, err := list.Handle(ctx, application.Caller{User: 5}, 0)
+	page, err := list.Handle(ctx, application.Caller{User: 5}, application.ListOrdersQuery{})
+	got := page.Orders
 	if err != nil || len(got) != 1 || got[0].ID != r.OrderID || got[0].Status != domain.StatusQueued {
 		t.Fatalf("orders = %+v, %v", got, err)
 	}
@@ -61,12 +62,13 @@ func TestListOrders(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Persisted: listed once, from the database.
-	got, err = list.Handle(ctx, application.Caller{User: 5}, 0)
+	page, err = list.Handle(ctx, application.Caller{User: 5}, application.ListOrdersQuery{})
+	got = page.Orders
 	if err != nil || len(got) != 1 || got[0].ID != r.OrderID || got[0].Status != domain.StatusAwaitingPayment {
 		t.Fatalf("orders = %+v, %v", got, err)
 	}
-	if got, _ := list.Handle(ctx, application.Caller{User: 5}, 999); len(got) != 0 {
-		t.Fatalf("filtered by another voucher: %+v", got)
+	if page, err := list.Handle(ctx, application.Caller{User: 5}, application.ListOrdersQuery{Voucher: 999}); err != nil || len(page.Orders) != 0 {
+		t.Fatalf("filtered by another voucher: %+v, %v", page, err)
 	}
 }
 

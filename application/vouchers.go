@@ -91,24 +91,70 @@ func (uc *GetVoucher) Handle(ctx context.Context, id domain.VoucherID) (LiveVouc
 	return live[0], nil
 }
 
-// ListVouchers reads every voucher with its live remaining stock.
+// ListVouchers reads a page of vouchers with their live remaining stock.
 type ListVouchers struct {
 	vouchers ports.Vouchers
 	stock    ports.Stock
+	clock    ports.Clock
 }
 
-// NewListVouchers returns the use case.
-func NewListVouchers(vouchers ports.Vouchers, stock ports.Stock) *ListVouchers {
-	return &ListVouchers{vouchers: vouchers, stock: stock}
+// NewListVouchers returns the use case; clock judges the status filter.
+func NewListVouchers(vouchers ports.Vouchers, stock ports.Stock, clock ports.Clock) *ListVouchers {
+	return &ListVouchers{vouchers: vouchers, stock: stock, clock: clock}
 }
 
-// Handle returns all vouchers, newest first.
-func (uc *ListVouchers) Handle(ctx context.Context) ([]LiveVoucher, error) {
-	vs, err := uc.vouchers.List(ctx)
+// ListVouchersQuery asks for a page of vouchers.
+type ListVouchersQuery struct {
+	// Limit is the page size, 1 to MaxPageLimit; 0 means DefaultPageLimit.
+	Limit int
+	// Cursor is NextCursor of the previous page; empty for the first page.
+	Cursor string
+	// Status, when not empty, keeps only the vouchers whose sale is "live",
+	// "upcoming" or "ended" at the application's clock.
+	Status string
+}
+
+// VoucherPage is a page of vouchers, newest first.
+type VoucherPage struct {
+	Vouchers []LiveVoucher
+	// NextCursor asks for the next page; empty on the last page.
+	NextCursor string
+}
+
+// Handle returns a page of vouchers, newest (highest id) first. A limit out of range,
+// an unknown status, or a cursor that is not NextCursor of a page of this list under
+// the same status returns a *domain.ValidationError.
+func (uc *ListVouchers) Handle(ctx context.Context, q ListVouchersQuery) (VoucherPage, error) {
+	limit, err := pageLimit(q.Limit)
 	if err != nil {
-		return nil, fmt.Errorf("list vouchers: %w", err)
+		return VoucherPage{}, err
 	}
-	return withRemaining(ctx, uc.stock, vs)
+	status := ports.SaleStatus(q.Status)
+	switch status {
+	case "", ports.SaleLive, ports.SaleUpcoming, ports.SaleEnded:
+	default:
+		return VoucherPage{}, domain.Invalid("status", "must be live, upcoming or ended")
+	}
+	query := ports.VoucherQuery{Status: status, Now: uc.clock.Now(), Limit: limit + 1}
+	if q.Cursor != "" {
+		if query.Before, err = decodeVoucherCursor(q.Cursor, status); err != nil {
+			return VoucherPage{}, err
+		}
+	}
+	// One more than the page tells whether another page follows.
+	vs, err := uc.vouchers.List(ctx, query)
+	if err != nil {
+		return VoucherPage{}, fmt.Errorf("list vouchers: %w", err)
+	}
+	var page VoucherPage
+	if len(vs) > limit {
+		vs = vs[:limit]
+		page.NextCursor = encodeVoucherCursor(status, vs[limit-1].ID)
+	}
+	if page.Vouchers, err = withRemaining(ctx, uc.stock, vs); err != nil {
+		return VoucherPage{}, err
+	}
+	return page, nil
 }
 
 // withRemaining asks the stock for every voucher's remaining units in one call. A

@@ -9,6 +9,7 @@ import (
 	"github.com/seckill/seckill/adapters/memory"
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
 )
 
 func TestCreateVoucher(t *testing.T) {
@@ -39,7 +40,7 @@ func TestCreateVoucher(t *testing.T) {
 				tt.edit(&cmd)
 			}
 			got, err := application.NewCreateVoucher(vouchers, stock, memory.NewClock(t0)).Handle(context.Background(), cmd)
-			all, _ := vouchers.List(context.Background())
+			all, _ := vouchers.List(context.Background(), ports.VoucherQuery{Limit: 10})
 			if tt.field != "" {
 				var ve *domain.ValidationError
 				if !errors.As(err, &ve) || ve.Field != tt.field {
@@ -138,10 +139,11 @@ func TestGetAndListVouchersShowLiveRemaining(t *testing.T) {
 	if err := f.vouchers.Create(ctx, &cold); err != nil {
 		t.Fatal(err)
 	}
-	list, err := application.NewListVouchers(f.vouchers, f.stock).Handle(ctx)
+	page, err := application.NewListVouchers(f.vouchers, f.stock, f.clock).Handle(ctx, application.ListVouchersQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	list := page.Vouchers
 	if len(list) != 2 || list[0].ID != cold.ID || list[0].Remaining != 7 || list[1].Remaining != 0 {
 		t.Fatalf("list = %+v", list)
 	}

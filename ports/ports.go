@@ -4,6 +4,7 @@ package ports
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/seckill/seckill/domain"
@@ -55,13 +56,73 @@ type Vouchers interface {
 	Create(ctx context.Context, v *domain.Voucher) error
 	// Get returns one voucher, or domain.ErrNotFound.
 	Get(ctx context.Context, id domain.VoucherID) (domain.Voucher, error)
-	// List returns all vouchers, newest first.
-	List(ctx context.Context) ([]domain.Voucher, error)
+	// List returns one page of vouchers, newest (highest id) first: at most q.Limit of
+	// those q selects. It is the only list of vouchers the API reads, so it is paged
+	// (one method, not an unbounded List beside a paged one: nothing may read them all).
+	List(ctx context.Context, q VoucherQuery) ([]domain.Voucher, error)
 	// Active returns the vouchers whose sale has not ended at now.
 	Active(ctx context.Context, now time.Time) ([]domain.Voucher, error)
 	// SetPaused records whether a voucher's sale is paused and returns the voucher, or
 	// domain.ErrNotFound.
 	SetPaused(ctx context.Context, id domain.VoucherID, paused bool) (domain.Voucher, error)
+}
+
+// SaleStatus is where a voucher's sale stands at a moment.
+type SaleStatus string
+
+// The sale statuses a list of vouchers can be filtered by.
+const (
+	// SaleUpcoming: begins_at is after the moment.
+	SaleUpcoming SaleStatus = "upcoming"
+	// SaleLive: begins_at is at or before the moment, and ends_at after it.
+	SaleLive SaleStatus = "live"
+	// SaleEnded: ends_at is at or before the moment.
+	SaleEnded SaleStatus = "ended"
+)
+
+// VoucherQuery selects a page of vouchers.
+type VoucherQuery struct {
+	// Before, when not 0, keeps only vouchers whose id is below it: the last id of the
+	// previous page (the keyset cursor).
+	Before domain.VoucherID
+	// Status, when not empty, keeps only the vouchers in that sale status at Now.
+	Status SaleStatus
+	// Now is the moment Status is judged at.
+	Now time.Time
+	// Limit is the most vouchers returned; it is at least 1.
+	Limit int
+}
+
+// OrderKey is an order's place in a list of orders, newest first: by CreatedAt, then by
+// ID, both descending.
+type OrderKey struct {
+	CreatedAt time.Time
+	ID        domain.OrderID
+}
+
+// KeyOf returns the key of order o.
+func KeyOf(o domain.Order) OrderKey {
+	return OrderKey{CreatedAt: o.CreatedAt, ID: o.ID}
+}
+
+// Compare returns -1, 0 or +1 as k sorts before, with or after o in a list newest
+// first: a newer key sorts before an older one.
+func (k OrderKey) Compare(o OrderKey) int {
+	if c := o.CreatedAt.Compare(k.CreatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(string(o.ID), string(k.ID))
+}
+
+// OrderQuery selects a page of one user's orders.
+type OrderQuery struct {
+	// Voucher, when not 0, keeps only the orders of that voucher.
+	Voucher domain.VoucherID
+	// After, when not nil, keeps only the orders that sort after it, newest first: the
+	// key of the last order of the previous page (the keyset cursor).
+	After *OrderKey
+	// Limit is the most orders returned; it is at least 1.
+	Limit int
 }
 
 // Clock tells the application's time; the grab path judges sale windows by it.
@@ -149,8 +210,10 @@ type Orders interface {
 	Persist(ctx context.Context, rs []domain.Reservation) ([]PersistResult, error)
 	// Get returns one order, or domain.ErrNotFound.
 	Get(ctx context.Context, id domain.OrderID) (domain.Order, error)
-	// ListByUser returns a user's orders, newest first; voucher 0 means every voucher.
-	ListByUser(ctx context.Context, user domain.UserID, voucher domain.VoucherID) ([]domain.Order, error)
+	// ListByUser returns one page of a user's orders, newest first (by OrderKey): at
+	// most q.Limit of those q selects. Paged in place of an unbounded list, since a
+	// user's history only grows.
+	ListByUser(ctx context.Context, user domain.UserID, q OrderQuery) ([]domain.Order, error)
 	// UnitsByStatus returns the units a voucher's orders hold in each status.
 	UnitsByStatus(ctx context.Context, voucher domain.VoucherID) (map[domain.OrderStatus]int, error)
 }

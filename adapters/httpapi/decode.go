@@ -7,12 +7,14 @@ import (
 	"io"
 	"net/url"
 	"reflect"
+	"strconv"
 	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/labstack/echo/v4"
 
+	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
 )
 
@@ -121,4 +123,27 @@ func checkQuery(raw string) error {
 		}
 	}
 	return nil
+}
+
+// pageParams reads the paging parameters of a list: ?limit= (a canonical decimal from
+// 1 to application.MaxPageLimit; absent, 0 tells the use case to take its default)
+// and ?cursor= (absent for the first page; the use case judges its value). A
+// parameter given empty is refused: it names no page. strictQuery has refused a
+// repeated one already.
+func pageParams(c echo.Context) (limit int, cursor string, err error) {
+	params := c.QueryParams()
+	if s, given := params["limit"]; given {
+		n, err := strconv.Atoi(s[0])
+		if err != nil || n < 1 || n > application.MaxPageLimit || strconv.Itoa(n) != s[0] {
+			return 0, "", domain.Invalid("limit", "must be an integer from 1 to "+strconv.Itoa(application.MaxPageLimit))
+		}
+		limit = n
+	}
+	if s, given := params["cursor"]; given {
+		if s[0] == "" {
+			return 0, "", domain.Invalid("cursor", "must not be empty: leave it out for the first page")
+		}
+		cursor = s[0]
+	}
+	return limit, cursor, nil
 }

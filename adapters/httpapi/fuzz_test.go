@@ -138,7 +138,7 @@ func FuzzVoucherIDs(f *testing.F) {
 // FuzzQueryStrings sends a raw query string, as the client wrote it, to the routes
 // that read one (and to one that reads none).
 func FuzzQueryStrings(f *testing.F) {
-	for _, seed := range []string{"voucher_id=1", "voucher_id=", "voucher_id=1;DROP%20TABLE%20orders", "voucher_id=%zz", "voucher_id=1&voucher_id=2", "a=b&c", ""} {
+	for _, seed := range []string{"voucher_id=1", "voucher_id=", "voucher_id=1;DROP%20TABLE%20orders", "voucher_id=%zz", "voucher_id=1&voucher_id=2", "a=b&c", "", "limit=2", "limit=0", "limit=201", "limit=-1", "status=live&limit=1", "status=soon", "cursor=", "cursor=dnx8MQ", "cursor=bw", "voucher_id=1&cursor=b3wwfDF8WA"} {
 		f.Add(seed)
 	}
 	a := newAPI(f)

@@ -96,7 +96,7 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 		httpapi.UseCases{
 			CreateVoucher:   application.NewCreateVoucher(vouchers, stock, clock),
 			GetVoucher:      application.NewGetVoucher(vouchers, stock),
-			ListVouchers:    application.NewListVouchers(vouchers, stock),
+			ListVouchers:    application.NewListVouchers(vouchers, stock, clock),
 			GrabVoucher:     grab,
 			GetOrder:        getOrder,
 			ListOrders:      application.NewListOrders(orders, reservations),

@@ -81,15 +81,27 @@ func (h handlers) listOrders(c echo.Context) error {
 		}
 		voucher = id
 	}
-	os, err := h.uc.ListOrders.Handle(c.Request().Context(), caller(c), voucher)
+	limit, cursor, err := pageParams(c)
 	if err != nil {
 		return err
 	}
-	out := make([]orderJSON, len(os))
-	for i, o := range os {
-		out[i] = toOrderJSON(o)
+	page, err := h.uc.ListOrders.Handle(c.Request().Context(), caller(c), application.ListOrdersQuery{
+		Voucher: voucher, Limit: limit, Cursor: cursor,
+	})
+	if err != nil {
+		return err
 	}
-	return c.JSON(http.StatusOK, map[string][]orderJSON{"orders": out})
+	out := orderListJSON{Orders: make([]orderJSON, len(page.Orders)), NextCursor: page.NextCursor}
+	for i, o := range page.Orders {
+		out.Orders[i] = toOrderJSON(o)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// orderListJSON is the contract's page of orders.
+type orderListJSON struct {
+	Orders     []orderJSON `json:"orders"`
+	NextCursor string      `json:"next_cursor,omitempty"`
 }
 
 type statsJSON struct {

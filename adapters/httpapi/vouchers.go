@@ -82,16 +82,37 @@ func (h handlers) createVoucher(c echo.Context) error {
 	return c.JSON(http.StatusCreated, toVoucherJSON(v))
 }
 
+// voucherListJSON is the contract's page of vouchers.
+type voucherListJSON struct {
+	Vouchers   []voucherJSON `json:"vouchers"`
+	NextCursor string        `json:"next_cursor,omitempty"`
+}
+
 func (h handlers) listVouchers(c echo.Context) error {
-	vs, err := h.uc.ListVouchers.Handle(c.Request().Context())
+	limit, cursor, err := pageParams(c)
 	if err != nil {
 		return err
 	}
-	out := make([]voucherJSON, len(vs))
-	for i, v := range vs {
-		out[i] = toVoucherJSON(v)
+	// strictQuery has refused a repeated parameter; a status given, even empty, must
+	// be one of the three.
+	var status string
+	if s, given := c.QueryParams()["status"]; given {
+		if s[0] == "" {
+			return domain.Invalid("status", "must be live, upcoming or ended")
+		}
+		status = s[0]
 	}
-	return c.JSON(http.StatusOK, map[string][]voucherJSON{"vouchers": out})
+	page, err := h.uc.ListVouchers.Handle(c.Request().Context(), application.ListVouchersQuery{
+		Limit: limit, Cursor: cursor, Status: status,
+	})
+	if err != nil {
+		return err
+	}
+	out := voucherListJSON{Vouchers: make([]voucherJSON, len(page.Vouchers)), NextCursor: page.NextCursor}
+	for i, v := range page.Vouchers {
+		out.Vouchers[i] = toVoucherJSON(v)
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 func (h handlers) getVoucher(c echo.Context) error {

@@ -245,9 +245,22 @@ func (r *Vouchers) Get(_ context.Context, id domain.VoucherID) (domain.Voucher, 
 	return v, nil
 }
 
-// List returns every voucher, newest first.
-func (r *Vouchers) List(_ context.Context) ([]domain.Voucher, error) {
-	return r.filter(func(domain.Voucher) bool { return true }), nil
+// List returns a page of vouchers, newest first, as the SQL adapter selects them.
+func (r *Vouchers) List(_ context.Context, q ports.VoucherQuery) ([]domain.Voucher, error) {
+	if q.Limit < 1 {
+		return nil, domain.Invalid("limit", "must be at least 1")
+	}
+	inStatus := map[ports.SaleStatus]func(domain.Voucher) bool{
+		"":                 func(domain.Voucher) bool { return true },
+		ports.SaleUpcoming: func(v domain.Voucher) bool { return v.BeginsAt.After(q.Now) },
+		ports.SaleLive:     func(v domain.Voucher) bool { return !v.BeginsAt.After(q.Now) && v.EndsAt.After(q.Now) },
+		ports.SaleEnded:    func(v domain.Voucher) bool { return !v.EndsAt.After(q.Now) },
+	}[q.Status]
+	if inStatus == nil {
+		return nil, domain.Invalid("status", "must be live, upcoming or ended")
+	}
+	out := r.filter(func(v domain.Voucher) bool { return (q.Before == 0 || v.ID < q.Before) && inStatus(v) })
+	return out[:min(len(out), q.Limit)], nil
 }
 
 // Active returns the vouchers not ended at now, newest first.

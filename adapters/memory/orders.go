@@ -3,7 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -112,18 +112,27 @@ func (r *Orders) Get(_ context.Context, id domain.OrderID) (domain.Order, error)
 	return o, nil
 }
 
-// ListByUser returns a user's orders, newest (highest id) first.
-func (r *Orders) ListByUser(_ context.Context, user domain.UserID, voucher domain.VoucherID) ([]domain.Order, error) {
+// ListByUser returns a page of a user's orders, newest first by ports.OrderKey, as
+// the SQL adapter selects them.
+func (r *Orders) ListByUser(_ context.Context, user domain.UserID, q ports.OrderQuery) ([]domain.Order, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.Err != nil {
+		return nil, r.Err
+	}
+	if q.Limit < 1 {
+		return nil, domain.Invalid("limit", "must be at least 1")
+	}
 	out := []domain.Order{}
 	for _, o := range r.byID {
-		if o.UserID == user && (voucher == 0 || o.VoucherID == voucher) {
+		if o.UserID == user && (q.Voucher == 0 || o.VoucherID == q.Voucher) && (q.After == nil || ports.KeyOf(o).Compare(*q.After) > 0) {
 			out = append(out, o)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID > out[j].ID })
-	return out, nil
+	slices.SortFunc(out, func(a, b domain.Order) int {
+		return ports.KeyOf(a).Compare(ports.KeyOf(b))
+	})
+	return out[:min(len(out), q.Limit)], nil
 }
 
 // UnitsByStatus sums the quantities of a voucher's orders by status.

@@ -15,6 +15,7 @@ import (
 	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
 )
 
 // guarded returns the repositories of a migrated database of their own, reached
@@ -52,7 +53,7 @@ func waitRecovered(t *testing.T, vs *sqlstore.Vouchers, want int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		got, err := vs.List(context.Background())
+		got, err := vs.List(context.Background(), ports.VoucherQuery{Limit: 1000})
 		if err == nil {
 			if len(got) != want {
 				t.Fatalf("after recovery: %d vouchers, want %d", len(got), want)
@@ -80,7 +81,7 @@ func TestGuardedDatabaseDownAndBack(t *testing.T) {
 	l.Down()
 	var err error
 	for i := 0; i < 10 && !errors.Is(err, gobreaker.ErrOpenState); i++ {
-		_, err = vs.List(ctx)
+		_, err = vs.List(ctx, ports.VoucherQuery{Limit: 1000})
 		t.Logf("list %d with the database down: %v", i, err)
 		if !errors.Is(err, domain.ErrUnavailable) {
 			t.Fatalf("list %d with the database down: %v, want ErrUnavailable", i, err)
@@ -111,14 +112,14 @@ func TestGuardedDatabaseHung(t *testing.T) {
 	l.Hang()
 	var err error
 	for i := 0; i < 20 && !errors.Is(err, gobreaker.ErrOpenState); i++ {
-		_, err = vs.List(ctx)
+		_, err = vs.List(ctx, ports.VoucherQuery{Limit: 1000})
 		t.Logf("list %d on a hung database: %v", i, err)
 		if !errors.Is(err, domain.ErrUnavailable) {
 			t.Fatalf("list %d on a hung database: %v, want ErrUnavailable", i, err)
 		}
 	}
 	// Open, it refuses without the network: its own refusal.
-	if _, err = vs.List(ctx); !errors.Is(err, gobreaker.ErrOpenState) {
+	if _, err = vs.List(ctx, ports.VoucherQuery{Limit: 1000}); !errors.Is(err, gobreaker.ErrOpenState) {
 		t.Fatalf("list with the breaker open: %v", err)
 	}
 

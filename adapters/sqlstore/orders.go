@@ -28,11 +28,6 @@ func NewOrders(db *bun.DB) *Orders {
 	return &Orders{db: db}
 }
 
-// ListLimit caps how many orders ListByUser returns: a user holds at most one live
-// order per voucher, so only a long history of closed orders reaches it, and the
-// newest are the ones worth showing.
-const ListLimit = 100
-
 // The reasons Persist gives for its Failed and VoucherGone results.
 const (
 	reasonLiveOrder    = "user already holds a live order for this voucher"
@@ -417,16 +412,27 @@ func (s *Orders) Get(ctx context.Context, id domain.OrderID) (domain.Order, erro
 	return row.order(), nil
 }
 
-// ListByUser returns the user's orders of voucher, or of every voucher when voucher is
-// 0, newest first (order ids are time-ordered) and at most ListLimit of them. No
-// orders is an empty, non-nil slice.
-func (s *Orders) ListByUser(ctx context.Context, user domain.UserID, voucher domain.VoucherID) ([]domain.Order, error) {
-	var rows []orderRow
-	q := s.db.NewSelect().Model(&rows).Where("o.user_id = ?", int64(user))
-	if voucher != 0 {
-		q = q.Where("o.voucher_id = ?", int64(voucher))
+// ListByUser returns one page of the user's orders (of q.Voucher only, when not 0),
+// newest first by (created_at, id), at most q.Limit. The page after one is asked for
+// with q.After, the key of the last order it held, and read from there through the
+// index on (user_id, created_at, id) (keyset paging: no OFFSET, so a deep page costs
+// what the first does). No orders is an empty, non-nil slice. A q.Limit below 1
+// returns a *domain.ValidationError.
+func (s *Orders) ListByUser(ctx context.Context, user domain.UserID, q ports.OrderQuery) ([]domain.Order, error) {
+	if q.Limit < 1 {
+		return nil, domain.Invalid("limit", "must be at least 1")
 	}
-	if err := q.Order("o.id DESC").Limit(ListLimit).Scan(ctx); err != nil {
+	var rows []orderRow
+	sel := s.db.NewSelect().Model(&rows).Where("o.user_id = ?", int64(user))
+	if q.Voucher != 0 {
+		sel = sel.Where("o.voucher_id = ?", int64(q.Voucher))
+	}
+	if q.After != nil {
+		// A row value compares both columns at once, in PostgreSQL and SQLite alike,
+		// and PostgreSQL seeks the index to it.
+		sel = sel.Where("(o.created_at, o.id) < (?, ?)", q.After.CreatedAt.UTC(), string(q.After.ID))
+	}
+	if err := sel.Order("o.created_at DESC", "o.id DESC").Limit(int64(q.Limit)).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("list orders of user %s: %w", user, classify(err))
 	}
 	out := make([]domain.Order, 0, len(rows))

@@ -506,7 +506,7 @@ func TestOrdersListByUser(t *testing.T) {
 
 	list := func(user domain.UserID, voucher domain.VoucherID) []domain.Order {
 		t.Helper()
-		got, err := f.orders.ListByUser(ctx, user, voucher)
+		got, err := f.orders.ListByUser(ctx, user, ports.OrderQuery{Voucher: voucher, Limit: 100})
 		if err != nil {
 			t.Fatalf("ListByUser(%d, %d): %v", user, voucher, err)
 		}
@@ -529,18 +529,65 @@ func TestOrdersListByUser(t *testing.T) {
 	if got := list(user, v+1000); got == nil || len(got) != 0 {
 		t.Fatalf("orders of an unknown voucher = %#v, want an empty, non-nil slice", got)
 	}
+	var ve *domain.ValidationError
+	if _, err := f.orders.ListByUser(ctx, user, ports.OrderQuery{}); !errors.As(err, &ve) || ve.Field != "limit" {
+		t.Fatalf("ListByUser with limit 0: %v, want a validation error on limit", err)
+	}
+}
 
-	// A long history is cut to the newest ListLimit.
-	const heavy = user + 3
-	for n := 100; n < 100+sqlstore.ListLimit+5; n++ {
-		mustInsertOrder(t, f.db, string(orderID(n)), v, heavy, domain.StatusCancelled)
+// A user's orders page newest first by (created_at, id): ties on created_at are
+// broken by id, a page resumes after the key of the previous page's last order, and
+// created_at rules over id (an order id is minted by another clock than created_at).
+func TestOrdersListByUserPages(t *testing.T) {
+	f := newOrderFixture(t)
+	ctx := context.Background()
+	v, w := f.voucher(t, 100), f.voucher(t, 100)
+	const user = 9
+	at := map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 3 * time.Second, 4: 3 * time.Second,
+		5: 3 * time.Second, 6: 1500 * time.Millisecond, 7: 7 * time.Second}
+	var rs []domain.Reservation
+	for n := 1; n <= 7; n++ {
+		r := reserve(n, v, user, 1) // all but the first fail (one live order per voucher): rows all the same
+		r.At = t0.Add(at[n])
+		rs = append(rs, r)
 	}
-	got := list(heavy, 0)
-	if len(got) != sqlstore.ListLimit {
-		t.Fatalf("ListByUser returned %d orders, want the cap %d", len(got), sqlstore.ListLimit)
+	rs = append(rs, reserve(8, w, user, 1), reserve(9, v, user+1, 1))
+	f.persist(t, rs...)
+
+	walk := func(voucher domain.VoucherID, limit int) []domain.OrderID {
+		t.Helper()
+		var ids []domain.OrderID
+		q := ports.OrderQuery{Voucher: voucher, Limit: limit}
+		for page := 0; ; page++ {
+			if page > 10 {
+				t.Fatalf("more than 10 pages: %v", ids)
+			}
+			got, err := f.orders.ListByUser(ctx, user, q)
+			if err != nil {
+				t.Fatalf("ListByUser(%+v): %v", q, err)
+			}
+			if len(got) > limit {
+				t.Fatalf("page of %d orders, limit %d", len(got), limit)
+			}
+			for _, o := range got {
+				ids = append(ids, o.ID)
+			}
+			if len(got) < limit {
+				return ids
+			}
+			key := ports.KeyOf(got[len(got)-1])
+			q.After = &key
+		}
 	}
-	if got, want := got[0].ID, orderID(100+sqlstore.ListLimit+4); got != want {
-		t.Fatalf("first listed order %s, want the newest %s", got, want)
+	want := []domain.OrderID{orderID(8), orderID(7), orderID(5), orderID(4), orderID(3), orderID(2), orderID(6), orderID(1)}
+	for _, limit := range []int{1, 2, 3, 8, 200} {
+		if got := walk(0, limit); !slices.Equal(got, want) {
+			t.Fatalf("pages of %d = %v, want %v", limit, got, want)
+		}
+	}
+	wantV := slices.DeleteFunc(slices.Clone(want), func(id domain.OrderID) bool { return id == orderID(8) })
+	if got := walk(v, 2); !slices.Equal(got, wantV) {
+		t.Fatalf("pages of 2 of voucher v = %v, want %v", got, wantV)
 	}
 }
 
@@ -610,5 +657,60 @@ func BenchmarkPersist(b *testing.B) {
 			}
 			b.ReportMetric(float64(ops*size)/b.Elapsed().Seconds(), "orders/s")
 		})
+	}
+}
+
+// A page of a user's orders is read through orders_user_id_created_at_id_idx, from the
+// cursor on, not by scanning and sorting every order of the user.
+func TestOrdersListByUserUsesIndex(t *testing.T) {
+	ctx := context.Background()
+	f := newOrderFixture(t)
+	log := &queryLog{}
+	f.db.AddQueryHook(log)
+	after := ports.OrderKey{CreatedAt: t0, ID: orderID(1)}
+	if _, err := f.orders.ListByUser(ctx, 7, ports.OrderQuery{After: &after, Limit: 51}); err != nil {
+		t.Fatalf("ListByUser: %v", err)
+	}
+	if len(log.queries) != 1 {
+		t.Fatalf("ListByUser ran %d queries, want 1: %q", len(log.queries), log.queries)
+	}
+	const index = "orders_user_id_created_at_id_idx"
+	if sqlstore.IsSQLite(f.db) {
+		var plan []struct {
+			ID      int    `bun:"id"`
+			Parent  int    `bun:"parent"`
+			NotUsed int    `bun:"notused"`
+			Detail  string `bun:"detail"`
+		}
+		if err := f.db.NewRaw("EXPLAIN QUERY PLAN "+log.queries[0]).Scan(ctx, &plan); err != nil {
+			t.Fatalf("explain: %v", err)
+		}
+		var details []string
+		for _, p := range plan {
+			details = append(details, p.Detail)
+		}
+		joined := strings.Join(details, "\n")
+		if !strings.Contains(joined, index) || strings.Contains(joined, "TEMP B-TREE") {
+			t.Errorf("ListByUser's plan does not read %s in order:\n%s", index, joined)
+		}
+		return
+	}
+	err := f.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		// An empty table would be scanned whole; forbid that, as a big one would.
+		if _, err := tx.ExecContext(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
+			return err
+		}
+		var plan []string
+		if err := tx.NewRaw("EXPLAIN "+log.queries[0]).Scan(ctx, &plan); err != nil {
+			return err
+		}
+		joined := strings.Join(plan, "\n")
+		if !strings.Contains(joined, index) || strings.Contains(joined, "Sort") {
+			t.Errorf("ListByUser's plan does not read %s in order:\n%s", index, joined)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("explain: %v", err)
 	}
 }

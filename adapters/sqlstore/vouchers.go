@@ -110,10 +110,34 @@ func (s *Vouchers) Get(ctx context.Context, id domain.VoucherID) (domain.Voucher
 	return row.voucher(), nil
 }
 
-// List returns every voucher, newest first.
-func (s *Vouchers) List(ctx context.Context) ([]domain.Voucher, error) {
+// List returns one page of vouchers, newest (highest id) first: those q selects, at
+// most q.Limit. The page after one is asked for with q.Before, the last id it held,
+// and read by the primary key from there (keyset paging: no OFFSET, so a deep page
+// costs what the first does). Status is judged at q.Now as domain.Voucher.Window
+// judges a grab: upcoming before begins_at, live from begins_at until ends_at, ended
+// from ends_at. A q.Limit below 1 returns a *domain.ValidationError.
+func (s *Vouchers) List(ctx context.Context, q ports.VoucherQuery) ([]domain.Voucher, error) {
+	if q.Limit < 1 {
+		return nil, domain.Invalid("limit", "must be at least 1")
+	}
 	var rows []voucherRow
-	if err := s.db.NewSelect().Model(&rows).Order("v.id DESC").Scan(ctx); err != nil {
+	sel := s.db.NewSelect().Model(&rows)
+	if q.Before != 0 {
+		sel = sel.Where("v.id < ?", int64(q.Before))
+	}
+	now := q.Now.UTC()
+	switch q.Status {
+	case "":
+	case ports.SaleUpcoming:
+		sel = sel.Where("v.begins_at > ?", now)
+	case ports.SaleLive:
+		sel = sel.Where("v.begins_at <= ?", now).Where("v.ends_at > ?", now)
+	case ports.SaleEnded:
+		sel = sel.Where("v.ends_at <= ?", now)
+	default:
+		return nil, domain.Invalid("status", "must be live, upcoming or ended")
+	}
+	if err := sel.Order("v.id DESC").Limit(int64(q.Limit)).Scan(ctx); err != nil {
 		return nil, fmt.Errorf("list vouchers: %w", classify(err))
 	}
 	return vouchers(rows), nil

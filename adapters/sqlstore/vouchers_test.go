@@ -9,6 +9,7 @@ import (
 
 	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
 )
 
 // t0 is a fixed instant off UTC and below the database's microsecond precision, so
@@ -35,7 +36,7 @@ func create(t *testing.T, vs *sqlstore.Vouchers, v domain.Voucher) domain.Vouche
 
 func list(t *testing.T, vs *sqlstore.Vouchers) []domain.Voucher {
 	t.Helper()
-	got, err := vs.List(context.Background())
+	got, err := vs.List(context.Background(), ports.VoucherQuery{Limit: 1000})
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
@@ -101,6 +102,67 @@ func TestVouchersList(t *testing.T) {
 
 	if got, want := list(t, vs), []domain.Voucher{c, b, a}; !slices.Equal(got, want) {
 		t.Fatalf("List =\n%+v, want newest first\n%+v", got, want)
+	}
+}
+
+// Vouchers page newest first by id, each page after the last id of the one before,
+// and filter by sale status at the given moment, its bounds included as a grab judges
+// them: a sale is live from begins_at, and ended from ends_at.
+func TestVouchersListPages(t *testing.T) {
+	ctx := context.Background()
+	vs := sqlstore.NewVouchers(openMigrated(t))
+	now := t0.Add(30 * time.Minute)
+	live := create(t, vs, newVoucher("live", t0, t0.Add(time.Hour)))
+	upcoming := create(t, vs, newVoucher("upcoming", now.Add(time.Millisecond), now.Add(time.Hour)))
+	ended := create(t, vs, newVoucher("ended", t0.Add(-time.Hour), t0))
+	beginsNow := create(t, vs, newVoucher("begins now", now, now.Add(time.Hour)))
+	endsNow := create(t, vs, newVoucher("ends now", t0, now))
+
+	walk := func(status ports.SaleStatus, limit int) []domain.VoucherID {
+		t.Helper()
+		var ids []domain.VoucherID
+		q := ports.VoucherQuery{Status: status, Now: now, Limit: limit}
+		for page := 0; ; page++ {
+			if page > 10 {
+				t.Fatalf("more than 10 pages: %v", ids)
+			}
+			got, err := vs.List(ctx, q)
+			if err != nil {
+				t.Fatalf("List(%+v): %v", q, err)
+			}
+			if len(got) > limit {
+				t.Fatalf("page of %d vouchers, limit %d", len(got), limit)
+			}
+			for _, v := range got {
+				ids = append(ids, v.ID)
+			}
+			if len(got) < limit {
+				return ids
+			}
+			q.Before = got[len(got)-1].ID
+		}
+	}
+	for _, tc := range []struct {
+		status ports.SaleStatus
+		want   []domain.VoucherID
+	}{
+		{"", []domain.VoucherID{endsNow.ID, beginsNow.ID, ended.ID, upcoming.ID, live.ID}},
+		{ports.SaleLive, []domain.VoucherID{beginsNow.ID, live.ID}},
+		{ports.SaleUpcoming, []domain.VoucherID{upcoming.ID}},
+		{ports.SaleEnded, []domain.VoucherID{endsNow.ID, ended.ID}},
+	} {
+		for _, limit := range []int{1, 2, 5, 200} {
+			if got := walk(tc.status, limit); !slices.Equal(got, tc.want) {
+				t.Errorf("status %q, pages of %d: %v, want %v", tc.status, limit, got, tc.want)
+			}
+		}
+	}
+	var ve *domain.ValidationError
+	if _, err := vs.List(ctx, ports.VoucherQuery{}); !errors.As(err, &ve) || ve.Field != "limit" {
+		t.Fatalf("List with limit 0: %v, want a validation error on limit", err)
+	}
+	if _, err := vs.List(ctx, ports.VoucherQuery{Status: "soon", Limit: 1}); !errors.As(err, &ve) || ve.Field != "status" {
+		t.Fatalf("List with status soon: %v, want a validation error on status", err)
 	}
 }
 

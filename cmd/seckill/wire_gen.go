@@ -51,7 +51,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	clock := system.Clock{}
 	createVoucher := application.NewCreateVoucher(vouchers, portsStock, clock)
 	getVoucher := application.NewGetVoucher(vouchers, portsStock)
-	listVouchers := application.NewListVouchers(vouchers, portsStock)
+	listVouchers := application.NewListVouchers(vouchers, portsStock, clock)
 	uliDs := system.ULIDs{}
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
 	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, sqlstoreStock)
@@ -140,7 +140,7 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	clock := system.Clock{}
 	createVoucher := application.NewCreateVoucher(vouchers, portsStock, clock)
 	getVoucher := application.NewGetVoucher(vouchers, portsStock)
-	listVouchers := application.NewListVouchers(vouchers, portsStock)
+	listVouchers := application.NewListVouchers(vouchers, portsStock, clock)
 	uliDs := system.ULIDs{}
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
 	stockAudit := selectStockAudit(strategy, redisstoreAudit, sqlstoreStock)
