@@ -268,12 +268,15 @@ sentinel_server() {
 # persistence, on free ports in start_services's directory, waits until the sentinel
 # knows the replica, and exports SECKILL_TEST_SENTINEL_ADDRS (the sentinel's host:port),
 # SECKILL_TEST_SENTINEL_MASTER (the master's name), SECKILL_TEST_SENTINEL_MASTER_PID
-# (so a test can kill -9 the master) and SECKILL_TEST_SENTINEL_MASTER_START, a script
+# and SECKILL_TEST_SENTINEL_REPLICA_PID (so a test can kill -9 the master and stop the
+# replica) and SECKILL_TEST_SENTINEL_MASTER_START, a script
 # that starts the killed master again on its port as a replica of the sentinel's
-# current master. stop_services stops all three, whatever their roles by then.
+# current master. stop_services (or stop_sentinel) stops all three, whatever their
+# roles by then; calling start_sentinel again starts a fresh set.
 start_sentinel() {
 	[ -n "${SVC_DIR:-}" ] || { svc_log "start_sentinel: call start_services first"; return 1; }
 	local master replica sentinel ok
+	stop_sentinel
 	master=$(sentinel_server "$SVC_DIR/sentinel-master" --save '' --appendonly no) ||
 		{ svc_log "sentinel's master failed to start"; return 1; }
 	SVC_SENTINEL_PORTS=("$master")
@@ -312,10 +315,22 @@ exit 1
 SH
 	chmod +x "$SVC_DIR/sentinel-master-start"
 	export SECKILL_TEST_SENTINEL_ADDRS="127.0.0.1:$sentinel" SECKILL_TEST_SENTINEL_MASTER=seckill
-	export SECKILL_TEST_SENTINEL_MASTER_PID
+	export SECKILL_TEST_SENTINEL_MASTER_PID SECKILL_TEST_SENTINEL_REPLICA_PID
 	SECKILL_TEST_SENTINEL_MASTER_PID=$(cat "$SVC_DIR/sentinel-master/redis.pid")
+	SECKILL_TEST_SENTINEL_REPLICA_PID=$(cat "$SVC_DIR/sentinel-replica/redis.pid")
 	export SECKILL_TEST_SENTINEL_MASTER_START="$SVC_DIR/sentinel-master-start"
 	svc_log "redis master on 127.0.0.1:$master, replica on 127.0.0.1:$replica, sentinel on 127.0.0.1:$sentinel"
+}
+
+# stop_sentinel stops the servers start_sentinel started, whatever their roles by now.
+stop_sentinel() {
+	[ -n "${SVC_DIR:-}" ] || return 0
+	local port
+	for port in ${SVC_SENTINEL_PORTS[@]+"${SVC_SENTINEL_PORTS[@]}"}; do
+		redis-cli -p "$port" shutdown nosave >/dev/null 2>&1
+	done
+	SVC_SENTINEL_PORTS=()
+	rm -rf "$SVC_DIR"/sentinel*
 }
 
 stop_services() {
@@ -326,10 +341,7 @@ stop_services() {
 		redis-cli -p "$port" shutdown nosave >/dev/null 2>&1
 	done
 	SVC_CLUSTER_PORTS=()
-	for port in ${SVC_SENTINEL_PORTS[@]+"${SVC_SENTINEL_PORTS[@]}"}; do
-		redis-cli -p "$port" shutdown nosave >/dev/null 2>&1
-	done
-	SVC_SENTINEL_PORTS=()
+	stop_sentinel
 	if [ -n "${SVC_PG_DATA:-}" ] && [ -f "$SVC_PG_DATA/postmaster.pid" ]; then
 		run_as_pg "$SVC_PG_BIN/pg_ctl" -D "$SVC_PG_DATA" -m immediate -w stop >/dev/null 2>&1
 	fi

@@ -21,8 +21,8 @@ import (
 // sentinelSetup is what scripts/services.sh's start_sentinel made: a master, one
 // replica and one sentinel watching them.
 type sentinelSetup struct {
-	addrs, master string
-	masterPID     int
+	addrs, master         string
+	masterPID, replicaPID int
 	// restartMaster starts the killed master again, as a replica of the promoted one.
 	restartMaster string
 }
@@ -31,7 +31,8 @@ type sentinelSetup struct {
 // integration tests.
 func sentinels(t *testing.T) sentinelSetup {
 	t.Helper()
-	names := []string{"SECKILL_TEST_SENTINEL_ADDRS", "SECKILL_TEST_SENTINEL_MASTER", "SECKILL_TEST_SENTINEL_MASTER_PID", "SECKILL_TEST_SENTINEL_MASTER_START"}
+	names := []string{"SECKILL_TEST_SENTINEL_ADDRS", "SECKILL_TEST_SENTINEL_MASTER", "SECKILL_TEST_SENTINEL_MASTER_PID",
+		"SECKILL_TEST_SENTINEL_REPLICA_PID", "SECKILL_TEST_SENTINEL_MASTER_START"}
 	for _, name := range names {
 		if os.Getenv(name) != "" {
 			continue
@@ -41,25 +42,29 @@ func sentinels(t *testing.T) sentinelSetup {
 		}
 		t.Skipf("%s is not set; run scripts/test.sh to test a Sentinel failover", name)
 	}
-	pid, err := strconv.Atoi(os.Getenv("SECKILL_TEST_SENTINEL_MASTER_PID"))
-	if err != nil {
-		t.Fatalf("SECKILL_TEST_SENTINEL_MASTER_PID: %v", err)
+	var pids [2]int
+	for i, name := range []string{"SECKILL_TEST_SENTINEL_MASTER_PID", "SECKILL_TEST_SENTINEL_REPLICA_PID"} {
+		var err error
+		if pids[i], err = strconv.Atoi(os.Getenv(name)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
 	}
 	return sentinelSetup{addrs: os.Getenv("SECKILL_TEST_SENTINEL_ADDRS"), master: os.Getenv("SECKILL_TEST_SENTINEL_MASTER"),
-		masterPID: pid, restartMaster: os.Getenv("SECKILL_TEST_SENTINEL_MASTER_START")}
+		masterPID: pids[0], replicaPID: pids[1], restartMaster: os.Getenv("SECKILL_TEST_SENTINEL_MASTER_START")}
 }
 
 // TestSentinelFailoverLosesNoAcceptedGrab runs serve on the master a Redis Sentinel
-// watches, with SECKILL_REDIS_MIN_REPLICAS=1, and kills the master with SIGKILL right
-// after a burst of grabs selling two thirds of the units is answered, none of them
-// persisted yet (serve runs no worker until after the failover). The sentinel
-// promotes the replica and the service follows: every user told 202 is, asked again,
-// told already_purchased with the same order (the replica had the reservation), 503s
-// meanwhile retried as the contract says. Then the worker persists them from there;
-// once the old master is back as a replica, a second burst sells the units left with
-// 202s, every grab answered 503 retried until it is answered. Every 202 becomes
-// exactly one order, no user holds two, the stats add up and reconcile (through the
-// sentinel) finds nothing.
+// watches, with SECKILL_REDIS_MIN_REPLICAS=1 and no worker until after the failover
+// (so every reservation lives in Redis only). Burst A sells a third of the units,
+// confirmed by the replica; burst B another third while the replica is stopped: none
+// is answered 202, as no replica confirms it. Then the master is killed with SIGKILL
+// and the replica continues (with what of B its socket had received, or none). The
+// sentinel promotes it and the service follows: every user told 202 is, asked again, told
+// already_purchased with the same order, 503s meanwhile retried as the contract says.
+// The worker persists them from there; once the old master is back as a replica, B's
+// users, retried, and a last burst of newcomers buy the units left with 202s. Every
+// 202 becomes exactly one order, no user holds two, the stats add up and reconcile
+// (through the sentinel) finds nothing.
 func TestSentinelFailoverLosesNoAcceptedGrab(t *testing.T) {
 	s := sentinels(t)
 	ctx := context.Background()
@@ -148,12 +153,29 @@ func TestSentinelFailoverLosesNoAcceptedGrab(t *testing.T) {
 		}
 	}
 
-	// The burst, two thirds of the units; the master is killed as soon as it is answered.
-	unknown := fire(burstUsers(10_001, 2*stock/3, 20))
+	// Burst A, a third of the units, confirmed by the replica.
+	unknown := fire(burstUsers(10_001, stock/3, 20))
+	t.Logf("burst A answered %v", counts)
+	// Burst B, another third, while the replica is stopped (SIGSTOP): reserved on the
+	// master, no replica confirming them, so answered 503, the outcome unknown.
+	if err := syscall.Kill(s.replicaPID, syscall.SIGSTOP); err != nil {
+		t.Fatalf("stop the replica (pid %d): %v", s.replicaPID, err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(s.replicaPID, syscall.SIGCONT) })
+	clear(counts)
+	unknown = append(unknown, fire(burstUsers(20_001, stock/3, 0))...)
+	t.Logf("burst B answered %v", counts)
+	if counts["202 "] != 0 {
+		t.Errorf("%d grabs answered 202 while no replica could confirm them", counts["202 "])
+	}
+	// The master dies, then the replica goes on.
 	if err := syscall.Kill(s.masterPID, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill -9 the master (pid %d): %v", s.masterPID, err)
 	}
 	killedAt := time.Now()
+	if err := syscall.Kill(s.replicaPID, syscall.SIGCONT); err != nil {
+		t.Fatalf("continue the replica (pid %d): %v", s.replicaPID, err)
+	}
 	if atKill, err := fi.dbOrders(id); err != nil || len(atKill) != 0 {
 		t.Fatalf("orders persisted at the kill without a worker: %d, %v", len(atKill), err)
 	}
@@ -161,16 +183,16 @@ func TestSentinelFailoverLosesNoAcceptedGrab(t *testing.T) {
 	for u, order := range g.holder {
 		acked[u] = order
 	}
-	t.Logf("burst answered %v; %d grabs to retry, %d users hold a reservation", counts, len(unknown), len(acked))
+	t.Logf("at the kill: %d grabs to retry, %d users hold a reservation", len(unknown), len(acked))
 
-	took := eventually(t, 60*time.Second, "the sentinel promoting the replica", func() (bool, string) {
+	eventually(t, 60*time.Second, "the sentinel promoting the replica", func() (bool, string) {
 		now, err := sentinel.GetMasterAddrByName(ctx, s.master).Result()
 		if err != nil {
 			return false, err.Error()
 		}
 		return now[1] != oldMaster[1], fmt.Sprint(now)
 	})
-	t.Logf("the sentinel promoted the replica %v after the kill (%v of it waited for here)", time.Since(killedAt), took)
+	t.Logf("the sentinel promoted the replica %v after the kill", time.Since(killedAt))
 
 	// The service follows: every holder of a 202 (or of an order, told so by
 	// already_purchased) is told it holds that order, by the promoted replica. They
@@ -222,10 +244,10 @@ func TestSentinelFailoverLosesNoAcceptedGrab(t *testing.T) {
 	before := len(g.reserved)
 	// A second burst of newcomers: the units left sell with 202s, retried on a 503.
 	clear(counts)
-	retry(fire(burstUsers(20_001, stock, 0)))
-	t.Logf("after the failover: second burst answered %v; %d reservations in all", counts, len(g.reserved))
+	retry(fire(burstUsers(30_001, stock, 0)))
+	t.Logf("after the failover: the last burst answered %v; %d reservations in all", counts, len(g.reserved))
 	if counts["202 "] == 0 {
-		t.Errorf("no grab answered 202 after the failover (reserved %d before the second burst)", before)
+		t.Errorf("no grab answered 202 after the failover (reserved %d before the last burst)", before)
 	}
 	if got := len(g.reserved); got != stock {
 		t.Fatalf("reservations = %d, want the stock %d", got, stock)
