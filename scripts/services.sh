@@ -266,13 +266,13 @@ sentinel_server() {
 # start_sentinel starts a master, one replica of it and one Redis Sentinel watching
 # them as "seckill" (quorum 1, down after 1 s, failover timeout 3 s), without
 # persistence, on free ports in start_services's directory, waits until the sentinel
-# knows the replica, and exports SECKILL_TEST_SENTINEL_ADDRS (the sentinel's host:port),
-# SECKILL_TEST_SENTINEL_MASTER (the master's name), SECKILL_TEST_SENTINEL_MASTER_PID
-# and SECKILL_TEST_SENTINEL_REPLICA_PID (so a test can kill -9 the master and stop the
-# replica) and SECKILL_TEST_SENTINEL_MASTER_START, a script
-# that starts the killed master again on its port as a replica of the sentinel's
-# current master. stop_services (or stop_sentinel) stops all three, whatever their
-# roles by then; calling start_sentinel again starts a fresh set.
+# knows the replica in sync, and exports SECKILL_TEST_SENTINEL_ADDRS (the sentinel's
+# host:port), SECKILL_TEST_SENTINEL_MASTER (the master's name),
+# SECKILL_TEST_SENTINEL_MASTER_PID and SECKILL_TEST_SENTINEL_REPLICA_PID (so a test can
+# kill -9 the master and stop the replica), and SECKILL_TEST_SENTINEL_MASTER_START, a
+# script that starts the killed master again on its port as a replica of the
+# sentinel's current master. stop_services (or stop_sentinel) stops all three,
+# whatever their roles by then; calling start_sentinel again starts a fresh set.
 start_sentinel() {
 	[ -n "${SVC_DIR:-}" ] || { svc_log "start_sentinel: call start_services first"; return 1; }
 	local master replica sentinel ok

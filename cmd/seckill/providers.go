@@ -128,8 +128,8 @@ var commonSet = wire.NewSet(wire.FieldsOf(new(Config), "Common"))
 
 // openRedis connects to cfg.RedisURL — one server or, detected, a Redis Cluster (see
 // redisstore.NewClient) — or to the master that cfg.RedisSentinels name, following
-// failovers (redisstore.NewFailoverClient), or, when neither is set, starts an in-process Redis and
-// connects to that — with timeouts that follow each request's deadline and give
+// failovers (redisstore.NewFailoverClient), or, when neither is set, starts an
+// in-process Redis and connects to that — with timeouts that follow each request's deadline and give
 // up on a dead Redis within a second, and a circuit breaker that fails calls at once
 // while Redis is down and lets a probe through to close again when it is back. The
 // in-process Redis is reached in memory, with neither: it cannot be unreachable. The
