@@ -3,7 +3,8 @@
 # temporary directory. Source this file, then call start_services; it exports
 # SECKILL_TEST_REDIS_URL and SECKILL_TEST_DATABASE_URL and arranges stop_services on exit.
 # start_cluster, called after start_services, adds a three-master Redis Cluster and
-# exports SECKILL_TEST_REDIS_CLUSTER_URL; stop_services stops it too.
+# exports SECKILL_TEST_REDIS_CLUSTER_URL; stop_services stops it too. start_sentinel, also
+# after start_services, adds a master, a replica and a Redis Sentinel watching them.
 # It never touches a server someone else runs. When redis-server or PostgreSQL is
 # missing and we are root, it installs them with apt-get.
 
@@ -238,6 +239,100 @@ start_cluster() {
 	svc_log "redis cluster on ${addrs[*]}"
 }
 
+# sentinel_server starts one redis-server (or, with --sentinel among its arguments, a
+# sentinel) in directory $1 with the remaining arguments on a free port, trying another
+# port when the one picked was taken, and prints the port.
+sentinel_server() {
+	local dir=$1 port pid
+	shift
+	mkdir -p "$dir"
+	for _ in 1 2 3 4 5; do
+		port=$(free_port) || return 1
+		redis-server "$@" --port "$port" --bind 127.0.0.1 --dir "$dir" --daemonize yes \
+			--pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >/dev/null || continue
+		for _ in $(seq 1 50); do
+			pid=$(redis-cli -p "$port" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p')
+			if [ -n "$pid" ] && [ "$pid" = "$(cat "$dir/redis.pid" 2>/dev/null)" ]; then
+				echo "$port"
+				return 0
+			fi
+			sleep 0.1
+		done
+		svc_log "redis did not start on port $port in $dir: $(tail -n 2 "$dir/redis.log" 2>/dev/null)"
+	done
+	return 1
+}
+
+# start_sentinel starts a master, one replica of it and one Redis Sentinel watching
+# them as "seckill" (quorum 1, down after 1 s, failover timeout 3 s), without
+# persistence, on free ports in start_services's directory, waits until the sentinel
+# knows the replica in sync, and exports SECKILL_TEST_SENTINEL_ADDRS (the sentinel's
+# host:port), SECKILL_TEST_SENTINEL_MASTER (the master's name),
+# SECKILL_TEST_SENTINEL_MASTER_PID and SECKILL_TEST_SENTINEL_REPLICA_PID (so a test can
+# kill -9 the master and stop the replica), and SECKILL_TEST_SENTINEL_MASTER_START, a
+# script that starts the killed master again on its port as a replica of the
+# sentinel's current master. stop_services (or stop_sentinel) stops all three,
+# whatever their roles by then; calling start_sentinel again starts a fresh set.
+start_sentinel() {
+	[ -n "${SVC_DIR:-}" ] || { svc_log "start_sentinel: call start_services first"; return 1; }
+	local master replica sentinel ok
+	stop_sentinel
+	master=$(sentinel_server "$SVC_DIR/sentinel-master" --save '' --appendonly no) ||
+		{ svc_log "sentinel's master failed to start"; return 1; }
+	SVC_SENTINEL_PORTS=("$master")
+	replica=$(sentinel_server "$SVC_DIR/sentinel-replica" --save '' --appendonly no --replicaof 127.0.0.1 "$master") ||
+		{ svc_log "sentinel's replica failed to start"; return 1; }
+	SVC_SENTINEL_PORTS+=("$replica")
+	# The sentinel rewrites its configuration file: it lives in the directory.
+	cat >"$SVC_DIR/sentinel.conf" <<CONF
+sentinel monitor seckill 127.0.0.1 $master 1
+sentinel down-after-milliseconds seckill 1000
+sentinel failover-timeout seckill 3000
+sentinel parallel-syncs seckill 1
+CONF
+	sentinel=$(sentinel_server "$SVC_DIR/sentinel" "$SVC_DIR/sentinel.conf" --sentinel) ||
+		{ svc_log "redis sentinel failed to start"; return 1; }
+	SVC_SENTINEL_PORTS+=("$sentinel")
+	ok=
+	for _ in $(seq 1 200); do
+		if redis-cli -p "$sentinel" sentinel replicas seckill 2>/dev/null | grep -qx "127.0.0.1:$replica" &&
+			redis-cli -p "$replica" info replication 2>/dev/null | tr -d '\r' | grep -qx 'master_link_status:up'; then
+			ok=1
+			break
+		fi
+		sleep 0.1
+	done
+	[ -n "$ok" ] || { svc_log "the sentinel did not see the replica in sync within 20s"; return 1; }
+	cat >"$SVC_DIR/sentinel-master-start" <<SH
+#!/usr/bin/env bash
+set -e
+now=\$(redis-cli -p $sentinel sentinel get-master-addr-by-name seckill | tr -d '\r')
+redis-server --save '' --appendonly no --replicaof \$now --port $master --bind 127.0.0.1 \\
+	--dir "$SVC_DIR/sentinel-master" --daemonize yes --pidfile "$SVC_DIR/sentinel-master/redis.pid" \\
+	--logfile "$SVC_DIR/sentinel-master/redis.log" >/dev/null
+for _ in \$(seq 1 100); do redis-cli -p $master ping >/dev/null 2>&1 && exit 0; sleep 0.1; done
+exit 1
+SH
+	chmod +x "$SVC_DIR/sentinel-master-start"
+	export SECKILL_TEST_SENTINEL_ADDRS="127.0.0.1:$sentinel" SECKILL_TEST_SENTINEL_MASTER=seckill
+	export SECKILL_TEST_SENTINEL_MASTER_PID SECKILL_TEST_SENTINEL_REPLICA_PID
+	SECKILL_TEST_SENTINEL_MASTER_PID=$(cat "$SVC_DIR/sentinel-master/redis.pid")
+	SECKILL_TEST_SENTINEL_REPLICA_PID=$(cat "$SVC_DIR/sentinel-replica/redis.pid")
+	export SECKILL_TEST_SENTINEL_MASTER_START="$SVC_DIR/sentinel-master-start"
+	svc_log "redis master on 127.0.0.1:$master, replica on 127.0.0.1:$replica, sentinel on 127.0.0.1:$sentinel"
+}
+
+# stop_sentinel stops the servers start_sentinel started, whatever their roles by now.
+stop_sentinel() {
+	[ -n "${SVC_DIR:-}" ] || return 0
+	local port
+	for port in ${SVC_SENTINEL_PORTS[@]+"${SVC_SENTINEL_PORTS[@]}"}; do
+		redis-cli -p "$port" shutdown nosave >/dev/null 2>&1
+	done
+	SVC_SENTINEL_PORTS=()
+	rm -rf "$SVC_DIR"/sentinel*
+}
+
 stop_services() {
 	[ -n "${SVC_DIR:-}" ] || return 0
 	[ -n "${SVC_REDIS_PORT:-}" ] && redis-cli -p "$SVC_REDIS_PORT" shutdown nosave >/dev/null 2>&1
@@ -246,6 +341,7 @@ stop_services() {
 		redis-cli -p "$port" shutdown nosave >/dev/null 2>&1
 	done
 	SVC_CLUSTER_PORTS=()
+	stop_sentinel
 	if [ -n "${SVC_PG_DATA:-}" ] && [ -f "$SVC_PG_DATA/postmaster.pid" ]; then
 		run_as_pg "$SVC_PG_BIN/pg_ctl" -D "$SVC_PG_DATA" -m immediate -w stop >/dev/null 2>&1
 	fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every check and test of seckill against a throwaway Redis and PostgreSQL:
 #   bash scripts/test.sh            # gofmt, go vet, wire diff, go test -race ./...,
-#                                   # then the Redis tests again on a Redis Cluster
+#                                   # then the Redis tests again on a Redis Cluster,
+#                                   # and a Redis Sentinel failover
 #   bash scripts/test.sh -run Burst # extra arguments go to go test
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,10 +48,15 @@ if [ "$fuzztime" != 0 ]; then
 	done
 fi
 echo "== go test -race (end to end: cmd/seckill)"
-go test -race -count=1 "$@" ./cmd/seckill
+# The Sentinel failover test runs in its own pass below, with its servers.
+go test -race -count=1 -skip '^TestSentinelFailover' "$@" ./cmd/seckill
 # The Redis adapter's tests, the reference burst and the multi-instance test once more
 # on a three-master Redis Cluster: the service runs on one Redis server or a cluster.
 echo "== go test -race (on a Redis Cluster: the Redis adapter, the burst, three instances)"
 SECKILL_TEST_REDIS_URL=cluster go test -race -count=1 "$@" ./adapters/redisstore ./adapters/stocktest
 SECKILL_TEST_REDIS_URL=cluster go test -race -count=1 \
 	-run 'TestReferenceBurst|TestFulfilReferenceBurstEndToEnd|TestInstancesShareASaleThroughAKillNine' "$@" ./cmd/seckill
+# A failover: a master, its replica and a Redis Sentinel; the test kills the master.
+echo "== go test -race (Redis Sentinel: a failover under a sale)"
+start_sentinel
+go test -race -count=1 -run '^TestSentinelFailover' "$@" ./cmd/seckill

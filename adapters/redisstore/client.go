@@ -86,3 +86,58 @@ func withoutAddrParams(rawURL string) (string, error) {
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
+
+// NewFailoverClient returns a client of the master that the Redis Sentinels at
+// sentinels (host:port each) know as master: go-redis's failover client, which asks
+// the sentinels for the master's address, follows a failover to the promoted replica,
+// and is a *redis.Client, so a pipeline holds one connection to the master. rawURL,
+// when not empty, gives the username, password, database and TLS of the master (its
+// host is not used); tune adjusts the options as NewClient's, timeouts and pool
+// included. It connects to nothing yet. It returns the parse error of a malformed URL.
+func NewFailoverClient(rawURL, master string, sentinels []string, tune func(*redis.Options)) (*redis.Client, error) {
+	opts := &redis.Options{}
+	if rawURL != "" {
+		var err error
+		if opts, err = redis.ParseURL(rawURL); err != nil {
+			return nil, err
+		}
+	}
+	tune(opts)
+	return redis.NewFailoverClient(failoverOptions(opts, master, sentinels)), nil
+}
+
+// failoverOptions are o's settings for the failover client of master, found through
+// sentinels: every one a URL or a tune function sets.
+func failoverOptions(o *redis.Options, master string, sentinels []string) *redis.FailoverOptions {
+	return &redis.FailoverOptions{
+		MasterName:    master,
+		SentinelAddrs: sentinels,
+
+		ClientName: o.ClientName,
+		Protocol:   o.Protocol,
+		Username:   o.Username,
+		Password:   o.Password,
+		DB:         o.DB,
+		TLSConfig:  o.TLSConfig,
+
+		MaxRetries:      o.MaxRetries,
+		MinRetryBackoff: o.MinRetryBackoff,
+		MaxRetryBackoff: o.MaxRetryBackoff,
+
+		DialTimeout:           o.DialTimeout,
+		DialerRetries:         o.DialerRetries,
+		DialerRetryTimeout:    o.DialerRetryTimeout,
+		ReadTimeout:           o.ReadTimeout,
+		WriteTimeout:          o.WriteTimeout,
+		ContextTimeoutEnabled: o.ContextTimeoutEnabled,
+
+		PoolFIFO:        o.PoolFIFO,
+		PoolSize:        o.PoolSize,
+		PoolTimeout:     o.PoolTimeout,
+		MinIdleConns:    o.MinIdleConns,
+		MaxIdleConns:    o.MaxIdleConns,
+		MaxActiveConns:  o.MaxActiveConns,
+		ConnMaxIdleTime: o.ConnMaxIdleTime,
+		ConnMaxLifetime: o.ConnMaxLifetime,
+	}
+}

@@ -59,3 +59,54 @@ func TestNewClientRefusesABadURL(t *testing.T) {
 		}
 	}
 }
+
+// The failover client carries the URL's credentials and database and every setting
+// the tune function made, as the single server's client does; the address is the
+// sentinels' business.
+func TestNewFailoverClientKeepsTheTuning(t *testing.T) {
+	tune := func(o *redis.Options) {
+		redisstore.TuneClientOptions(o)
+		o.PoolSize, o.MaxIdleConns = 64, 16
+	}
+	c, err := redisstore.NewFailoverClient("redis://user:secret@ignored:1/3", "seckill", []string{"127.0.0.1:1"}, tune)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Compared with a single server's client, both after go-redis's defaults.
+	wantOpts := &redis.Options{}
+	tune(wantOpts)
+	single := redis.NewClient(wantOpts)
+	defer single.Close()
+	want, got := single.Options(), c.Options()
+	if got.Username != "user" || got.Password != "secret" || got.DB != 3 {
+		t.Errorf("credentials and db: got %q %q %d, want user secret 3", got.Username, got.Password, got.DB)
+	}
+	type setting struct {
+		name      string
+		got, want any
+	}
+	for _, s := range []setting{
+		{"ContextTimeoutEnabled", got.ContextTimeoutEnabled, want.ContextTimeoutEnabled},
+		{"DialTimeout", got.DialTimeout, want.DialTimeout},
+		{"DialerRetries", got.DialerRetries, want.DialerRetries},
+		{"ReadTimeout", got.ReadTimeout, want.ReadTimeout},
+		{"WriteTimeout", got.WriteTimeout, want.WriteTimeout},
+		{"MaxRetries", got.MaxRetries, want.MaxRetries},
+		{"MinRetryBackoff", got.MinRetryBackoff, want.MinRetryBackoff},
+		{"MaxRetryBackoff", got.MaxRetryBackoff, want.MaxRetryBackoff},
+		{"PoolTimeout", got.PoolTimeout, want.PoolTimeout},
+		{"PoolSize", got.PoolSize, want.PoolSize},
+		{"MaxIdleConns", got.MaxIdleConns, want.MaxIdleConns},
+	} {
+		if s.got != s.want {
+			t.Errorf("%s: got %v, want %v", s.name, s.got, s.want)
+		}
+	}
+}
+
+func TestNewFailoverClientRefusesABadURL(t *testing.T) {
+	if _, err := redisstore.NewFailoverClient("http://127.0.0.1:1", "seckill", []string{"127.0.0.1:1"}, func(*redis.Options) {}); err == nil {
+		t.Fatal("a URL that is not redis:// was accepted")
+	}
+}

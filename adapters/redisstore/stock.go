@@ -28,8 +28,11 @@ const DefaultPrefix = "seckill"
 // DefaultGrace is how long a voucher's keys outlive its sale when Options.Grace is zero.
 const DefaultGrace = 24 * time.Hour
 
-// DefaultReplicaTimeout bounds the WAIT for replicas of Options.MinReplicas.
-const DefaultReplicaTimeout = time.Second
+// DefaultReplicaTimeout bounds the WAIT for replicas of Options.MinReplicas. It is
+// shorter than a tuned client's read timeout (TunedTimeout), so a WAIT that times out
+// (no replica in sync, as right after a failover) answers its count, with the
+// script's reply before it, instead of failing the whole call as a read timeout.
+const DefaultReplicaTimeout = 500 * time.Millisecond
 
 // DefaultGroup names the consumer group of every voucher's stream when none is given.
 // All fulfilment workers share the group; each process reads as its own consumer.

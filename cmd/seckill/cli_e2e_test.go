@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -99,5 +101,35 @@ func TestServeTracesToStdout(t *testing.T) {
 		if !strings.Contains(logs, want) {
 			t.Errorf("the spans written lack %s", want)
 		}
+	}
+}
+
+// A bad sentinel setting stops every command that reaches Redis with exit status 2 and
+// one line naming it; unreachable sentinels stop serve with seckill's one line.
+func TestSentinelSettingsAreOneLine(t *testing.T) {
+	base := append(os.Environ(), "SECKILL_REDIS_URL=", "SECKILL_DATABASE_URL=sqlite:"+t.TempDir()+"/s.db",
+		"SECKILL_HTTP_ADDR=127.0.0.1:0")
+	for _, args := range [][]string{{"serve"}, {"reconcile"}, {"demo"}} {
+		out, err := runCmd(seckillBinary(t), append(base, "SECKILL_REDIS_SENTINELS=127.0.0.1", "SECKILL_REDIS_MASTER_NAME=seckill"), args...)
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+			t.Fatalf("%v with a sentinel address without a port: %v, want exit status 2\n%s", args, err, out)
+		}
+		if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 1 || !strings.Contains(lines[0], "SECKILL_REDIS_SENTINELS") {
+			t.Fatalf("%v: want one line naming SECKILL_REDIS_SENTINELS, got %q", args, out)
+		}
+	}
+	out, err := runCmd(seckillBinary(t), append(base, "SECKILL_REDIS_SENTINELS=127.0.0.1:1", "SECKILL_REDIS_MASTER_NAME=seckill"), "serve")
+	if err == nil {
+		t.Fatalf("serve with unreachable sentinels succeeded: %s", out)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.HasPrefix(l, "{") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], `connect to redis master "seckill" of the sentinels 127.0.0.1:1`) {
+		t.Fatalf("want one line about the sentinels, got %q", out)
 	}
 }

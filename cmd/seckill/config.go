@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +32,9 @@ type Common struct {
 	LogLevel       string        `name:"log-level" env:"SECKILL_LOG_LEVEL" default:"info" help:"debug, info, warn or error."`
 	LogFormat      string        `name:"log-format" env:"SECKILL_LOG_FORMAT" default:"json" help:"json or console."`
 	OtelExporter   string        `name:"otel-exporter" env:"SECKILL_OTEL_EXPORTER" default:"none" enum:"none,stdout,otlp" help:"Where OpenTelemetry traces go: none, stdout (JSON on stderr) or otlp (OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT)."`
+
+	RedisSentinels  string `name:"redis-sentinels" env:"SECKILL_REDIS_SENTINELS" help:"Redis Sentinels to ask for the master, host:port[,host:port...]; with SECKILL_REDIS_MASTER_NAME, Redis is that master, followed through failovers (SECKILL_REDIS_URL then gives only the password and database)."`
+	RedisMasterName string `name:"redis-master-name" env:"SECKILL_REDIS_MASTER_NAME" help:"Name of the master the Redis Sentinels watch (with SECKILL_REDIS_SENTINELS)."`
 }
 
 // Config is every setting of `seckill serve`, read once from flags and SECKILL_*
@@ -96,6 +100,9 @@ func (c *Common) validate() error {
 		return err
 	}
 	if err := checkRedisURL(c.RedisURL); err != nil {
+		return err
+	}
+	if err := c.checkSentinels(); err != nil {
 		return err
 	}
 	if err := checkDatabaseURL(c.DatabaseURL); err != nil {
@@ -274,11 +281,59 @@ func checkRedisURL(s string) error {
 	return nil
 }
 
+// checkSentinels accepts both the sentinels' addresses and the master's name, or
+// neither; with them, SECKILL_REDIS_URL may only name one server (not cluster seeds).
+func (c *Common) checkSentinels() error {
+	if (c.RedisSentinels == "") != (c.RedisMasterName == "") {
+		return fmt.Errorf("SECKILL_REDIS_SENTINELS (--redis-sentinels) and SECKILL_REDIS_MASTER_NAME (--redis-master-name): set both or neither")
+	}
+	if c.RedisSentinels == "" {
+		return nil
+	}
+	if strings.TrimSpace(c.RedisMasterName) != c.RedisMasterName {
+		return fmt.Errorf("SECKILL_REDIS_MASTER_NAME (--redis-master-name): %q has surrounding spaces", c.RedisMasterName)
+	}
+	for _, addr := range strings.Split(c.RedisSentinels, ",") {
+		addr = strings.TrimSpace(addr)
+		host, port, err := net.SplitHostPort(addr)
+		if err == nil && host == "" {
+			err = fmt.Errorf("no host")
+		}
+		if n, perr := strconv.Atoi(port); err == nil && (perr != nil || n < 1 || n > 65535) {
+			err = fmt.Errorf("port %q is not between 1 and 65535", port)
+		}
+		if err != nil {
+			return fmt.Errorf("SECKILL_REDIS_SENTINELS (--redis-sentinels): %q is not host:port: %v", addr, err)
+		}
+	}
+	if c.RedisURL != "" {
+		if _, err := redis.ParseURL(c.RedisURL); err != nil {
+			return fmt.Errorf("SECKILL_REDIS_URL (--redis-url): with SECKILL_REDIS_SENTINELS it gives the master's password and database only: %v", err)
+		}
+	}
+	return nil
+}
+
+// sentinels returns the addresses of SECKILL_REDIS_SENTINELS (validated).
+func (c *Common) sentinels() []string {
+	var out []string
+	for _, addr := range strings.Split(c.RedisSentinels, ",") {
+		out = append(out, strings.TrimSpace(addr))
+	}
+	return out
+}
+
+// embeddedRedis reports whether the settings name no Redis, so serve and demo run
+// the in-process one.
+func (c *Common) embeddedRedis() bool {
+	return c.RedisURL == "" && c.RedisSentinels == ""
+}
+
 // trial reports whether the settings make a service for trying and testing: one with
 // the in-process Redis or a SQLite database (the zero-setup defaults of both).
 func (c *Common) trial() bool {
 	_, isSQLite := c.sqliteFile()
-	return c.RedisURL == "" || isSQLite
+	return c.embeddedRedis() || isSQLite
 }
 
 // sqliteFile returns the SQLite file the database setting names, by default or

@@ -140,3 +140,43 @@ func TestConfigRedisURL(t *testing.T) {
 		}
 	}
 }
+
+// SECKILL_REDIS_SENTINELS and SECKILL_REDIS_MASTER_NAME come together, each sentinel
+// is host:port, and a URL beside them names one server; a bad value is one line naming it.
+func TestConfigRedisSentinels(t *testing.T) {
+	for _, tc := range []struct {
+		sentinels, master, url string
+		wantErr                string
+	}{
+		{"127.0.0.1:26379", "seckill", "", ""},
+		{"127.0.0.1:26379, sentinel-2.example:26379,[::1]:26379", "seckill", "redis://:pw@ignored:6379/2", ""},
+		{"127.0.0.1:26379", "", "", "SECKILL_REDIS_SENTINELS (--redis-sentinels) and SECKILL_REDIS_MASTER_NAME"},
+		{"", "seckill", "", "SECKILL_REDIS_SENTINELS (--redis-sentinels) and SECKILL_REDIS_MASTER_NAME"},
+		{"127.0.0.1", "seckill", "", `SECKILL_REDIS_SENTINELS (--redis-sentinels): "127.0.0.1" is not host:port`},
+		{"127.0.0.1:26379,", "seckill", "", `SECKILL_REDIS_SENTINELS (--redis-sentinels): "" is not host:port`},
+		{":26379", "seckill", "", `SECKILL_REDIS_SENTINELS (--redis-sentinels): ":26379" is not host:port`},
+		{"127.0.0.1:0", "seckill", "", `SECKILL_REDIS_SENTINELS (--redis-sentinels): "127.0.0.1:0" is not host:port`},
+		{"127.0.0.1:http", "seckill", "", `SECKILL_REDIS_SENTINELS (--redis-sentinels): "127.0.0.1:http" is not host:port`},
+		{"127.0.0.1:26379", " seckill", "", "SECKILL_REDIS_MASTER_NAME (--redis-master-name)"},
+		{"127.0.0.1:26379", "seckill", "redis://a:7000?addr=b:7001", "SECKILL_REDIS_URL (--redis-url): with SECKILL_REDIS_SENTINELS"},
+	} {
+		cfg := serveDefaults(t)
+		cfg.RedisSentinels, cfg.RedisMasterName, cfg.RedisURL, cfg.JWTSecret = tc.sentinels, tc.master, tc.url, "0123456789abcdef"
+		err := cfg.Validate()
+		if tc.wantErr == "" {
+			if err != nil {
+				t.Errorf("%+v: Validate() = %v, want nil", tc, err)
+			}
+			continue
+		}
+		if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%+v: Validate() = %v, want one line starting %q", tc, err, tc.wantErr)
+		}
+	}
+	// With sentinels and no URL, the service is not the zero-setup one.
+	cfg := serveDefaults(t)
+	cfg.RedisSentinels, cfg.RedisMasterName = "127.0.0.1:26379", "seckill"
+	if cfg.embeddedRedis() {
+		t.Error("sentinels set, yet the in-process Redis would run")
+	}
+}

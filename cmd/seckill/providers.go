@@ -127,8 +127,9 @@ var httpSet = wire.NewSet(
 var commonSet = wire.NewSet(wire.FieldsOf(new(Config), "Common"))
 
 // openRedis connects to cfg.RedisURL — one server or, detected, a Redis Cluster (see
-// redisstore.NewClient) — or, when it is unset, starts an in-process Redis and
-// connects to that — with timeouts that follow each request's deadline and give
+// redisstore.NewClient) — or to the master that cfg.RedisSentinels name, following
+// failovers (redisstore.NewFailoverClient), or, when neither is set, starts an
+// in-process Redis and connects to that — with timeouts that follow each request's deadline and give
 // up on a dead Redis within a second, and a circuit breaker that fails calls at once
 // while Redis is down and lets a probe through to close again when it is back. The
 // in-process Redis is reached in memory, with neither: it cannot be unreachable. The
@@ -136,7 +137,7 @@ var commonSet = wire.NewSet(wire.FieldsOf(new(Config), "Common"))
 func openRedis(ctx context.Context, cfg Common, log *zap.Logger, m *metrics) (redis.UniversalClient, func(), error) {
 	url, stop := cfg.RedisURL, func() {}
 	var embedded *redisstore.Embedded
-	if url == "" {
+	if cfg.embeddedRedis() {
 		e, err := redisstore.StartEmbedded()
 		if err != nil {
 			return nil, nil, fmt.Errorf("start the in-process redis: %w", err)
@@ -160,10 +161,20 @@ func openRedis(ctx context.Context, cfg Common, log *zap.Logger, m *metrics) (re
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	client, err := redisstore.NewClient(pingCtx, url, tune)
+	var client redis.UniversalClient
+	var err error
+	where := redactURL(url)
+	if cfg.RedisSentinels != "" {
+		// The master the sentinels name, followed through failovers; the URL, if
+		// any, gives its password and database.
+		where = fmt.Sprintf("master %q of the sentinels %s", cfg.RedisMasterName, cfg.RedisSentinels)
+		client, err = redisstore.NewFailoverClient(cfg.RedisURL, cfg.RedisMasterName, cfg.sentinels(), tune)
+	} else {
+		client, err = redisstore.NewClient(pingCtx, url, tune)
+	}
 	if err != nil {
 		stop()
-		return nil, nil, fmt.Errorf("connect to redis %s: %w", redactURL(url), err)
+		return nil, nil, fmt.Errorf("connect to redis %s: %w", where, err)
 	}
 	if embedded == nil {
 		client.AddHook(redisstore.NewBreakerHook("redis", breaker.Settings{OnStateChange: m.breaker(logBreaker(log))}))
@@ -176,7 +187,7 @@ func openRedis(ctx context.Context, cfg Common, log *zap.Logger, m *metrics) (re
 	if err := client.Ping(pingCtx).Err(); err != nil {
 		_ = client.Close()
 		stop()
-		return nil, nil, fmt.Errorf("connect to redis %s: %w", redactURL(url), err)
+		return nil, nil, fmt.Errorf("connect to redis %s: %w", where, err)
 	}
 	return client, func() { _ = client.Close(); stop() }, nil
 }
@@ -186,7 +197,7 @@ func openRedis(ctx context.Context, cfg Common, log *zap.Logger, m *metrics) (re
 // confirm each grab (SECKILL_REDIS_MIN_REPLICAS). The in-process Redis says so itself
 // when it starts. A Redis that does not say is not judged.
 func warnIfLossy(ctx context.Context, client redis.UniversalClient, cfg Config, log *zap.Logger) {
-	if cfg.RedisURL == "" || cfg.RedisMinReplicas > 0 {
+	if cfg.embeddedRedis() || cfg.RedisMinReplicas > 0 {
 		return
 	}
 	info, err := client.Info(ctx, "persistence").Result()

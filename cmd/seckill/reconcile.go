@@ -31,9 +31,9 @@ func (c *reconcileCmd) Validate() error {
 			return fmt.Errorf("--voucher: %q is not a positive integer", c.Voucher)
 		}
 	}
-	if c.RedisURL == "" {
+	if c.embeddedRedis() {
 		// The in-process Redis lives inside serve; there is nothing to reconcile with.
-		return errors.New("SECKILL_REDIS_URL (--redis-url): is required by reconcile")
+		return errors.New("SECKILL_REDIS_URL (--redis-url) or SECKILL_REDIS_SENTINELS (--redis-sentinels): is required by reconcile")
 	}
 	return c.Common.validate()
 }

@@ -77,7 +77,7 @@ func (c *serveCmd) Run(ctx context.Context) error {
 // made-up JWT secret, the in-process Redis and a SQLite file, where used.
 func (c *Config) trialParts() string {
 	parts := "a made-up JWT secret"
-	if c.RedisURL == "" {
+	if c.embeddedRedis() {
 		parts += ", an in-process Redis"
 	}
 	if path, isSQLite := c.sqliteFile(); isSQLite {
@@ -180,7 +180,7 @@ func serve(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Config, 
 		return nil
 	})
 	err := g.Wait()
-	if cfg.RedisURL == "" && cfg.runsWorker() {
+	if cfg.embeddedRedis() && cfg.runsWorker() {
 		// The in-process Redis dies with the process: persist every reservation it
 		// still holds before leaving (the API stopped taking grabs already).
 		drainCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
