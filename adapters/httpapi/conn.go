@@ -47,6 +47,9 @@ type jsonErrorConn struct {
 	net.Conn
 }
 
+// plainClose is what follows the status line of net/http's own error answers.
+var plainClose = []byte("Content-Type: text/plain; charset=utf-8\r\nConnection: close\r\n")
+
 // serverError matches net/http's own error answers; the groups are the status code
 // and the text after the headers.
 var serverError = regexp.MustCompile(`\AHTTP/1\.[01] ([0-9]{3}) [^\r\n]*\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n((?s).*)\z`)
@@ -54,7 +57,10 @@ var serverError = regexp.MustCompile(`\AHTTP/1\.[01] ([0-9]{3}) [^\r\n]*\r\nCont
 // Write passes p through unless it is one of net/http's own error answers, which it
 // rewrites with a JSON body. It reports p's length either way, as its caller wrote p.
 func (c jsonErrorConn) Write(p []byte) (int, error) {
-	if !bytes.HasPrefix(p, []byte("HTTP/1.")) {
+	// Every answer passes here, so the common case is told apart cheaply first: only
+	// net/http's own answers put that Content-Type right after the status line.
+	line := bytes.Index(p, []byte("\r\n"))
+	if !bytes.HasPrefix(p, []byte("HTTP/1.")) || line < 0 || !bytes.HasPrefix(p[line+2:], plainClose) {
 		return c.Conn.Write(p)
 	}
 	m := serverError.FindSubmatch(p)
