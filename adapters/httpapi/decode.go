@@ -113,6 +113,9 @@ func strictQuery(next echo.HandlerFunc) echo.HandlerFunc {
 // checkQuery returns a *domain.ValidationError when raw is not a well-formed query
 // string with each parameter at most once.
 func checkQuery(raw string) error {
+	if raw == "" {
+		return nil // most requests, the grab among them: nothing to parse
+	}
 	values, err := url.ParseQuery(raw)
 	if err != nil {
 		return domain.Invalid("query", "malformed query string")
