@@ -1,7 +1,9 @@
 package application
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -122,6 +124,56 @@ func (uc *Reconcile) Handle(ctx context.Context, cmd ReconcileCmd) ([]VoucherRec
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// Heal repairs every voucher whose sale has not ended after Redis may have lost or
+// gone back on some of its state (it restarted from an older snapshot, or a replica
+// that was behind took over). Each one's grabs answer unavailable while the database
+// is made its truth again, whatever the age of what changed (no grace here): every
+// live order's reservation is recorded, every closed order's units released, and the
+// remaining units recounted — so no holder of an order can grab again and no phantom
+// unit is sold; then it takes grabs again. A voucher whose sale state is gone is left
+// to its first grab (GrabVoucher rebuilds it). It returns the first error; a voucher
+// it could not heal keeps answering unavailable until a later Heal succeeds.
+func (uc *Reconcile) Heal(ctx context.Context) error {
+	active, err := uc.vouchers.Active(ctx, uc.clock.Now())
+	if err != nil {
+		return fmt.Errorf("active vouchers: %w", err)
+	}
+	var first error
+	for _, v := range active {
+		first = cmp.Or(first, uc.heal(ctx, v.ID))
+	}
+	return first
+}
+
+func (uc *Reconcile) heal(ctx context.Context, id domain.VoucherID) error {
+	if err := uc.audit.Restoring(ctx, id); err != nil {
+		return fmt.Errorf("voucher %s: %w", id, err)
+	}
+	ledger, err := uc.ledger.Ledger(ctx, id)
+	if err != nil {
+		return fmt.Errorf("voucher %s: %w", id, err)
+	}
+	if err := restoreLive(ctx, uc.audit, ledger); err != nil {
+		return err
+	}
+	for _, o := range ledger.Orders {
+		if o.Status.HoldsStock() {
+			continue
+		}
+		// Released only if the user's reservation still names it: once, however often.
+		if _, err := uc.compensate.Handle(ctx, o); err != nil {
+			return err
+		}
+	}
+	if _, err := uc.audit.Recount(ctx, id); err != nil && !errors.Is(err, domain.ErrNotFound) {
+		return fmt.Errorf("voucher %s: %w", id, err)
+	}
+	if err := uc.audit.Restored(ctx, id); err != nil {
+		return fmt.Errorf("voucher %s: %w", id, err)
+	}
+	return nil
 }
 
 func (uc *Reconcile) one(ctx context.Context, id domain.VoucherID, repair bool) (VoucherReconciliation, error) {

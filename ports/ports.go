@@ -282,6 +282,10 @@ type StockAudit interface {
 	// Recount sets a voucher's remaining units to stock minus the units its
 	// reservations hold, atomically, and returns the new value.
 	Recount(ctx context.Context, id domain.VoucherID) (int, error)
+	// Restoring marks a voucher's sale state as being restored: grabs answer an error
+	// wrapping domain.ErrUnavailable until Restored. A voucher without sale state is
+	// left as it is.
+	Restoring(ctx context.Context, id domain.VoucherID) error
 	// Restored marks a voucher's sale state whole once the live orders' reservations
 	// are restored, so grabs are taken again (see Stock.Warm). A voucher without sale
 	// state, or one already whole, is left as it is.

@@ -219,6 +219,14 @@ func (s *Stock) Requeue(_ context.Context, r domain.Reservation) error {
 	return nil
 }
 
+// Restoring does nothing: the fake has no partly restored state.
+func (s *Stock) Restoring(context.Context, domain.VoucherID) error {
+	if s.Err != nil {
+		return s.Err
+	}
+	return nil
+}
+
 // Restored does nothing: the fake's Warm loads a voucher whole at once.
 func (s *Stock) Restored(context.Context, domain.VoucherID) error {
 	if s.Err != nil {

@@ -321,6 +321,22 @@ func (a *Audit) Recount(ctx context.Context, id domain.VoucherID) (int, error) {
 	return left, nil
 }
 
+// restoringScript marks a sale state "restoring"; its contract is at its top.
+//
+//go:embed restoring.lua
+var restoringSrc string
+var restoringScript = redis.NewScript(restoringSrc)
+
+// Restoring marks voucher id's sale state as being restored, so grabs answer an error
+// wrapping domain.ErrUnavailable until Restored; a voucher without sale state is left
+// as it is (a grab rebuilds it).
+func (a *Audit) Restoring(ctx context.Context, id domain.VoucherID) error {
+	if err := restoringScript.Run(ctx, a.client, []string{a.keys.Meta(id)}).Err(); err != nil {
+		return fmt.Errorf("mark sale state restoring: %w", err)
+	}
+	return nil
+}
+
 // Restored marks voucher id's sale state whole (it clears the "restoring" flag Warm
 // sets when live orders hold units), so grabs are taken again. It is one HDEL: a
 // voucher without sale state, or one already whole, is left as it is.

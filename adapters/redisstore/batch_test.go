@@ -314,7 +314,7 @@ func TestMinReplicas(t *testing.T) {
 	addr, _, _ := privateRedis(t)
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { _ = client.Close() })
-	s := redisstore.NewStock(client, redisstore.Options{Prefix: "t" + testenv.Unique(), MinReplicas: 1, ReplicaTimeout: 200 * time.Millisecond})
+	s := redisstore.NewStock(client, redisstore.Options{Prefix: "t" + testenv.Unique(), MinReplicas: 1, ReplicaTimeout: time.Second})
 	v := voucher(1, 10, 1)
 	_, err := s.Warm(t.Context(), v)
 	check(t, err)
@@ -327,8 +327,12 @@ func TestMinReplicas(t *testing.T) {
 	}
 
 	replica := startReplica(t, addr)
-	eventually(t, 20*time.Second, "the replica in sync", func() bool {
-		return strings.Contains(replica.Info(t.Context(), "replication").Val(), "master_link_status:up")
+	eventually(t, 20*time.Second, "the replica in sync and acknowledging", func() bool {
+		if !strings.Contains(replica.Info(t.Context(), "replication").Val(), "master_link_status:up") {
+			return false
+		}
+		n, err := client.Do(t.Context(), "WAIT", 1, 100).Int()
+		return err == nil && n >= 1
 	})
 	if err := s.Reserve(t.Context(), grab(v.ID, 2, 1)); err != nil {
 		t.Fatalf("grab with a replica: %v, want reserved", err)

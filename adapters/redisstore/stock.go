@@ -134,6 +134,10 @@ type Options struct {
 	// wrapping domain.ErrUnavailable: they stand on the master, and a retry is answered
 	// with the order.
 	MinReplicas int
+	// Restarts, when set, gates the grabs: while it reports the server changed and not
+	// yet healed, Reserve answers an error wrapping domain.ErrUnavailable without
+	// calling Redis.
+	Restarts *Restarts
 	// ReplicaTimeout bounds the WAIT; DefaultReplicaTimeout when 0.
 	ReplicaTimeout time.Duration
 	// MaxWait bounds how long a grab waits for its turn behind the call in flight
@@ -154,6 +158,8 @@ type Stock struct {
 	maxBacklog          int
 	// batches coalesces concurrent grabs of a voucher; nil when Options.MaxBatch is 1.
 	batches *coalescer
+	// restarts: Options.Restarts.
+	restarts *Restarts
 	// minReplicas and replicaTimeout: Options.MinReplicas and ReplicaTimeout.
 	minReplicas    int
 	replicaTimeout time.Duration
@@ -185,7 +191,7 @@ func NewStock(client redis.UniversalClient, opts Options) *Stock {
 		s.interval = max(1, int64(1000/opts.UserRate))
 		s.tolerance = s.interval * int64(max(opts.UserBurst, 1)-1)
 	}
-	s.minReplicas, s.replicaTimeout = opts.MinReplicas, opts.ReplicaTimeout
+	s.minReplicas, s.replicaTimeout, s.restarts = opts.MinReplicas, opts.ReplicaTimeout, opts.Restarts
 	if s.replicaTimeout <= 0 {
 		s.replicaTimeout = DefaultReplicaTimeout
 	}
@@ -316,6 +322,9 @@ func (s *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
 	// A negative quantity would put units back on sale; refuse it before Redis does.
 	if r.Quantity < 1 {
 		return domain.Invalid("quantity", "must be at least 1")
+	}
+	if s.restarts != nil && s.restarts.Healing() {
+		return fmt.Errorf("reserve stock: %w: redis restarted or failed over; its sale state is being healed", domain.ErrUnavailable)
 	}
 	if s.batches == nil {
 		reply, err := s.reserveBatch(ctx, []domain.Reservation{r}, []string{traceParent(ctx)})

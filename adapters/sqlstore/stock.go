@@ -260,6 +260,9 @@ func (s *Stock) Requeue(context.Context, domain.Reservation) error {
 	return nil
 }
 
+// Restoring does nothing: this strategy's sale state is the database itself.
+func (s *Stock) Restoring(context.Context, domain.VoucherID) error { return nil }
+
 // Restored does nothing: this strategy's sale state is the database itself, never
 // loaded, so never partly restored.
 func (s *Stock) Restored(context.Context, domain.VoucherID) error { return nil }

@@ -32,6 +32,7 @@ import (
 // app is everything serve runs.
 type app struct {
 	Redis       redis.UniversalClient
+	Restarts    *redisstore.Restarts
 	Idempotency ports.Idempotency
 	HTTP        *echo.Echo
 	Warm        *application.WarmVouchers
@@ -51,6 +52,7 @@ type app struct {
 // redisSet provides the Redis client and the adapters built on it. The stock port and
 // its audit come from strategySet, which picks them by SECKILL_STOCK_STRATEGY.
 var redisSet = wire.NewSet(
+	redisstore.NewRestarts,
 	openRedis,
 	grabStockOptions,
 	redisstore.NewStock,
@@ -134,7 +136,7 @@ var commonSet = wire.NewSet(wire.FieldsOf(new(Config), "Common"))
 // while Redis is down and lets a probe through to close again when it is back. The
 // in-process Redis is reached in memory, with neither: it cannot be unreachable. The
 // connection is checked at start-up so a wrong URL stops the command with one line.
-func openRedis(ctx context.Context, cfg Common, log *zap.Logger, m *metrics) (redis.UniversalClient, func(), error) {
+func openRedis(ctx context.Context, cfg Common, log *zap.Logger, m *metrics, restarts *redisstore.Restarts) (redis.UniversalClient, func(), error) {
 	url, stop := cfg.RedisURL, func() {}
 	var embedded *redisstore.Embedded
 	if cfg.embeddedRedis() {
@@ -154,10 +156,14 @@ func openRedis(ctx context.Context, cfg Common, log *zap.Logger, m *metrics) (re
 		if embedded != nil {
 			// In memory: no dial to time out, and no wait but the request's own
 			// deadline (the in-process server runs one command at a time, so a burst
-			// queues).
+			// queues). It cannot restart under us.
 			opts.Dialer = embedded.Dial
 			opts.ReadTimeout, opts.WriteTimeout = -1, -1
+			return
 		}
+		// Every new connection reads the server's run_id, so a restart or a failover
+		// is known before the first grab after it (redisstore.Restarts).
+		opts.OnConnect = restarts.Observe
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
@@ -262,13 +268,14 @@ func stockOptions(cfg Common) redisstore.Options {
 }
 
 // grabStockOptions add the grab path's limits for serve.
-func grabStockOptions(cfg Config) redisstore.Options {
+func grabStockOptions(cfg Config, restarts *redisstore.Restarts) redisstore.Options {
 	o := stockOptions(cfg.Common)
 	o.UserRate, o.UserBurst, o.MaxBacklog = cfg.UserRate, cfg.UserBurst, cfg.MaxBacklog
 	// A grab's request has no deadline of its own on the hot path: the stock ends its
 	// wait for a turn at the request timeout instead.
 	o.MaxWait = cfg.RequestTimeout
 	o.MinReplicas = cfg.RedisMinReplicas
+	o.Restarts = restarts
 	return o
 }
 

@@ -170,6 +170,7 @@ func serve(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Config, 
 		})
 	}
 	g.Go(func() error { every(gctx, cfg.WarmInterval, func() { warm(gctx, a, log) }); return nil })
+	g.Go(func() error { healAfterRestarts(gctx, a, log); return nil })
 	// Idempotency keys are kept a day; older ones are forgotten hourly.
 	g.Go(func() error {
 		every(gctx, time.Hour, func() {
@@ -222,6 +223,36 @@ func runHTTP(ctx context.Context, srv *http.Server, ln net.Listener, timeout tim
 		return fmt.Errorf("http server: %w", err)
 	}
 	return nil
+}
+
+// healAfterRestarts heals every live voucher's sale state from the database
+// (Reconcile.Heal) each time the Redis client sees that the server restarted — perhaps
+// from an older snapshot — or failed over to a replica that may have been behind
+// (redisstore.Restarts: a new run_id on a new connection). The grab path answers 503
+// from the first command after the change until the heal succeeds; a failed heal is
+// retried every second.
+func healAfterRestarts(ctx context.Context, a *app, log *zap.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.Restarts.Changed():
+		}
+		log.Warn("redis restarted or failed over (its run_id changed): grabs wait while the live vouchers are healed from the database")
+		for a.Restarts.Healing() && ctx.Err() == nil {
+			gen := a.Restarts.Generation()
+			if err := a.Reconcile.Heal(ctx); err != nil {
+				log.Warn("heal after a redis restart; retrying", zap.Error(err))
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+				continue
+			}
+			a.Restarts.Healed(gen)
+			log.Info("live vouchers healed after the redis restart: grabs are taken again")
+		}
+	}
 }
 
 // every calls fn at each interval until ctx ends.

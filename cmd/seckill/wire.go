@@ -31,7 +31,7 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 // buildReconcile assembles what `seckill reconcile` needs.
 func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*application.Reconcile, func(), error) {
 	wire.Build(
-		openRedis, stockOptions, redisstore.NewStock, redisstore.NewAudit,
+		redisstore.NewRestarts, openRedis, stockOptions, redisstore.NewStock, redisstore.NewAudit,
 		configuredStrategy, strategySet,
 		databaseSet, systemSet, newMetrics, compensate, reconcile,
 	)

@@ -22,7 +22,8 @@ import (
 func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), error) {
 	common := cfg.Common
 	mainMetrics := newMetrics()
-	universalClient, cleanup, err := openRedis(ctx, common, log, mainMetrics)
+	restarts := redisstore.NewRestarts()
+	universalClient, cleanup, err := openRedis(ctx, common, log, mainMetrics, restarts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -32,7 +33,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		return nil, nil, err
 	}
 	idempotency := sqlstore.NewIdempotency(db)
-	options := grabStockOptions(cfg)
+	options := grabStockOptions(cfg, restarts)
 	rateLimiter := redisstore.NewRateLimiter(universalClient, options)
 	redisstoreQueueOptions := queueOptions(cfg)
 	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
@@ -92,6 +93,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, applicationCompensate, clock, common)
 	mainApp := &app{
 		Redis:       universalClient,
+		Restarts:    restarts,
 		Idempotency: idempotency,
 		HTTP:        echo,
 		Warm:        warmVouchers,
@@ -117,7 +119,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap.Logger) (*demoApp, func(), error) {
 	common := cfg.Common
 	mainMetrics := newMetrics()
-	universalClient, cleanup, err := openRedis(ctx, common, log, mainMetrics)
+	restarts := redisstore.NewRestarts()
+	universalClient, cleanup, err := openRedis(ctx, common, log, mainMetrics, restarts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -127,7 +130,7 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 		return nil, nil, err
 	}
 	idempotency := sqlstore.NewIdempotency(db)
-	options := grabStockOptions(cfg)
+	options := grabStockOptions(cfg, restarts)
 	rateLimiter := redisstore.NewRateLimiter(universalClient, options)
 	redisstoreQueueOptions := queueOptions(cfg)
 	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
@@ -181,6 +184,7 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, applicationCompensate, clock, common)
 	mainApp := &app{
 		Redis:       universalClient,
+		Restarts:    restarts,
 		Idempotency: idempotency,
 		HTTP:        echo,
 		Warm:        warmVouchers,
@@ -217,7 +221,8 @@ func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*applicat
 		cleanup()
 		return nil, nil, err
 	}
-	universalClient, cleanup2, err := openRedis(ctx, cfg, log, mainMetrics)
+	restarts := redisstore.NewRestarts()
+	universalClient, cleanup2, err := openRedis(ctx, cfg, log, mainMetrics, restarts)
 	if err != nil {
 		cleanup()
 		return nil, nil, err
