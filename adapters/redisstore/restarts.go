@@ -28,13 +28,38 @@ type Restarts struct {
 
 	mu   sync.Mutex
 	last string
-	// off: the client is a cluster's, whose nodes each have a run_id of their own.
-	off bool
+	// watching: Watch has read the server's run_id; until then Observe does nothing.
+	watching bool
 }
 
-// NewRestarts returns a Restarts that has seen no server yet.
+// NewRestarts returns a Restarts that watches nothing until Watch.
 func NewRestarts() *Restarts {
 	return &Restarts{changed: make(chan struct{}, 1)}
+}
+
+// Watch starts watching the one server client talks to (a single server, or
+// Sentinel's master): it reads its run_id now, and Observe compares every new
+// connection's with it from then on. Not for a Redis Cluster's client: each node has
+// a run_id of its own (Observe stays idle there).
+func (r *Restarts) Watch(ctx context.Context, client *redis.Client) error {
+	info, err := client.Info(ctx, "server").Result()
+	if err != nil {
+		return fmt.Errorf("read redis's run_id: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.last, r.watching = runID(info), true
+	return nil
+}
+
+// runID reads run_id from the text of INFO server; "" when it has none.
+func runID(info string) string {
+	_, rest, ok := strings.Cut(info, "run_id:")
+	if !ok {
+		return ""
+	}
+	id, _, _ := strings.Cut(rest, "\r\n")
+	return id
 }
 
 // Observe reads the run_id of the server cn is connected to. It has the shape of
@@ -43,21 +68,20 @@ func NewRestarts() *Restarts {
 // be a grab that passed the gate a moment before, and must not be judged by the state
 // to be healed. Failing to read the run_id fails nothing.
 func (r *Restarts) Observe(ctx context.Context, cn *redis.Conn) error {
+	r.mu.Lock()
+	watching := r.watching
+	r.mu.Unlock()
+	if !watching {
+		return nil
+	}
 	info, err := cn.Info(ctx, "server").Result()
 	if err != nil {
 		return nil
 	}
-	_, rest, ok := strings.Cut(info, "run_id:")
-	if !ok {
-		return nil
-	}
-	id, _, _ := strings.Cut(rest, "\r\n")
+	id := runID(info)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.off {
-		return nil
-	}
-	if r.last == "" || id == r.last {
+	if id == "" || r.last == "" || id == r.last {
 		r.last = id
 		return nil
 	}
@@ -69,14 +93,6 @@ func (r *Restarts) Observe(ctx context.Context, cn *redis.Conn) error {
 	default:
 	}
 	return fmt.Errorf("redis %w: the server changed (run_id %s): its sale state is being healed", domain.ErrUnavailable, id)
-}
-
-// Off stops the watch: for a Redis Cluster's client, whose nodes each have their own
-// run_id (a lost voucher there is rebuilt by its first grab).
-func (r *Restarts) Off() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.off = true
 }
 
 // Healing reports whether the server changed since the last Healed.

@@ -24,6 +24,7 @@ func TestRestartsGateGrabsAfterARestart(t *testing.T) {
 	redisstore.TuneClientOptions(opts)
 	client := redis.NewClient(opts)
 	t.Cleanup(func() { _ = client.Close() })
+	check(t, restarts.Watch(ctx, client))
 	s := redisstore.NewStock(client, redisstore.Options{Prefix: "t" + testenv.Unique(), Restarts: restarts})
 	v := voucher(1, 10, 1)
 	_, err := s.Warm(ctx, v)

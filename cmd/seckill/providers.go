@@ -195,6 +195,15 @@ func openRedis(ctx context.Context, cfg Common, log *zap.Logger, m *metrics, res
 		stop()
 		return nil, nil, fmt.Errorf("connect to redis %s: %w", where, err)
 	}
+	// One server (or Sentinel's master) is watched for restarts and failovers; a
+	// cluster's nodes each have a run_id of their own (see redisstore.Restarts).
+	if c, ok := client.(*redis.Client); ok && embedded == nil {
+		if err := restarts.Watch(pingCtx, c); err != nil {
+			_ = client.Close()
+			stop()
+			return nil, nil, fmt.Errorf("connect to redis %s: %w", where, err)
+		}
+	}
 	return client, func() { _ = client.Close(); stop() }, nil
 }
 
