@@ -37,20 +37,7 @@ func TestRedisComesBackEmptyMidSale(t *testing.T) {
 
 	// Every holder asks again, retrying a 503 as the contract says: the answer is
 	// their order, never a second 202 and never not_found.
-	for user, order := range before.holder {
-		eventually(t, 30*time.Second, fmt.Sprintf("user %d's grab after the restart", user), func() (bool, string) {
-			status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", fi.token(domain.UserID(user), false), nil)
-			e, _ := body["error"].(map[string]any)
-			switch {
-			case status == http.StatusServiceUnavailable:
-				return false, "503"
-			case status == http.StatusConflict && e["code"] == "already_purchased" && e["order_id"] == order:
-				return true, ""
-			}
-			t.Fatalf("user %d, who holds order %s, grabbed after the restart: %d %v", user, order, status, body)
-			return false, ""
-		})
-	}
+	fi.wantHoldersAnswered(id, before.holder)
 	// The units left sell, exactly, to newcomers.
 	after := fi.fireGrabs(id, burstUsers(2001, 40, 0))
 	if got, want := len(after.reserved), stock-first; got != want {
@@ -95,20 +82,7 @@ func TestRedisRestartsFromAnOlderSnapshot(t *testing.T) {
 			holders[user] = order
 		}
 	}
-	for user, order := range holders {
-		eventually(t, 30*time.Second, fmt.Sprintf("user %d's grab after the restart", user), func() (bool, string) {
-			status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", fi.token(domain.UserID(user), false), nil)
-			e, _ := body["error"].(map[string]any)
-			switch {
-			case status == http.StatusServiceUnavailable:
-				return false, "503"
-			case status == http.StatusConflict && e["code"] == "already_purchased" && e["order_id"] == order:
-				return true, ""
-			}
-			t.Fatalf("user %d, who holds order %s, grabbed after Redis came back from an older snapshot: %d %v; the service logged:\n%s", user, order, status, body, fi.logs)
-			return false, ""
-		})
-	}
+	fi.wantHoldersAnswered(id, holders)
 	// Exactly the 20 units left sell: none of the 20 the snapshot still counts as free.
 	newcomers := fi.fireGrabs(id, burstUsers(3001, 40, 0))
 	if got, want := len(newcomers.reserved), stock-30; got != want {
@@ -118,4 +92,25 @@ func TestRedisRestartsFromAnOlderSnapshot(t *testing.T) {
 	fi.assertStats(id, map[string]float64{
 		"stock": stock, "remaining": 0, "queued": 0, "awaiting_payment": stock, "failed": 0, "pending": 0,
 	})
+}
+
+// wantHoldersAnswered has each holder grab voucher again, retrying a 503 as the contract
+// says, and fails the test unless the answer is 409 already_purchased naming the order
+// the user holds: never a second 202, never not_found.
+func (fi *fulfilInstance) wantHoldersAnswered(voucher string, holders map[int64]string) {
+	fi.t.Helper()
+	for user, order := range holders {
+		eventually(fi.t, 30*time.Second, fmt.Sprintf("user %d's grab after the restart", user), func() (bool, string) {
+			status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+voucher+"/grab", fi.token(domain.UserID(user), false), nil)
+			e, _ := body["error"].(map[string]any)
+			switch {
+			case status == http.StatusServiceUnavailable:
+				return false, "503"
+			case status == http.StatusConflict && e["code"] == "already_purchased" && e["order_id"] == order:
+				return true, ""
+			}
+			fi.t.Fatalf("user %d, who holds order %s, grabbed after Redis came back: %d %v; the service logged:\n%s", user, order, status, body, fi.logs)
+			return false, ""
+		})
+	}
 }
