@@ -114,3 +114,31 @@ func (fi *fulfilInstance) wantHoldersAnswered(voucher string, holders map[int64]
 		})
 	}
 }
+
+// TestPeriodicReconciliationRepairsDrift: serve's periodic reconciliation repairs the
+// drift it finds instead of only logging it. Redis forgets a live order's buyer (as a
+// partial loss would); within a few rounds the buyer is back and reconcile finds nothing,
+// so the holder's next grab is answered with the order.
+func TestPeriodicReconciliationRepairsDrift(t *testing.T) {
+	fi := startFulfilInstance(t, "SECKILL_RECONCILE_INTERVAL=500ms", "SECKILL_RECONCILE_GRACE=100ms")
+	id := fi.createVoucher(10, 1)
+	g := fi.fireGrabs(id, burstUsers(1001, 1, 0))
+	fi.waitSettled(id, 1, 30*time.Second)
+	order := g.holder[1001]
+	vid := fi.voucherID(id)
+	ctx := context.Background()
+	if err := fi.redis.HDel(ctx, fi.keys.Buyers(vid), "1001").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fi.redis.HDel(ctx, fi.keys.Orders(vid), order).Err(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the buyer restored by the periodic reconciliation", func() (bool, string) {
+		held, err := fi.redis.HGet(ctx, fi.keys.Buyers(vid), "1001").Result()
+		return err == nil && held == order, fmt.Sprintf("%q %v", held, err)
+	})
+	if code, report := fi.reconcileCLI(id, false); code != 0 {
+		t.Fatalf("reconcile after the repair: exit %d %v", code, report)
+	}
+	fi.wantHoldersAnswered(id, map[int64]string{1001: order})
+}

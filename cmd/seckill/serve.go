@@ -317,9 +317,11 @@ func releaseClosed(ctx context.Context, a *app, log *zap.Logger) {
 	}
 }
 
-// audit runs reconciliation without repairing and logs what it finds.
+// audit runs reconciliation and repairs what it finds — every repair is idempotent and
+// safe during a live sale, and several instances may run it at once — logging each
+// drift with whether it was repaired.
 func audit(ctx context.Context, a *app, log *zap.Logger) {
-	reports, err := a.Reconcile.Handle(ctx, application.ReconcileCmd{})
+	reports, err := a.Reconcile.Handle(ctx, application.ReconcileCmd{Repair: true})
 	if err != nil {
 		log.Warn("reconcile", zap.Error(err))
 		return
@@ -327,9 +329,14 @@ func audit(ctx context.Context, a *app, log *zap.Logger) {
 	a.Metrics.reconciled(reports)
 	for _, r := range reports {
 		for _, d := range r.Drifts {
-			log.Error("drift between redis and the database; run seckill reconcile --repair",
-				zap.Stringer("voucher", r.VoucherID), zap.String("kind", string(d.Kind)),
-				zap.Int("count", d.Count), zap.Strings("examples", d.Examples))
+			fields := []zap.Field{zap.Stringer("voucher", r.VoucherID), zap.String("kind", string(d.Kind)),
+				zap.Int("count", d.Count), zap.Strings("examples", d.Examples)}
+			if d.Repaired {
+				log.Warn("drift between redis and the database, repaired", fields...)
+				continue
+			}
+			log.Error("drift between redis and the database, not repaired; see seckill reconcile",
+				append(fields, zap.String("repair_error", d.RepairError))...)
 		}
 	}
 }
