@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -141,4 +145,73 @@ func TestPeriodicReconciliationRepairsDrift(t *testing.T) {
 		t.Fatalf("reconcile after the repair: exit %d %v", code, report)
 	}
 	fi.wantHoldersAnswered(id, map[int64]string{1001: order})
+}
+
+// TestCreateWhileRedisIsFrozen: a voucher created while Redis does not answer (SIGSTOP)
+// is stored and answered 201 — so a 503 never hides a stored voucher — and a repeat
+// with the same Idempotency-Key answers the same 201 without a second voucher; once
+// Redis answers again, the voucher's first grab loads it and is served.
+func TestCreateWhileRedisIsFrozen(t *testing.T) {
+	redisPID := redisPIDFile(t)
+	fi := startFulfilInstance(t)
+	admin := fi.token(1, true)
+	body := `{"title":"frozen","stock":5,"begins_at":"2026-01-01T00:00:00Z","ends_at":"2099-01-01T00:00:00Z"}`
+	create := func(key string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, fi.base+"/api/v1/vouchers", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+admin)
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(raw)
+	}
+	if err := signalPIDFile(redisPID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			_ = signalPIDFile(redisPID, syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(thaw)
+	status, plain := create("")
+	if status != http.StatusCreated {
+		t.Fatalf("create while Redis is frozen: %d %s, want 201 (stored)", status, plain)
+	}
+	status, first := create("frozen-1")
+	again, repeat := create("frozen-1")
+	if status != http.StatusCreated || again != http.StatusCreated || first != repeat {
+		t.Fatalf("create with a key while frozen: %d %s, then %d %s; want the same 201 twice", status, first, again, repeat)
+	}
+	thaw()
+
+	var v struct{ ID string }
+	if err := json.Unmarshal([]byte(first), &v); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the voucher created while Redis was frozen on sale", func() (bool, string) {
+		status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+v.ID+"/grab", fi.token(7, false), nil)
+		return status == http.StatusAccepted, fmt.Sprintf("%d %v", status, body)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	db, err := fi.openStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.NewRaw("SELECT count(*) FROM vouchers WHERE title = 'frozen'").Scan(ctx, &n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Fatalf("vouchers titled frozen: %d, want 2 (one without a key, one for the key)", n)
+	}
 }
