@@ -215,3 +215,37 @@ func TestCreateWhileRedisIsFrozen(t *testing.T) {
 		t.Fatalf("vouchers titled frozen: %d, want 2 (one without a key, one for the key)", n)
 	}
 }
+
+// TestGrabAfterTheSaleIsEndedWithOrWithoutKeys: after ends_at a grab answers 409 ended
+// while the sale's keys live on (the grace), and still 409 ended — never 404 — once
+// they have expired.
+func TestGrabAfterTheSaleIsEndedWithOrWithoutKeys(t *testing.T) {
+	fi := startFulfilInstance(t)
+	now := time.Now().UTC()
+	status, v := fi.call(http.MethodPost, "/api/v1/vouchers", fi.token(1, true), map[string]any{
+		"title": "short", "stock": 5, "begins_at": now.Add(-time.Minute), "ends_at": now.Add(time.Second),
+	})
+	if status != http.StatusCreated {
+		t.Fatalf("create: %d %v", status, v)
+	}
+	id := v["id"].(string)
+	grab := func() (int, any) {
+		status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", fi.token(7, false), nil)
+		e, _ := body["error"].(map[string]any)
+		return status, e["code"]
+	}
+	eventually(t, 30*time.Second, "the sale ended", func() (bool, string) {
+		status, code := grab()
+		return status == http.StatusConflict && code == "ended", fmt.Sprintf("%d %v", status, code)
+	})
+	// As the grace's expiry does.
+	vid, k := fi.voucherID(id), fi.keys
+	if err := fi.redis.Del(context.Background(), k.Meta(vid), k.Buyers(vid), k.Orders(vid), k.Stream(vid)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if status, code := grab(); status != http.StatusConflict || code != "ended" {
+			t.Fatalf("grab of an ended sale whose keys expired: %d %v, want 409 ended", status, code)
+		}
+	}
+}
