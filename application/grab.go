@@ -26,7 +26,7 @@ type GrabOptions struct {
 }
 
 // GrabVoucher is the hot path: it reserves units in one call to the stock, which also
-// records the reservation for fulfilment, or in none once the voucher is known to be
+// records the reservation for fulfillment, or in none once the voucher is known to be
 // sold out. It never touches the database.
 //
 // The one exception is a voucher whose sale state the stock does not have (Redis lost

@@ -37,11 +37,11 @@ func newLifecycle(t *testing.T, stock int) lifecycle {
 		release: application.NewReleaseClosed(s.orders, comp)}
 }
 
-// persisted grabs one unit for user and fulfils it.
+// persisted grabs one unit for user and fulfills it.
 func (l lifecycle) persisted(t *testing.T, user domain.UserID) domain.OrderID {
 	t.Helper()
 	r := mustGrab(t, l.grabFixture, user, 1)
-	if _, err := l.fulfil.Handle(context.Background(), l.read(t)); err != nil {
+	if _, err := l.fulfill.Handle(context.Background(), l.read(t)); err != nil {
 		t.Fatal(err)
 	}
 	return r.OrderID

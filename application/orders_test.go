@@ -22,7 +22,7 @@ func TestGetOrder(t *testing.T) {
 	if err != nil || o.Status != domain.StatusQueued || o.UserID != 5 || o.VoucherID != s.id || !o.CreatedAt.Equal(r.At) {
 		t.Fatalf("queued order = %+v, %v", o, err)
 	}
-	if _, err := s.fulfil.Handle(ctx, s.read(t)); err != nil {
+	if _, err := s.fulfill.Handle(ctx, s.read(t)); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -58,7 +58,7 @@ func TestListOrders(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].ID != r.OrderID || got[0].Status != domain.StatusQueued {
 		t.Fatalf("orders = %+v, %v", got, err)
 	}
-	if _, err := s.fulfil.Handle(ctx, s.read(t)); err != nil {
+	if _, err := s.fulfill.Handle(ctx, s.read(t)); err != nil {
 		t.Fatal(err)
 	}
 	// Persisted: listed once, from the database.
@@ -78,7 +78,7 @@ func TestVoucherStatsAddUp(t *testing.T) {
 	stats := application.NewGetVoucherStats(s.vouchers, s.orders, s.stock, s.clock)
 	mustGrab(t, s.grabFixture, 1, 2)
 	mustGrab(t, s.grabFixture, 2, 1)
-	if _, err := s.fulfil.Handle(ctx, s.read(t)); err != nil {
+	if _, err := s.fulfill.Handle(ctx, s.read(t)); err != nil {
 		t.Fatal(err)
 	}
 	mustGrab(t, s.grabFixture, 3, 2) // still queued

@@ -47,7 +47,7 @@ func (s sale) persist(t *testing.T, n int) {
 	if err != nil || len(ds) != n {
 		t.Fatalf("read %d entries: %d, %v", n, len(ds), err)
 	}
-	if _, err := s.fulfil.Handle(context.Background(), ds); err != nil {
+	if _, err := s.fulfill.Handle(context.Background(), ds); err != nil {
 		t.Fatal(err)
 	}
 }

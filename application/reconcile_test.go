@@ -105,7 +105,7 @@ func TestReconcileRequeuesALostQueueEntry(t *testing.T) {
 	if got := kinds(found); !sameKinds(got, []application.DriftKind{application.DriftReservationWithoutOrder}) || !found.Consistent() {
 		t.Fatalf("found %+v", found)
 	}
-	if _, err := l.fulfil.Handle(ctx, l.read(t)); err != nil {
+	if _, err := l.fulfill.Handle(ctx, l.read(t)); err != nil {
 		t.Fatal(err)
 	}
 	if o := l.order(t, r.OrderID); o.Status != domain.StatusAwaitingPayment {

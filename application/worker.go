@@ -11,7 +11,7 @@ import (
 	"github.com/seckill/seckill/ports"
 )
 
-// WorkerOptions tune a fulfilment worker.
+// WorkerOptions tune a fulfillment worker.
 type WorkerOptions struct {
 	// Batch is the most deliveries read and persisted at once.
 	Batch int
@@ -44,7 +44,7 @@ type WorkerObserver struct {
 
 // Worker runs FulfillOrder over the queue until its context ends.
 type Worker struct {
-	fulfil  *FulfillOrder
+	fulfill *FulfillOrder
 	queue   ports.Queue
 	opts    WorkerOptions
 	observe WorkerObserver
@@ -52,7 +52,7 @@ type Worker struct {
 }
 
 // NewWorker returns a worker.
-func NewWorker(fulfil *FulfillOrder, queue ports.Queue, opts WorkerOptions, observe WorkerObserver) *Worker {
+func NewWorker(fulfill *FulfillOrder, queue ports.Queue, opts WorkerOptions, observe WorkerObserver) *Worker {
 	if observe.Health == nil {
 		observe.Health = func(bool, error) {}
 	}
@@ -67,7 +67,7 @@ func NewWorker(fulfil *FulfillOrder, queue ports.Queue, opts WorkerOptions, obse
 			return ctx, func(error) {}
 		}
 	}
-	return &Worker{fulfil: fulfil, queue: queue, opts: opts, observe: observe, healthy: true}
+	return &Worker{fulfill: fulfill, queue: queue, opts: opts, observe: observe, healthy: true}
 }
 
 // Run reads, persists and acknowledges batches until ctx is cancelled. On
@@ -151,7 +151,7 @@ func (w *Worker) finish(ctx, work context.Context, ds []ports.Delivery, backoff 
 	for {
 		// Every step of Handle is idempotent, so the whole batch is simply retried.
 		pctx, done := w.observe.Persisting(work, ds)
-		rep, err := w.fulfil.Handle(pctx, ds)
+		rep, err := w.fulfill.Handle(pctx, ds)
 		done(err)
 		w.observe.Fulfilled(rep)
 		for _, p := range rep.Problems {

@@ -22,7 +22,7 @@ type Stock interface {
 	// grab again meanwhile; Warm reports true again until they are.
 	Warm(ctx context.Context, v domain.Voucher) (bool, error)
 	// Reserve takes r.Quantity units for r.UserID atomically and records the
-	// reservation for fulfilment. It returns domain.ErrSoldOut, an
+	// reservation for fulfillment. It returns domain.ErrSoldOut, an
 	// *domain.AlreadyPurchasedError naming the existing order, domain.ErrNotStarted,
 	// domain.ErrEnded, domain.ErrNotFound (no sale state for the voucher) or a
 	// *domain.ValidationError (quantity below 1 or above the per-user limit).
@@ -135,7 +135,7 @@ type OrderIDs interface {
 	NewOrderID() domain.OrderID
 }
 
-// Delivery is one reservation handed to a fulfilment worker by the queue.
+// Delivery is one reservation handed to a fulfillment worker by the queue.
 type Delivery struct {
 	// ID is the queue's id of the entry; Ack and DeadLetter take it back.
 	ID string
@@ -304,7 +304,7 @@ type OrderAudit interface {
 	// domain.ErrNotFound.
 	Ledger(ctx context.Context, id domain.VoucherID) (Ledger, error)
 	// RecountSold sets a voucher's sold counter to the units of its live orders,
-	// without racing concurrent fulfilment, and returns the new value.
+	// without racing concurrent fulfillment, and returns the new value.
 	RecountSold(ctx context.Context, id domain.VoucherID) (int, error)
 }
 

@@ -47,8 +47,8 @@ SQL
 pgbench -n -c 1 -T 10 -f "$SVC_DIR/insert.sql" "$db" 2>/dev/null | grep -E 'tps|latency average'
 
 echo
-echo "== fulfilment: stream to committed rows, batch sizes 1, 10, 100 (one worker)"
-go test -run '^$' -bench 'Fulfil|Drain' -benchtime "$benchtime" ./cmd/seckill/
+echo "== fulfillment: stream to committed rows, batch sizes 1, 10, 100 (one worker)"
+go test -run '^$' -bench 'Fulfill|Drain' -benchtime "$benchtime" ./cmd/seckill/
 go test -run '^$' -bench 'Persist' -benchtime "$benchtime" ./adapters/sqlstore/
 
 echo

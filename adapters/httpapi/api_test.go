@@ -214,11 +214,11 @@ func assertJSON(t *testing.T, got, want map[string]any) {
 	}
 }
 
-// A stalled fulfilment shows on /readyz, which still answers 200: the API can serve.
-func TestReadinessShowsAStalledFulfilment(t *testing.T) {
+// A stalled fulfillment shows on /readyz, which still answers 200: the API can serve.
+func TestReadinessShowsAStalledFulfillment(t *testing.T) {
 	var stalled atomic.Bool
 	a := newAPI(t, func(s *setup) {
-		s.http.Fulfilment = func(context.Context) (bool, error) { return stalled.Load(), nil }
+		s.http.Fulfillment = func(context.Context) (bool, error) { return stalled.Load(), nil }
 	})
 	for _, tc := range []struct {
 		stalled bool
@@ -227,7 +227,7 @@ func TestReadinessShowsAStalledFulfilment(t *testing.T) {
 		stalled.Store(tc.stalled)
 		r := a.do(http.MethodGet, "/readyz", "", "")
 		if r.Status != http.StatusOK || r.Body["fulfilment"] != tc.want {
-			t.Fatalf("readyz with fulfilment stalled %v: %d %s, want 200 and %q", tc.stalled, r.Status, r.Raw, tc.want)
+			t.Fatalf("readyz with fulfillment stalled %v: %d %s, want 200 and %q", tc.stalled, r.Status, r.Raw, tc.want)
 		}
 	}
 }

@@ -31,16 +31,16 @@ const secret = "test-secret-0123456789"
 
 // api is the HTTP adapter on real Redis and PostgreSQL, as serve wires it.
 type api struct {
-	t      testing.TB
-	url    string
-	redis  redis.UniversalClient
-	stock  *redisstore.Stock
-	fulfil *application.FulfillOrder
-	queue  *redisstore.Queue
-	grab   *application.GrabVoucher
-	e      *echo.Echo
-	tokens *httpapi.Tokens
-	admin  string
+	t       testing.TB
+	url     string
+	redis   redis.UniversalClient
+	stock   *redisstore.Stock
+	fulfill *application.FulfillOrder
+	queue   *redisstore.Queue
+	grab    *application.GrabVoucher
+	e       *echo.Echo
+	tokens  *httpapi.Tokens
+	admin   string
 
 	// vouchers stores a voucher the API would refuse to create (one that has ended).
 	vouchers *sqlstore.Vouchers
@@ -115,7 +115,7 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	a := &api{t: t, url: srv.URL, redis: rdb, stock: stock, vouchers: vouchers, tokens: tokens, queue: queue, grab: grab, e: e,
-		fulfil: application.NewFulfillOrder(orders, queue, compensate, 5)}
+		fulfill: application.NewFulfillOrder(orders, queue, compensate, 5)}
 	a.admin = a.token(1, true)
 	return a
 }
@@ -274,14 +274,14 @@ func (a *api) serveFrom(method, path, token, body, addr string, header ...string
 	return out
 }
 
-// fulfil persists every reservation queued so far, as a worker would.
-func (a *api) fulfilAll() {
+// fulfill persists every reservation queued so far, as a worker would.
+func (a *api) fulfillAll() {
 	a.t.Helper()
 	ds, err := a.queue.Read(context.Background(), 1000, time.Millisecond)
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	if _, err := a.fulfil.Handle(context.Background(), ds); err != nil {
+	if _, err := a.fulfill.Handle(context.Background(), ds); err != nil {
 		a.t.Fatal(err)
 	}
 }

@@ -48,7 +48,7 @@ func TestIdempotentPayAndCancel(t *testing.T) {
 	user := a.token(7, false)
 	grab := a.do(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", user, "")
 	order, _ := grab.Body["order_id"].(string)
-	a.fulfilAll()
+	a.fulfillAll()
 
 	pay := func(key string) response {
 		return a.serveFrom(http.MethodPost, "/api/v1/orders/"+order+"/pay", user, "", "192.0.2.1:1", "Idempotency-Key", key)

@@ -123,7 +123,7 @@ func TestSoldOutShortCut(t *testing.T) {
 		t.Fatalf("200 sold-out answers made %d Redis calls, want 0", got)
 	}
 	// The winner cancels: the unit comes back and every instance hears of it.
-	a.fulfilAll()
+	a.fulfillAll()
 	if r := a.do(http.MethodPost, "/api/v1/orders/"+winner.Body["order_id"].(string)+"/cancel", a.token(10, false), ""); r.Status != http.StatusOK {
 		t.Fatalf("cancel: %d %s", r.Status, r.Raw)
 	}

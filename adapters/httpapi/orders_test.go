@@ -29,7 +29,7 @@ func TestOrders(t *testing.T) {
 		t.Fatalf("the queued order is not listed: %s", list.Raw)
 	}
 
-	a.fulfilAll()
+	a.fulfillAll()
 	r = a.do(http.MethodGet, "/api/v1/orders/"+order, alice, "")
 	assertJSON(t, r.Body, map[string]any{"order_id": order, "voucher_id": id, "user_id": "10", "quantity": 2.0,
 		"status": "awaiting_payment", "created_at": createdAt})
@@ -41,7 +41,7 @@ func TestOrders(t *testing.T) {
 	}
 
 	second := a.do(http.MethodPost, "/api/v1/vouchers/"+other+"/grab", alice, "")
-	a.fulfilAll()
+	a.fulfillAll()
 	list := a.do(http.MethodGet, "/api/v1/orders", alice, "")
 	orders, _ := list.Body["orders"].([]any)
 	if list.Status != http.StatusOK || len(orders) != 2 || orders[0].(map[string]any)["order_id"] != second.Body["order_id"] {
@@ -81,7 +81,7 @@ func TestVoucherStats(t *testing.T) {
 	id := a.createVoucher(10, 2)
 	a.do(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", a.token(10, false), `{"quantity":2}`)
 	a.do(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", a.token(11, false), "")
-	a.fulfilAll()
+	a.fulfillAll()
 	a.do(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", a.token(12, false), "")
 
 	r := a.do(http.MethodGet, "/api/v1/vouchers/"+id+"/stats", a.admin, "")
@@ -114,7 +114,7 @@ func TestPayAndCancel(t *testing.T) {
 	if r := a.do(http.MethodPost, "/api/v1/orders/"+aliceOrder+"/pay", alice, ""); r.Status != http.StatusConflict || r.code() != "invalid_state" {
 		t.Fatalf("pay a queued order: %d %s", r.Status, r.Raw)
 	}
-	a.fulfilAll()
+	a.fulfillAll()
 
 	for _, tc := range []struct {
 		name, path, token string
@@ -159,7 +159,7 @@ func TestPayAndCancel(t *testing.T) {
 	if again == bobOrder {
 		t.Fatal("the new grab reused the cancelled order's id")
 	}
-	a.fulfilAll()
+	a.fulfillAll()
 	r := a.do(http.MethodGet, "/api/v1/vouchers/"+id+"/stats", a.admin, "")
 	assertJSON(t, r.Body, map[string]any{"stock": 2.0, "remaining": 0.0, "queued": 0.0, "awaiting_payment": 1.0,
 		"paid": 1.0, "cancelled": 1.0, "expired": 0.0, "failed": 0.0, "pending": 0.0, "oldest_queued_ms": 0.0})

@@ -132,7 +132,7 @@ func TestListOrdersPages(t *testing.T) {
 		time.Sleep(2 * time.Millisecond) // each its own created_at (milliseconds), for a plain order to expect
 	}
 	grab(bob)
-	a.fulfilAll()
+	a.fulfillAll()
 	orders = append(orders, grab(alice)) // still queued: listed, first
 
 	want := [][]string{{orders[4], orders[3]}, {orders[2], orders[1]}, {orders[0]}}

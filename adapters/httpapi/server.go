@@ -69,10 +69,10 @@ type Options struct {
 	// its route, continuing the caller's W3C trace context); nil traces nothing.
 	TracerProvider trace.TracerProvider
 
-	// Fulfilment reports whether fulfilment is stalled (the oldest reservation not yet
+	// Fulfillment reports whether fulfillment is stalled (the oldest reservation not yet
 	// persisted waits too long), shown on /readyz as "fulfilment": "stalled" or "ok"
 	// without making it fail: the API can still serve. Nil, or an error, leaves it out.
-	Fulfilment func(context.Context) (stalled bool, err error)
+	Fulfillment func(context.Context) (stalled bool, err error)
 }
 
 // UseCases are the application operations the API exposes.
@@ -174,7 +174,7 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	e.GET("/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
-	e.GET("/readyz", readiness(checks, opts.Fulfilment))
+	e.GET("/readyz", readiness(checks, opts.Fulfillment))
 	e.GET("/openapi.json", openAPIDocument)
 	e.GET("/ui", uiRedirect)
 	e.GET("/ui/", uiPage)
@@ -190,9 +190,9 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 const grabRoute = "/api/v1/vouchers/:id/grab"
 
 // readiness answers 200 when every dependency answers within a second, 503 otherwise,
-// with each dependency's state in "checks" and, when fulfilment can tell, whether it is
+// with each dependency's state in "checks" and, when fulfillment can tell, whether it is
 // stalled ("fulfilment": "ok" or "stalled"; stalled alone still answers 200).
-func readiness(checks []Check, fulfilment func(context.Context) (bool, error)) echo.HandlerFunc {
+func readiness(checks []Check, fulfillment func(context.Context) (bool, error)) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ctx, cancel := context.WithTimeout(c.Request().Context(), time.Second)
 		defer cancel()
@@ -207,8 +207,9 @@ func readiness(checks []Check, fulfilment func(context.Context) (bool, error)) e
 			states[ch.Name] = "ok"
 		}
 		body := map[string]any{"checks": states}
-		if fulfilment != nil {
-			if stalled, err := fulfilment(ctx); err == nil {
+		if fulfillment != nil {
+			if stalled, err := fulfillment(ctx); err == nil {
+				// The key is the HTTP contract's (its spelling included).
 				body["fulfilment"] = map[bool]string{false: "ok", true: "stalled"}[stalled]
 			}
 		}

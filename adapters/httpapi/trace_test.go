@@ -18,7 +18,7 @@ import (
 
 // One grab's trace reaches the span that persists it: the request's span (and its
 // Redis call beneath it) carries a trace id that rides in the queue entry's "tp"
-// field, and the worker's "fulfil batch" span links to it, with the batch's own Redis
+// field, and the worker's "fulfill batch" span links to it, with the batch's own Redis
 // calls beneath that span.
 func TestTraceRunsFromTheGrabToItsPersistSpan(t *testing.T) {
 	ctx := context.Background()
@@ -65,7 +65,7 @@ func TestTraceRunsFromTheGrabToItsPersistSpan(t *testing.T) {
 	}
 	exp.Reset()
 	pctx, done := telemetry.PersistSpans(tp)(ctx, ds)
-	rep, err := a.fulfil.Handle(pctx, ds)
+	rep, err := a.fulfill.Handle(pctx, ds)
 	done(err)
 	if err != nil || rep.Persisted != 1 {
 		t.Fatalf("persist: %+v, %v", rep, err)
@@ -73,7 +73,7 @@ func TestTraceRunsFromTheGrabToItsPersistSpan(t *testing.T) {
 	spans = exp.GetSpans()
 	var persist *tracetest.SpanStub
 	for i, s := range spans {
-		if s.Name == "fulfil batch" {
+		if s.Name == "fulfill batch" {
 			persist = &spans[i]
 		}
 	}

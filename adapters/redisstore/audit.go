@@ -255,7 +255,7 @@ var requeueSrc string
 var requeueScript = redis.NewScript(requeueSrc)
 
 // Requeue appends r to its voucher's stream with the fields Reserve writes, so a
-// fulfilment worker persists it; it creates the stream's consumer group if it is
+// fulfillment worker persists it; it creates the stream's consumer group if it is
 // missing (at the stream's start, as Warm does) and registers the voucher with the
 // queue. Each call appends one more entry; persisting is idempotent by order id, so an
 // entry too many is harmless. It returns an error wrapping domain.ErrNotFound when the

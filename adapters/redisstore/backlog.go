@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Backlog is the work the fulfilment workers have not finished, across every voucher
+// Backlog is the work the fulfillment workers have not finished, across every voucher
 // the queue knows.
 type Backlog struct {
 	// Unacked counts the reservations not yet acknowledged: delivered and pending, or

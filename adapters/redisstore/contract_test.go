@@ -49,7 +49,7 @@ func forgetPrefix(t *testing.T, client redis.UniversalClient, prefix string) {
 	})
 }
 
-// streamed returns what a grab recorded for fulfilment under k: the entries of a
+// streamed returns what a grab recorded for fulfillment under k: the entries of a
 // voucher's stream, decoded.
 func streamed(client redis.UniversalClient, k redisstore.Keys) func(*testing.T, domain.VoucherID) []domain.Reservation {
 	return func(t *testing.T, id domain.VoucherID) []domain.Reservation {

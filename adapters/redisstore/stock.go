@@ -35,7 +35,9 @@ const DefaultGrace = 24 * time.Hour
 const DefaultReplicaTimeout = 500 * time.Millisecond
 
 // DefaultGroup names the consumer group of every voucher's stream when none is given.
-// All fulfilment workers share the group; each process reads as its own consumer.
+// All fulfillment workers share the group; each process reads as its own consumer.
+// Its value keeps the spelling of the streams already in use: renaming it would
+// orphan their pending entries.
 const DefaultGroup = "fulfil"
 
 // Keys names the Redis keys of a voucher. All keys of one voucher share the hash tag

@@ -23,7 +23,7 @@ const DefaultWatchAttempts = 10
 // judge the grab in Go, and take it with MULTI … EXEC, which Redis refuses when a
 // watched key changed since the WATCH; a refused transaction starts over, a bounded
 // number of times. It keeps the same keys, judges by the same rules and writes the
-// same records as Stock (the same stream entry, so the same fulfilment worker persists
+// same records as Stock (the same stream entry, so the same fulfillment worker persists
 // it), so the two can serve one sale; everything but Reserve is Stock's.
 //
 // It is correct — a grab is taken only by a transaction that saw the state it

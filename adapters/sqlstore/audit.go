@@ -58,7 +58,7 @@ func (s *Orders) Ledger(ctx context.Context, id domain.VoucherID) (ports.Ledger,
 
 // RecountSold sets voucher id's sold counter to the units its live orders hold and
 // returns the new value, or domain.ErrNotFound for an unknown voucher. It is safe to
-// run while the sale is live: concurrent fulfilment and transitions never lose an
+// run while the sale is live: concurrent fulfillment and transitions never lose an
 // update to it, nor it to them. Should the live orders hold more than the stock, the
 // CHECK refuses the update and the error says so.
 //

@@ -29,7 +29,7 @@ type GuardOptions struct {
 	// shorter connect_timeout in the dsn wins.
 	ConnectTimeout time.Duration
 	// CallTimeout is the deadline given to a call whose context has none (the
-	// fulfilment worker's, say), so no call waits forever on a hung server: each
+	// fulfillment worker's, say), so no call waits forever on a hung server: each
 	// statement and ping, and a transaction from BEGIN to COMMIT. A context with a
 	// deadline keeps its own. DefaultCallTimeout when 0; negative turns it off.
 	CallTimeout time.Duration

@@ -26,7 +26,7 @@ import (
 	_ "modernc.org/sqlite" // registers the cgo-free "sqlite" driver
 )
 
-// Connection pool limits. The grab path never touches the database, fulfilment writes
+// Connection pool limits. The grab path never touches the database, fulfillment writes
 // in batches and the rest reads by key, so twenty connections carry an instance without
 // crowding the server's limit when several run; recycling them lets a restarted or
 // failed-over server take its share of load back.

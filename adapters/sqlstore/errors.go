@@ -19,7 +19,7 @@ import (
 
 // classify marks the errors that mean the database is unreachable, restarting or
 // overloaded as domain.ErrUnavailable, so callers wait and retry instead of treating
-// a healthy request as broken (the fulfilment worker keeps its batch pending; the
+// a healthy request as broken (the fulfillment worker keeps its batch pending; the
 // API answers 503). Other errors pass through unchanged.
 func classify(err error) error {
 	if err == nil || !unavailable(err) {

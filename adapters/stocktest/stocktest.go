@@ -30,7 +30,7 @@ type Subject struct {
 	// Stock is the implementation under test.
 	Stock ports.Stock
 
-	// Recorded returns the reservations Reserve recorded for fulfilment of voucher id,
+	// Recorded returns the reservations Reserve recorded for fulfillment of voucher id,
 	// in any order, released ones included: the entries the Redis strategies append to
 	// the voucher's stream, the orders the postgres strategy stores, memory.Stock's
 	// Reserved. None for a voucher without sale state. The suite checks that a grab

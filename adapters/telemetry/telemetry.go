@@ -1,4 +1,4 @@
-// Package telemetry sets up OpenTelemetry tracing for seckill and ties the fulfilment
+// Package telemetry sets up OpenTelemetry tracing for seckill and ties the fulfillment
 // of a reservation to the grab that made it: the grab's trace context rides in its
 // queue entry, and the span that persists a batch links to the grab of each entry.
 package telemetry
@@ -56,8 +56,8 @@ func NewTracerProvider(ctx context.Context, exporter string, w io.Writer) (*sdkt
 // queue entries.
 func Propagator() propagation.TextMapPropagator { return propagation.TraceContext{} }
 
-// PersistSpans returns a hook for the fulfilment worker (application.WorkerObserver's
-// Persisting): each attempt to persist a batch runs in a span "fulfil batch" — so its
+// PersistSpans returns a hook for the fulfillment worker (application.WorkerObserver's
+// Persisting): each attempt to persist a batch runs in a span "fulfill batch" — so its
 // SQL statements and Redis calls are its children — linked to the trace of every
 // grab whose entry carries one.
 func PersistSpans(tp trace.TracerProvider) func(context.Context, []ports.Delivery) (context.Context, func(error)) {
@@ -77,7 +77,7 @@ func PersistSpans(tp trace.TracerProvider) func(context.Context, []ports.Deliver
 				}})
 			}
 		}
-		ctx, span := tracer.Start(ctx, "fulfil batch", trace.WithLinks(links...),
+		ctx, span := tracer.Start(ctx, "fulfill batch", trace.WithLinks(links...),
 			trace.WithAttributes(attribute.Int("seckill.batch.size", len(ds))))
 		return ctx, func(err error) {
 			if err != nil {

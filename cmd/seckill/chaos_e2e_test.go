@@ -60,14 +60,14 @@ func TestChaosSaleKeepsItsPromises(t *testing.T) {
 
 	// Two instances on one Redis and one database; reservations a killed one held are
 	// claimed by the other after 2 s; reconcile judges everything older than 1 s.
-	a := startFulfilInstance(t, "SECKILL_CLAIM_IDLE=2s", "SECKILL_RECONCILE_GRACE=1s", "SECKILL_USER_RATE=0")
+	a := startFulfillInstance(t, "SECKILL_CLAIM_IDLE=2s", "SECKILL_RECONCILE_GRACE=1s", "SECKILL_USER_RATE=0")
 	addrB := freeAddr(t)
-	b := &fulfilInstance{instance: &instance{t: t, base: "http://" + addrB,
+	b := &fulfillInstance{instance: &instance{t: t, base: "http://" + addrB,
 		env:  append(append([]string(nil), a.env...), "SECKILL_HTTP_ADDR="+addrB),
 		logs: &syncBuffer{}, tokens: a.tokens, redis: a.redis, keys: a.keys, dbURL: a.dbURL}}
 	b.start()
 	t.Cleanup(b.stop)
-	instances := []*fulfilInstance{a, b}
+	instances := []*fulfillInstance{a, b}
 
 	const stock, users = 60, 120
 	id := a.createVoucher(stock, 1)
@@ -286,7 +286,7 @@ func TestChaosSaleKeepsItsPromises(t *testing.T) {
 
 // restart starts a killed instance again on its address and waits until it is ready.
 // Unlike start it returns its failure, for the goroutine that injects faults.
-func (fi *fulfilInstance) restart() error {
+func (fi *fulfillInstance) restart() error {
 	fi.cmd = exec.Command(binPath, "serve")
 	fi.cmd.Env = fi.env
 	fi.cmd.Dir = fi.dir

@@ -97,7 +97,7 @@ func TestServeTracesToStdout(t *testing.T) {
 	}
 	in.stop()
 	logs := in.logs.String()
-	for _, want := range []string{`"Name":"POST /api/v1/vouchers/:id/grab"`, `"Name":"fulfil batch"`, `"seckill.order_id","Value":{"Type":"STRING","Value":"` + order} {
+	for _, want := range []string{`"Name":"POST /api/v1/vouchers/:id/grab"`, `"Name":"fulfill batch"`, `"seckill.order_id","Value":{"Type":"STRING","Value":"` + order} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("the spans written lack %s", want)
 		}

@@ -53,7 +53,7 @@ type Config struct {
 
 	SoldOutTTL    time.Duration `name:"sold-out-ttl" env:"SECKILL_SOLD_OUT_TTL" default:"1s" help:"How long an instance answers sold_out without asking Redis once a voucher sold out (0 disables)."`
 	Roles         string        `name:"roles" env:"SECKILL_ROLES" default:"api,worker" help:"What this process runs: api, worker, or both (comma-separated)."`
-	Consumer      string        `name:"consumer" env:"SECKILL_CONSUMER" help:"This process's consumer name in the fulfilment group; unique per process (default: host-pid-random)."`
+	Consumer      string        `name:"consumer" env:"SECKILL_CONSUMER" help:"This process's consumer name in the fulfillment group; unique per process (default: host-pid-random)."`
 	BatchSize     int           `name:"batch-size" env:"SECKILL_BATCH_SIZE" default:"100" help:"Reservations a worker persists per transaction."`
 	ClaimIdle     time.Duration `name:"claim-idle" env:"SECKILL_CLAIM_IDLE" default:"30s" help:"How long a reservation may sit unacknowledged in any worker before another claims it."`
 	MaxDeliveries int64         `name:"max-deliveries" env:"SECKILL_MAX_DELIVERIES" default:"5" help:"Deliveries after which a reservation that still fails goes to the dead letter and is compensated."`

@@ -32,7 +32,7 @@ func redisOutage(t *testing.T) (stop, start string) {
 // the database, its orders included, so nobody can buy twice).
 func TestRedisOutage(t *testing.T) {
 	stopRedis, startRedis := redisOutage(t)
-	fi := startFulfilInstance(t, "SECKILL_WARM_INTERVAL=1s")
+	fi := startFulfillInstance(t, "SECKILL_WARM_INTERVAL=1s")
 	id := fi.createVoucher(5, 1)
 	g := newGrabs()
 	fi.prime(id, 1, g)

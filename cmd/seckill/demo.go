@@ -285,7 +285,7 @@ type comparison struct {
 	// AvgMs is the mean latency of the answered requests.
 	AvgMs float64 `json:"avg_ms"`
 	// Statements counts every statement the service sent to its database while the
-	// requests ran — the grab path's, and the fulfilment worker's and background
+	// requests ran — the grab path's, and the fulfillment worker's and background
 	// jobs' meanwhile — and StatementsPerGrab divides it by the requests.
 	Statements        int64   `json:"db_statements"`
 	StatementsPerGrab float64 `json:"db_statements_per_grab"`
@@ -426,7 +426,7 @@ func writeComparison(w io.Writer, f LoadFlags, soldOutTTL time.Duration, rows []
 		}
 	}
 	fmt.Fprintln(w, "  db stmts/grab: every statement on the service's database while the requests ran (grab path,")
-	fmt.Fprintln(w, "  fulfilment worker, background jobs), BEGIN and COMMIT included, per request")
+	fmt.Fprintln(w, "  fulfillment worker, background jobs), BEGIN and COMMIT included, per request")
 	var err error
 	if broken := slices.IndexFunc(rows, func(r comparison) bool { return r.Broken() }); broken >= 0 {
 		_, err = fmt.Fprintln(w, "PROMISE BROKEN: see the rows marked BROKEN")

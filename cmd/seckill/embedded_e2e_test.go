@@ -35,7 +35,7 @@ func zeroSetupEnv(extra ...string) []string {
 // startZeroSetup starts serve as `go run ./cmd/seckill serve` runs it on a fresh
 // machine: nothing configured but a free port, the tests' JWT secret and extraEnv
 // (later entries win), in an empty working directory where it makes seckill.db.
-func startZeroSetup(t *testing.T, extraEnv ...string) *fulfilInstance {
+func startZeroSetup(t *testing.T, extraEnv ...string) *fulfillInstance {
 	t.Helper()
 	dir := t.TempDir()
 	addr := freeAddr(t)
@@ -45,7 +45,7 @@ func startZeroSetup(t *testing.T, extraEnv ...string) *fulfilInstance {
 		dbURL: sqlstore.SQLiteScheme + filepath.Join(dir, "seckill.db")}
 	in.start()
 	t.Cleanup(in.stop)
-	return &fulfilInstance{instance: in}
+	return &fulfillInstance{instance: in}
 }
 
 // TestServeWithNothingInstalled is the README's first command: serve answers grabs
@@ -61,14 +61,14 @@ func TestServeWithNothingInstalled(t *testing.T) {
 
 // TestServeWithTheInProcessRedis: the in-process Redis in front of a real PostgreSQL.
 func TestServeWithTheInProcessRedis(t *testing.T) {
-	saleAcrossARestart(t, startFulfilInstance(t, "SECKILL_REDIS_URL="))
+	saleAcrossARestart(t, startFulfillInstance(t, "SECKILL_REDIS_URL="))
 }
 
 // saleAcrossARestart sells through fi's in-process Redis and restarts it: grabs are
 // served; on SIGTERM the worker drains the in-process streams, so every 202 is an
 // order after the stop; and on the next start the sale state is rebuilt from the
 // database, so the holders cannot buy twice and the remaining units are right.
-func saleAcrossARestart(t *testing.T, fi *fulfilInstance) {
+func saleAcrossARestart(t *testing.T, fi *fulfillInstance) {
 	t.Helper()
 	id := fi.createVoucher(30, 1)
 	first := fi.fireGrabs(id, burstUsers(1, 20, 2))

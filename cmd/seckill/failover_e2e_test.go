@@ -68,7 +68,7 @@ func sentinels(t *testing.T) sentinelSetup {
 func TestSentinelFailoverLosesNoAcceptedGrab(t *testing.T) {
 	s := sentinels(t)
 	ctx := context.Background()
-	fi := startFulfilInstance(t, "SECKILL_REDIS_URL=", "SECKILL_REDIS_SENTINELS="+s.addrs, "SECKILL_REDIS_MASTER_NAME="+s.master,
+	fi := startFulfillInstance(t, "SECKILL_REDIS_URL=", "SECKILL_REDIS_SENTINELS="+s.addrs, "SECKILL_REDIS_MASTER_NAME="+s.master,
 		"SECKILL_REDIS_MIN_REPLICAS=1", "SECKILL_CLAIM_IDLE=2s", "SECKILL_USER_RATE=0", "SECKILL_SOLD_OUT_TTL=0",
 		// No worker until after the failover: at the kill every reservation lives in
 		// Redis only, as the slowest worker would leave it.

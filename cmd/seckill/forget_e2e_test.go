@@ -24,7 +24,7 @@ import (
 // order gets a second 202, exactly the units left are sold, and the stats add up.
 func TestRedisComesBackEmptyMidSale(t *testing.T) {
 	stopRedis, startRedis := redisOutage(t)
-	fi := startFulfilInstance(t, "SECKILL_WARM_INTERVAL=1h")
+	fi := startFulfillInstance(t, "SECKILL_WARM_INTERVAL=1h")
 	const stock, first = 50, 30
 	id := fi.createVoucher(stock, 1)
 	before := fi.fireGrabs(id, burstUsers(1001, first, 0))
@@ -60,7 +60,7 @@ func TestRedisComesBackEmptyMidSale(t *testing.T) {
 // order gets a second 202, no phantom unit is sold, and the stats add up.
 func TestRedisRestartsFromAnOlderSnapshot(t *testing.T) {
 	stopRedis, startRedis := redisOutage(t)
-	fi := startFulfilInstance(t, "SECKILL_WARM_INTERVAL=1h")
+	fi := startFulfillInstance(t, "SECKILL_WARM_INTERVAL=1h")
 	dump := filepath.Join(filepath.Dir(stopRedis), "dump.rdb")
 	// The restarts of the tests after this one must come back empty, as they expect.
 	t.Cleanup(func() { _ = os.Remove(dump) })
@@ -101,7 +101,7 @@ func TestRedisRestartsFromAnOlderSnapshot(t *testing.T) {
 // wantHoldersAnswered has each holder grab voucher again, retrying a 503 as the contract
 // says, and fails the test unless the answer is 409 already_purchased naming the order
 // the user holds: never a second 202, never not_found.
-func (fi *fulfilInstance) wantHoldersAnswered(voucher string, holders map[int64]string) {
+func (fi *fulfillInstance) wantHoldersAnswered(voucher string, holders map[int64]string) {
 	fi.t.Helper()
 	for user, order := range holders {
 		eventually(fi.t, 30*time.Second, fmt.Sprintf("user %d's grab after the restart", user), func() (bool, string) {
@@ -124,7 +124,7 @@ func (fi *fulfilInstance) wantHoldersAnswered(voucher string, holders map[int64]
 // partial loss would); within a few rounds the buyer is back and reconcile finds nothing,
 // so the holder's next grab is answered with the order.
 func TestPeriodicReconciliationRepairsDrift(t *testing.T) {
-	fi := startFulfilInstance(t, "SECKILL_RECONCILE_INTERVAL=500ms", "SECKILL_RECONCILE_GRACE=100ms")
+	fi := startFulfillInstance(t, "SECKILL_RECONCILE_INTERVAL=500ms", "SECKILL_RECONCILE_GRACE=100ms")
 	id := fi.createVoucher(10, 1)
 	g := fi.fireGrabs(id, burstUsers(1001, 1, 0))
 	fi.waitSettled(id, 1, 30*time.Second)
@@ -153,7 +153,7 @@ func TestPeriodicReconciliationRepairsDrift(t *testing.T) {
 // Redis answers again, the voucher's first grab loads it and is served.
 func TestCreateWhileRedisIsFrozen(t *testing.T) {
 	redisPID := redisPIDFile(t)
-	fi := startFulfilInstance(t)
+	fi := startFulfillInstance(t)
 	admin := fi.token(1, true)
 	body := `{"title":"frozen","stock":5,"begins_at":"2026-01-01T00:00:00Z","ends_at":"2099-01-01T00:00:00Z"}`
 	create := func(key string) (int, string) {
@@ -220,7 +220,7 @@ func TestCreateWhileRedisIsFrozen(t *testing.T) {
 // while the sale's keys live on (the grace), and still 409 ended — never 404 — once
 // they have expired.
 func TestGrabAfterTheSaleIsEndedWithOrWithoutKeys(t *testing.T) {
-	fi := startFulfilInstance(t)
+	fi := startFulfillInstance(t)
 	now := time.Now().UTC()
 	status, v := fi.call(http.MethodPost, "/api/v1/vouchers", fi.token(1, true), map[string]any{
 		"title": "short", "stock": 5, "begins_at": now.Add(-time.Minute), "ends_at": now.Add(time.Second),

@@ -18,7 +18,7 @@ import (
 
 // another starts one more `seckill serve` with fi's settings (Redis, database, key
 // prefix) and extraEnv on an address of its own, stopped when the test ends.
-func (fi *fulfilInstance) another(extraEnv ...string) *fulfilInstance {
+func (fi *fulfillInstance) another(extraEnv ...string) *fulfillInstance {
 	fi.t.Helper()
 	addr := freeAddr(fi.t)
 	env := append(append(slices.Clone(fi.env), "SECKILL_HTTP_ADDR="+addr), extraEnv...)
@@ -26,7 +26,7 @@ func (fi *fulfilInstance) another(extraEnv ...string) *fulfilInstance {
 		tokens: fi.tokens, redis: fi.redis, keys: fi.keys, dbURL: fi.dbURL}
 	in.start()
 	fi.t.Cleanup(in.stop)
-	return &fulfilInstance{instance: in}
+	return &fulfillInstance{instance: in}
 }
 
 // grabAt is one grab of a burst spread over instances and vouchers.
@@ -38,7 +38,7 @@ type grabAt struct {
 // fireAt fires grabs at fi all at once and returns the answers, in order. When fi may
 // be killed meanwhile, a burst that could not even open its connections is no error:
 // every one of its grabs is answered with that failure (an unknown outcome).
-func (fi *fulfilInstance) fireAt(gs []grabAt, mayDie bool) []burst.Result {
+func (fi *fulfillInstance) fireAt(gs []grabAt, mayDie bool) []burst.Result {
 	reqs := make([]burst.Request, len(gs))
 	for i, g := range gs {
 		reqs[i] = burst.Request{Path: "/api/v1/vouchers/" + g.voucher + "/grab", Token: fi.token(domain.UserID(g.user), false)}
@@ -69,7 +69,7 @@ func (fi *fulfilInstance) fireAt(gs []grabAt, mayDie bool) []burst.Result {
 // through every live instance at once: the restock signal, not the sold-out flag's
 // TTL (one minute here), clears the flags.
 func TestInstancesShareASaleThroughAKillNine(t *testing.T) {
-	a := startFulfilInstance(t, "SECKILL_CLAIM_IDLE=2s", "SECKILL_BATCH_SIZE=10", "SECKILL_SOLD_OUT_TTL=1m")
+	a := startFulfillInstance(t, "SECKILL_CLAIM_IDLE=2s", "SECKILL_BATCH_SIZE=10", "SECKILL_SOLD_OUT_TTL=1m")
 	killed := "killed-" + testenv.Unique()
 	b, c := a.another(), a.another("SECKILL_CONSUMER="+killed)
 	const vouchers, stock, perInstance = 4, 150, 900
@@ -100,7 +100,7 @@ func TestInstancesShareASaleThroughAKillNine(t *testing.T) {
 
 	// Distinct users per instance, spread over the vouchers; the first 50 of a's also
 	// grab the same voucher through b.
-	instances := []*fulfilInstance{a, b, c}
+	instances := []*fulfillInstance{a, b, c}
 	plans := make([][]grabAt, len(instances))
 	for i := range instances {
 		for k := range perInstance {
@@ -217,12 +217,12 @@ func TestInstancesShareASaleThroughAKillNine(t *testing.T) {
 		}
 	}
 	if status, body := b.readiness(); status != http.StatusOK || body["fulfilment"] != "ok" {
-		t.Fatalf("/readyz after the sale: %d %v, want 200 with fulfilment ok", status, body)
+		t.Fatalf("/readyz after the sale: %d %v, want 200 with fulfillment ok", status, body)
 	}
 
 	// Every live instance answers sold_out from its own flag now; a cancel puts a unit
 	// back, and each of them sells it again long before the flag's minute is up.
-	live := []*fulfilInstance{a, b}
+	live := []*fulfillInstance{a, b}
 	id := ids[0]
 	for i, in := range live {
 		status, body := in.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", in.token(domain.UserID(95_000+i), false), nil)
@@ -249,21 +249,21 @@ func TestInstancesShareASaleThroughAKillNine(t *testing.T) {
 	}
 }
 
-// TestReadinessReportsAStalledFulfilment runs the API without a worker: a reservation
-// waits, and once it has waited over 30 s /readyz says fulfilment is stalled while
+// TestReadinessReportsAStalledFulfillment runs the API without a worker: a reservation
+// waits, and once it has waited over 30 s /readyz says fulfillment is stalled while
 // still answering 200, and the voucher's stats say how long it has waited. A worker
 // that starts clears both.
-func TestReadinessReportsAStalledFulfilment(t *testing.T) {
-	fi := startFulfilInstance(t, "SECKILL_ROLES=api")
+func TestReadinessReportsAStalledFulfillment(t *testing.T) {
+	fi := startFulfillInstance(t, "SECKILL_ROLES=api")
 	id := fi.createVoucher(10, 1)
 	status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", fi.token(7, false), nil)
 	if status != http.StatusAccepted {
 		t.Fatalf("grab: %d %v", status, body)
 	}
 	if status, body := fi.readiness(); status != http.StatusOK || body["fulfilment"] != "ok" {
-		t.Fatalf("/readyz with a fresh reservation: %d %v, want 200 with fulfilment ok", status, body)
+		t.Fatalf("/readyz with a fresh reservation: %d %v, want 200 with fulfillment ok", status, body)
 	}
-	eventually(t, 60*time.Second, "/readyz reporting the stalled fulfilment", func() (bool, string) {
+	eventually(t, 60*time.Second, "/readyz reporting the stalled fulfillment", func() (bool, string) {
 		status, body := fi.readiness()
 		return status == http.StatusOK && body["fulfilment"] == "stalled", fmt.Sprintf("%d %v", status, body)
 	})
@@ -274,7 +274,7 @@ func TestReadinessReportsAStalledFulfilment(t *testing.T) {
 	fi.startWorkerOnly()
 	fi.waitSettled(id, 1, 30*time.Second)
 	if status, body := fi.readiness(); status != http.StatusOK || body["fulfilment"] != "ok" {
-		t.Fatalf("/readyz once persisted: %d %v, want 200 with fulfilment ok", status, body)
+		t.Fatalf("/readyz once persisted: %d %v, want 200 with fulfillment ok", status, body)
 	}
 	if st := fi.stats(id); st["oldest_queued_ms"] != 0 {
 		t.Fatalf("stats once persisted: %v, want oldest_queued_ms 0", st)

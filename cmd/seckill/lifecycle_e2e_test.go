@@ -18,7 +18,7 @@ import (
 
 // reconcileCLI runs `seckill reconcile` against the instance's Redis and database and
 // returns its exit status and its JSON findings.
-func (fi *fulfilInstance) reconcileCLI(voucher string, repair bool) (int, map[string]any) {
+func (fi *fulfillInstance) reconcileCLI(voucher string, repair bool) (int, map[string]any) {
 	fi.t.Helper()
 	args := []string{"reconcile", "--json", "--voucher", voucher}
 	if repair {
@@ -60,14 +60,14 @@ func driftKinds(report map[string]any) []string {
 }
 
 // act pays or cancels an order as its owner and returns the answer's status.
-func (fi *fulfilInstance) act(action, order string, user int64) (int, map[string]any) {
+func (fi *fulfillInstance) act(action, order string, user int64) (int, map[string]any) {
 	fi.t.Helper()
 	return fi.call(http.MethodPost, "/api/v1/orders/"+order+"/"+action, fi.token(domain.UserID(user), false), nil)
 }
 
 // assertStatsAddUp checks stock = remaining + queued + awaiting_payment + paid, read
 // from Redis and the database separately.
-func (fi *fulfilInstance) assertStatsAddUp(voucher string) map[string]float64 {
+func (fi *fulfillInstance) assertStatsAddUp(voucher string) map[string]float64 {
 	fi.t.Helper()
 	st := fi.stats(voucher)
 	if st["stock"] != st["remaining"]+st["queued"]+st["awaiting_payment"]+st["paid"] {
@@ -76,7 +76,7 @@ func (fi *fulfilInstance) assertStatsAddUp(voucher string) map[string]float64 {
 	return st
 }
 
-func (fi *fulfilInstance) exec(sql string, args ...any) {
+func (fi *fulfillInstance) exec(sql string, args ...any) {
 	fi.t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, fi.dbURL)
@@ -93,7 +93,7 @@ func (fi *fulfilInstance) exec(sql string, args ...any) {
 // re-grab the returned units; the stats add up and reconcile finds nothing.
 func TestSaleLifecycle(t *testing.T) {
 	const timeout = 3 * time.Second
-	fi := startFulfilInstance(t, "SECKILL_PAYMENT_TIMEOUT="+timeout.String(), "SECKILL_RECONCILE_GRACE=1s")
+	fi := startFulfillInstance(t, "SECKILL_PAYMENT_TIMEOUT="+timeout.String(), "SECKILL_RECONCILE_GRACE=1s")
 	id := fi.createVoucher(10, 1)
 	g := newGrabs()
 	fi.prime(id, 1, g)
@@ -162,7 +162,7 @@ func TestSaleLifecycle(t *testing.T) {
 // order left unpaid while no instance runs still expires promptly after a restart.
 func TestPaymentTimeoutSurvivesARestart(t *testing.T) {
 	const timeout = 2 * time.Second
-	fi := startFulfilInstance(t, "SECKILL_PAYMENT_TIMEOUT="+timeout.String())
+	fi := startFulfillInstance(t, "SECKILL_PAYMENT_TIMEOUT="+timeout.String())
 	id := fi.createVoucher(1, 1)
 	g := newGrabs()
 	fi.prime(id, 7, g)
@@ -183,7 +183,7 @@ func TestPaymentTimeoutSurvivesARestart(t *testing.T) {
 // quiet sale and checks that `seckill reconcile` finds it (exit 1), that --repair
 // fixes it (exit 0), and that the sale is consistent afterwards.
 func TestReconcileRepairsInjectedDrift(t *testing.T) {
-	fi := startFulfilInstance(t, "SECKILL_RECONCILE_GRACE=1s")
+	fi := startFulfillInstance(t, "SECKILL_RECONCILE_GRACE=1s")
 	ctx := context.Background()
 	tests := []struct {
 		name   string
@@ -246,7 +246,7 @@ func TestReconcileRepairsInjectedDrift(t *testing.T) {
 // TestReconcileRequeuesALostStreamEntry loses a reservation's stream entry before any
 // worker read it; reconcile --repair requeues it and the worker persists it.
 func TestReconcileRequeuesALostStreamEntry(t *testing.T) {
-	fi := startFulfilInstance(t, "SECKILL_RECONCILE_GRACE=1s", "SECKILL_ROLES=api")
+	fi := startFulfillInstance(t, "SECKILL_RECONCILE_GRACE=1s", "SECKILL_ROLES=api")
 	ctx := context.Background()
 	id := fi.createVoucher(3, 1)
 	vid := fi.voucherID(id)
@@ -279,7 +279,7 @@ func TestReconcileRequeuesALostStreamEntry(t *testing.T) {
 }
 
 func TestReconcileUnknownVoucher(t *testing.T) {
-	fi := startFulfilInstance(t)
+	fi := startFulfillInstance(t)
 	out, err := runCmd(seckillBinary(t), fi.env, "reconcile", "--voucher", "424242")
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.ExitCode() == 0 || !strings.Contains(out, "424242") {

@@ -18,7 +18,7 @@ import (
 )
 
 // metrics are the process's Prometheus instruments outside the HTTP layer: what the
-// fulfilment worker and the compensations did, the breakers and the last
+// fulfillment worker and the compensations did, the breakers and the last
 // reconciliation. The use cases report through their observer callbacks, wired here,
 // so the application never sees Prometheus.
 type metrics struct {
@@ -45,7 +45,7 @@ func newMetrics() *metrics {
 	}
 	m := &metrics{
 		reg:         reg,
-		persisted:   counter("seckill_reservations_persisted_total", "Reservations the fulfilment worker turned into orders."),
+		persisted:   counter("seckill_reservations_persisted_total", "Reservations the fulfillment worker turned into orders."),
 		failed:      counter("seckill_reservations_failed_total", "Reservations that could never become live orders: stored as failed, their units returned."),
 		deadLetters: counter("seckill_dead_letters_total", "Queue entries moved to a dead-letter stream (malformed, or failing past the delivery limit)."),
 		expired:     counter("seckill_orders_expired_total", "Orders expired unpaid by this instance."),
@@ -111,7 +111,7 @@ func (m *metrics) reconciled(reports []application.VoucherReconciliation) {
 // backlogTimeout bounds the Redis calls of one scrape.
 const backlogTimeout = time.Second
 
-// httpMetrics registers what is read at scrape time — the fulfilment backlog (from
+// httpMetrics registers what is read at scrape time — the fulfillment backlog (from
 // the queue), the Redis and database connection pools — and returns the HTTP layer's
 // instruments on the same registry.
 func httpMetrics(m *metrics, client redis.UniversalClient, db *bun.DB, queue *redisstore.Queue, log *zap.Logger) *httpapi.Metrics {
@@ -141,7 +141,7 @@ func newBacklogCollector(queue *redisstore.Queue, log *zap.Logger) *backlogColle
 		lag: prometheus.NewDesc("seckill_fulfilment_lag_seconds",
 			"Age of the oldest reservation not yet persisted (0 when none), all vouchers.", nil, nil),
 		pending: prometheus.NewDesc("seckill_queue_pending",
-			"Reservations not yet acknowledged by the fulfilment workers (pending or not yet delivered), all vouchers.", nil, nil),
+			"Reservations not yet acknowledged by the fulfillment workers (pending or not yet delivered), all vouchers.", nil, nil),
 	}
 }
 
@@ -157,7 +157,7 @@ func (b *backlogCollector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	bl, err := b.queue.Backlog(ctx)
 	if err != nil {
-		b.log.Debug("metrics: measure the fulfilment backlog", zap.Error(err))
+		b.log.Debug("metrics: measure the fulfillment backlog", zap.Error(err))
 		return
 	}
 	lag := 0.0

@@ -99,7 +99,7 @@ func TestServeExposesTheWorkersMetrics(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if got := m[`seckill_fulfilment_lag_seconds`]; got != 0 {
-		t.Errorf("fulfilment lag = %v with nothing pending, want 0", got)
+		t.Errorf("fulfillment lag = %v with nothing pending, want 0", got)
 	}
 	if got := m[`seckill_grab_requests_total{outcome="reserved"}`]; got != stock {
 		t.Errorf("reserved = %v, want %d", got, stock)

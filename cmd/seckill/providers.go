@@ -357,12 +357,12 @@ func workerObserver(log *zap.Logger, m *metrics, cfg Common) application.WorkerO
 	o := application.WorkerObserver{
 		Health: func(healthy bool, err error) {
 			if healthy {
-				log.Info("fulfilment recovered: persisting again")
+				log.Info("fulfillment recovered: persisting again")
 				return
 			}
-			log.Error("fulfilment paused: a dependency is down; reservations stay pending and are retried with back-off", zap.Error(err))
+			log.Error("fulfillment paused: a dependency is down; reservations stay pending and are retried with back-off", zap.Error(err))
 		},
-		Problem:   func(err error) { log.Warn("fulfilment", zap.Error(err)) },
+		Problem:   func(err error) { log.Warn("fulfillment", zap.Error(err)) },
 		Fulfilled: m.fulfilled,
 	}
 	if cfg.tracing() {
@@ -372,7 +372,7 @@ func workerObserver(log *zap.Logger, m *metrics, cfg Common) application.WorkerO
 }
 
 // stalledAfter is how long the oldest reservation may wait to be persisted before
-// /readyz says fulfilment is stalled.
+// /readyz says fulfillment is stalled.
 const stalledAfter = 30 * time.Second
 
 func httpOptions(cfg Config, limiter *redisstore.RateLimiter, idempotency ports.Idempotency, metrics *httpapi.Metrics, queue *redisstore.Queue) httpapi.Options {
@@ -384,7 +384,7 @@ func httpOptions(cfg Config, limiter *redisstore.RateLimiter, idempotency ports.
 		IPLimit: cfg.IPRate, IPBurst: cfg.IPBurst, IPLimiter: limiter, Idempotency: idempotency,
 		TrustedProxies: proxies,
 		Metrics:        metrics, MetricsElsewhere: cfg.MetricsAddr != "",
-		Fulfilment: func(ctx context.Context) (bool, error) {
+		Fulfillment: func(ctx context.Context) (bool, error) {
 			age, err := queue.OldestQueued(ctx)
 			return age > stalledAfter, err
 		},

@@ -24,7 +24,7 @@ type serveCmd struct {
 	Config `embed:""`
 }
 
-// Run starts what the roles ask for — the API, the fulfilment worker, or both — with
+// Run starts what the roles ask for — the API, the fulfillment worker, or both — with
 // the periodic warm-up, and on SIGTERM or SIGINT drains them before returning: the API
 // finishes the requests in flight, the worker its batch. Kong has already called
 // Config.Validate.
@@ -147,7 +147,7 @@ func serve(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Config, 
 		})
 	}
 	if cfg.runsWorker() {
-		log.Info("fulfilment worker started", zap.String("consumer", a.Queue.Consumer()))
+		log.Info("fulfillment worker started", zap.String("consumer", a.Queue.Consumer()))
 		g.Go(func() error { return a.Worker.Run(gctx) })
 		g.Go(func() error { every(gctx, cfg.TrimInterval, func() { trim(gctx, a, log) }); return nil })
 		// Expiry is checked every second so an unpaid order is back on sale within

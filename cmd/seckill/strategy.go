@@ -70,7 +70,7 @@ func configuredStrategy(cfg Common) (StockStrategy, error) {
 }
 
 // strategySet provides the stock port and the audit of its state for a given
-// StockStrategy. The Redis adapters are built either way: the fulfilment queue, the
+// StockStrategy. The Redis adapters are built either way: the fulfillment queue, the
 // reservations and the restock signal read Redis whatever takes the stock.
 var strategySet = wire.NewSet(sqlstore.NewStock, selectStock, selectStockAudit)
 

@@ -214,7 +214,7 @@ func TestDemoCompareKeepsThePromisesWithEveryStrategy(t *testing.T) {
 		if m["avg_ms"].(float64) > m["max_ms"].(float64) {
 			t.Fatalf("%s: avg %v above max %v", strategy, m["avg_ms"], m["max_ms"])
 		}
-		// The Redis strategies leave the database to fulfilment and the background
+		// The Redis strategies leave the database to fulfillment and the background
 		// jobs; the database strategy runs every grab through it.
 		perGrab := m["db_statements_per_grab"].(float64)
 		if strategy == "postgres" {

@@ -16,17 +16,17 @@ import (
 	"github.com/seckill/seckill/domain"
 )
 
-// fulfilBench is a voucher on real Redis and PostgreSQL with a worker over it.
-type fulfilBench struct {
-	b      *testing.B
-	db     *bun.DB
-	stock  *redisstore.Stock
-	queue  *redisstore.Queue
-	fulfil *application.FulfillOrder
-	users  int
+// fulfillBench is a voucher on real Redis and PostgreSQL with a worker over it.
+type fulfillBench struct {
+	b       *testing.B
+	db      *bun.DB
+	stock   *redisstore.Stock
+	queue   *redisstore.Queue
+	fulfill *application.FulfillOrder
+	users   int
 }
 
-func newFulfilBench(b *testing.B) *fulfilBench {
+func newFulfillBench(b *testing.B) *fulfillBench {
 	ctx := context.Background()
 	rdb := testenv.Redis(b)
 	db, err := sqlstore.Open(ctx, testenv.PostgresURL(b))
@@ -47,13 +47,13 @@ func newFulfilBench(b *testing.B) *fulfilBench {
 	stock := redisstore.NewStock(rdb, redisstore.Options{Prefix: prefix})
 	queue := redisstore.NewQueue(rdb, redisstore.QueueOptions{Prefix: prefix, Consumer: "bench"})
 	orders := sqlstore.NewOrders(db)
-	return &fulfilBench{b: b, db: db, stock: stock, queue: queue,
-		fulfil: application.NewFulfillOrder(orders, queue, application.NewCompensate(stock, orders), 5)}
+	return &fulfillBench{b: b, db: db, stock: stock, queue: queue,
+		fulfill: application.NewFulfillOrder(orders, queue, application.NewCompensate(stock, orders), 5)}
 }
 
 // reserve puts a fresh voucher on sale and makes n reservations of it, which wait in
 // its stream.
-func (f *fulfilBench) reserve(n int) domain.VoucherID {
+func (f *fulfillBench) reserve(n int) domain.VoucherID {
 	ctx := context.Background()
 	now := time.Now()
 	v := domain.Voucher{Title: "bench", Stock: max(n, 1), BeginsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PerUserLimit: 1}
@@ -76,9 +76,9 @@ func (f *fulfilBench) reserve(n int) domain.VoucherID {
 
 // drain runs a worker with the given batch size until want orders of voucher v are
 // in the database.
-func (f *fulfilBench) drain(v domain.VoucherID, batch, want int) {
+func (f *fulfillBench) drain(v domain.VoucherID, batch, want int) {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := application.NewWorker(f.fulfil, f.queue, application.WorkerOptions{
+	w := application.NewWorker(f.fulfill, f.queue, application.WorkerOptions{
 		Batch: batch, Block: 10 * time.Millisecond, ClaimIdle: time.Minute, ClaimEvery: time.Minute,
 		MinBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond,
 	}, application.WorkerObserver{Problem: func(err error) { f.b.Error(err) }})
@@ -100,13 +100,13 @@ func (f *fulfilBench) drain(v domain.VoucherID, batch, want int) {
 	}
 }
 
-// BenchmarkFulfil measures fulfilment from stream to committed rows: one worker reads
+// BenchmarkFulfill measures fulfillment from stream to committed rows: one worker reads
 // the voucher's stream, persists in batches of the given size, acknowledges. Each
 // operation is one order.
-func BenchmarkFulfil(b *testing.B) {
+func BenchmarkFulfill(b *testing.B) {
 	for _, batch := range []int{1, 10, 100} {
 		b.Run("batch="+strconv.Itoa(batch), func(b *testing.B) {
-			f := newFulfilBench(b)
+			f := newFulfillBench(b)
 			v := f.reserve(b.N)
 			b.ResetTimer()
 			f.drain(v, batch, b.N)
@@ -119,7 +119,7 @@ func BenchmarkFulfil(b *testing.B) {
 // BenchmarkDrain20k is the yardstick: 20,000 reservations waiting in the stream
 // after a sale, persisted by one worker with the default batch size.
 func BenchmarkDrain20k(b *testing.B) {
-	f := newFulfilBench(b)
+	f := newFulfillBench(b)
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		v := f.reserve(20_000)

@@ -17,7 +17,7 @@ import (
 // startWorkerOnly starts one more `seckill serve` with SECKILL_ROLES=worker on fi's
 // database and prefix (so a consumer of its own); it is stopped with SIGTERM when the
 // test ends.
-func (fi *fulfilInstance) startWorkerOnly() *exec.Cmd {
+func (fi *fulfillInstance) startWorkerOnly() *exec.Cmd {
 	fi.t.Helper()
 	env := append(append([]string{}, fi.env...), "SECKILL_ROLES=worker")
 	cmd := exec.Command(seckillBinary(fi.t), "serve")
@@ -52,7 +52,7 @@ func (fi *fulfilInstance) startWorkerOnly() *exec.Cmd {
 	return cmd
 }
 
-// TestFulfilOutageWithMoreWorkersThanTheDeliveryLimit runs two worker processes with
+// TestFulfillOutageWithMoreWorkersThanTheDeliveryLimit runs two worker processes with
 // SECKILL_MAX_DELIVERIES=1 (in general: more workers than the delivery limit) and a
 // short claim idle, and grabs once while PostgreSQL is down. The worker that read the
 // reservation holds it, retrying; the idle one claims it once it has been idle for
@@ -60,9 +60,9 @@ func (fi *fulfilInstance) startWorkerOnly() *exec.Cmd {
 // message: once the database is back the reservation must be one live order, Redis and
 // PostgreSQL must agree on the units, and the user's repeated grab must answer with
 // that order.
-func TestFulfilOutageWithMoreWorkersThanTheDeliveryLimit(t *testing.T) {
+func TestFulfillOutageWithMoreWorkersThanTheDeliveryLimit(t *testing.T) {
 	stopPG, startPG := pgOutage(t)
-	fi := startFulfilInstance(t, "SECKILL_CLAIM_IDLE=1s", "SECKILL_MAX_DELIVERIES=1")
+	fi := startFulfillInstance(t, "SECKILL_CLAIM_IDLE=1s", "SECKILL_MAX_DELIVERIES=1")
 	const stock = 10
 	id := fi.createVoucher(stock, 1)
 	vid := fi.voucherID(id)

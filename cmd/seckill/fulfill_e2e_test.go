@@ -1,6 +1,6 @@
 package main
 
-// End-to-end tests of fulfilment: every reservation a grab answered 202 becomes exactly
+// End-to-end tests of fulfillment: every reservation a grab answered 202 becomes exactly
 // one persisted order, through a burst, a kill -9, a database outage, a graceful
 // shutdown and a poison message in the queue. Each runs the real binary on the real
 // Redis and PostgreSQL that scripts/test.sh provides.
@@ -26,20 +26,20 @@ import (
 	"github.com/seckill/seckill/domain"
 )
 
-// fulfilInstance is an instance with the helpers the fulfilment tests share: orders
+// fulfillInstance is an instance with the helpers the fulfillment tests share: orders
 // counted straight from the database, the queue's state, bursts and their checks.
-type fulfilInstance struct {
+type fulfillInstance struct {
 	*instance
 }
 
-// startFulfilInstance is startInstance for the fulfilment tests.
-func startFulfilInstance(t *testing.T, extraEnv ...string) *fulfilInstance {
+// startFulfillInstance is startInstance for the fulfillment tests.
+func startFulfillInstance(t *testing.T, extraEnv ...string) *fulfillInstance {
 	t.Helper()
-	return &fulfilInstance{instance: startInstance(t, extraEnv...)}
+	return &fulfillInstance{instance: startInstance(t, extraEnv...)}
 }
 
 // kill ends the process with SIGKILL, as a crash would, and reaps it.
-func (fi *fulfilInstance) kill() {
+func (fi *fulfillInstance) kill() {
 	fi.t.Helper()
 	if err := fi.cmd.Process.Kill(); err != nil {
 		fi.t.Fatalf("kill: %v", err)
@@ -47,7 +47,7 @@ func (fi *fulfilInstance) kill() {
 	_ = fi.cmd.Wait() // "signal: killed"
 }
 
-func (fi *fulfilInstance) voucherID(id string) domain.VoucherID {
+func (fi *fulfillInstance) voucherID(id string) domain.VoucherID {
 	fi.t.Helper()
 	vid, err := domain.ParseVoucherID(id)
 	if err != nil {
@@ -65,13 +65,13 @@ type dbOrder struct {
 }
 
 // openStore opens the instance's database, PostgreSQL or SQLite, for one look.
-func (fi *fulfilInstance) openStore(ctx context.Context) (*bun.DB, error) {
+func (fi *fulfillInstance) openStore(ctx context.Context) (*bun.DB, error) {
 	return sqlstore.Open(ctx, fi.dbURL)
 }
 
 // dbOrders reads the voucher's orders straight from the database. It returns an error
 // instead of failing, so it can be polled through an outage.
-func (fi *fulfilInstance) dbOrders(voucher string) ([]dbOrder, error) {
+func (fi *fulfillInstance) dbOrders(voucher string) ([]dbOrder, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	db, err := fi.openStore(ctx)
@@ -86,7 +86,7 @@ func (fi *fulfilInstance) dbOrders(voucher string) ([]dbOrder, error) {
 }
 
 // dbSold reads vouchers.sold.
-func (fi *fulfilInstance) dbSold(voucher string) int {
+func (fi *fulfillInstance) dbSold(voucher string) int {
 	fi.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
@@ -113,7 +113,7 @@ func (q queueState) String() string {
 	return fmt.Sprintf("pel=%d lag=%d consumers=%v", q.PEL, q.Lag, q.Consumers)
 }
 
-func (fi *fulfilInstance) queueState(voucher string) queueState {
+func (fi *fulfillInstance) queueState(voucher string) queueState {
 	fi.t.Helper()
 	ctx := context.Background()
 	stream := fi.keys.Stream(fi.voucherID(voucher))
@@ -141,7 +141,7 @@ func (fi *fulfilInstance) queueState(voucher string) queueState {
 }
 
 // stats reads GET /api/v1/vouchers/{id}/stats as an admin.
-func (fi *fulfilInstance) stats(voucher string) map[string]float64 {
+func (fi *fulfillInstance) stats(voucher string) map[string]float64 {
 	fi.t.Helper()
 	status, st := fi.tryStats(voucher)
 	if status != http.StatusOK {
@@ -153,7 +153,7 @@ func (fi *fulfilInstance) stats(voucher string) map[string]float64 {
 // tryStats is stats that returns the answer's status instead of failing on one that
 // is not 200, for polling a service that is still recovering (its database breaker
 // answers 503 until a probe finds the server back).
-func (fi *fulfilInstance) tryStats(voucher string) (int, map[string]float64) {
+func (fi *fulfillInstance) tryStats(voucher string) (int, map[string]float64) {
 	fi.t.Helper()
 	status, body := fi.call(http.MethodGet, "/api/v1/vouchers/"+voucher+"/stats", fi.token(1, true), nil)
 	out := make(map[string]float64, len(body))
@@ -176,7 +176,7 @@ type grabs struct {
 // fireGrabs grabs voucher once per entry of users, all at once, and checks that every
 // answer is a 202 or a 409 sold_out/already_purchased, that no user reserved twice and
 // that every 202 names a distinct order id.
-func (fi *fulfilInstance) fireGrabs(voucher string, users []int64) grabs {
+func (fi *fulfillInstance) fireGrabs(voucher string, users []int64) grabs {
 	fi.t.Helper()
 	reqs := make([]burst.Request, len(users))
 	for i, u := range users {
@@ -231,7 +231,7 @@ func burstUsers(first int64, n, dup int) []int64 {
 // has discovered the voucher's stream and is consuming it when the burst that follows
 // arrives (a new voucher's stream is only found at the next registry read, up to a
 // second later). It adds the reservation to g.
-func (fi *fulfilInstance) prime(voucher string, user int64, g grabs) {
+func (fi *fulfillInstance) prime(voucher string, user int64, g grabs) {
 	fi.t.Helper()
 	status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+voucher+"/grab", fi.token(domain.UserID(user), false), nil)
 	order, _ := body["order_id"].(string)
@@ -284,7 +284,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() (o
 
 // waitSettled waits until PostgreSQL holds at least as many orders for voucher as
 // were reserved and the service reports nothing pending in the queue.
-func (fi *fulfilInstance) waitSettled(voucher string, reserved int, timeout time.Duration) time.Duration {
+func (fi *fulfillInstance) waitSettled(voucher string, reserved int, timeout time.Duration) time.Duration {
 	fi.t.Helper()
 	took := eventually(fi.t, timeout, "every reservation persisted", func() (bool, string) {
 		orders, err := fi.dbOrders(voucher)
@@ -304,7 +304,7 @@ func (fi *fulfilInstance) waitSettled(voucher string, reserved int, timeout time
 // assertPersistedExactlyOnce checks that the voucher's orders in PostgreSQL are
 // exactly the reservations g answered 202 — same ids, same users, one unit each,
 // awaiting payment — and that the voucher's sold counter matches.
-func (fi *fulfilInstance) assertPersistedExactlyOnce(voucher string, g grabs) {
+func (fi *fulfillInstance) assertPersistedExactlyOnce(voucher string, g grabs) {
 	fi.t.Helper()
 	orders, err := fi.dbOrders(voucher)
 	if err != nil {
@@ -357,7 +357,7 @@ func (fi *fulfilInstance) assertPersistedExactlyOnce(voucher string, g grabs) {
 }
 
 // assertStats checks the admin stats of a settled voucher.
-func (fi *fulfilInstance) assertStats(voucher string, want map[string]float64) {
+func (fi *fulfillInstance) assertStats(voucher string, want map[string]float64) {
 	fi.t.Helper()
 	st := fi.stats(voucher)
 	for k, v := range want {
@@ -370,11 +370,11 @@ func (fi *fulfilInstance) assertStats(voucher string, want map[string]float64) {
 	}
 }
 
-// TestFulfilReferenceBurstEndToEnd runs the seeds' reference load (5,000 grabs, 4,950
+// TestFulfillReferenceBurstEndToEnd runs the seeds' reference load (5,000 grabs, 4,950
 // users, 50 of them twice, 100 units) and follows it to the database: exactly the 100
 // reservations become orders, each readable by its owner only.
-func TestFulfilReferenceBurstEndToEnd(t *testing.T) {
-	fi := startFulfilInstance(t)
+func TestFulfillReferenceBurstEndToEnd(t *testing.T) {
+	fi := startFulfillInstance(t)
 	const stock, users, twice = 100, 4950, 50
 	id := fi.createVoucher(stock, 1)
 
@@ -423,14 +423,14 @@ func TestFulfilReferenceBurstEndToEnd(t *testing.T) {
 	}
 }
 
-// TestFulfilSurvivesKillNineAfterABurst kills the process with SIGKILL as soon as a
+// TestFulfillSurvivesKillNineAfterABurst kills the process with SIGKILL as soon as a
 // burst is answered, with reservations still in the stream and in the dead consumer's
 // pending list, and restarts it: the new process (a new consumer) reads what was never
 // delivered, claims what the dead one held, and persists each reservation exactly once.
-func TestFulfilSurvivesKillNineAfterABurst(t *testing.T) {
+func TestFulfillSurvivesKillNineAfterABurst(t *testing.T) {
 	// Small batches keep the worker busy well past the burst, so the kill finds a
 	// batch in hand (pending under the dead consumer) and entries never delivered.
-	fi := startFulfilInstance(t, "SECKILL_ROLES=api,worker", "SECKILL_CLAIM_IDLE=2s", "SECKILL_BATCH_SIZE=10")
+	fi := startFulfillInstance(t, "SECKILL_ROLES=api,worker", "SECKILL_CLAIM_IDLE=2s", "SECKILL_BATCH_SIZE=10")
 	const stock = 1000
 	id := fi.createVoucher(stock, 1)
 
@@ -508,18 +508,18 @@ func stopPostgres(t *testing.T, stopPG, startPG string) (restart func() error) {
 }
 
 // readiness reads /readyz.
-func (fi *fulfilInstance) readiness() (int, map[string]any) {
+func (fi *fulfillInstance) readiness() (int, map[string]any) {
 	fi.t.Helper()
 	return fi.call(http.MethodGet, "/readyz", "", nil)
 }
 
-// TestFulfilRidesOutADatabaseOutage stops PostgreSQL, fires a burst while it is down
+// TestFulfillRidesOutADatabaseOutage stops PostgreSQL, fires a burst while it is down
 // (grabs never touch the database, so they are still answered), checks the service
 // reports itself not ready and stays up, then restarts PostgreSQL: every reservation
 // is persisted exactly once, by the same process, without help.
-func TestFulfilRidesOutADatabaseOutage(t *testing.T) {
+func TestFulfillRidesOutADatabaseOutage(t *testing.T) {
 	stopPG, startPG := pgOutage(t)
-	fi := startFulfilInstance(t)
+	fi := startFulfillInstance(t)
 	const stock = 300
 	id := fi.createVoucher(stock, 1)
 	g := newGrabs()
@@ -591,14 +591,14 @@ func TestFulfilRidesOutADatabaseOutage(t *testing.T) {
 	}
 }
 
-// TestFulfilGracefulShutdownLosesNothing sends SIGTERM right after a burst: the process
+// TestFulfillGracefulShutdownLosesNothing sends SIGTERM right after a burst: the process
 // exits 0 within its shutdown timeout, leaves nothing in its own pending list (the
 // batch in hand is finished), and a fresh process on the same database and prefix
 // persists whatever was left, each reservation exactly once.
-func TestFulfilGracefulShutdownLosesNothing(t *testing.T) {
+func TestFulfillGracefulShutdownLosesNothing(t *testing.T) {
 	const shutdownTimeout = 10 * time.Second
 	// Small batches keep the worker busy when SIGTERM arrives.
-	fi := startFulfilInstance(t, "SECKILL_SHUTDOWN_TIMEOUT="+shutdownTimeout.String(), "SECKILL_BATCH_SIZE=10")
+	fi := startFulfillInstance(t, "SECKILL_SHUTDOWN_TIMEOUT="+shutdownTimeout.String(), "SECKILL_BATCH_SIZE=10")
 	const stock = 600
 	id := fi.createVoucher(stock, 1)
 
@@ -660,12 +660,12 @@ func TestFulfilGracefulShutdownLosesNothing(t *testing.T) {
 	})
 }
 
-// TestFulfilDeadLettersAPoisonMessage slips malformed entries into a voucher's stream
+// TestFulfillDeadLettersAPoisonMessage slips malformed entries into a voucher's stream
 // between real grabs: the real reservations are persisted, each malformed entry goes
 // to the dead-letter stream with its reason, no stock moves for it, and nothing stays
 // pending.
-func TestFulfilDeadLettersAPoisonMessage(t *testing.T) {
-	fi := startFulfilInstance(t)
+func TestFulfillDeadLettersAPoisonMessage(t *testing.T) {
+	fi := startFulfillInstance(t)
 	const stock = 50
 	id := fi.createVoucher(stock, 1)
 	vid := fi.voucherID(id)

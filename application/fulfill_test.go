@@ -15,12 +15,12 @@ import (
 )
 
 // sale wires every use case over in-memory fakes: grabs land in the queue, the
-// fulfilment use case turns them into orders.
+// fulfillment use case turns them into orders.
 type sale struct {
 	grabFixture
 	queue   *memory.Queue
 	orders  *memory.Orders
-	fulfil  *application.FulfillOrder
+	fulfill *application.FulfillOrder
 	maxDlvr int64
 }
 
@@ -33,7 +33,7 @@ func newSale(t *testing.T, stock, limit int) sale {
 	f.stock.Queue = q
 	orders := memory.NewOrders(f.vouchers)
 	return sale{grabFixture: f, queue: q, orders: orders, maxDlvr: 5,
-		fulfil: application.NewFulfillOrder(orders, q, application.NewCompensate(f.stock, orders), 5)}
+		fulfill: application.NewFulfillOrder(orders, q, application.NewCompensate(f.stock, orders), 5)}
 }
 
 func (s sale) read(t *testing.T) []ports.Delivery {
@@ -66,7 +66,7 @@ func (s sale) remaining(t *testing.T) int {
 func TestFulfillPersistsAndAcknowledges(t *testing.T) {
 	s := newSale(t, 10, 2)
 	a, b := mustGrab(t, s.grabFixture, 1, 1), mustGrab(t, s.grabFixture, 2, 2)
-	rep, err := s.fulfil.Handle(context.Background(), s.read(t))
+	rep, err := s.fulfill.Handle(context.Background(), s.read(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestFulfillPersistsAndAcknowledges(t *testing.T) {
 		}
 	}
 	if got := s.queue.Pending(s.id); got != 0 {
-		t.Fatalf("pending = %d after fulfilment, want 0", got)
+		t.Fatalf("pending = %d after fulfillment, want 0", got)
 	}
 	v, _ := s.vouchers.Get(context.Background(), s.id)
 	if v.Sold != 3 {
@@ -93,7 +93,7 @@ func TestFulfillRedeliveryCreatesNothingNew(t *testing.T) {
 	mustGrab(t, s.grabFixture, 1, 1)
 	ds := s.read(t)
 	for i := 0; i < 3; i++ {
-		rep, err := s.fulfil.Handle(context.Background(), ds)
+		rep, err := s.fulfill.Handle(context.Background(), ds)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func TestFulfillAcknowledgesNothingWhileTheDatabaseIsDown(t *testing.T) {
 	mustGrab(t, s.grabFixture, 2, 1)
 	ds := s.read(t)
 	s.orders.Err = fmt.Errorf("connect: %w", domain.ErrUnavailable)
-	rep, err := s.fulfil.Handle(context.Background(), ds)
+	rep, err := s.fulfill.Handle(context.Background(), ds)
 	if !errors.Is(err, domain.ErrUnavailable) || rep.Left != 2 {
 		t.Fatalf("report %+v, err %v; want 2 left and ErrUnavailable", rep, err)
 	}
@@ -124,7 +124,7 @@ func TestFulfillAcknowledgesNothingWhileTheDatabaseIsDown(t *testing.T) {
 		t.Fatalf("pending = %d during the outage, want 2", got)
 	}
 	s.orders.Err = nil
-	if rep, err := s.fulfil.Handle(context.Background(), ds); err != nil || rep.Persisted != 2 {
+	if rep, err := s.fulfill.Handle(context.Background(), ds); err != nil || rep.Persisted != 2 {
 		t.Fatalf("after the outage: %+v, %v", rep, err)
 	}
 }
@@ -135,7 +135,7 @@ func TestFulfillIsolatesAPoisonReservation(t *testing.T) {
 	bad := mustGrab(t, s.grabFixture, 2, 1)
 	s.orders.Poison = map[domain.OrderID]error{bad.OrderID: errors.New("value out of range")}
 
-	rep, err := s.fulfil.Handle(context.Background(), s.read(t))
+	rep, err := s.fulfill.Handle(context.Background(), s.read(t))
 	if err != nil || rep.Persisted != 1 || rep.Left != 1 || len(rep.Problems) != 1 {
 		t.Fatalf("first delivery: %+v, %v", rep, err)
 	}
@@ -147,7 +147,7 @@ func TestFulfillIsolatesAPoisonReservation(t *testing.T) {
 		if err != nil || len(ds) != 1 || ds[0].Deliveries != int64(i) {
 			t.Fatalf("claim %d: %+v, %v", i, ds, err)
 		}
-		rep, err := s.fulfil.Handle(context.Background(), ds)
+		rep, err := s.fulfill.Handle(context.Background(), ds)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +181,7 @@ func TestFulfillNeverDeadLettersForDeliveriesAlone(t *testing.T) {
 	ds := s.read(t)
 	s.orders.Err = domain.ErrUnavailable
 	for i := 0; i < 10; i++ {
-		if _, err := s.fulfil.Handle(context.Background(), ds); !errors.Is(err, domain.ErrUnavailable) {
+		if _, err := s.fulfill.Handle(context.Background(), ds); !errors.Is(err, domain.ErrUnavailable) {
 			t.Fatalf("during the outage: %v", err)
 		}
 		if ds, _ = s.queue.Claim(context.Background(), 0, 10); len(ds) != 1 {
@@ -192,7 +192,7 @@ func TestFulfillNeverDeadLettersForDeliveriesAlone(t *testing.T) {
 		t.Fatalf("deliveries = %d, want past the limit", ds[0].Deliveries)
 	}
 	s.orders.Err = nil
-	rep, err := s.fulfil.Handle(context.Background(), ds)
+	rep, err := s.fulfill.Handle(context.Background(), ds)
 	if err != nil || rep.Persisted != 1 || rep.DeadLettered != 0 {
 		t.Fatalf("after the outage: %+v, %v", rep, err)
 	}
@@ -209,7 +209,7 @@ func TestFulfillDeadLettersWhatTheStoreRefuses(t *testing.T) {
 	good := mustGrab(t, s.grabFixture, 1, 1)
 	bad := mustGrab(t, s.grabFixture, 2, 1)
 	s.orders.Poison = map[domain.OrderID]error{bad.OrderID: domain.Invalid("quantity", "must be at least 1")}
-	rep, err := s.fulfil.Handle(context.Background(), s.read(t))
+	rep, err := s.fulfill.Handle(context.Background(), s.read(t))
 	if err != nil || rep.Persisted != 1 || rep.DeadLettered != 1 || rep.Left != 0 {
 		t.Fatalf("report %+v, %v", rep, err)
 	}
@@ -223,7 +223,7 @@ func TestFulfillDeadLettersMalformedEntries(t *testing.T) {
 	s := newSale(t, 10, 1)
 	s.queue.Append(ports.Delivery{VoucherID: s.id, Malformed: `field "qty": not a positive integer`})
 	r := mustGrab(t, s.grabFixture, 1, 1)
-	rep, err := s.fulfil.Handle(context.Background(), s.read(t))
+	rep, err := s.fulfill.Handle(context.Background(), s.read(t))
 	if err != nil || rep.Persisted != 1 || rep.DeadLettered != 1 || len(rep.Problems) != 1 {
 		t.Fatalf("report %+v, %v", rep, err)
 	}
@@ -236,7 +236,7 @@ func TestFulfillDeadLettersMalformedEntries(t *testing.T) {
 func TestFulfillFailsADuplicateAndReturnsItsUnits(t *testing.T) {
 	s := newSale(t, 10, 1)
 	first := mustGrab(t, s.grabFixture, 1, 1)
-	if _, err := s.fulfil.Handle(context.Background(), s.read(t)); err != nil {
+	if _, err := s.fulfill.Handle(context.Background(), s.read(t)); err != nil {
 		t.Fatal(err)
 	}
 	// Redis forgot the user's reservation (say, rebuilt after a crash) while the
@@ -245,7 +245,7 @@ func TestFulfillFailsADuplicateAndReturnsItsUnits(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := mustGrab(t, s.grabFixture, 1, 1)
-	rep, err := s.fulfil.Handle(context.Background(), s.read(t))
+	rep, err := s.fulfill.Handle(context.Background(), s.read(t))
 	if err != nil || rep.Failed != 1 {
 		t.Fatalf("report %+v, %v", rep, err)
 	}
@@ -267,7 +267,7 @@ func TestFulfillRetriesTheReleaseOfAFailedOrder(t *testing.T) {
 	v.Sold = v.Stock
 	s.vouchers.Put(v)
 	s.stock.Err = domain.ErrUnavailable
-	if _, err := s.fulfil.Handle(context.Background(), ds); err == nil {
+	if _, err := s.fulfill.Handle(context.Background(), ds); err == nil {
 		t.Fatal("want an error while the release cannot be applied")
 	}
 	if got := s.queue.Pending(s.id); got != 1 {
@@ -275,7 +275,7 @@ func TestFulfillRetriesTheReleaseOfAFailedOrder(t *testing.T) {
 	}
 	// Redelivered once Redis is back: the failed row is found and the release applied.
 	s.stock.Err = nil
-	rep, err := s.fulfil.Handle(context.Background(), ds)
+	rep, err := s.fulfill.Handle(context.Background(), ds)
 	if err != nil || rep.Failed != 1 {
 		t.Fatalf("redelivery: %+v, %v", rep, err)
 	}
@@ -290,7 +290,7 @@ func TestFulfillRetriesTheReleaseOfAFailedOrder(t *testing.T) {
 func TestFulfillDeadLettersAReservationWhoseVoucherIsGone(t *testing.T) {
 	s := newSale(t, 10, 1)
 	s.queue.Append(ports.Delivery{VoucherID: 77, Reservation: domain.Reservation{OrderID: "gone", VoucherID: 77, UserID: 1, Quantity: 1, At: t0}})
-	rep, err := s.fulfil.Handle(context.Background(), s.read(t))
+	rep, err := s.fulfill.Handle(context.Background(), s.read(t))
 	if err != nil || rep.DeadLettered != 1 {
 		t.Fatalf("report %+v, %v", rep, err)
 	}
@@ -302,7 +302,7 @@ func TestWorkerDrainsTheQueueAndStopsCleanly(t *testing.T) {
 		mustGrab(t, s.grabFixture, u, 1)
 	}
 	health := make(chan bool, 10)
-	w := application.NewWorker(s.fulfil, s.queue, application.WorkerOptions{
+	w := application.NewWorker(s.fulfill, s.queue, application.WorkerOptions{
 		Batch: 7, Block: time.Millisecond, ClaimIdle: time.Second, ClaimEvery: time.Second,
 		MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond,
 	}, application.WorkerObserver{Health: func(up bool, _ error) { health <- up }})
@@ -360,7 +360,7 @@ func TestWorkerDrainPersistsEverythingLeft(t *testing.T) {
 	if ds, _ := s.queue.Read(context.Background(), 5, 0); len(ds) != 5 {
 		t.Fatalf("read %d", len(ds))
 	}
-	w := application.NewWorker(s.fulfil, s.queue, application.WorkerOptions{
+	w := application.NewWorker(s.fulfill, s.queue, application.WorkerOptions{
 		Batch: 7, Block: time.Millisecond, ClaimIdle: time.Hour, ClaimEvery: time.Hour,
 		MinBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond,
 	}, application.WorkerObserver{})
@@ -385,7 +385,7 @@ func TestWorkerDrainPersistsEverythingLeft(t *testing.T) {
 
 // TestWorkerStoppedDuringAnOutageDoesNotReportRecovery: shutdown while the database
 // is down interrupts the back-off; the batch stays pending and the worker says
-// nothing more — in particular not that fulfilment recovered.
+// nothing more — in particular not that fulfillment recovered.
 func TestWorkerStoppedDuringAnOutageDoesNotReportRecovery(t *testing.T) {
 	s := newSale(t, 100, 1)
 	for u := domain.UserID(1); u <= 3; u++ {
@@ -393,7 +393,7 @@ func TestWorkerStoppedDuringAnOutageDoesNotReportRecovery(t *testing.T) {
 	}
 	health := make(chan bool, 10)
 	// A back-off far longer than the test: only the shutdown can end it.
-	w := application.NewWorker(s.fulfil, s.queue, application.WorkerOptions{
+	w := application.NewWorker(s.fulfill, s.queue, application.WorkerOptions{
 		Batch: 10, Block: time.Millisecond, ClaimIdle: time.Hour, ClaimEvery: time.Hour,
 		MinBackoff: time.Hour, MaxBackoff: time.Hour,
 	}, application.WorkerObserver{Health: func(up bool, _ error) { health <- up }})
