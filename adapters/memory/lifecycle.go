@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -44,7 +45,7 @@ func (r *Orders) Transition(_ context.Context, id domain.OrderID, user domain.Us
 // r.mu is held.
 func (r *Orders) move(o domain.Order, to domain.OrderStatus) domain.Order {
 	o.Status = to
-	r.byID[o.ID] = o
+	r.store(o)
 	if !to.HoldsStock() {
 		r.vouchers.mu.Lock()
 		v := r.vouchers.byID[o.VoucherID]
@@ -55,20 +56,26 @@ func (r *Orders) move(o domain.Order, to domain.OrderStatus) domain.Order {
 	return o
 }
 
-// ExpireDue expires up to limit orders awaiting payment created before cutoff.
+// ExpireDue expires up to limit orders awaiting payment created before cutoff, oldest
+// (by creation, then id) first. A limit below 1 is a *domain.ValidationError.
 func (r *Orders) ExpireDue(_ context.Context, cutoff time.Time, limit int) ([]domain.Order, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("expire due orders: %w", domain.Invalid("limit", "must be at least 1"))
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.Err != nil {
 		return nil, r.Err
 	}
-	var due []domain.Order
+	due := []domain.Order{}
 	for _, o := range r.byID {
 		if o.Status == domain.StatusAwaitingPayment && o.CreatedAt.Before(cutoff) {
 			due = append(due, o)
 		}
 	}
-	sort.Slice(due, func(i, j int) bool { return due[i].CreatedAt.Before(due[j].CreatedAt) })
+	slices.SortFunc(due, func(a, b domain.Order) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
 	if len(due) > limit {
 		due = due[:limit]
 	}
@@ -78,48 +85,65 @@ func (r *Orders) ExpireDue(_ context.Context, cutoff time.Time, limit int) ([]do
 	return due, nil
 }
 
-// Unreleased returns closed orders not marked released, oldest id first.
+// Unreleased returns closed orders not marked released, in the order they closed. A
+// limit below 1 is a *domain.ValidationError.
 func (r *Orders) Unreleased(_ context.Context, limit int) ([]domain.Order, error) {
+	if limit < 1 {
+		return nil, fmt.Errorf("list unreleased orders: %w", domain.Invalid("limit", "must be at least 1"))
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.Err != nil {
 		return nil, r.Err
 	}
-	var out []domain.Order
+	out := []domain.Order{}
 	for _, o := range r.byID {
 		if !o.Status.HoldsStock() && !r.released[o.ID] {
 			out = append(out, o)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	slices.SortFunc(out, func(a, b domain.Order) int {
+		return cmp.Or(cmp.Compare(r.closedAt[a.ID], r.closedAt[b.ID]), cmp.Compare(a.ID, b.ID))
+	})
 	if len(out) > limit {
 		out = out[:limit]
 	}
 	return out, nil
 }
 
-// MarkReleased records releases.
+// MarkReleased records the releases of closed orders; ids of unknown or live orders
+// are ignored, as the SQL adapter ignores them.
 func (r *Orders) MarkReleased(_ context.Context, ids ...domain.OrderID) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if len(ids) == 0 {
+		return nil
+	}
 	if r.Err != nil {
 		return r.Err
 	}
 	for _, id := range ids {
-		r.released[id] = true
+		if o, ok := r.byID[id]; ok && !o.Status.HoldsStock() {
+			r.released[id] = true
+		}
 	}
 	return nil
 }
 
-// Ledger returns a voucher and its orders.
-func (r *Orders) Ledger(ctx context.Context, id domain.VoucherID) (ports.Ledger, error) {
-	v, err := r.vouchers.Get(ctx, id)
-	if err != nil {
-		return ports.Ledger{}, err
-	}
+// Ledger returns a voucher and its orders, oldest (by id) first.
+func (r *Orders) Ledger(_ context.Context, id domain.VoucherID) (ports.Ledger, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	l := ports.Ledger{Voucher: v}
+	if r.Err != nil {
+		return ports.Ledger{}, r.Err
+	}
+	r.vouchers.mu.Lock()
+	v, ok := r.vouchers.byID[id]
+	r.vouchers.mu.Unlock()
+	if !ok {
+		return ports.Ledger{}, fmt.Errorf("voucher %s: %w", id, domain.ErrNotFound)
+	}
+	l := ports.Ledger{Voucher: v, Orders: []domain.Order{}}
 	for _, o := range r.byID {
 		if o.VoucherID == id {
 			l.Orders = append(l.Orders, o)
@@ -140,7 +164,7 @@ func (r *Orders) RecountSold(_ context.Context, id domain.VoucherID) (int, error
 	defer r.vouchers.mu.Unlock()
 	v, ok := r.vouchers.byID[id]
 	if !ok {
-		return 0, domain.ErrNotFound
+		return 0, fmt.Errorf("voucher %s: %w", id, domain.ErrNotFound)
 	}
 	v.Sold = 0
 	for _, o := range r.byID {
@@ -158,7 +182,7 @@ func (r *Orders) SetStatus(id domain.OrderID, s domain.OrderStatus) {
 	defer r.mu.Unlock()
 	o := r.byID[id]
 	o.Status = s
-	r.byID[id] = o
+	r.store(o)
 }
 
 // Snapshot returns the sale state of a voucher.
@@ -190,8 +214,12 @@ func (s *Stock) Snapshot(_ context.Context, id domain.VoucherID) (ports.StockSna
 	return snap, nil
 }
 
-// Restore records a reservation unless the user holds one.
+// Restore records a reservation unless the user holds one. An invalid reservation is
+// a *domain.ValidationError, as it is to the Redis adapter.
 func (s *Stock) Restore(_ context.Context, r domain.Reservation) (bool, error) {
+	if err := validReservation(r); err != nil {
+		return false, fmt.Errorf("restore reservation: %w", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.Err != nil {
@@ -211,8 +239,23 @@ func (s *Stock) Restore(_ context.Context, r domain.Reservation) (bool, error) {
 	return true, nil
 }
 
-// Requeue appends r to the queue again.
+// Requeue appends r to the queue again. An invalid reservation is a
+// *domain.ValidationError, and a voucher without sale state domain.ErrNotFound, as
+// they are to the Redis adapter.
 func (s *Stock) Requeue(_ context.Context, r domain.Reservation) error {
+	if err := validReservation(r); err != nil {
+		return fmt.Errorf("requeue reservation: %w", err)
+	}
+	s.mu.Lock()
+	_, ok := s.sales[r.VoucherID]
+	err := s.Err
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("requeue reservation: voucher %s: %w", r.VoucherID, domain.ErrNotFound)
+	}
 	if s.Queue != nil {
 		s.Queue.Append(ports.Delivery{VoucherID: r.VoucherID, Reservation: r})
 	}
@@ -239,9 +282,12 @@ func (s *Stock) Restored(context.Context, domain.VoucherID) error {
 func (s *Stock) Recount(_ context.Context, id domain.VoucherID) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.Err != nil {
+		return 0, s.Err
+	}
 	sl, ok := s.sales[id]
 	if !ok {
-		return 0, domain.ErrNotFound
+		return 0, fmt.Errorf("recount stock: voucher %s: %w", id, domain.ErrNotFound)
 	}
 	held := 0
 	for _, r := range s.Reserved {
@@ -259,6 +305,13 @@ func (s *Stock) Forget(id domain.VoucherID, user domain.UserID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.sales[id].buyers, user)
+}
+
+// SetRemaining overwrites a voucher's units left, as a test injecting drift would.
+func (s *Stock) SetRemaining(id domain.VoucherID, remaining int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sales[id].remaining = remaining
 }
 
 // Drop removes a voucher's whole sale state, as a Redis restart would.

@@ -1,9 +1,11 @@
 package memory_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/seckill/seckill/adapters/memory"
+	"github.com/seckill/seckill/adapters/ordertest"
 	"github.com/seckill/seckill/adapters/stocktest"
 	"github.com/seckill/seckill/domain"
 )
@@ -28,3 +30,31 @@ func TestStockContract(t *testing.T) {
 		}
 	})
 }
+
+// TestOrderStoreContract holds the fake order store to the contract the SQL adapter
+// meets.
+func TestOrderStoreContract(t *testing.T) {
+	ordertest.Run(t, func(*testing.T) ordertest.Subject {
+		vouchers := memory.NewVouchers()
+		orders := memory.NewOrders(vouchers)
+		return ordertest.Subject{
+			Store:    orders,
+			Vouchers: vouchers,
+			SetStatus: func(_ *testing.T, id domain.OrderID, s domain.OrderStatus) {
+				orders.SetStatus(id, s)
+			},
+			SetSold: func(t *testing.T, id domain.VoucherID, sold int) {
+				v, err := vouchers.Get(t.Context(), id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				v.Sold = sold
+				vouchers.Put(v)
+			},
+			Break: func(*testing.T) { orders.SetErr(errDown) },
+		}
+	})
+}
+
+// errDown is what a broken fake answers.
+var errDown = errors.New("down")

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -19,6 +20,9 @@ type Orders struct {
 	vouchers *Vouchers
 	byID     map[domain.OrderID]domain.Order
 	released map[domain.OrderID]bool
+	// closedAt numbers the closed orders in the order they closed.
+	closedAt map[domain.OrderID]int
+	closings int
 	// Err, when set, is returned by every call (a database that is down).
 	Err error
 	// Poison makes Persist fail, alone, for a batch holding one of these ids.
@@ -29,7 +33,8 @@ var _ ports.Orders = (*Orders)(nil)
 
 // NewOrders returns an empty repository over vouchers.
 func NewOrders(vouchers *Vouchers) *Orders {
-	return &Orders{vouchers: vouchers, byID: map[domain.OrderID]domain.Order{}, released: map[domain.OrderID]bool{}}
+	return &Orders{vouchers: vouchers, byID: map[domain.OrderID]domain.Order{}, released: map[domain.OrderID]bool{},
+		closedAt: map[domain.OrderID]int{}}
 }
 
 // SetErr sets Err while other goroutines use the repository.
@@ -39,10 +44,23 @@ func (r *Orders) SetErr(err error) {
 	r.Err = err
 }
 
-// Persist follows the PostgreSQL adapter's rules, one reservation at a time.
+// The reasons Persist gives, worded as the SQL adapter words them.
+const (
+	reasonLiveOrder    = "user already holds a live order for this voucher"
+	reasonFailedBefore = "stored as failed by an earlier delivery"
+	reasonSoldFull     = "sold counter full"
+)
+
+// Persist follows the SQL adapter's rules: it validates every reservation first
+// (storing nothing when one is invalid), answers a repeated id as a redelivery, lets a
+// user's oldest (lowest id) new order of a voucher win, and keeps the new orders a
+// voucher's sold counter has room for in order id order, failing the rest.
 func (r *Orders) Persist(_ context.Context, rs []domain.Reservation) ([]ports.PersistResult, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if len(rs) == 0 {
+		return []ports.PersistResult{}, nil
+	}
 	if r.Err != nil {
 		return nil, r.Err
 	}
@@ -50,43 +68,111 @@ func (r *Orders) Persist(_ context.Context, rs []domain.Reservation) ([]ports.Pe
 		if err := r.Poison[res.OrderID]; err != nil {
 			return nil, err
 		}
+		if err := validReservation(res); err != nil {
+			return nil, fmt.Errorf("persist orders: order %s: %w", res.OrderID, err)
+		}
 	}
 	r.vouchers.mu.Lock()
 	defer r.vouchers.mu.Unlock()
+
+	unique := make([]domain.Reservation, 0, len(rs))
+	seen := make(map[domain.OrderID]bool, len(rs))
+	for _, res := range rs {
+		if !seen[res.OrderID] {
+			seen[res.OrderID] = true
+			unique = append(unique, res)
+		}
+	}
+	outcomes := r.persistAll(unique)
 	out := make([]ports.PersistResult, len(rs))
+	answered := make(map[domain.OrderID]bool, len(unique))
 	for i, res := range rs {
-		out[i] = r.persistOne(res)
+		o := outcomes[res.OrderID]
+		if answered[res.OrderID] && o.Outcome != ports.VoucherGone {
+			o = ports.PersistResult{OrderID: res.OrderID, Outcome: ports.AlreadyPersisted}
+		}
+		answered[res.OrderID] = true
+		out[i] = o
 	}
 	return out, nil
 }
 
-func (r *Orders) persistOne(res domain.Reservation) ports.PersistResult {
-	result := ports.PersistResult{OrderID: res.OrderID}
-	if o, ok := r.byID[res.OrderID]; ok {
-		result.Outcome = ports.AlreadyPersisted
-		if o.Status == domain.StatusFailed {
-			result.Outcome, result.Reason = ports.Failed, "stored as failed before"
-		}
-		return result
-	}
-	v, ok := r.vouchers.byID[res.VoucherID]
-	if !ok {
-		return ports.PersistResult{OrderID: res.OrderID, Outcome: ports.VoucherGone, Reason: "voucher " + res.VoucherID.String() + " does not exist"}
-	}
-	o := domain.Order{ID: res.OrderID, VoucherID: res.VoucherID, UserID: res.UserID, Quantity: res.Quantity,
-		Status: domain.StatusAwaitingPayment, CreatedAt: res.At}
+// validReservation is the check the SQL adapter makes before storing anything.
+func validReservation(r domain.Reservation) error {
 	switch {
-	case r.holdsLive(res.VoucherID, res.UserID):
-		o.Status, result.Outcome, result.Reason = domain.StatusFailed, ports.Failed, "user already holds a live order for this voucher"
-	case v.Sold+res.Quantity > v.Stock:
-		o.Status, result.Outcome, result.Reason = domain.StatusFailed, ports.Failed, "sold counter full"
-	default:
-		v.Sold += res.Quantity
-		r.vouchers.byID[v.ID] = v
-		result.Outcome = ports.Persisted
+	case r.OrderID == "":
+		return domain.Invalid("order_id", "must not be empty")
+	case r.Quantity < 1:
+		return domain.Invalid("quantity", "must be at least 1")
+	case r.UserID < 1:
+		return domain.Invalid("user", "must be a positive integer")
+	}
+	return nil
+}
+
+// persistAll persists reservations of distinct ids, in the SQL adapter's order: by
+// voucher, user and id for the one-live-order rule, then each voucher's new orders by
+// id against its sold counter. r.mu and r.vouchers.mu are held.
+func (r *Orders) persistAll(rs []domain.Reservation) map[domain.OrderID]ports.PersistResult {
+	out := make(map[domain.OrderID]ports.PersistResult, len(rs))
+	sorted := slices.Clone(rs)
+	slices.SortFunc(sorted, func(a, b domain.Reservation) int {
+		return cmp.Or(cmp.Compare(a.VoucherID, b.VoucherID), cmp.Compare(a.UserID, b.UserID), cmp.Compare(a.OrderID, b.OrderID))
+	})
+	fresh := map[domain.VoucherID][]domain.Reservation{}
+	for _, res := range sorted {
+		id := res.OrderID
+		if o, ok := r.byID[id]; ok {
+			out[id] = ports.PersistResult{OrderID: id, Outcome: ports.AlreadyPersisted}
+			if o.Status == domain.StatusFailed {
+				out[id] = ports.PersistResult{OrderID: id, Outcome: ports.Failed, Reason: reasonFailedBefore}
+			}
+			continue
+		}
+		if _, ok := r.vouchers.byID[res.VoucherID]; !ok {
+			out[id] = ports.PersistResult{OrderID: id, Outcome: ports.VoucherGone, Reason: "voucher " + res.VoucherID.String() + " does not exist"}
+			continue
+		}
+		o := domain.Order{ID: id, VoucherID: res.VoucherID, UserID: res.UserID, Quantity: res.Quantity,
+			Status: domain.StatusAwaitingPayment, CreatedAt: res.At}
+		if r.holdsLive(res.VoucherID, res.UserID) {
+			o.Status = domain.StatusFailed
+			r.store(o)
+			out[id] = ports.PersistResult{OrderID: id, Outcome: ports.Failed, Reason: reasonLiveOrder}
+			continue
+		}
+		r.store(o)
+		fresh[res.VoucherID] = append(fresh[res.VoucherID], res)
+	}
+	for vid, news := range fresh {
+		v := r.vouchers.byID[vid]
+		slices.SortFunc(news, func(a, b domain.Reservation) int { return cmp.Compare(a.OrderID, b.OrderID) })
+		for _, res := range news {
+			if v.Sold+res.Quantity <= v.Stock {
+				v.Sold += res.Quantity
+				out[res.OrderID] = ports.PersistResult{OrderID: res.OrderID, Outcome: ports.Persisted}
+				continue
+			}
+			o := r.byID[res.OrderID]
+			o.Status = domain.StatusFailed
+			r.store(o)
+			out[res.OrderID] = ports.PersistResult{OrderID: res.OrderID, Outcome: ports.Failed, Reason: reasonSoldFull}
+		}
+		r.vouchers.byID[vid] = v
+	}
+	return out
+}
+
+// store keeps o, noting when it closed (the order Releases.Unreleased lists closed
+// orders in). r.mu is held.
+func (r *Orders) store(o domain.Order) {
+	if !o.Status.HoldsStock() {
+		if _, ok := r.closedAt[o.ID]; !ok {
+			r.closings++
+			r.closedAt[o.ID] = r.closings
+		}
 	}
 	r.byID[o.ID] = o
-	return result
 }
 
 func (r *Orders) holdsLive(v domain.VoucherID, u domain.UserID) bool {
@@ -139,6 +225,9 @@ func (r *Orders) ListByUser(_ context.Context, user domain.UserID, q ports.Order
 func (r *Orders) UnitsByStatus(_ context.Context, voucher domain.VoucherID) (map[domain.OrderStatus]int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.Err != nil {
+		return nil, r.Err
+	}
 	out := map[domain.OrderStatus]int{}
 	for _, o := range r.byID {
 		if o.VoucherID == voucher {
