@@ -11,6 +11,7 @@ import (
 	"github.com/seckill/seckill/adapters/memory"
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
 )
 
 // grabAt has user grab one unit of voucher v with the clock at t0+at.
@@ -43,11 +44,18 @@ func (s sale) moreVouchers(t *testing.T, n int) []domain.VoucherID {
 // persist persists the next n queued reservations, in the order they were taken.
 func (s sale) persist(t *testing.T, n int) {
 	t.Helper()
-	ds, err := s.queue.Read(context.Background(), n, 0)
-	if err != nil || len(ds) != n {
+	// The oldest first: those an earlier call left delivered, then the rest, all read
+	// at once (a read takes up to its count from each voucher's queue).
+	ds, err := s.queue.Claim(context.Background(), 0, n)
+	if err == nil && len(ds) < n {
+		var more []ports.Delivery
+		more, err = s.queue.Read(context.Background(), 100, 0)
+		ds = append(ds, more...)
+	}
+	if err != nil || len(ds) < n {
 		t.Fatalf("read %d entries: %d, %v", n, len(ds), err)
 	}
-	if _, err := s.fulfill.Handle(context.Background(), ds); err != nil {
+	if _, err := s.fulfill.Handle(context.Background(), ds[:n]); err != nil {
 		t.Fatal(err)
 	}
 }

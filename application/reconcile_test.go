@@ -6,9 +6,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/adapters/memory"
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
 )
+
+// recountFails is an order audit whose RecountSold fails while fail is set, and whose
+// Ledger reads all along.
+type recountFails struct {
+	*memory.Orders
+	fail bool
+}
+
+func (r *recountFails) RecountSold(ctx context.Context, id domain.VoucherID) (int, error) {
+	if r.fail {
+		return 0, domain.ErrUnavailable
+	}
+	return r.Orders.RecountSold(ctx, id)
+}
 
 func newReconcile(l lifecycle) *application.Reconcile {
 	return application.NewReconcile(l.vouchers, l.stock, l.stock, l.orders, application.NewCompensate(l.stock, l.orders), l.clock, time.Minute)
@@ -142,12 +157,13 @@ func sameKinds(a, b []application.DriftKind) bool {
 func TestReconcileDoesNotRebuildWithoutASoldCount(t *testing.T) {
 	ctx := context.Background()
 	l := newLifecycle(t, 3)
-	rc := newReconcile(l)
+	audit := &recountFails{Orders: l.orders}
+	rc := application.NewReconcile(l.vouchers, l.stock, l.stock, audit, application.NewCompensate(l.stock, l.orders), l.clock, time.Minute)
 	for user := range domain.UserID(3) {
 		l.persisted(t, user+1)
 	}
 	l.stock.Drop(l.id)
-	l.orders.SetErr(domain.ErrUnavailable)
+	audit.fail = true
 
 	r := reconcileOnce(t, rc, l.id, true)
 	if r.Consistent() || len(r.Drifts) != 1 || r.Drifts[0].Kind != application.DriftSaleStateMissing ||
@@ -161,7 +177,7 @@ func TestReconcileDoesNotRebuildWithoutASoldCount(t *testing.T) {
 		t.Fatal("a 4th grab was accepted with 3 units, all held by live orders")
 	}
 
-	l.orders.SetErr(nil)
+	audit.fail = false
 	if r := reconcileOnce(t, rc, l.id, true); !r.Consistent() {
 		t.Fatalf("repair once the database counts again: %+v", r)
 	}

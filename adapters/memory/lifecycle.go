@@ -262,18 +262,26 @@ func (s *Stock) Requeue(_ context.Context, r domain.Reservation) error {
 	return nil
 }
 
-// Restoring does nothing: the fake has no partly restored state.
-func (s *Stock) Restoring(context.Context, domain.VoucherID) error {
+// Restoring makes a loaded voucher's grabs answer domain.ErrUnavailable until
+// Restored.
+func (s *Stock) Restoring(_ context.Context, id domain.VoucherID) error {
+	return s.setRestoring(id, true)
+}
+
+// Restored takes a loaded voucher's grabs again. (The fake's Warm loads a voucher
+// whole at once, so only Restoring gates them.)
+func (s *Stock) Restored(_ context.Context, id domain.VoucherID) error {
+	return s.setRestoring(id, false)
+}
+
+func (s *Stock) setRestoring(id domain.VoucherID, restoring bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.Err != nil {
 		return s.Err
 	}
-	return nil
-}
-
-// Restored does nothing: the fake's Warm loads a voucher whole at once.
-func (s *Stock) Restored(context.Context, domain.VoucherID) error {
-	if s.Err != nil {
-		return s.Err
+	if sl, ok := s.sales[id]; ok {
+		sl.restoring = restoring
 	}
 	return nil
 }

@@ -33,6 +33,8 @@ type sale struct {
 	v         domain.Voucher
 	remaining int
 	buyers    map[domain.UserID]domain.OrderID
+	// restoring gates grabs between StockAudit.Restoring and Restored.
+	restoring bool
 }
 
 var _ ports.Stock = (*Stock)(nil)
@@ -72,6 +74,9 @@ func (s *Stock) Reserve(_ context.Context, r domain.Reservation) error {
 	sl, ok := s.sales[r.VoucherID]
 	if !ok {
 		return domain.ErrNotFound
+	}
+	if sl.restoring {
+		return fmt.Errorf("voucher %s: sale state being restored: %w", r.VoucherID, domain.ErrUnavailable)
 	}
 	if sl.v.Paused {
 		return domain.ErrPaused

@@ -2,12 +2,17 @@ package memory_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
+	"github.com/seckill/seckill/adapters/audittest"
 	"github.com/seckill/seckill/adapters/memory"
 	"github.com/seckill/seckill/adapters/ordertest"
+	"github.com/seckill/seckill/adapters/queuetest"
 	"github.com/seckill/seckill/adapters/stocktest"
 	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
 )
 
 // TestStockContract holds the fake to the contract the Redis and PostgreSQL
@@ -58,3 +63,34 @@ func TestOrderStoreContract(t *testing.T) {
 
 // errDown is what a broken fake answers.
 var errDown = errors.New("down")
+
+// TestQueueContract holds the fake queue to the contract the Redis streams meet.
+func TestQueueContract(t *testing.T) {
+	queuetest.Run(t, func(*testing.T) queuetest.Subject {
+		q := &memory.Queue{}
+		return queuetest.Subject{
+			Consumer: func(*testing.T, string) ports.Queue { return q },
+			Append: func(_ *testing.T, id domain.VoucherID, user domain.UserID) domain.Reservation {
+				r := domain.Reservation{OrderID: domain.OrderID(fmt.Sprintf("v%d-u%d", id, user)), VoucherID: id,
+					UserID: user, Quantity: 1, At: time.Date(2026, time.November, 29, 12, 0, 0, 0, time.UTC)}
+				q.Append(ports.Delivery{VoucherID: id, Reservation: r})
+				return r
+			},
+			Break: func(*testing.T) { q.SetErr(errDown) },
+		}
+	})
+}
+
+// TestStockAuditContract holds the fake stock's audit to the contract the Redis and
+// PostgreSQL strategies' audits meet.
+func TestStockAuditContract(t *testing.T) {
+	audittest.Run(t, func(*testing.T) audittest.Subject {
+		s := memory.NewStock()
+		s.Queue = &memory.Queue{}
+		return audittest.Subject{
+			Audit: s, Stock: s, Queue: s.Queue,
+			SetRemaining: func(_ *testing.T, id domain.VoucherID, remaining int) { s.SetRemaining(id, remaining) },
+			Break:        func(*testing.T) { s.Err = errDown },
+		}
+	})
+}

@@ -327,12 +327,12 @@ func TestMinReplicas(t *testing.T) {
 	}
 
 	replica := startReplica(t, addr)
-	eventually(t, 20*time.Second, "the replica in sync and acknowledging", func() bool {
+	testenv.Eventually(t, 2*testenv.Patience, "the replica in sync and acknowledging", func() (bool, string) {
 		if !strings.Contains(replica.Info(t.Context(), "replication").Val(), "master_link_status:up") {
-			return false
+			return false, "replica link down"
 		}
 		n, err := client.Do(t.Context(), "WAIT", 1, 100).Int()
-		return err == nil && n >= 1
+		return err == nil && n >= 1, fmt.Sprintf("WAIT = %d, %v", n, err)
 	})
 	if err := s.Reserve(t.Context(), grab(v.ID, 2, 1)); err != nil {
 		t.Fatalf("grab with a replica: %v, want reserved", err)
@@ -356,16 +356,4 @@ func startReplica(t *testing.T, master string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
-}
-
-// eventually waits until cond holds, failing the test after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

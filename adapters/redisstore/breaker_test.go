@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -143,13 +144,10 @@ func privateRedis(t *testing.T) (addr string, stop, start func()) {
 		check(t, cmd.Start())
 		probe := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 		defer probe.Close()
-		deadline := time.Now().Add(10 * time.Second)
-		for probe.Ping(context.Background()).Err() != nil {
-			if time.Now().After(deadline) {
-				t.Fatalf("redis-server on %s did not start", addr)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testenv.Eventually(t, testenv.Patience, "redis-server on "+addr+" answers", func() (bool, string) {
+			err := probe.Ping(context.Background()).Err()
+			return err == nil, fmt.Sprint(err)
+		})
 	}
 	start()
 	t.Cleanup(stop)
@@ -200,20 +198,13 @@ func TestBreakerRedisDownAndBack(t *testing.T) {
 	start()
 	// The restarted server is empty and has no scripts: the half-open probe meets
 	// NOSCRIPT, which must count as an answer, not as a failure.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(t, testenv.Patience, "recovery after Redis restarted", func() (bool, string) {
 		_, err := s.Warm(ctx, v)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, domain.ErrUnavailable) {
+		if err != nil && !errors.Is(err, domain.ErrUnavailable) {
 			t.Fatalf("warm while Redis comes back: %v", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no recovery 10s after Redis restarted: %v (breaker %s)", err, hook.State())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil, fmt.Sprintf("%v (breaker %s)", err, hook.State())
+	})
 	check(t, s.Reserve(ctx, grab(v.ID, 30, 1)))
 	if got, want := hook.State(), "closed"; got != want {
 		t.Fatalf("breaker %s after recovery, want %s", got, want)
@@ -262,18 +253,11 @@ func TestBreakerRedisHung(t *testing.T) {
 	}
 
 	link.Heal()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(t, testenv.Patience, "recovery after the link healed", func() (bool, string) {
 		v, err := client.Get(ctx, key).Result()
-		if err == nil {
-			if v != "v" {
-				t.Fatalf("get after recovery = %q, want %q", v, "v")
-			}
-			break
+		if err == nil && v != "v" {
+			t.Fatalf("get after recovery = %q, want %q", v, "v")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no recovery 10s after the link healed: %v (breaker %s)", err, hook.State())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil, fmt.Sprintf("%v (breaker %s)", err, hook.State())
+	})
 }

@@ -175,110 +175,6 @@ func TestWarmUsesTheConfiguredGroup(t *testing.T) {
 	}
 }
 
-func TestReadDeliversEachEntryOnceAcrossVouchers(t *testing.T) {
-	ctx := context.Background()
-	client, s := newStock(t, 0)
-	warm(t, client, s, voucher(1, 10, 1))
-	warm(t, client, s, voucher(2, 10, 1))
-	want := append(reserve(t, s, 1, 1, 2, 3), reserve(t, s, 2, 4, 5)...)
-
-	a, b := newQueue(client, s, "a"), newQueue(client, s, "b")
-	ds := read(t, a, 10)
-	if got, want := len(ds), len(want); got != want {
-		t.Fatalf("read %d entries, want %d", got, want)
-	}
-	byOrder := map[domain.OrderID]ports.Delivery{}
-	for _, d := range ds {
-		if _, dup := byOrder[d.Reservation.OrderID]; dup {
-			t.Fatalf("order %s delivered twice", d.Reservation.OrderID)
-		}
-		byOrder[d.Reservation.OrderID] = d
-	}
-	for _, r := range want {
-		d, ok := byOrder[r.OrderID]
-		if !ok {
-			t.Fatalf("order %s not delivered", r.OrderID)
-		}
-		if d.Malformed != "" || !sameReservation(d.Reservation, r) || d.VoucherID != r.VoucherID || d.Deliveries != 1 {
-			t.Fatalf("delivery %+v, want reservation %+v delivered once", d, r)
-		}
-	}
-
-	if ds := read(t, b, 10); len(ds) != 0 {
-		t.Fatalf("second consumer read %d entries already delivered, want none", len(ds))
-	}
-	if ds := read(t, a, 10); len(ds) != 0 {
-		t.Fatalf("first consumer read %d entries again, want none", len(ds))
-	}
-
-	// Pending until acknowledged, per voucher.
-	if got, want := len(pending(t, client, s, 1)), 3; got != want {
-		t.Fatalf("%d entries pending on voucher 1, want %d", got, want)
-	}
-	var first []ports.Delivery
-	for _, d := range ds {
-		if d.VoucherID == 1 {
-			first = append(first, d)
-		}
-	}
-	check(t, a.Ack(ctx, first...))
-	if got, want := len(pending(t, client, s, 1)), 0; got != want {
-		t.Fatalf("%d entries pending on voucher 1 after ack, want %d", got, want)
-	}
-	if got, want := len(pending(t, client, s, 2)), 2; got != want {
-		t.Fatalf("%d entries pending on voucher 2, want %d", got, want)
-	}
-	check(t, a.Ack(ctx, ds...)) // twice for voucher 1: harmless
-	if got, want := len(pending(t, client, s, 2)), 0; got != want {
-		t.Fatalf("%d entries pending on voucher 2 after ack, want %d", got, want)
-	}
-	check(t, a.Ack(ctx))
-}
-
-func TestReadCountsPerStream(t *testing.T) {
-	client, s := newStock(t, 0)
-	warm(t, client, s, voucher(1, 10, 1))
-	rs := reserve(t, s, 1, 1, 2, 3)
-	q := newQueue(client, s, "a")
-
-	ds := read(t, q, 2)
-	if got, want := len(ds), 2; got != want {
-		t.Fatalf("read %d entries, want %d", got, want)
-	}
-	ds = read(t, q, 2)
-	if len(ds) != 1 || ds[0].Reservation.OrderID != rs[2].OrderID {
-		t.Fatalf("second read = %+v, want the third reservation", ds)
-	}
-}
-
-func TestReadWakesUpForANewEntry(t *testing.T) {
-	client, s := newStock(t, 0)
-	v := voucher(1, 10, 1)
-	warm(t, client, s, v)
-	q := newQueue(client, s, "a")
-
-	type result struct {
-		ds  []ports.Delivery
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		ds, err := q.Read(context.Background(), 10, 10*time.Second)
-		done <- result{ds, err}
-	}()
-	// The reservation may land before the read blocks; it is delivered just the same.
-	r := reserve(t, s, v.ID, 1)[0]
-	select {
-	case res := <-done:
-		check(t, res.err)
-		if len(res.ds) != 1 || res.ds[0].Reservation.OrderID != r.OrderID {
-			t.Fatalf("blocked read returned %+v, want order %s", res.ds, r.OrderID)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("a blocked read did not return")
-	}
-}
-
 func TestReadWithoutStreamsWaitsAndHonoursContext(t *testing.T) {
 	client, s := newStock(t, 0)
 	q := newQueue(client, s, "a")
@@ -392,50 +288,6 @@ func TestQueueForgetsExpiredSales(t *testing.T) {
 	}
 }
 
-func TestClaimTakesOverAbandonedEntries(t *testing.T) {
-	ctx := context.Background()
-	client, s := newStock(t, 0)
-	warm(t, client, s, voucher(1, 10, 1))
-	warm(t, client, s, voucher(2, 10, 1))
-	reserve(t, s, 1, 1, 2)
-	reserve(t, s, 2, 3)
-	a, b := newQueue(client, s, "a"), newQueue(client, s, "b")
-	abandoned := read(t, a, 10)
-	if got, want := len(abandoned), 3; got != want {
-		t.Fatalf("read %d entries, want %d", got, want)
-	}
-
-	fresh, err := b.Claim(ctx, time.Hour, 10)
-	check(t, err)
-	if len(fresh) != 0 {
-		t.Fatalf("claimed %d entries idle for less than minIdle, want none", len(fresh))
-	}
-
-	claimed := claimUntil(t, b, 3)
-	got, want := ids(claimed), ids(abandoned)
-	slices.Sort(got)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Fatalf("claimed %v, want %v", got, want)
-	}
-	for _, d := range claimed {
-		if d.Deliveries != 2 || d.Malformed != "" || d.Reservation.VoucherID != d.VoucherID {
-			t.Fatalf("claimed %+v, want a well-formed second delivery", d)
-		}
-	}
-	for _, id := range []domain.VoucherID{1, 2} {
-		for entry, p := range pending(t, client, s, id) {
-			if p.Consumer != "b" || p.RetryCount != 2 {
-				t.Fatalf("entry %s pending for %s, delivered %d times; want b, twice", entry, p.Consumer, p.RetryCount)
-			}
-		}
-	}
-	check(t, b.Ack(ctx, claimed...))
-	if n := len(pending(t, client, s, 1)) + len(pending(t, client, s, 2)); n != 0 {
-		t.Fatalf("%d entries pending after the claimer acknowledged, want none", n)
-	}
-}
-
 func TestClaimAcknowledgesDeletedEntries(t *testing.T) {
 	ctx := context.Background()
 	client, s := newStock(t, 0)
@@ -460,21 +312,16 @@ func TestClaimAcknowledgesDeletedEntries(t *testing.T) {
 	}
 }
 
-// claimUntil claims as q, with a minIdle of 50ms, until it holds n entries; it fails
-// the test when they do not come within 10s.
+// claimUntil claims as q, with a minIdle of 50ms, until it holds n entries.
 func claimUntil(t testing.TB, q *redisstore.Queue, n int) []ports.Delivery {
 	t.Helper()
 	var got []ports.Delivery
-	deadline := time.Now().Add(10 * time.Second)
-	for len(got) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("claimed %d entries in 10s, want %d", len(got), n)
-		}
-		time.Sleep(10 * time.Millisecond)
+	testenv.Eventually(t, testenv.Patience, fmt.Sprintf("%d entries claimed", n), func() (bool, string) {
 		ds, err := q.Claim(context.Background(), 50*time.Millisecond, n-len(got))
 		check(t, err)
 		got = append(got, ds...)
-	}
+		return len(got) == n, fmt.Sprintf("%d claimed", len(got))
+	})
 	return got
 }
 
@@ -773,9 +620,9 @@ func endedVoucher(t *testing.T, client redis.UniversalClient, s *redisstore.Stoc
 		rs[i].At = at
 		check(t, s.Reserve(context.Background(), rs[i]))
 	}
-	for time.Now().Before(v.EndsAt.Add(time.Millisecond)) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Eventually(t, testenv.Patience, "the sale ended", func() (bool, string) {
+		return time.Now().After(v.EndsAt), ""
+	})
 	return rs
 }
 
@@ -975,20 +822,16 @@ func waitBlocked(t *testing.T, client redis.UniversalClient, key string) {
 		check(t, err)
 		node = n
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(t, testenv.Patience, "a client blocked in XREADGROUP", func() (bool, string) {
 		list, err := node.ClientList(ctx).Result()
 		if err != nil {
-			return
+			return true, ""
 		}
 		for _, line := range strings.Split(list, "\n") {
 			if strings.Contains(line, "cmd=xreadgroup") && strings.Contains(line, " flags=b ") {
-				return
+				return true, ""
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no client blocked in XREADGROUP after 10s:\n%s", list)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return false, list
+	})
 }

@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -73,7 +74,6 @@ func (sub *subscriber) next(t *testing.T) domain.VoucherID {
 // prefix is the test's alone, so no one else's subscription counts.
 func waitSubscribed(t *testing.T, client redis.UniversalClient, channel string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
 	numSub := func() (map[string]int64, error) {
 		cc, ok := client.(*redis.ClusterClient)
 		if !ok {
@@ -85,16 +85,10 @@ func waitSubscribed(t *testing.T, client redis.UniversalClient, channel string) 
 		}
 		return node.PubSubShardNumSub(context.Background(), channel).Result()
 	}
-	for {
+	testenv.Eventually(t, testenv.Patience, channel+" has one subscriber", func() (bool, string) {
 		n, err := numSub()
-		if err == nil && n[channel] == 1 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s has no subscriber after 10s (last: %v, %v)", channel, n, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err == nil && n[channel] == 1, fmt.Sprintf("%v, %v", n, err)
+	})
 }
 
 func TestSubscribeRestocksDeliversUntilCancelled(t *testing.T) {
@@ -193,13 +187,10 @@ func ownRedis(t *testing.T) (addr string, kill, start func()) {
 		check(t, cmd.Start())
 		probe := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 		defer probe.Close()
-		deadline := time.Now().Add(10 * time.Second)
-		for probe.Ping(context.Background()).Err() != nil {
-			if time.Now().After(deadline) {
-				t.Fatalf("own redis-server on %s did not answer in 10s", addr)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testenv.Eventually(t, testenv.Patience, "own redis-server on "+addr+" answers", func() (bool, string) {
+			err := probe.Ping(context.Background()).Err()
+			return err == nil, fmt.Sprint(err)
+		})
 	}
 	kill = func() {
 		t.Helper()

@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -30,17 +31,13 @@ func terminateOthers(t *testing.T, f orderFixture) {
 		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", name); err != nil {
 		t.Fatal(err)
 	}
-	for range 100 {
+	testenv.Eventually(t, testenv.Patience, "connections gone after pg_terminate_backend", func() (bool, string) {
 		var left int
 		if err := admin.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE datname = $1", name).Scan(&left); err != nil {
 			t.Fatal(err)
 		}
-		if left == 0 {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("connections still open after pg_terminate_backend")
+		return left == 0, fmt.Sprintf("%d connections left", left)
+	})
 }
 
 // The lifecycle, release and audit methods report a dropped connection as

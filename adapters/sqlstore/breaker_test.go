@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"testing"
 	"time"
@@ -48,26 +49,19 @@ func guarded(t *testing.T, opts sqlstore.GuardOptions) (*bun.DB, *sqlstore.Vouch
 	return db, sqlstore.NewVouchers(db), l
 }
 
-// waitRecovered lists vouchers until it works again, for at most 10 s.
+// waitRecovered lists vouchers until it works again.
 func waitRecovered(t *testing.T, vs *sqlstore.Vouchers, want int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(t, testenv.Patience, "recovery after the database came back", func() (bool, string) {
 		got, err := vs.List(context.Background(), ports.VoucherQuery{Limit: 1000})
-		if err == nil {
-			if len(got) != want {
-				t.Fatalf("after recovery: %d vouchers, want %d", len(got), want)
-			}
-			return
+		if err == nil && len(got) != want {
+			t.Fatalf("after recovery: %d vouchers, want %d", len(got), want)
 		}
-		if !errors.Is(err, domain.ErrUnavailable) {
+		if err != nil && !errors.Is(err, domain.ErrUnavailable) {
 			t.Fatalf("list while the database comes back: %v", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no recovery 10s after the database came back: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil, fmt.Sprint(err)
+	})
 }
 
 // TestGuardedDatabaseDownAndBack cuts the database off (connections refused, live ones

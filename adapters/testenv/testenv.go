@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
@@ -231,5 +232,35 @@ func DeleteKeys(ctx context.Context, client redis.UniversalClient, pattern strin
 		return del(ctx, c)
 	default:
 		return fmt.Errorf("delete keys: unexpected client %T", client)
+	}
+}
+
+// Patience is how long a test waits for what should happen at once (a goroutine to
+// return, a condition to hold) before it fails: generous, so that a busy machine never
+// fails a test that is right.
+const Patience = 10 * time.Second
+
+// Eventually polls cond until it reports ok and returns how long that took; it fails
+// the test when cond has not within timeout, quoting the state cond last reported. It
+// polls often at first (every 5 ms), then less (up to every 100 ms). In a synctest
+// bubble it waits on the bubble's clock.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (ok bool, state string)) time.Duration {
+	t.Helper()
+	start := time.Now()
+	deadline := start.Add(timeout)
+	pause := 5 * time.Millisecond
+	for {
+		ok, state := cond()
+		if ok {
+			return time.Since(start)
+		}
+		if time.Now().After(deadline) {
+			if state == "" {
+				t.Fatalf("%s: not within %v", what, timeout)
+			}
+			t.Fatalf("%s: not within %v; last seen: %s", what, timeout, state)
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 100*time.Millisecond)
 	}
 }
