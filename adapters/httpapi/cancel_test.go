@@ -13,6 +13,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/seckill/seckill/adapters/testenv"
 )
 
 // TestClientCancellationIsNoError: a request whose client disconnects while a use
@@ -48,10 +50,9 @@ func TestClientCancellationIsNoError(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Fatal("the cancelled request got an answer")
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for logs.FilterMessage("request").Len() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Eventually(t, 3*testenv.Patience, "the request logged", func() (bool, string) {
+		return logs.FilterMessage("request").Len() > 0, ""
+	})
 	lines := logs.FilterMessage("request").All()
 	if len(lines) != 1 {
 		t.Fatalf("request log lines: %d, want 1", len(lines))

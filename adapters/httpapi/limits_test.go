@@ -2,14 +2,15 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
 )
 
@@ -127,17 +128,13 @@ func TestSoldOutShortCut(t *testing.T) {
 	if r := a.do(http.MethodPost, "/api/v1/orders/"+winner.Body["order_id"].(string)+"/cancel", a.token(10, false), ""); r.Status != http.StatusOK {
 		t.Fatalf("cancel: %d %s", r.Status, r.Raw)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testenv.Eventually(t, testenv.Patience, "a grab reserved after the restock", func() (bool, string) {
 		r := a.do(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", a.token(500, false), "")
-		if r.Status == http.StatusAccepted {
-			break
-		}
-		if r.code() != "sold_out" || time.Now().After(deadline) {
+		if r.Status != http.StatusAccepted && r.code() != "sold_out" {
 			t.Fatalf("grab after the restock: %d %s", r.Status, r.Raw)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return r.Status == http.StatusAccepted, fmt.Sprintf("%d %s", r.Status, r.Raw)
+	})
 	cancel()
 	if err := <-subscribed; err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
 )
 
@@ -126,17 +127,10 @@ func textOf(t *testing.T, ctx context.Context, selector string) string {
 // waitText waits, generously, until the text of selector contains want.
 func waitText(t *testing.T, ctx context.Context, selector, want string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.Eventually(t, 3*testenv.Patience, fmt.Sprintf("the page shows %q at %s", want, selector), func() (bool, string) {
 		got := textOf(t, ctx, selector)
-		if strings.Contains(got, want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the page shows %q at %s; want it to contain %q", got, selector, want)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return strings.Contains(got, want), fmt.Sprintf("%q", got)
+	})
 }
 
 // shownRemaining reads the remaining count the page shows for voucher id, -1 while the
@@ -158,17 +152,12 @@ func shownRemaining(t *testing.T, ctx context.Context, id string) int {
 // that ok accepts, and returns it.
 func waitShown(t *testing.T, ctx context.Context, id string, what string, ok func(int) bool) int {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		n := shownRemaining(t, ctx, id)
-		if ok(n) {
-			return n
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the page shows %d remaining for voucher %s; want %s", n, id, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var n int
+	testenv.Eventually(t, 3*testenv.Patience, fmt.Sprintf("the page shows voucher %s with %s remaining", id, what), func() (bool, string) {
+		n = shownRemaining(t, ctx, id)
+		return ok(n), fmt.Sprintf("%d remaining", n)
+	})
+	return n
 }
 
 // The live page, in a real headless Chromium, shows a voucher the test creates and its
@@ -210,12 +199,8 @@ func TestUIShowsTheSaleLiveInChromium(t *testing.T) {
 	waitText(t, ctx, fmt.Sprintf(`tr[data-voucher-id="%s"] .orders`, id), fmt.Sprintf("queued %d ·", stock))
 	waitText(t, ctx, `#rates tr[data-outcome="reserved"]`, fmt.Sprintf("total %d", stock))
 	evaluate[bool](t, ctx, fmt.Sprintf(`document.querySelector('tr[data-voucher-id="%s"] button.toggle').click(); true`, id))
-	deadline := time.Now().Add(30 * time.Second)
-	for a.do(http.MethodGet, "/api/v1/vouchers/"+id, "", "").Body["paused"] != true {
-		if time.Now().After(deadline) {
-			t.Fatal("the page's pause button did not pause the sale")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testenv.Eventually(t, 3*testenv.Patience, "the page's pause button paused the sale", func() (bool, string) {
+		return a.do(http.MethodGet, "/api/v1/vouchers/"+id, "", "").Body["paused"] == true, ""
+	})
 	waitText(t, ctx, fmt.Sprintf(`tr[data-voucher-id="%s"] button.toggle`, id), "resume")
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/cmd/seckill/internal/history"
 	"github.com/seckill/seckill/domain"
 )
@@ -234,7 +235,7 @@ func TestChaosSaleKeepsItsPromises(t *testing.T) {
 	for u, r := range rec.lastGrabs() {
 		if r.Status == 0 || r.Status == http.StatusServiceUnavailable {
 			token, _ := a.tokens.Mint(domain.UserID(u), false, time.Hour)
-			eventually(t, 30*time.Second, fmt.Sprintf("user %d's retry answered", u), func() (bool, string) {
+			testenv.Eventually(t, 30*time.Second, fmt.Sprintf("user %d's retry answered", u), func() (bool, string) {
 				r := rec.do(client, history.OpGrab, u, token, http.MethodPost, a.base+"/api/v1/vouchers/"+id+"/grab")
 				return r.answered(), fmt.Sprintf("%d %s", r.Status, r.Code)
 			})
@@ -426,7 +427,7 @@ func enableAOF(t *testing.T, rdb redis.UniversalClient) aofRedis {
 			_ = rdb.ConfigSet(context.Background(), kv[0], kv[1]).Err()
 		}
 	})
-	eventually(t, 30*time.Second, "the append-only file written", func() (bool, string) {
+	testenv.Eventually(t, 30*time.Second, "the append-only file written", func() (bool, string) {
 		info, err := rdb.Info(ctx, "persistence").Result()
 		if err != nil {
 			return false, err.Error()

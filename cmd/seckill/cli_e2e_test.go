@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/seckill/seckill/adapters/testenv"
 )
 
 // --version prints one line naming the build.
@@ -84,17 +86,10 @@ func TestServeTracesToStdout(t *testing.T) {
 		t.Fatalf("grab: %d %v", status, body)
 	}
 	order := body["order_id"].(string)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.Eventually(t, 30*time.Second, "order persisted", func() (bool, string) {
 		status, o := in.call(http.MethodGet, "/api/v1/orders/"+order, in.token(9, false), nil)
-		if status == http.StatusOK && o["status"] == "awaiting_payment" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("order not persisted: %d %v", status, o)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return status == http.StatusOK && o["status"] == "awaiting_payment", fmt.Sprintf("%d %v", status, o)
+	})
 	in.stop()
 	logs := in.logs.String()
 	for _, want := range []string{`"Name":"POST /api/v1/vouchers/:id/grab"`, `"Name":"fulfill batch"`, `"seckill.order_id","Value":{"Type":"STRING","Value":"` + order} {

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/seckill/seckill/adapters/testenv"
 )
 
 // redisOutage returns the scripts that stop and start the throwaway Redis. The
@@ -71,7 +73,7 @@ func TestRedisOutage(t *testing.T) {
 		t.Fatalf("%s: %v\n%s", startRedis, err, out)
 	}
 	down = false
-	eventually(t, 15*time.Second, "grabs served again", func() (bool, string) {
+	testenv.Eventually(t, 15*time.Second, "grabs served again", func() (bool, string) {
 		status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", fi.token(100, false), nil)
 		return status == http.StatusAccepted, fmt.Sprintf("%d %v", status, body)
 	})

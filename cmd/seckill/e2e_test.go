@@ -149,18 +149,14 @@ func (in *instance) start() {
 	if err := in.cmd.Start(); err != nil {
 		in.t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	testenv.Eventually(in.t, 15*time.Second, "serve ready", func() (bool, string) {
 		res, err := http.Get(in.base + "/readyz")
-		if err == nil {
-			_ = res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return false, err.Error()
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	in.t.Fatalf("serve did not become ready:\n%s", in.logs)
+		_ = res.Body.Close()
+		return res.StatusCode == http.StatusOK, fmt.Sprintf("readyz %d; logs:\n%s", res.StatusCode, in.logs)
+	})
 }
 
 // stop sends SIGTERM and waits for a clean exit.

@@ -107,7 +107,7 @@ func saleAcrossARestart(t *testing.T, fi *fulfillInstance) {
 
 	// A fresh in-process Redis: the warm-up rebuilds the sale from the database.
 	fi.start()
-	eventually(t, 10*time.Second, "the sale rebuilt", func() (bool, string) {
+	testenv.Eventually(t, 10*time.Second, "the sale rebuilt", func() (bool, string) {
 		status, v := fi.call(http.MethodGet, "/api/v1/vouchers/"+id, "", nil)
 		return status == http.StatusOK && v["remaining"] == float64(30-len(all.reserved)), fmt.Sprintf("%d %v", status, v)
 	})
@@ -152,7 +152,7 @@ func TestServeWithNothingConfigured(t *testing.T) {
 		t.Fatalf("grab with the printed user token: %d %v", status, body)
 	}
 	order := body["order_id"]
-	eventually(t, 10*time.Second, "the order persisted", func() (bool, string) {
+	testenv.Eventually(t, 10*time.Second, "the order persisted", func() (bool, string) {
 		status, body := fi.call(http.MethodGet, "/api/v1/orders", user, nil)
 		orders, _ := body["orders"].([]any)
 		if status != http.StatusOK || len(orders) != 1 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/cmd/seckill/internal/burst"
 	"github.com/seckill/seckill/domain"
 )
@@ -137,7 +138,7 @@ func TestSentinelFailoverLosesNoAcceptedGrab(t *testing.T) {
 	// retry asks again, one grab at a time, until the service answers other than 503.
 	retry := func(users []int64) {
 		for _, u := range users {
-			eventually(t, 60*time.Second, fmt.Sprintf("user %d's grab answered", u), func() (bool, string) {
+			testenv.Eventually(t, 60*time.Second, fmt.Sprintf("user %d's grab answered", u), func() (bool, string) {
 				status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", fi.token(domain.UserID(u), false), nil)
 				if status == http.StatusServiceUnavailable {
 					return false, fmt.Sprintf("%d %v", status, body)
@@ -185,7 +186,7 @@ func TestSentinelFailoverLosesNoAcceptedGrab(t *testing.T) {
 	}
 	t.Logf("at the kill: %d grabs to retry, %d users hold a reservation", len(unknown), len(acked))
 
-	eventually(t, 60*time.Second, "the sentinel promoting the replica", func() (bool, string) {
+	testenv.Eventually(t, 60*time.Second, "the sentinel promoting the replica", func() (bool, string) {
 		now, err := sentinel.GetMasterAddrByName(ctx, s.master).Result()
 		if err != nil {
 			return false, err.Error()
@@ -202,7 +203,7 @@ func TestSentinelFailoverLosesNoAcceptedGrab(t *testing.T) {
 	for u := range acked {
 		asking = append(asking, u)
 	}
-	eventually(t, 60*time.Second, "every holder told its order after the failover", func() (bool, string) {
+	testenv.Eventually(t, 60*time.Second, "every holder told its order after the failover", func() (bool, string) {
 		reqs := make([]burst.Request, len(asking))
 		for i, u := range asking {
 			reqs[i] = burst.Request{Path: "/api/v1/vouchers/" + id + "/grab", Token: fi.token(domain.UserID(u), false)}
@@ -236,7 +237,7 @@ func TestSentinelFailoverLosesNoAcceptedGrab(t *testing.T) {
 	if out, err := exec.Command(s.restartMaster).CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", s.restartMaster, err, out)
 	}
-	eventually(t, 60*time.Second, "a replica in sync with the new master", func() (bool, string) {
+	testenv.Eventually(t, 60*time.Second, "a replica in sync with the new master", func() (bool, string) {
 		info, err := rdb.Info(ctx, "replication").Result()
 		return err == nil && strings.Contains(info, "connected_slaves:1") && strings.Contains(info, "state=online"), fmt.Sprint(info, err)
 	})

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
 )
 
@@ -104,7 +105,7 @@ func TestRedisRestartsFromAnOlderSnapshot(t *testing.T) {
 func (fi *fulfillInstance) wantHoldersAnswered(voucher string, holders map[int64]string) {
 	fi.t.Helper()
 	for user, order := range holders {
-		eventually(fi.t, 30*time.Second, fmt.Sprintf("user %d's grab after the restart", user), func() (bool, string) {
+		testenv.Eventually(fi.t, 30*time.Second, fmt.Sprintf("user %d's grab after the restart", user), func() (bool, string) {
 			status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+voucher+"/grab", fi.token(domain.UserID(user), false), nil)
 			e, _ := body["error"].(map[string]any)
 			switch {
@@ -137,7 +138,7 @@ func TestPeriodicReconciliationRepairsDrift(t *testing.T) {
 	if err := fi.redis.HDel(ctx, fi.keys.Orders(vid), order).Err(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the buyer restored by the periodic reconciliation", func() (bool, string) {
+	testenv.Eventually(t, 30*time.Second, "the buyer restored by the periodic reconciliation", func() (bool, string) {
 		held, err := fi.redis.HGet(ctx, fi.keys.Buyers(vid), "1001").Result()
 		return err == nil && held == order, fmt.Sprintf("%q %v", held, err)
 	})
@@ -196,7 +197,7 @@ func TestCreateWhileRedisIsFrozen(t *testing.T) {
 	if err := json.Unmarshal([]byte(first), &v); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the voucher created while Redis was frozen on sale", func() (bool, string) {
+	testenv.Eventually(t, 30*time.Second, "the voucher created while Redis was frozen on sale", func() (bool, string) {
 		status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+v.ID+"/grab", fi.token(7, false), nil)
 		return status == http.StatusAccepted, fmt.Sprintf("%d %v", status, body)
 	})
@@ -234,7 +235,7 @@ func TestGrabAfterTheSaleIsEndedWithOrWithoutKeys(t *testing.T) {
 		e, _ := body["error"].(map[string]any)
 		return status, e["code"]
 	}
-	eventually(t, 30*time.Second, "the sale ended", func() (bool, string) {
+	testenv.Eventually(t, 30*time.Second, "the sale ended", func() (bool, string) {
 		status, code := grab()
 		return status == http.StatusConflict && code == "ended", fmt.Sprintf("%d %v", status, code)
 	})

@@ -22,6 +22,7 @@ import (
 
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/sqlstore"
+	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/cmd/seckill/internal/burst"
 	"github.com/seckill/seckill/domain"
 )
@@ -243,7 +244,7 @@ func (fi *fulfillInstance) prime(voucher string, user int64, g grabs) {
 	}
 	g.reserved[order] = user
 	g.holder[user] = order
-	eventually(fi.t, 10*time.Second, "the priming order persisted", func() (bool, string) {
+	testenv.Eventually(fi.t, 10*time.Second, "the priming order persisted", func() (bool, string) {
 		status, o := fi.call(http.MethodGet, "/api/v1/orders/"+order, fi.token(domain.UserID(user), false), nil)
 		return status == http.StatusOK && o["status"] == "awaiting_payment", fmt.Sprintf("%d %v", status, o)
 	})
@@ -264,29 +265,11 @@ func newGrabs() grabs {
 	return grabs{reserved: map[string]int64{}, holder: map[int64]string{}, counts: map[string]int{}}
 }
 
-// eventually polls cond every 100 ms until it holds or timeout passes; state describes
-// the last observation for the failure message.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (ok bool, state string)) time.Duration {
-	t.Helper()
-	start := time.Now()
-	deadline := start.Add(timeout)
-	for {
-		ok, state := cond()
-		if ok {
-			return time.Since(start)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %v; last seen: %s", what, timeout, state)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // waitSettled waits until PostgreSQL holds at least as many orders for voucher as
 // were reserved and the service reports nothing pending in the queue.
 func (fi *fulfillInstance) waitSettled(voucher string, reserved int, timeout time.Duration) time.Duration {
 	fi.t.Helper()
-	took := eventually(fi.t, timeout, "every reservation persisted", func() (bool, string) {
+	took := testenv.Eventually(fi.t, timeout, "every reservation persisted", func() (bool, string) {
 		orders, err := fi.dbOrders(voucher)
 		if err != nil {
 			return false, "postgres: " + err.Error()
@@ -528,7 +511,7 @@ func TestFulfillRidesOutADatabaseOutage(t *testing.T) {
 	startDB := stopPostgres(t, stopPG, startPG)
 	stoppedAt := time.Now()
 
-	eventually(t, 3*time.Second, "/readyz reports the database down", func() (bool, string) {
+	testenv.Eventually(t, 3*time.Second, "/readyz reports the database down", func() (bool, string) {
 		status, body := fi.readiness()
 		checks, _ := body["checks"].(map[string]any)
 		return status == http.StatusServiceUnavailable && checks["database"] == "down" && checks["redis"] == "ok",
@@ -541,7 +524,7 @@ func TestFulfillRidesOutADatabaseOutage(t *testing.T) {
 	}
 	// The worker has taken a batch it cannot persist: it is riding out the outage,
 	// not merely idle through it.
-	eventually(t, 2*time.Second, "the worker holds a batch during the outage", func() (bool, string) {
+	testenv.Eventually(t, 2*time.Second, "the worker holds a batch during the outage", func() (bool, string) {
 		q := fi.queueState(id)
 		return q.PEL > 0, q.String()
 	})
@@ -577,7 +560,7 @@ func TestFulfillRidesOutADatabaseOutage(t *testing.T) {
 	outage := time.Since(stoppedAt)
 	t.Logf("postgres was down for %v", outage)
 
-	eventually(t, 10*time.Second, "/readyz ready again", func() (bool, string) {
+	testenv.Eventually(t, 10*time.Second, "/readyz ready again", func() (bool, string) {
 		status, body := fi.readiness()
 		return status == http.StatusOK, fmt.Sprintf("%d %v", status, body)
 	})
@@ -704,7 +687,7 @@ func TestFulfillDeadLettersAPoisonMessage(t *testing.T) {
 	}
 
 	var dead []redis.XMessage
-	eventually(t, 20*time.Second, "real reservations persisted and poison dead-lettered", func() (bool, string) {
+	testenv.Eventually(t, 20*time.Second, "real reservations persisted and poison dead-lettered", func() (bool, string) {
 		orders, err := fi.dbOrders(id)
 		if err != nil {
 			return false, err.Error()

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/testenv"
 )
 
 // startWorkerOnly starts one more `seckill serve` with SECKILL_ROLES=worker on fi's
@@ -73,7 +74,7 @@ func TestFulfillOutageWithMoreWorkersThanTheDeliveryLimit(t *testing.T) {
 	fi.startWorkerOnly()
 	// A consumer appears in the group with its first delivery: prime until both have one.
 	user := int64(100)
-	eventually(t, 10*time.Second, "both workers consuming", func() (bool, string) {
+	testenv.Eventually(t, 10*time.Second, "both workers consuming", func() (bool, string) {
 		q := fi.queueState(id)
 		if len(q.Consumers) == 2 {
 			return true, q.String()

@@ -120,7 +120,7 @@ func TestInstancesShareASaleThroughAKillNine(t *testing.T) {
 		}()
 	}
 	// Kill c once the burst is well under way: a third of the units reserved.
-	eventually(t, 60*time.Second, "the burst under way", func() (bool, string) {
+	testenv.Eventually(t, 60*time.Second, "the burst under way", func() (bool, string) {
 		var n int64
 		for _, id := range ids {
 			n += a.streamLen(id)
@@ -185,7 +185,7 @@ func TestInstancesShareASaleThroughAKillNine(t *testing.T) {
 		// asked again while the service answers 503 (a breaker closing after the burst).
 		var status int
 		var body map[string]any
-		eventually(t, 30*time.Second, "the user's orders", func() (bool, string) {
+		testenv.Eventually(t, 30*time.Second, "the user's orders", func() (bool, string) {
 			status, body = a.call(http.MethodGet, "/api/v1/orders?voucher_id="+g.voucher, a.token(domain.UserID(g.user), false), nil)
 			return status != http.StatusServiceUnavailable, fmt.Sprintf("%d %v", status, body)
 		})
@@ -241,7 +241,7 @@ func TestInstancesShareASaleThroughAKillNine(t *testing.T) {
 		}
 	}
 	for i, in := range live {
-		took := eventually(t, 10*time.Second, fmt.Sprintf("instance %d selling a returned unit", i), func() (bool, string) {
+		took := testenv.Eventually(t, 10*time.Second, fmt.Sprintf("instance %d selling a returned unit", i), func() (bool, string) {
 			status, body := in.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", in.token(domain.UserID(96_000+i), false), nil)
 			return status == http.StatusAccepted, fmt.Sprintf("%d %v", status, body)
 		})
@@ -263,7 +263,7 @@ func TestReadinessReportsAStalledFulfillment(t *testing.T) {
 	if status, body := fi.readiness(); status != http.StatusOK || body["fulfilment"] != "ok" {
 		t.Fatalf("/readyz with a fresh reservation: %d %v, want 200 with fulfillment ok", status, body)
 	}
-	eventually(t, 60*time.Second, "/readyz reporting the stalled fulfillment", func() (bool, string) {
+	testenv.Eventually(t, 60*time.Second, "/readyz reporting the stalled fulfillment", func() (bool, string) {
 		status, body := fi.readiness()
 		return status == http.StatusOK && body["fulfilment"] == "stalled", fmt.Sprintf("%d %v", status, body)
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
 )
 
@@ -124,7 +125,7 @@ func TestSaleLifecycle(t *testing.T) {
 	if st := fi.assertStatsAddUp(id); st["remaining"] != 3 || st["cancelled"] != 3 || st["paid"] != 3 {
 		t.Fatalf("after pay and cancel: %v", st)
 	}
-	took := eventually(t, timeout+5*time.Second, "unpaid orders expired", func() (bool, string) {
+	took := testenv.Eventually(t, timeout+5*time.Second, "unpaid orders expired", func() (bool, string) {
 		st := fi.stats(id)
 		return st["expired"] == 4 && st["remaining"] == 7, fmt.Sprint(st)
 	})
@@ -169,7 +170,7 @@ func TestPaymentTimeoutSurvivesARestart(t *testing.T) {
 	fi.stop()
 	time.Sleep(timeout) // the timeout lapses while nothing runs
 	fi.start()
-	took := eventually(t, 5*time.Second, "the order expired after the restart", func() (bool, string) {
+	took := testenv.Eventually(t, 5*time.Second, "the order expired after the restart", func() (bool, string) {
 		st := fi.stats(id)
 		return st["expired"] == 1 && st["remaining"] == 1, fmt.Sprint(st)
 	})
@@ -223,7 +224,7 @@ func TestReconcileRepairsInjectedDrift(t *testing.T) {
 		if code, report := fi.reconcileCLI(id, true); code != 0 {
 			t.Fatalf("%s: repair: exit %d, %v", tt.name, code, report)
 		}
-		eventually(t, 15*time.Second, tt.name+": consistent after the repair", func() (bool, string) {
+		testenv.Eventually(t, 15*time.Second, tt.name+": consistent after the repair", func() (bool, string) {
 			code, report := fi.reconcileCLI(id, false)
 			return code == 0, fmt.Sprintf("exit %d, %v", code, report)
 		})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
 )
@@ -87,17 +89,11 @@ func TestServeExposesTheWorkersMetrics(t *testing.T) {
 		}
 	}
 	var m map[string]float64
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.Eventually(t, 30*time.Second, fmt.Sprintf("%d persisted, none pending", stock), func() (bool, string) {
 		m = scrapeURL(t, url)
-		if m[`seckill_reservations_persisted_total`] == stock && m[`seckill_queue_pending`] == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("persisted %v, pending %v: want %d and 0", m[`seckill_reservations_persisted_total`], m[`seckill_queue_pending`], stock)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return m[`seckill_reservations_persisted_total`] == stock && m[`seckill_queue_pending`] == 0,
+			fmt.Sprintf("persisted %v, pending %v", m[`seckill_reservations_persisted_total`], m[`seckill_queue_pending`])
+	})
 	if got := m[`seckill_fulfilment_lag_seconds`]; got != 0 {
 		t.Errorf("fulfillment lag = %v with nothing pending, want 0", got)
 	}
