@@ -3,6 +3,7 @@ package application_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -17,53 +18,41 @@ import (
 // the bubble's clock, which moves only when every goroutine of the test is blocked, so
 // the tests take no time and every duration they check is exact.
 
-// attempts records when the worker tried to persist a batch.
-type attempts struct {
-	mu sync.Mutex
-	at []time.Time
+// record collects what the worker's observer hears, from any goroutine.
+type record[T any] struct {
+	mu    sync.Mutex
+	heard []T
 }
 
+func (r *record[T]) add(v T) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.heard = append(r.heard, v)
+}
+
+func (r *record[T]) all() []T {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.heard)
+}
+
+// attempts records when the worker tried to persist a batch.
+type attempts struct{ record[time.Time] }
+
 func (a *attempts) persisting(ctx context.Context, _ []ports.Delivery) (context.Context, func(error)) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.at = append(a.at, time.Now())
+	a.add(time.Now())
 	return ctx, func(error) {}
 }
 
-func (a *attempts) times() []time.Time {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]time.Time(nil), a.at...)
-}
+// health records the worker's health events.
+type health struct{ record[bool] }
 
-// health collects the worker's health events.
-type health struct {
-	mu     sync.Mutex
-	events []bool
-}
-
-func (h *health) observe(up bool, _ error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.events = append(h.events, up)
-}
-
-func (h *health) seen() []bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]bool(nil), h.events...)
-}
+func (h *health) observe(up bool, _ error) { h.add(up) }
 
 func wantHealth(t *testing.T, h *health, want ...bool) {
 	t.Helper()
-	got := h.seen()
-	if len(got) != len(want) {
+	if got := h.all(); !slices.Equal(got, want) {
 		t.Fatalf("health events %v, want %v", got, want)
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Fatalf("health events %v, want %v", got, want)
-		}
 	}
 }
 
@@ -154,7 +143,7 @@ func TestWorkerBacksOffExactly(t *testing.T) {
 				b = min(2*b, maxBackoff)
 			}
 		}
-		outage := a.times()
+		outage := a.all()
 		wantBackoffs(outage, start)
 		// 100 + 200 + 400 ms at most before the cap, then at most 800 ms apart: at least
 		// 1 + 3 + (10 s - 0.7 s) / 0.8 s attempts.
@@ -167,7 +156,7 @@ func TestWorkerBacksOffExactly(t *testing.T) {
 		s.orders.SetErr(nil)
 		time.Sleep(maxBackoff)
 		synctest.Wait()
-		if got, want := len(a.times()), len(outage)+1; got != want {
+		if got, want := len(a.all()), len(outage)+1; got != want {
 			t.Fatalf("%d attempts once the database is back, want %d", got, want)
 		}
 		if got := s.queue.Pending(s.id); got != 0 {
@@ -181,7 +170,7 @@ func TestWorkerBacksOffExactly(t *testing.T) {
 		second := time.Now()
 		time.Sleep(time.Second)
 		synctest.Wait()
-		wantBackoffs(a.times()[len(outage)+1:], second)
+		wantBackoffs(a.all()[len(outage)+1:], second)
 		stop()
 	})
 }

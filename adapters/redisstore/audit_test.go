@@ -146,6 +146,7 @@ func TestSnapshotReadsReservationsAndUnackedEntries(t *testing.T) {
 }
 
 func TestSnapshotOfAMissingVoucher(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	client, s := newStock(t, 0)
 	a := newAudit(client, s)
@@ -173,6 +174,7 @@ func TestSnapshotOfAMissingVoucher(t *testing.T) {
 }
 
 func TestRestoreRecordsOnlyWhenTheUserHoldsNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	client, s := newStock(t, 0)
 	v := voucher(1, 10, 3)
@@ -261,6 +263,7 @@ func TestRestoreRecordsOnlyWhenTheUserHoldsNothing(t *testing.T) {
 }
 
 func TestRequeueAppendsAnEntryTheGroupReads(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	client, s := newStock(t, 0)
 	v := voucher(1, 10, 3)
@@ -318,6 +321,7 @@ func TestRequeueAppendsAnEntryTheGroupReads(t *testing.T) {
 }
 
 func TestRecountFixesRemaining(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	client, s := newStock(t, 0)
 	v := voucher(1, 10, 3)
@@ -373,6 +377,7 @@ func TestRecountFixesRemaining(t *testing.T) {
 }
 
 func TestAuditErrorsAreWrapped(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	a := redisstore.NewAudit(closedClient(t), redisstore.Options{})
 	_, snapErr := a.Snapshot(ctx, 1)

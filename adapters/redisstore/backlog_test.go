@@ -11,6 +11,7 @@ import (
 // Backlog counts every reservation not yet acknowledged, delivered or not, across
 // vouchers, and dates the oldest; it is empty once all are acknowledged.
 func TestBacklogCountsUnacknowledgedEntriesAcrossVouchers(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	client, s := newStock(t, 0)
 	q := newQueue(client, s, "a")

@@ -63,6 +63,7 @@ func order(r domain.Reservation) domain.Order {
 // hashes (the contract suite, TestStockContract, checks the units and the answers): it
 // deletes the order's records, and only while the buyer's record still names the order.
 func TestReleaseForgetsTheRecords(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	client, s := newStock(t, 0)
 	v := voucher(1, 5, 1)
@@ -108,6 +109,7 @@ func TestReleaseForgetsTheRecords(t *testing.T) {
 }
 
 func TestReleaseWithoutSaleStateChangesNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	client, s := newStock(t, 0)
 	cleanup(t, client, s, 99)
@@ -141,6 +143,7 @@ func publish(ctx context.Context, client redis.UniversalClient, channel, payload
 }
 
 func TestReleaseAnnouncesEachReleaseOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	client, s := newStock(t, 0)
 	v := voucher(4, 5, 1)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestFindReservation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	client, s := newStock(t, 0)
 	warm(t, client, s, voucher(1, 10, 3))
@@ -47,6 +48,7 @@ func TestFindReservation(t *testing.T) {
 }
 
 func TestReservationsForUser(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	client, s := newStock(t, 0)
 	for id := domain.VoucherID(1); id <= 3; id++ {

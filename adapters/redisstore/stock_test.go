@@ -100,6 +100,7 @@ func remaining(t testing.TB, s *redisstore.Stock, id domain.VoucherID) int {
 }
 
 func TestKeys(t *testing.T) {
+	t.Parallel()
 	k := redisstore.Keys{Prefix: "p"}
 	for _, tc := range []struct{ got, want string }{
 		{k.Meta(42), "p:{v42}:meta"},
@@ -124,6 +125,7 @@ func TestKeys(t *testing.T) {
 // TestWarmWritesTheMetaHash checks the sale state Warm writes and when it expires;
 // the contract suite (TestStockContract) checks what it means to a grab.
 func TestWarmWritesTheMetaHash(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	client, s := newStock(t, 0)
 	v := voucher(1, 10, 2)
@@ -157,6 +159,7 @@ func TestWarmWritesTheMetaHash(t *testing.T) {
 // state is refused (the contract suite checks the answers) and leaves no key behind,
 // which would read as a partial sale state; under the script and WATCH alike.
 func TestWithoutSaleStateNothingIsWritten(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	client, s := newStock(t, 0)
 	cleanup(t, client, s, 99)
@@ -196,6 +199,7 @@ func TestReserveKeysExpireAfterSale(t *testing.T) {
 }
 
 func TestReserveRecordsAndQueuesAtomically(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	client, s := newStock(t, 0)
 	v := voucher(7, 20, 3)
@@ -256,6 +260,7 @@ func closedStock(t *testing.T) *redisstore.Stock {
 }
 
 func TestRemainingWithoutIDsMakesNoRoundTrip(t *testing.T) {
+	t.Parallel()
 	left, err := closedStock(t).Remaining(context.Background())
 	check(t, err)
 	if left == nil || len(left) != 0 {
@@ -264,6 +269,7 @@ func TestRemainingWithoutIDsMakesNoRoundTrip(t *testing.T) {
 }
 
 func TestRedisErrorsAreWrapped(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := closedStock(t)
 	_, warmErr := s.Warm(ctx, voucher(1, 1, 1))
@@ -294,6 +300,7 @@ func TestRedisErrorsAreWrapped(t *testing.T) {
 // load — until their reservations are restored and it is marked whole; then the holders are
 // answered with their orders and the rest is on sale.
 func TestWarmWithLiveOrdersRestoresBeforeGrabs(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	client, s := newStock(t, 0)
 	audit := redisstore.NewAudit(client, redisstore.Options{Prefix: s.Keys().Prefix})

@@ -52,6 +52,7 @@ func saleKeys(t *testing.T, client redis.UniversalClient, k redisstore.Keys, id 
 }
 
 func TestWatchReserveWritesWhatTheScriptWrites(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	client, lua := newStock(t, time.Hour)
 	_, w := newWatchStock(t, redisstore.Options{Grace: time.Hour})
@@ -90,6 +91,7 @@ func TestWatchReserveWritesWhatTheScriptWrites(t *testing.T) {
 }
 
 func TestWatchReserveLimitsAsTheScript(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	opts := redisstore.Options{UserRate: 2, UserBurst: 3, MaxBacklog: 3}
 	lua := limitedStock(t, opts)
@@ -160,6 +162,7 @@ func (m *meddler) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 var _ redis.Hook = (*meddler)(nil)
 
 func TestWatchReserveGivesUpAfterItsAttempts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	other, base := newStock(t, 0)
 	v := voucher(1, 10, 1)

@@ -43,6 +43,7 @@ func terminateOthers(t *testing.T, f orderFixture) {
 // The lifecycle, release and audit methods report a dropped connection as
 // domain.ErrUnavailable, like the rest of the repository.
 func TestLifecycleLostConnectionsAreUnavailable(t *testing.T) {
+	t.Parallel()
 	testenv.AdminDatabaseURL(t) // a test of the server: PostgreSQL's pass alone
 	ctx := context.Background()
 	f := newOrderFixture(t)

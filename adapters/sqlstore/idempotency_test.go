@@ -11,6 +11,7 @@ import (
 // progress and then its answer; another caller's same key is its own; a released key
 // may be claimed again; a day later the key is new; purge forgets old answers.
 func TestIdempotencyKeys(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	store := sqlstore.NewIdempotency(openMigrated(t))
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)

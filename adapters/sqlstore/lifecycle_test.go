@@ -59,6 +59,7 @@ func releasedAt(t *testing.T, db *bun.DB, id domain.OrderID) (at time.Time, ok b
 
 // MarkReleased keeps an order's first released_at: marking it again changes nothing.
 func TestMarkReleasedKeepsTheFirstTime(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newOrderFixture(t)
 	v := f.voucher(t, 3)
@@ -90,6 +91,7 @@ func TestMarkReleasedKeepsTheFirstTime(t *testing.T) {
 }
 
 func TestMarkReleasedNothing(t *testing.T) {
+	t.Parallel()
 	// A closed database proves nothing is touched.
 	db := openMigrated(t)
 	if err := db.Close(); err != nil {

@@ -75,6 +75,7 @@ func migrationStatus(t *testing.T, db *bun.DB) []sqlstore.MigrationState {
 }
 
 func TestMigrateUpStatusDown(t *testing.T) {
+	t.Parallel()
 	db := openDB(t)
 	all := allMigrations(t)
 	schema := []string{"vouchers", "orders"}
@@ -133,6 +134,7 @@ func TestMigrateUpStatusDown(t *testing.T) {
 // Instances that start together all migrate at once: exactly one applies the schema,
 // the others wait for it and then find nothing to do.
 func TestMigrateUpConcurrently(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	url := testenv.PostgresURL(t)
 	const instances = 4
@@ -169,6 +171,7 @@ func TestMigrateUpConcurrently(t *testing.T) {
 // TestCheckSchema: a database never migrated, or missing its newest migration, is
 // behind, and the check itself changes nothing.
 func TestCheckSchema(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openDB(t)
 	all := allMigrations(t)

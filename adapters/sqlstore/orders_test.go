@@ -127,6 +127,7 @@ func asOrder(r domain.Reservation, status domain.OrderStatus) domain.Order {
 // Persist stores a reservation's time in UTC, to the database's microsecond; the
 // contract suite's times need neither conversion.
 func TestPersistStoresTimesInUTC(t *testing.T) {
+	t.Parallel()
 	f := newOrderFixture(t)
 	v := f.voucher(t, 100)
 	r := reserve(1, v, 1, 1)
@@ -142,6 +143,7 @@ func TestPersistStoresTimesInUTC(t *testing.T) {
 
 // Persist's reasons, as the callers log them.
 func TestPersistReasons(t *testing.T) {
+	t.Parallel()
 	f := newOrderFixture(t)
 	v := f.voucher(t, 1)
 	first, second, third := reserve(1, v, 1, 1), reserve(2, v, 1, 1), reserve(3, v, 3, 1)
@@ -159,6 +161,7 @@ func TestPersistReasons(t *testing.T) {
 }
 
 func TestPersistEmpty(t *testing.T) {
+	t.Parallel()
 	// A closed database proves nothing is touched.
 	db := openMigrated(t)
 	if err := db.Close(); err != nil {
@@ -177,6 +180,7 @@ func TestPersistEmpty(t *testing.T) {
 
 // A batch that cannot be stored stores nothing, and says why.
 func TestPersistErrorStoresNothing(t *testing.T) {
+	t.Parallel()
 	f := newOrderFixture(t)
 	v := f.voucher(t, 100)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -233,6 +237,7 @@ func BenchmarkPersist(b *testing.B) {
 // A page of a user's orders is read through orders_user_id_created_at_id_idx, from the
 // cursor on, not by scanning and sorting every order of the user.
 func TestOrdersListByUserUsesIndex(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newOrderFixture(t)
 	log := &queryLog{}

@@ -83,6 +83,7 @@ func setStatus(t *testing.T, db *bun.DB, id string, status domain.OrderStatus) {
 }
 
 func TestOneLiveOrderPerUserAndVoucher(t *testing.T) {
+	t.Parallel()
 	db := openMigrated(t)
 	vs := sqlstore.NewVouchers(db)
 	v := create(t, vs, newVoucher("v", t0, t0.Add(time.Hour)))
@@ -113,6 +114,7 @@ func TestOneLiveOrderPerUserAndVoucher(t *testing.T) {
 }
 
 func TestOrderChecks(t *testing.T) {
+	t.Parallel()
 	db := openMigrated(t)
 	v := create(t, sqlstore.NewVouchers(db), newVoucher("v", t0, t0.Add(time.Hour)))
 
@@ -125,6 +127,7 @@ func TestOrderChecks(t *testing.T) {
 }
 
 func TestSoldNeverExceedsStock(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openMigrated(t)
 	vs := sqlstore.NewVouchers(db)
@@ -166,6 +169,7 @@ func (l *queryLog) AfterQuery(_ context.Context, e *bun.QueryEvent) {
 // released_at starts NULL (not released), and Unreleased's query is served by the
 // partial index over closed, unreleased orders, not by scanning every order.
 func TestReleasedAtSchema(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openMigrated(t)
 

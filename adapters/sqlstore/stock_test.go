@@ -98,6 +98,7 @@ func (f stockFixture) recorded(t *testing.T, v domain.VoucherID) []domain.Reserv
 }
 
 func TestStockReserveStoresTheOrderAtOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newStockFixture(t)
 	v := f.onSale(t, 10, 3)
@@ -121,6 +122,7 @@ func TestStockReserveStoresTheOrderAtOnce(t *testing.T) {
 // live order, true for a closed one until Releases.MarkReleased records its release,
 // then false, and never moves sold.
 func TestStockReleaseReportsUntilMarked(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newStockFixture(t)
 	v := f.onSale(t, 2, 1)
@@ -158,6 +160,7 @@ func TestStockReleaseReportsUntilMarked(t *testing.T) {
 // vouchers repository (PauseSale does that first); SetPaused only reports whether the
 // voucher exists, so a stale flag from a warm-up cannot undo a pause.
 func TestStockSetPausedLeavesTheRowsFlag(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newStockFixture(t)
 	v := f.onSale(t, 10, 1)

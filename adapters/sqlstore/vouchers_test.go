@@ -44,6 +44,7 @@ func list(t *testing.T, vs *sqlstore.Vouchers) []domain.Voucher {
 }
 
 func TestVouchersCreateGet(t *testing.T) {
+	t.Parallel()
 	vs := sqlstore.NewVouchers(openMigrated(t))
 
 	in := newVoucher("Coffee 50% off", t0, t0.Add(time.Hour))
@@ -83,6 +84,7 @@ func TestVouchersCreateGet(t *testing.T) {
 }
 
 func TestVouchersGetNotFound(t *testing.T) {
+	t.Parallel()
 	vs := sqlstore.NewVouchers(openMigrated(t))
 	if _, err := vs.Get(context.Background(), 42); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("Get(42) error = %v, want domain.ErrNotFound", err)
@@ -90,6 +92,7 @@ func TestVouchersGetNotFound(t *testing.T) {
 }
 
 func TestVouchersList(t *testing.T) {
+	t.Parallel()
 	vs := sqlstore.NewVouchers(openMigrated(t))
 
 	if got := list(t, vs); got == nil || len(got) != 0 {
@@ -109,6 +112,7 @@ func TestVouchersList(t *testing.T) {
 // and filter by sale status at the given moment, its bounds included as a grab judges
 // them: a sale is live from begins_at, and ended from ends_at.
 func TestVouchersListPages(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	vs := sqlstore.NewVouchers(openMigrated(t))
 	now := t0.Add(30 * time.Minute)
@@ -167,6 +171,7 @@ func TestVouchersListPages(t *testing.T) {
 }
 
 func TestVouchersActive(t *testing.T) {
+	t.Parallel()
 	vs := sqlstore.NewVouchers(openMigrated(t))
 	now := t0.Truncate(time.Microsecond)
 
@@ -194,6 +199,7 @@ func TestVouchersActive(t *testing.T) {
 // The use case validates first; the table's CHECKs still refuse what slips past, and
 // Create reports it as invalid input naming the field.
 func TestVouchersCreateRejectedByChecks(t *testing.T) {
+	t.Parallel()
 	vs := sqlstore.NewVouchers(openMigrated(t))
 	tests := map[string]struct {
 		edit  func(*domain.Voucher)

@@ -82,8 +82,9 @@ var at0 = time.Date(2099, time.January, 1, 20, 0, 0, 123456789, time.FixedZone("
 // unknown is a voucher id the suite never puts on sale.
 const unknown domain.VoucherID = 1 << 40
 
-// Run runs the contract suite of ports.Stock as subtests of t. newSubject returns a
-// fresh Subject for the test it is given, and cleans up after it with t.Cleanup.
+// Run runs the contract suite of ports.Stock as parallel subtests of t. newSubject
+// returns a fresh Subject for the test it is given, and cleans up after it with
+// t.Cleanup.
 func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 	tests := []struct {
 		name string
@@ -105,6 +106,7 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			s := newSubject(t)
 			if s.Stock == nil || s.Recorded == nil {
 				t.Fatal("stocktest: the Subject needs a Stock and Recorded")
