@@ -27,7 +27,7 @@ type Sale struct {
 // has read the state; the Redis grab script (adapters/redisstore/reserve.lua) is the
 // one other copy of the rule, held to it by the stock contract suite. A stock with a
 // per-user rate judges the rate before Judge, and one with a bound on the backlog
-// judges it after (ARCHITECTURE.md, "A grab, from request to answer").
+// judges it after (ARCHITECTURE.md, "Where the rules live").
 func (s Sale) Judge(r Reservation, held OrderID) error {
 	if s.Paused {
 		return ErrPaused

@@ -32,17 +32,21 @@ var closedStatuses = []string{
 	string(domain.StatusCancelled), string(domain.StatusExpired), string(domain.StatusFailed),
 }
 
-// becoming returns, for a status condition (o.status IN (?)), the statuses from which
-// an order may become to, so the domain's state machine (domain.OrderStatus.ReachableFrom)
-// decides the conditional updates of the lifecycle. to must be reachable from some
-// status (an empty list is not SQL).
-func becoming(to domain.OrderStatus) bun.ListValues {
+// becoming returns the condition, for Where, that an order's status is one from which
+// it may become to, so the domain's state machine (domain.OrderStatus.ReachableFrom)
+// decides the conditional updates of the lifecycle. A single status is compared with
+// =, which SQLite needs to match the partial index on awaiting_payment orders (it does
+// not match o.status IN ('awaiting_payment')). to must be reachable from some status.
+func becoming(to domain.OrderStatus) (string, any) {
 	from := to.ReachableFrom()
+	if len(from) == 1 {
+		return "o.status = ?", string(from[0])
+	}
 	list := make([]string, len(from))
 	for i, s := range from {
 		list[i] = string(s)
 	}
-	return bun.List(list)
+	return "o.status IN (?)", bun.List(list)
 }
 
 // Transition moves order id, of user (0: of any user), to to, which must be paid,
@@ -88,7 +92,7 @@ func transitionTx(ctx context.Context, tx bun.Tx, id domain.OrderID, user domain
 			Set("status = ?", string(to)).
 			Set("updated_at = ?", now()).
 			Where("o.id = ?", string(id)).
-			Where("o.status IN (?)", becoming(to))
+			Where(becoming(to))
 		if user != 0 {
 			q = q.Where("o.user_id = ?", int64(user))
 		}
@@ -190,7 +194,7 @@ func expireTx(ctx context.Context, tx bun.Tx, cutoff time.Time, limit int, expir
 	var ids []string
 	err := tx.NewSelect().Model((*orderRow)(nil)).
 		Column("id").
-		Where("o.status IN (?)", becoming(domain.StatusExpired)).
+		Where(becoming(domain.StatusExpired)).
 		Where("o.created_at < ?", cutoff.UTC()).
 		OrderExpr("o.created_at, o.id").
 		Limit(int64(limit)).
@@ -209,7 +213,7 @@ func expireTx(ctx context.Context, tx bun.Tx, cutoff time.Time, limit int, expir
 		Set("status = ?", string(domain.StatusExpired)).
 		Set("updated_at = ?", now()).
 		Where("o.id IN (?)", bun.List(ids)).
-		Where("o.status IN (?)", becoming(domain.StatusExpired)).
+		Where(becoming(domain.StatusExpired)).
 		Returning(orderColumns).
 		Exec(ctx, expired)
 	if err != nil {
