@@ -90,5 +90,6 @@ func TestReservationValidate(t *testing.T) {
 	}
 }
 
+// allStatuses lists every order status.
 var allStatuses = []domain.OrderStatus{domain.StatusQueued, domain.StatusAwaitingPayment, domain.StatusPaid,
 	domain.StatusCancelled, domain.StatusExpired, domain.StatusFailed}
