@@ -21,7 +21,8 @@ var (
 	_ ports.Payments       = (*Payments)(nil)
 )
 
-// Transition moves an awaiting order, as the PostgreSQL adapter does.
+// Transition moves an awaiting order, as the PostgreSQL adapter does: only from a
+// status the domain's state machine lets become to (domain.OrderStatus.CanBecome).
 func (r *Orders) Transition(_ context.Context, id domain.OrderID, user domain.UserID, to domain.OrderStatus) (domain.Order, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -35,7 +36,7 @@ func (r *Orders) Transition(_ context.Context, id domain.OrderID, user domain.Us
 	if !ok || (user != 0 && o.UserID != user) {
 		return domain.Order{}, fmt.Errorf("order %s: %w", id, domain.ErrNotFound)
 	}
-	if o.Status != domain.StatusAwaitingPayment {
+	if !o.Status.CanBecome(to) {
 		return domain.Order{}, fmt.Errorf("order %s is %s: %w", id, o.Status, domain.ErrInvalidState)
 	}
 	return r.move(o, to), nil
@@ -69,7 +70,7 @@ func (r *Orders) ExpireDue(_ context.Context, cutoff time.Time, limit int) ([]do
 	}
 	due := []domain.Order{}
 	for _, o := range r.byID {
-		if o.Status == domain.StatusAwaitingPayment && o.CreatedAt.Before(cutoff) {
+		if o.Status.CanBecome(domain.StatusExpired) && o.CreatedAt.Before(cutoff) {
 			due = append(due, o)
 		}
 	}
@@ -214,11 +215,11 @@ func (s *Stock) Snapshot(_ context.Context, id domain.VoucherID) (ports.StockSna
 	return snap, nil
 }
 
-// Restore records a reservation unless the user holds one. An invalid reservation is
-// a *domain.ValidationError, as it is to the Redis adapter.
+// Restore records a reservation unless the user holds one. An invalid one
+// (domain.Reservation.Validate) is refused, as the Redis adapter refuses it.
 func (s *Stock) Restore(_ context.Context, r domain.Reservation) (bool, error) {
-	if err := validReservation(r); err != nil {
-		return false, fmt.Errorf("restore reservation: %w", err)
+	if err := r.Validate(); err != nil {
+		return false, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -239,12 +240,12 @@ func (s *Stock) Restore(_ context.Context, r domain.Reservation) (bool, error) {
 	return true, nil
 }
 
-// Requeue appends r to the queue again. An invalid reservation is a
-// *domain.ValidationError, and a voucher without sale state domain.ErrNotFound, as
-// they are to the Redis adapter.
+// Requeue appends r to the queue again. An invalid r (domain.Reservation.Validate) is
+// refused, and a voucher without sale state is domain.ErrNotFound, as the Redis
+// adapter answers.
 func (s *Stock) Requeue(_ context.Context, r domain.Reservation) error {
-	if err := validReservation(r); err != nil {
-		return fmt.Errorf("requeue reservation: %w", err)
+	if err := r.Validate(); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	_, ok := s.sales[r.VoucherID]

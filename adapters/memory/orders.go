@@ -52,7 +52,7 @@ const (
 )
 
 // Persist follows the SQL adapter's rules: it validates every reservation first
-// (storing nothing when one is invalid), answers a repeated id as a redelivery, lets a
+// (domain.Reservation.Validate; storing nothing when one is invalid), answers a repeated id as a redelivery, lets a
 // user's oldest (lowest id) new order of a voucher win, and keeps the new orders a
 // voucher's sold counter has room for in order id order, failing the rest.
 func (r *Orders) Persist(_ context.Context, rs []domain.Reservation) ([]ports.PersistResult, error) {
@@ -65,11 +65,11 @@ func (r *Orders) Persist(_ context.Context, rs []domain.Reservation) ([]ports.Pe
 		return nil, r.Err
 	}
 	for _, res := range rs {
+		if err := res.Validate(); err != nil {
+			return nil, fmt.Errorf("persist orders: order %s: %w", res.OrderID, err)
+		}
 		if err := r.Poison[res.OrderID]; err != nil {
 			return nil, err
-		}
-		if err := validReservation(res); err != nil {
-			return nil, fmt.Errorf("persist orders: order %s: %w", res.OrderID, err)
 		}
 	}
 	r.vouchers.mu.Lock()
@@ -95,19 +95,6 @@ func (r *Orders) Persist(_ context.Context, rs []domain.Reservation) ([]ports.Pe
 		out[i] = o
 	}
 	return out, nil
-}
-
-// validReservation is the check the SQL adapter makes before storing anything.
-func validReservation(r domain.Reservation) error {
-	switch {
-	case r.OrderID == "":
-		return domain.Invalid("order_id", "must not be empty")
-	case r.Quantity < 1:
-		return domain.Invalid("quantity", "must be at least 1")
-	case r.UserID < 1:
-		return domain.Invalid("user", "must be a positive integer")
-	}
-	return nil
 }
 
 // persistAll persists reservations of distinct ids, in the SQL adapter's order: by

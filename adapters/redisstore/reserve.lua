@@ -22,6 +22,7 @@ local n = (#ARGV - 5) / 5
 local out = {-1}
 for i = 1, 5 do
   -- A partial hash (a stray write to an expired voucher) counts as absent.
+  -- Go twin: saleState (watch.go).
   if not m[i] then
     for _ = 1, n do
       out[#out + 1] = 5
@@ -70,6 +71,7 @@ local function judge(i)
   local base = 6 + 5 * (i - 1)
   local user, order, qty, now = ARGV[base], ARGV[base + 1], tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3])
   -- Per-user rate (GCRA): every attempt counts, whatever its answer.
+  -- Go twin: WatchStock.attempt (watch.go), before domain.Sale.Judge.
   if interval > 0 then
     local tat = tonumber(redis.call('GET', KEYS[4 + i]) or now)
     if tat < now then
@@ -81,25 +83,31 @@ local function judge(i)
     tat = tat + interval
     redis.call('SET', KEYS[4 + i], tat, 'PX', tat - now)
   end
+  -- Go twin: domain.Sale.Judge, rule 1 (paused).
   if m[6] == '1' then
     return 8, ''
   end
+  -- Go twin: domain.Sale.Judge, rule 2 (the window).
   if now < begins then
     return 3, ''
   end
   if now >= ends then
     return 4, ''
   end
+  -- Go twin: domain.Sale.Judge, rule 3 (the per-user limit).
   if qty > limit then
     return 6, ''
   end
+  -- Go twin: domain.Sale.Judge, rule 4 (an order already held).
   local existing = took[user] or redis.call('HGET', KEYS[2], user)
   if existing then
     return 1, existing
   end
+  -- Go twin: domain.Sale.Judge, rule 5 (the units left).
   if remaining < qty then
     return 2, ''
   end
+  -- Go twin: WatchStock.backlogged (watch.go), after domain.Sale.Judge.
   if bound > 0 and waiting() > bound then
     return 9, ''
   end
