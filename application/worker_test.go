@@ -71,12 +71,19 @@ func run(t *testing.T, w *application.Worker) (stop func()) {
 	}
 }
 
+// grabbed returns a sale of 100 units, one to a user, that users 1 to n grabbed.
+func grabbed(t *testing.T, n int) sale {
+	t.Helper()
+	s := newSale(t, 100, 1)
+	for u := range domain.UserID(n) {
+		mustGrab(t, s.grabFixture, u+1, 1)
+	}
+	return s
+}
+
 func TestWorkerDrainsTheQueueAndStopsCleanly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newSale(t, 100, 1)
-		for u := domain.UserID(1); u <= 30; u++ {
-			mustGrab(t, s.grabFixture, u, 1)
-		}
+		s := grabbed(t, 30)
 		h := &health{}
 		w := application.NewWorker(s.fulfill, s.queue, application.WorkerOptions{
 			Batch: 7, Block: time.Millisecond, ClaimIdle: time.Second, ClaimEvery: time.Second,
@@ -114,10 +121,7 @@ func TestWorkerDrainsTheQueueAndStopsCleanly(t *testing.T) {
 func TestWorkerBacksOffExactly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const minBackoff, maxBackoff = 100 * time.Millisecond, 800 * time.Millisecond
-		s := newSale(t, 100, 1)
-		for u := domain.UserID(1); u <= 3; u++ {
-			mustGrab(t, s.grabFixture, u, 1)
-		}
+		s := grabbed(t, 3)
 		a, h := &attempts{}, &health{}
 		w := application.NewWorker(s.fulfill, s.queue, application.WorkerOptions{
 			Batch: 10, Block: time.Second, ClaimIdle: time.Hour, ClaimEvery: time.Hour,
@@ -181,10 +185,7 @@ func TestWorkerBacksOffExactly(t *testing.T) {
 func TestWorkerClaimsAbandonedEntriesOnceIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const claimIdle, claimEvery = 30 * time.Second, 10 * time.Second
-		s := newSale(t, 100, 1)
-		for u := domain.UserID(1); u <= 5; u++ {
-			mustGrab(t, s.grabFixture, u, 1)
-		}
+		s := grabbed(t, 5)
 		// Delivered to a consumer that died holding them.
 		if ds, _ := s.queue.Read(context.Background(), 10, 0); len(ds) != 5 {
 			t.Fatalf("read %d", len(ds))
@@ -218,10 +219,7 @@ func TestWorkerClaimsAbandonedEntriesOnceIdle(t *testing.T) {
 
 func TestWorkerDrainPersistsEverythingLeft(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newSale(t, 100, 1)
-		for u := domain.UserID(1); u <= 25; u++ {
-			mustGrab(t, s.grabFixture, u, 1)
-		}
+		s := grabbed(t, 25)
 		// Five were delivered to a consumer that died holding them.
 		if ds, _ := s.queue.Read(context.Background(), 5, 0); len(ds) != 5 {
 			t.Fatalf("read %d", len(ds))
@@ -259,10 +257,7 @@ func TestWorkerDrainPersistsEverythingLeft(t *testing.T) {
 // nothing more — in particular not that fulfillment recovered.
 func TestWorkerStoppedDuringAnOutageDoesNotReportRecovery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newSale(t, 100, 1)
-		for u := domain.UserID(1); u <= 3; u++ {
-			mustGrab(t, s.grabFixture, u, 1)
-		}
+		s := grabbed(t, 3)
 		h := &health{}
 		// A back-off far longer than the test: only the shutdown can end it.
 		w := application.NewWorker(s.fulfill, s.queue, application.WorkerOptions{
