@@ -235,8 +235,7 @@ func (a *Audit) Restore(ctx context.Context, r domain.Reservation) (bool, error)
 		return false, err
 	}
 	keys := []string{a.keys.Meta(r.VoucherID), a.keys.Buyers(r.VoucherID), a.keys.Orders(r.VoucherID)}
-	record := r.UserID.String() + ":" + strconv.Itoa(r.Quantity) + ":" + strconv.FormatInt(r.At.UnixMilli(), 10)
-	restored, err := restoreScript.Run(ctx, a.client, keys, r.UserID.String(), string(r.OrderID), record).Int()
+	restored, err := restoreScript.Run(ctx, a.client, keys, r.UserID.String(), string(r.OrderID), encodeRecord(r)).Int()
 	if err != nil {
 		return false, fmt.Errorf("restore reservation: %w", err)
 	}
@@ -246,7 +245,7 @@ func (a *Audit) Restore(ctx context.Context, r domain.Reservation) (bool, error)
 // requeueScript appends a reservation to the voucher's stream, creating the stream and
 // the consumer group if they are missing, while the voucher has sale state.
 // KEYS[1] stream, KEYS[2] meta (one voucher, one tag).
-// ARGV: group, order_id, voucher_id, user_id, qty, at_ms.
+// ARGV: group, then the entry's fields and values (entryValues).
 // Returns 1 when it appended, 0 when the sale state is missing or partial. The stream
 // expires with the meta hash.
 //
@@ -267,8 +266,7 @@ func (a *Audit) Requeue(ctx context.Context, r domain.Reservation) error {
 		return err
 	}
 	keys := []string{a.keys.Stream(r.VoucherID), a.keys.Meta(r.VoucherID)}
-	queued, err := requeueScript.Run(ctx, a.client, keys, a.group,
-		string(r.OrderID), r.VoucherID.String(), r.UserID.String(), r.Quantity, r.At.UnixMilli()).Int()
+	queued, err := requeueScript.Run(ctx, a.client, keys, append([]any{a.group}, entryValues(r, "")...)...).Int()
 	if err != nil {
 		return fmt.Errorf("requeue reservation: %w", err)
 	}

@@ -164,9 +164,7 @@ func (q *Queue) DeadLetter(ctx context.Context, d ports.Delivery, reason string)
 			values = append(values, name, msgs[0].Values[name])
 		}
 	} else if d.Malformed == "" {
-		r := d.Reservation
-		values = append(values, "order", string(r.OrderID), "voucher", r.VoucherID.String(),
-			"user", r.UserID.String(), "qty", r.Quantity, "at", r.At.UnixMilli())
+		values = append(values, entryValues(d.Reservation, "")...)
 	}
 	// Appended last, so a garbage field of the same name reads as ours.
 	values = append(values, "reason", reason, "stream", stream, "entry_id", d.ID, "deliveries", d.Deliveries)

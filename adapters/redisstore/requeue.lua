@@ -1,5 +1,5 @@
--- Append a reservation to the voucher's stream again, with the fields reserve.lua
--- writes, only while the sale state is there: without it the stream would outlive the
+-- Append a reservation to the voucher's stream again, with the fields the caller
+-- encoded (codec.go, as reserve.lua writes them), only while the sale state is there: without it the stream would outlive the
 -- sale (it could not be given the sale's expiry).
 local m = redis.call('HMGET', KEYS[2], 'stock', 'remaining', 'begins', 'ends', 'limit', 'expire')
 for i = 1, 6 do
@@ -15,7 +15,6 @@ local created = redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0-0', 'MKSTRE
 if type(created) == 'table' and created.err and string.sub(created.err, 1, 9) ~= 'BUSYGROUP' then
   return redis.error_reply(created.err)
 end
-redis.call('XADD', KEYS[1], '*',
-  'order', ARGV[2], 'voucher', ARGV[3], 'user', ARGV[4], 'qty', ARGV[5], 'at', ARGV[6])
+redis.call('XADD', KEYS[1], '*', unpack(ARGV, 2))
 redis.call('PEXPIREAT', KEYS[1], m[6])
 return 1

@@ -185,19 +185,14 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, r domain.Reserva
 		}
 	}
 
-	qty, at := strconv.Itoa(r.Quantity), strconv.FormatInt(now, 10)
 	_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		if writeRate != nil {
 			writeRate(p)
 		}
 		p.HIncrBy(ctx, k.Meta(r.VoucherID), "remaining", -int64(r.Quantity))
 		p.HSet(ctx, k.Buyers(r.VoucherID), user, string(r.OrderID))
-		p.HSet(ctx, k.Orders(r.VoucherID), string(r.OrderID), user+":"+qty+":"+at)
-		entry := []any{"order", string(r.OrderID), "voucher", r.VoucherID.String(), "user", user, "qty", qty, "at", at}
-		if tp := traceParent(ctx); tp != "" {
-			entry = append(entry, traceField, tp)
-		}
-		p.XAdd(ctx, &redis.XAddArgs{Stream: k.Stream(r.VoucherID), Values: entry})
+		p.HSet(ctx, k.Orders(r.VoucherID), string(r.OrderID), encodeRecord(r))
+		p.XAdd(ctx, &redis.XAddArgs{Stream: k.Stream(r.VoucherID), Values: entryValues(r, traceParent(ctx))})
 		for _, key := range []string{k.Buyers(r.VoucherID), k.Orders(r.VoucherID), k.Stream(r.VoucherID)} {
 			p.PExpireAt(ctx, key, time.UnixMilli(m.expire))
 		}
