@@ -14,13 +14,12 @@ import (
 )
 
 // groupScript makes sure a voucher's stream has the consumer group, creating the
-// stream (expiring with the sale state) when only the sale state is left.
-// KEYS[1] stream, KEYS[2] meta (one voucher, one tag). ARGV: group.
-// Returns 1 when the group exists now, 0 when the sale is gone (neither key exists).
+// stream (expiring with the sale state) when only the sale state is left; its
+// contract is at the top of group.lua.
 //
 //go:embed group.lua
 var groupSrc string
-var groupScript = redis.NewScript(groupSrc)
+var groupScript = newScript(groupSrc)
 
 // Refresh re-reads the set of active vouchers now, so the next Read and Claim see every
 // voucher warmed so far instead of the list of up to DiscoverEvery ago.

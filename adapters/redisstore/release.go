@@ -5,23 +5,16 @@ import (
 	_ "embed"
 	"fmt"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/seckill/seckill/domain"
 )
 
 // releaseScript gives an order's units back and forgets the user's reservation, only
 // if the user's reservation still names the order, and then publishes the voucher id
-// on the restock channel (a channel is not a key, so it comes as an argument).
-// KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders (one voucher, one tag).
-// ARGV: user_id, order_id, qty, restock_channel, voucher_id, sharded ("1": SPUBLISH on
-// the voucher's channel, as on Redis Cluster; "0": PUBLISH).
-// Returns 1 when it released (and published), 0 when there was nothing to release (no
-// sale state, or the user holds no reservation or another one; nothing is published).
+// on the restock channel; its contract is at the top of release.lua.
 //
 //go:embed release.lua
 var releaseSrc string
-var releaseScript = redis.NewScript(releaseSrc)
+var releaseScript = newScript(releaseSrc)
 
 // Release returns o.Quantity units of o.VoucherID to the sale and forgets o.UserID's
 // reservation, only if that reservation still names o.ID; it reports whether it did.

@@ -34,7 +34,7 @@ const (
 //
 //go:embed reserve.lua
 var reserveSrc string
-var reserveScript = redis.NewScript(reserveSrc)
+var reserveScript = newScript(reserveSrc)
 
 // Reserve takes r.Quantity units of r.VoucherID for r.UserID atomically and appends
 // the reservation to the voucher's stream. The sale window is judged at r.At.

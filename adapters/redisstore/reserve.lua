@@ -1,3 +1,5 @@
+-- reserve: the grab path, for a batch of grabs of one voucher.
+--
 -- Judge a batch of grabs of one voucher, in order, and take each one that passes; the
 -- single grab is a batch of one. Every check of a grab comes before its first write
 -- (but the rate limiter's own counter), so a refused grab changes nothing. Later grabs
@@ -17,28 +19,29 @@
 -- state, 6 quantity above the per-user limit, 7 over the user's rate (extra: retry
 -- after, ms), 8 paused, 9 backlog over its bound, 10 sale state being restored (see
 -- warm.lua); extra is '' where it says nothing.
-local m = redis.call('HMGET', KEYS[1], 'remaining', 'begins', 'ends', 'limit', 'expire', 'paused', 'restoring')
+--
+-- Each rule of the grab has a Go twin in domain's sale judge, which the other stock
+-- strategies apply; the contract suite (adapters/stocktest) holds them to each other.
+local m = sale_state(KEYS[1], 'paused', 'restoring')
 local n = (#ARGV - 5) / 5
 local out = {-1}
-for i = 1, 5 do
-  -- A partial hash (a stray write to an expired voucher) counts as absent.
-  if not m[i] then
-    for _ = 1, n do
-      out[#out + 1] = 5
-      out[#out + 1] = ''
-    end
-    return out
+-- No sale state. Go twin: domain's sale judge (not found).
+if not m then
+  for _ = 1, n do
+    out[#out + 1] = 5
+    out[#out + 1] = ''
   end
+  return out
 end
-if m[7] == '1' then
-  out[1] = tonumber(m[1])
+if m.restoring == '1' then
+  out[1] = tonumber(m.remaining)
   for _ = 1, n do
     out[#out + 1] = 10
     out[#out + 1] = ''
   end
   return out
 end
-local remaining, begins, ends, limit = tonumber(m[1]), tonumber(m[2]), tonumber(m[3]), tonumber(m[4])
+local remaining, begins, ends, limit = tonumber(m.remaining), tonumber(m.begins), tonumber(m.ends), tonumber(m.limit)
 local interval, tolerance, bound = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 -- Entries not yet persisted (delivered and pending, or never read), counted once for
 -- the batch and then kept up to date as it appends.
@@ -69,7 +72,8 @@ local took, buyers, orders = {}, {}, {}
 local function judge(i)
   local base = 6 + 5 * (i - 1)
   local user, order, qty, now = ARGV[base], ARGV[base + 1], tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3])
-  -- Per-user rate (GCRA): every attempt counts, whatever its answer.
+  -- Per-user rate (GCRA): every attempt counts, whatever its answer. Go twin: domain's
+  -- sale judge.
   if interval > 0 then
     local tat = tonumber(redis.call('GET', KEYS[4 + i]) or now)
     if tat < now then
@@ -81,25 +85,31 @@ local function judge(i)
     tat = tat + interval
     redis.call('SET', KEYS[4 + i], tat, 'PX', tat - now)
   end
-  if m[6] == '1' then
+  -- Paused. Go twin: domain's sale judge.
+  if m.paused == '1' then
     return 8, ''
   end
+  -- The sale window. Go twin: domain's sale judge.
   if now < begins then
     return 3, ''
   end
   if now >= ends then
     return 4, ''
   end
+  -- The per-user limit. Go twin: domain's sale judge.
   if qty > limit then
     return 6, ''
   end
+  -- An order already held. Go twin: domain's sale judge.
   local existing = took[user] or redis.call('HGET', KEYS[2], user)
   if existing then
     return 1, existing
   end
+  -- The stock. Go twin: domain's sale judge.
   if remaining < qty then
     return 2, ''
   end
+  -- The backlog's bound. Go twin: domain's sale judge.
   if bound > 0 and waiting() > bound then
     return 9, ''
   end
@@ -108,6 +118,7 @@ local function judge(i)
   buyers[#buyers + 1] = user
   buyers[#buyers + 1] = order
   orders[#orders + 1] = order
+  -- The record and the entry have codec.go's shapes (encodeRecord, entryValues).
   orders[#orders + 1] = user .. ':' .. ARGV[base + 2] .. ':' .. ARGV[base + 3]
   if ARGV[base + 4] == '' then
     redis.call('XADD', KEYS[4], '*',
@@ -134,7 +145,7 @@ if #buyers > 0 then
   redis.call('HSET', KEYS[3], unpack(orders))
   -- Buyers, orders and stream expire with the sale state.
   for k = 2, 4 do
-    redis.call('PEXPIREAT', KEYS[k], m[5])
+    redis.call('PEXPIREAT', KEYS[k], m.expire)
   end
 end
 out[1] = remaining

@@ -11,16 +11,12 @@ import (
 )
 
 // warmScript loads a voucher's sale state unless it already exists, and every time
-// makes sure the stream and its consumer group exist (XGROUP CREATE … 0-0 MKSTREAM,
-// BUSYGROUP ignored, so a live group keeps its position).
-// KEYS[1] meta, KEYS[2] stream. ARGV: stock, remaining, begins_ms, ends_ms,
-// per_user_limit, expire_at_ms, group, paused ("1" or "0").
-// Returns 1 when it loaded the state, 0 when the state was already there (untouched).
-// The stream expires with the meta hash (at the meta's own expire when it exists).
+// makes sure the stream and its consumer group exist, so a live group keeps its
+// position. Its KEYS, ARGV and reply are documented at the top of warm.lua.
 //
 //go:embed warm.lua
 var warmSrc string
-var warmScript = redis.NewScript(warmSrc)
+var warmScript = newScript(warmSrc)
 
 // Warm loads v's sale state only if it is absent, so a live counter is never reset:
 // stock v.Stock and remaining v.Stock - v.Sold (never below 0), since the units the
@@ -70,12 +66,12 @@ func pausedFlag(p bool) string {
 	return "0"
 }
 
-// pauseScript sets a voucher's paused flag, only if its sale state exists.
-// KEYS[1] meta. ARGV: "1" paused or "0" not. Returns 1 when set, 0 without sale state.
+// pauseScript sets a voucher's paused flag, only if its sale state exists; its
+// contract is at the top of pause.lua.
 //
 //go:embed pause.lua
 var pauseSrc string
-var pauseScript = redis.NewScript(pauseSrc)
+var pauseScript = newScript(pauseSrc)
 
 // SetPaused pauses or resumes the grab path of a voucher. It reports false when the
 // voucher has no sale state (Warm then loads the flag from the voucher).
