@@ -116,13 +116,11 @@ func TestOrderTransitions(t *testing.T) {
 		{domain.StatusAwaitingPayment, domain.StatusExpired}:   true,
 		{domain.StatusAwaitingPayment, domain.StatusFailed}:    true,
 	}
-	all := []domain.OrderStatus{domain.StatusQueued, domain.StatusAwaitingPayment, domain.StatusPaid,
-		domain.StatusCancelled, domain.StatusExpired, domain.StatusFailed}
-	for _, from := range all {
+	for _, from := range allStatuses {
 		if !from.Valid() {
 			t.Errorf("%s not valid", from)
 		}
-		for _, to := range all {
+		for _, to := range allStatuses {
 			if got, want := from.CanBecome(to), allowed[[2]domain.OrderStatus{from, to}]; got != want {
 				t.Errorf("%s -> %s allowed = %v, want %v", from, to, got, want)
 			}

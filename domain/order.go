@@ -26,6 +26,13 @@ const (
 	StatusFailed OrderStatus = "failed"
 )
 
+// statuses lists every status, in the order of an order's life.
+var statuses = []OrderStatus{StatusQueued, StatusAwaitingPayment, StatusPaid, StatusCancelled, StatusExpired, StatusFailed}
+
+// transitions is the order state machine: the statuses each status may become. No
+// status is reached twice in one order's life (the machine has no cycle), so a status
+// an order has left never comes back; the stores rely on it when they retry a
+// conditional update.
 var transitions = map[OrderStatus][]OrderStatus{
 	StatusQueued:          {StatusAwaitingPayment, StatusFailed},
 	StatusAwaitingPayment: {StatusPaid, StatusCancelled, StatusExpired, StatusFailed},
@@ -33,9 +40,10 @@ var transitions = map[OrderStatus][]OrderStatus{
 
 // Valid reports whether s is one of the statuses above.
 func (s OrderStatus) Valid() bool {
-	switch s {
-	case StatusQueued, StatusAwaitingPayment, StatusPaid, StatusCancelled, StatusExpired, StatusFailed:
-		return true
+	for _, v := range statuses {
+		if s == v {
+			return true
+		}
 	}
 	return false
 }
@@ -55,6 +63,19 @@ func (s OrderStatus) CanBecome(next OrderStatus) bool {
 	return false
 }
 
+// ReachableFrom returns the statuses from which an order may become s, in the order
+// of an order's life; none for a status no transition reaches. A store moves an order
+// to s with one update conditional on its status being one of these.
+func (s OrderStatus) ReachableFrom() []OrderStatus {
+	var from []OrderStatus
+	for _, f := range statuses {
+		if f.CanBecome(s) {
+			from = append(from, f)
+		}
+	}
+	return from
+}
+
 // MaxQuantity bounds the units a single grab may ask for, before any voucher's own
 // per-user limit is consulted.
 const MaxQuantity = 1000
@@ -67,6 +88,22 @@ type Reservation struct {
 	UserID    UserID
 	Quantity  int
 	At        time.Time
+}
+
+// Validate checks that r can be recorded and read back: a quantity of at least 1, an
+// order id, a positive user. It returns a *ValidationError naming the first field that
+// is wrong, in that order. The grab's limits (MaxQuantity, the voucher's per-user
+// limit) are judged elsewhere: by the use case and by Sale.Judge.
+func (r Reservation) Validate() error {
+	switch {
+	case r.Quantity < 1:
+		return Invalid("quantity", "must be at least 1")
+	case r.OrderID == "":
+		return Invalid("order_id", "must not be empty")
+	case r.UserID < 1:
+		return Invalid("user", "must be a positive integer")
+	}
+	return nil
 }
 
 // Order is a reservation as the database keeps it, with its status.

@@ -153,10 +153,16 @@ func unprintable(r rune) bool {
 
 // Window reports where now falls in the sale window: ErrNotStarted, ErrEnded or nil.
 func (v Voucher) Window(now time.Time) error {
+	return window(v.BeginsAt, v.EndsAt, now)
+}
+
+// window reports where now falls in the window from begins (inclusive) to ends
+// (exclusive): ErrNotStarted, ErrEnded or nil.
+func window(begins, ends, now time.Time) error {
 	switch {
-	case now.Before(v.BeginsAt):
+	case now.Before(begins):
 		return ErrNotStarted
-	case !now.Before(v.EndsAt):
+	case !now.Before(ends):
 		return ErrEnded
 	}
 	return nil

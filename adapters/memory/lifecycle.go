@@ -20,7 +20,8 @@ var (
 	_ ports.Payments       = (*Payments)(nil)
 )
 
-// Transition moves an awaiting order, as the PostgreSQL adapter does.
+// Transition moves an awaiting order, as the PostgreSQL adapter does: only from a
+// status the domain's state machine lets become to (domain.OrderStatus.CanBecome).
 func (r *Orders) Transition(_ context.Context, id domain.OrderID, user domain.UserID, to domain.OrderStatus) (domain.Order, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -34,7 +35,7 @@ func (r *Orders) Transition(_ context.Context, id domain.OrderID, user domain.Us
 	if !ok || (user != 0 && o.UserID != user) {
 		return domain.Order{}, fmt.Errorf("order %s: %w", id, domain.ErrNotFound)
 	}
-	if o.Status != domain.StatusAwaitingPayment {
+	if !o.Status.CanBecome(to) {
 		return domain.Order{}, fmt.Errorf("order %s is %s: %w", id, o.Status, domain.ErrInvalidState)
 	}
 	return r.move(o, to), nil
@@ -64,7 +65,7 @@ func (r *Orders) ExpireDue(_ context.Context, cutoff time.Time, limit int) ([]do
 	}
 	var due []domain.Order
 	for _, o := range r.byID {
-		if o.Status == domain.StatusAwaitingPayment && o.CreatedAt.Before(cutoff) {
+		if o.Status.CanBecome(domain.StatusExpired) && o.CreatedAt.Before(cutoff) {
 			due = append(due, o)
 		}
 	}
@@ -190,8 +191,12 @@ func (s *Stock) Snapshot(_ context.Context, id domain.VoucherID) (ports.StockSna
 	return snap, nil
 }
 
-// Restore records a reservation unless the user holds one.
+// Restore records a reservation unless the user holds one. An invalid one
+// (domain.Reservation.Validate) is refused, as the Redis adapter refuses it.
 func (s *Stock) Restore(_ context.Context, r domain.Reservation) (bool, error) {
+	if err := r.Validate(); err != nil {
+		return false, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.Err != nil {
@@ -211,8 +216,12 @@ func (s *Stock) Restore(_ context.Context, r domain.Reservation) (bool, error) {
 	return true, nil
 }
 
-// Requeue appends r to the queue again.
+// Requeue appends r to the queue again. An invalid r (domain.Reservation.Validate) is
+// refused, as the Redis adapter refuses it.
 func (s *Stock) Requeue(_ context.Context, r domain.Reservation) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
 	if s.Queue != nil {
 		s.Queue.Append(ports.Delivery{VoucherID: r.VoucherID, Reservation: r})
 	}

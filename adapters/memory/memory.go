@@ -56,7 +56,8 @@ func (s *Stock) Warm(_ context.Context, v domain.Voucher) (bool, error) {
 	return true, nil
 }
 
-// Reserve follows the same order of checks as the Redis script.
+// Reserve judges r by the grab rule (domain.Sale.Judge) against the loaded voucher,
+// as the Redis and PostgreSQL strategies do.
 func (s *Stock) Reserve(_ context.Context, r domain.Reservation) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -73,20 +74,10 @@ func (s *Stock) Reserve(_ context.Context, r domain.Reservation) error {
 	if !ok {
 		return domain.ErrNotFound
 	}
-	if sl.v.Paused {
-		return domain.ErrPaused
-	}
-	if err := sl.v.Window(r.At); err != nil {
+	state := domain.Sale{Paused: sl.v.Paused, BeginsAt: sl.v.BeginsAt, EndsAt: sl.v.EndsAt,
+		PerUserLimit: sl.v.PerUserLimit, Remaining: sl.remaining}
+	if err := state.Judge(r, sl.buyers[r.UserID]); err != nil {
 		return err
-	}
-	if r.Quantity > sl.v.PerUserLimit {
-		return domain.Invalid("quantity", "exceeds the per-user limit")
-	}
-	if prev, ok := sl.buyers[r.UserID]; ok {
-		return &domain.AlreadyPurchasedError{OrderID: prev}
-	}
-	if sl.remaining < r.Quantity {
-		return domain.ErrSoldOut
 	}
 	sl.remaining -= r.Quantity
 	sl.buyers[r.UserID] = r.OrderID

@@ -39,7 +39,8 @@ func (r *Orders) SetErr(err error) {
 	r.Err = err
 }
 
-// Persist follows the PostgreSQL adapter's rules, one reservation at a time.
+// Persist follows the PostgreSQL adapter's rules, one reservation at a time; a batch
+// holding an invalid reservation (domain.Reservation.Validate) stores nothing.
 func (r *Orders) Persist(_ context.Context, rs []domain.Reservation) ([]ports.PersistResult, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -47,6 +48,9 @@ func (r *Orders) Persist(_ context.Context, rs []domain.Reservation) ([]ports.Pe
 		return nil, r.Err
 	}
 	for _, res := range rs {
+		if err := res.Validate(); err != nil {
+			return nil, fmt.Errorf("persist orders: order %s: %w", res.OrderID, err)
+		}
 		if err := r.Poison[res.OrderID]; err != nil {
 			return nil, err
 		}

@@ -229,7 +229,7 @@ var restoreScript = newScript(restoreSrc)
 // returns a *domain.ValidationError for a quantity below 1, an empty order id or a
 // user id below 1.
 func (a *Audit) Restore(ctx context.Context, r domain.Reservation) (bool, error) {
-	if err := validReservation(r); err != nil {
+	if err := r.Validate(); err != nil {
 		return false, err
 	}
 	keys := []string{a.keys.Meta(r.VoucherID), a.keys.Buyers(r.VoucherID), a.keys.Orders(r.VoucherID)}
@@ -257,7 +257,7 @@ var requeueScript = newScript(requeueSrc)
 // *domain.ValidationError for a quantity below 1, an empty order id or a user id
 // below 1.
 func (a *Audit) Requeue(ctx context.Context, r domain.Reservation) error {
-	if err := validReservation(r); err != nil {
+	if err := r.Validate(); err != nil {
 		return err
 	}
 	keys := []string{a.keys.Stream(r.VoucherID), a.keys.Meta(r.VoucherID)}
@@ -332,20 +332,6 @@ func (a *Audit) Restoring(ctx context.Context, id domain.VoucherID) error {
 func (a *Audit) Restored(ctx context.Context, id domain.VoucherID) error {
 	if err := a.client.HDel(ctx, a.keys.Meta(id), "restoring").Err(); err != nil {
 		return fmt.Errorf("open restored sale state: %w", err)
-	}
-	return nil
-}
-
-// validReservation refuses a reservation that would write an entry or record the
-// queue and the grab path could not read back.
-func validReservation(r domain.Reservation) error {
-	switch {
-	case r.Quantity < 1:
-		return domain.Invalid("quantity", "must be at least 1")
-	case r.OrderID == "":
-		return domain.Invalid("order_id", "must not be empty")
-	case r.UserID < 1:
-		return domain.Invalid("user", "must be a positive integer")
 	}
 	return nil
 }

@@ -3,12 +3,14 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
 )
 
 // limitedStock is a Stock with the grab path's limits set.
@@ -83,4 +85,57 @@ func TestReserveBackpressure(t *testing.T) {
 	// ... acknowledged ones do not, trimmed or not.
 	check(t, q.Ack(ctx, ds[:2]...))
 	check(t, s.Reserve(ctx, grab(1, 5, 1)))
+}
+
+// TestReserveLimitsRuleOrder holds the script and the WATCH strategy to the order of
+// their own limits around the grab rule (domain.Sale.Judge): the user's rate before
+// it, the backlog after it.
+func TestReserveLimitsRuleOrder(t *testing.T) {
+	ctx := context.Background()
+	// One attempt a second per user, and a backlog of at most one entry.
+	opts := redisstore.Options{UserRate: 1, UserBurst: 1, MaxBacklog: 1}
+	lua := limitedStock(t, opts)
+	client, w := newWatchStock(t, opts)
+	for _, c := range []struct {
+		name  string
+		stock ports.Stock
+		base  *redisstore.Stock
+	}{{"script", lua, lua}, {"watch", w, w.Stock}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := c.stock
+			warm(t, client, c.base, voucher(1, 2, 1))
+			steps := []struct {
+				name  string
+				user  domain.UserID
+				qty   int
+				at    time.Duration
+				pause bool
+				want  error
+			}{
+				{"taken", 1, 1, 0, false, nil},
+				{"taken, the last unit", 2, 1, 0, false, nil},
+				// Sold out, and two entries wait: over the backlog from now on.
+				{"sold out, backlog", 3, 1, 0, false, domain.ErrSoldOut},
+				{"held, sold out, backlog", 1, 1, time.Second, false, domain.ErrAlreadyPurchased},
+				{"over the limit, sold out, backlog", 4, 2, 0, false, domain.ErrInvalid},
+				{"not started, sold out, backlog", 5, 1, -2 * time.Hour, false, domain.ErrNotStarted},
+				{"paused, sold out, backlog", 6, 1, 0, true, domain.ErrPaused},
+				{"rate, paused, sold out, backlog", 6, 1, 0, true, domain.ErrRateLimited},
+			}
+			for i, st := range steps {
+				if st.pause {
+					if _, err := s.SetPaused(ctx, 1, true); err != nil {
+						t.Fatal(err)
+					}
+				}
+				r := grab(1, st.user, st.qty)
+				r.OrderID = domain.OrderID(fmt.Sprintf("o%d-%d", st.user, i))
+				r.At = now.Add(st.at)
+				err := s.Reserve(ctx, r)
+				if st.want == nil && err != nil || st.want != nil && !errors.Is(err, st.want) {
+					t.Fatalf("%s: Reserve = %v, want %v", st.name, err, st.want)
+				}
+			}
+		})
+	}
 }

@@ -10,12 +10,13 @@ import (
 
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
 )
 
 // TestEveryScriptTakesAPartialHashForNoSaleState: a meta hash missing one of the
 // fields warm.lua loads (a stray write to an expired voucher) is no sale state to every
-// script alike (prelude.lua's sale_state): each refuses and writes nothing, and a
-// warm-up replaces the hash whole.
+// script alike (prelude.lua's sale_state), and to the WATCH strategy (its Go twin):
+// each refuses and writes nothing, and a warm-up replaces the hash whole.
 func TestEveryScriptTakesAPartialHashForNoSaleState(t *testing.T) {
 	ctx := context.Background()
 	client, s := newStock(t, 0)
@@ -33,8 +34,10 @@ func TestEveryScriptTakesAPartialHashForNoSaleState(t *testing.T) {
 	check(t, client.HSet(ctx, k.Buyers(v.ID), r.UserID.String(), string(r.OrderID)).Err())
 	check(t, client.HSet(ctx, k.Orders(v.ID), string(r.OrderID), "1:1:"+ms(r.At)).Err())
 
-	if err := s.Reserve(ctx, grab(v.ID, 2, 1)); !errors.Is(err, domain.ErrNotFound) {
-		t.Errorf("Reserve = %v, want %v", err, domain.ErrNotFound)
+	for _, stock := range []ports.Stock{s, redisstore.NewWatchStock(s, 0)} {
+		if err := stock.Reserve(ctx, grab(v.ID, 2, 1)); !errors.Is(err, domain.ErrNotFound) {
+			t.Errorf("%T.Reserve = %v, want %v", stock, err, domain.ErrNotFound)
+		}
 	}
 	if ok, err := s.SetPaused(ctx, v.ID, true); ok || err != nil {
 		t.Errorf("SetPaused = %v, %v; want false", ok, err)

@@ -19,13 +19,10 @@
 -- state, 6 quantity above the per-user limit, 7 over the user's rate (extra: retry
 -- after, ms), 8 paused, 9 backlog over its bound, 10 sale state being restored (see
 -- warm.lua); extra is '' where it says nothing.
---
--- Each rule of the grab has a Go twin in domain's sale judge, which the other stock
--- strategies apply; the contract suite (adapters/stocktest) holds them to each other.
 local m = sale_state(KEYS[1], 'paused', 'restoring')
 local n = (#ARGV - 5) / 5
 local out = {-1}
--- No sale state. Go twin: domain's sale judge (not found).
+-- No sale state (see sale_state in prelude.lua). Go twin: saleState (watch.go).
 if not m then
   for _ = 1, n do
     out[#out + 1] = 5
@@ -72,8 +69,8 @@ local took, buyers, orders = {}, {}, {}
 local function judge(i)
   local base = 6 + 5 * (i - 1)
   local user, order, qty, now = ARGV[base], ARGV[base + 1], tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3])
-  -- Per-user rate (GCRA): every attempt counts, whatever its answer. Go twin: domain's
-  -- sale judge.
+  -- Per-user rate (GCRA): every attempt counts, whatever its answer.
+  -- Go twin: WatchStock.attempt (watch.go), before domain.Sale.Judge.
   if interval > 0 then
     local tat = tonumber(redis.call('GET', KEYS[4 + i]) or now)
     if tat < now then
@@ -85,31 +82,31 @@ local function judge(i)
     tat = tat + interval
     redis.call('SET', KEYS[4 + i], tat, 'PX', tat - now)
   end
-  -- Paused. Go twin: domain's sale judge.
+  -- Go twin: domain.Sale.Judge, rule 1 (paused).
   if m.paused == '1' then
     return 8, ''
   end
-  -- The sale window. Go twin: domain's sale judge.
+  -- Go twin: domain.Sale.Judge, rule 2 (the window).
   if now < begins then
     return 3, ''
   end
   if now >= ends then
     return 4, ''
   end
-  -- The per-user limit. Go twin: domain's sale judge.
+  -- Go twin: domain.Sale.Judge, rule 3 (the per-user limit).
   if qty > limit then
     return 6, ''
   end
-  -- An order already held. Go twin: domain's sale judge.
+  -- Go twin: domain.Sale.Judge, rule 4 (an order already held).
   local existing = took[user] or redis.call('HGET', KEYS[2], user)
   if existing then
     return 1, existing
   end
-  -- The stock. Go twin: domain's sale judge.
+  -- Go twin: domain.Sale.Judge, rule 5 (the units left).
   if remaining < qty then
     return 2, ''
   end
-  -- The backlog's bound. Go twin: domain's sale judge.
+  -- Go twin: WatchStock.backlogged (watch.go), after domain.Sale.Judge.
   if bound > 0 and waiting() > bound then
     return 9, ''
   end

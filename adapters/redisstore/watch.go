@@ -95,8 +95,8 @@ func (w *WatchStock) Reserve(ctx context.Context, r domain.Reservation) error {
 // meta and buyers (and the user's rate counter). It sets *answer to the grab's answer
 // (nil: reserved) and returns nil, or returns an error: redis.TxFailedErr when a
 // watched key changed, so nothing was written and the grab must be judged again. It
-// judges in the order of reserve.lua, and like the script writes nothing for a refusal
-// but the rate counter.
+// judges in the order of reserve.lua — the rate, the grab rule (domain.Sale.Judge),
+// the backlog — and like the script writes nothing for a refusal but the rate counter.
 func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, r domain.Reservation, answer *error) error {
 	k := w.keys
 	user, now := r.UserID.String(), r.At.UnixMilli()
@@ -161,19 +161,10 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, r domain.Reserva
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return err
 	}
-	switch {
-	case m.paused:
-		return refuse(domain.ErrPaused)
-	case now < m.begins:
-		return refuse(domain.ErrNotStarted)
-	case now >= m.ends:
-		return refuse(domain.ErrEnded)
-	case int64(r.Quantity) > m.limit:
-		return refuse(domain.Invalid("quantity", "exceeds the per-user limit"))
-	case existing != "":
-		return refuse(&domain.AlreadyPurchasedError{OrderID: domain.OrderID(existing)})
-	case m.remaining < int64(r.Quantity):
-		return refuse(domain.ErrSoldOut)
+	state := domain.Sale{Paused: m.paused, BeginsAt: time.UnixMilli(m.begins), EndsAt: time.UnixMilli(m.ends),
+		PerUserLimit: int(m.limit), Remaining: int(m.remaining)}
+	if refusal := state.Judge(r, domain.OrderID(existing)); refusal != nil {
+		return refuse(refusal)
 	}
 	if w.maxBacklog > 0 {
 		over, err := w.backlogged(ctx, tx, r.VoucherID)
@@ -232,12 +223,14 @@ type saleMeta struct {
 	paused                                 bool
 }
 
-// grabFields are the fields of the meta hash a grab reads, in saleState's order.
-var grabFields = []string{"remaining", "begins", "ends", "limit", "expire", "paused"}
+// grabFields are the fields of the meta hash a grab reads, in saleState's order; the
+// stock, last, is read for its presence only.
+var grabFields = []string{"remaining", "begins", "ends", "limit", "expire", "paused", "stock"}
 
 // saleState decodes HMGET meta grabFields…. It reports false when there is no sale
-// state: like the script, it takes a hash missing any of the first five fields for
-// none (a stray write to an expired voucher leaves a partial hash).
+// state: like the scripts (sale_state in prelude.lua), it takes a hash missing any of
+// the fields warm.lua loads for none (a stray write to an expired voucher leaves a
+// partial hash).
 func saleState(vals []any) (saleMeta, bool, error) {
 	if len(vals) != len(grabFields) {
 		return saleMeta{}, false, fmt.Errorf("sale state: %d fields, want %d", len(vals), len(grabFields))
@@ -253,6 +246,9 @@ func saleState(vals []any) (saleMeta, bool, error) {
 			return saleMeta{}, false, fmt.Errorf("sale state field %s: %w", grabFields[i], err)
 		}
 		n[i] = v
+	}
+	if _, ok := vals[6].(string); !ok {
+		return saleMeta{}, false, nil
 	}
 	paused, _ := vals[5].(string)
 	return saleMeta{remaining: n[0], begins: n[1], ends: n[2], limit: n[3], expire: n[4], paused: paused == "1"}, true, nil

@@ -32,9 +32,27 @@ var closedStatuses = []string{
 	string(domain.StatusCancelled), string(domain.StatusExpired), string(domain.StatusFailed),
 }
 
-// Transition moves order id, of user (0: of any user), from awaiting_payment to to,
-// which must be paid, cancelled or expired (anything else is a *domain.ValidationError
-// and touches nothing). Closing the order (cancelled, expired) takes its units off its
+// becoming returns the condition, for Where, that an order's status is one from which
+// it may become to, so the domain's state machine (domain.OrderStatus.ReachableFrom)
+// decides the conditional updates of the lifecycle. A single status is compared with
+// =, which SQLite needs to match the partial index on awaiting_payment orders (it does
+// not match o.status IN ('awaiting_payment')). to must be reachable from some status.
+func becoming(to domain.OrderStatus) (string, any) {
+	from := to.ReachableFrom()
+	if len(from) == 1 {
+		return "o.status = ?", string(from[0])
+	}
+	list := make([]string, len(from))
+	for i, s := range from {
+		list[i] = string(s)
+	}
+	return "o.status IN (?)", bun.List(list)
+}
+
+// Transition moves order id, of user (0: of any user), to to, which must be paid,
+// cancelled or expired (anything else is a *domain.ValidationError and touches
+// nothing), from a status the domain's state machine lets become to (awaiting_payment;
+// see becoming). Closing the order (cancelled, expired) takes its units off its
 // voucher's sold counter in the same transaction. It returns the order as it now is;
 // domain.ErrNotFound when there is no such order of user (another user's order is not
 // found, whatever its state); domain.ErrInvalidState when it is not awaiting payment.
@@ -65,15 +83,16 @@ func (s *Orders) Transition(ctx context.Context, id domain.OrderID, user domain.
 func transitionTx(ctx context.Context, tx bun.Tx, id domain.OrderID, user domain.UserID, to domain.OrderStatus) (domain.Order, error) {
 	// A second attempt is needed only when the order was committed by Persist between
 	// the update's snapshot and the look-up's: the update missed a row the look-up
-	// then finds awaiting payment. An order never returns to awaiting payment, so the
-	// second attempt either moves it or finds it moved.
+	// then finds in a status that may become to. An order never returns to a status it
+	// left (the state machine has no cycle), so the second attempt either moves it or
+	// finds it moved.
 	for attempt := 1; ; attempt++ {
 		var rows []orderRow
 		q := tx.NewUpdate().Model((*orderRow)(nil)).
 			Set("status = ?", string(to)).
 			Set("updated_at = ?", now()).
 			Where("o.id = ?", string(id)).
-			Where("o.status = ?", string(domain.StatusAwaitingPayment))
+			Where(becoming(to))
 		if user != 0 {
 			q = q.Where("o.user_id = ?", int64(user))
 		}
@@ -102,7 +121,7 @@ func transitionTx(ctx context.Context, tx bun.Tx, id domain.OrderID, user domain
 		if err != nil {
 			return domain.Order{}, fmt.Errorf("look up order: %w", err)
 		}
-		if status != string(domain.StatusAwaitingPayment) || attempt == 2 {
+		if !domain.OrderStatus(status).CanBecome(to) || attempt == 2 {
 			return domain.Order{}, fmt.Errorf("order is %s: %w", status, domain.ErrInvalidState)
 		}
 	}
@@ -175,7 +194,7 @@ func expireTx(ctx context.Context, tx bun.Tx, cutoff time.Time, limit int, expir
 	var ids []string
 	err := tx.NewSelect().Model((*orderRow)(nil)).
 		Column("id").
-		Where("o.status = ?", string(domain.StatusAwaitingPayment)).
+		Where(becoming(domain.StatusExpired)).
 		Where("o.created_at < ?", cutoff.UTC()).
 		OrderExpr("o.created_at, o.id").
 		Limit(int64(limit)).
@@ -194,7 +213,7 @@ func expireTx(ctx context.Context, tx bun.Tx, cutoff time.Time, limit int, expir
 		Set("status = ?", string(domain.StatusExpired)).
 		Set("updated_at = ?", now()).
 		Where("o.id IN (?)", bun.List(ids)).
-		Where("o.status = ?", string(domain.StatusAwaitingPayment)).
+		Where(becoming(domain.StatusExpired)).
 		Returning(orderColumns).
 		Exec(ctx, expired)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -413,6 +414,98 @@ func TestExpireDue(t *testing.T) {
 		if !errors.As(err, &verr) || verr.Field != "limit" {
 			t.Fatalf("ExpireDue with limit %d: %v, want a *domain.ValidationError on limit", limit, err)
 		}
+	}
+}
+
+// The status condition of a conditional update selects, for each target status,
+// exactly the orders whose status the domain's state machine lets become it. The
+// orders get their statuses as the service gives them (queued is never stored).
+func TestStatusConditionFollowsTheStateMachine(t *testing.T) {
+	ctx := context.Background()
+	f := newOrderFixture(t)
+	v := f.voucher(t, 100)
+	awaiting, paid, cancelled, expired := reserve(1, v, 1, 1), reserve(2, v, 2, 1), reserve(3, v, 3, 1), reserve(4, v, 4, 1)
+	f.persisted(t, awaiting, paid, cancelled, expired)
+	byID := map[domain.OrderID]domain.OrderStatus{awaiting.OrderID: domain.StatusAwaitingPayment}
+	for r, to := range map[domain.Reservation]domain.OrderStatus{paid: domain.StatusPaid, cancelled: domain.StatusCancelled, expired: domain.StatusExpired} {
+		if _, err := f.orders.Transition(ctx, r.OrderID, 0, to); err != nil {
+			t.Fatalf("move order %s to %s: %v", r.OrderID, to, err)
+		}
+		byID[r.OrderID] = to
+	}
+	// User 1 already holds a live order: this one is stored failed.
+	failed := reserve(5, v, 1, 1)
+	if got := f.persist(t, failed); got[0].Outcome != ports.Failed {
+		t.Fatalf("Persist of a second live order = %+v, want it failed", got)
+	}
+	byID[failed.OrderID] = domain.StatusFailed
+
+	for _, to := range []domain.OrderStatus{domain.StatusAwaitingPayment, domain.StatusPaid,
+		domain.StatusCancelled, domain.StatusExpired, domain.StatusFailed} {
+		var ids []string
+		if err := f.db.NewSelect().TableExpr("orders AS o").Column("o.id").Where(sqlstore.Becoming(to)).
+			Scan(ctx, &ids); err != nil {
+			t.Fatalf("select the orders that may become %s: %v", to, err)
+		}
+		for id, status := range byID {
+			if got, want := slices.Contains(ids, string(id)), status.CanBecome(to); got != want {
+				t.Errorf("an order %s selected to become %s: %v, want %v", status, to, got, want)
+			}
+		}
+	}
+}
+
+// ExpireDue finds the due orders through the partial index over orders awaiting
+// payment, on both databases: its status condition, built from the domain's state
+// machine, must say what the index says (SQLite matches status = 'awaiting_payment'
+// but not status IN ('awaiting_payment')).
+func TestExpireDueUsesIndex(t *testing.T) {
+	ctx := context.Background()
+	db := openMigrated(t)
+	log := &queryLog{}
+	db.AddQueryHook(log)
+	if _, err := sqlstore.NewOrders(db).ExpireDue(ctx, t0, 10); err != nil {
+		t.Fatalf("ExpireDue: %v", err)
+	}
+	// Nothing is due, so the sweep is one SELECT (between BEGIN and COMMIT, if logged).
+	var sweep []string
+	for _, q := range log.queries {
+		if strings.HasPrefix(q, "SELECT") {
+			sweep = append(sweep, q)
+		}
+	}
+	if len(sweep) != 1 {
+		t.Fatalf("ExpireDue ran %d SELECTs, want 1: %q", len(sweep), log.queries)
+	}
+	const index = "orders_awaiting_payment_created_at_idx"
+	var plan []string
+	if sqlstore.IsSQLite(db) {
+		var rows []struct {
+			ID      int    `bun:"id"`
+			Parent  int    `bun:"parent"`
+			NotUsed int    `bun:"notused"`
+			Detail  string `bun:"detail"`
+		}
+		if err := db.NewRaw("EXPLAIN QUERY PLAN "+sweep[0]).Scan(ctx, &rows); err != nil {
+			t.Fatalf("explain: %v", err)
+		}
+		for _, r := range rows {
+			plan = append(plan, r.Detail)
+		}
+	} else {
+		err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			// An empty table would be scanned whole; forbid that, as a big one would.
+			if _, err := tx.ExecContext(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
+				return err
+			}
+			return tx.NewRaw("EXPLAIN "+sweep[0]).Scan(ctx, &plan)
+		})
+		if err != nil {
+			t.Fatalf("explain: %v", err)
+		}
+	}
+	if joined := strings.Join(plan, "\n"); !strings.Contains(joined, index) {
+		t.Errorf("ExpireDue's plan does not use %s:\n%s", index, joined)
 	}
 }
 

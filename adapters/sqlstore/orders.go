@@ -119,7 +119,7 @@ func (s *Orders) Persist(ctx context.Context, rs []domain.Reservation) ([]ports.
 	unique := make([]domain.Reservation, 0, len(rs))
 	seen := make(map[domain.OrderID]bool, len(rs))
 	for _, r := range rs {
-		if err := validReservation(r); err != nil {
+		if err := r.Validate(); err != nil {
 			return nil, fmt.Errorf("persist orders: order %s: %w", r.OrderID, err)
 		}
 		if !seen[r.OrderID] {
@@ -142,18 +142,6 @@ func (s *Orders) Persist(ctx context.Context, rs []domain.Reservation) ([]ports.
 		results[i] = res
 	}
 	return results, nil
-}
-
-func validReservation(r domain.Reservation) error {
-	switch {
-	case r.OrderID == "":
-		return domain.Invalid("order_id", "must not be empty")
-	case r.Quantity < 1:
-		return domain.Invalid("quantity", "must be at least 1")
-	case r.UserID < 1:
-		return domain.Invalid("user", "must be a positive integer")
-	}
-	return nil
 }
 
 // persist runs the transaction for reservations with distinct order ids. Checking

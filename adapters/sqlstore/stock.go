@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/uptrace/bun"
 
@@ -60,17 +59,15 @@ func (s *Stock) Warm(context.Context, domain.Voucher) (bool, error) {
 //
 // (the row lock is the one the UPDATE takes anyway; unlike FOR UPDATE it does not block
 // the foreign-key checks of other transactions' orders). The order is stored under
-// r.OrderID with created_at r.At. It judges in the order of the Redis script, at r.At
-// to the millisecond, and answers as it does: domain.ErrPaused, domain.ErrNotStarted,
-// domain.ErrEnded, a *domain.ValidationError (quantity below 1 or above the per-user
-// limit), an *domain.AlreadyPurchasedError naming the user's live order,
-// domain.ErrSoldOut, or domain.ErrNotFound for an unknown voucher. An unreachable or
-// overloaded database is an error wrapping domain.ErrUnavailable.
+// r.OrderID with created_at r.At. It judges by the grab rule (domain.Sale.Judge), at
+// r.At to the millisecond, and answers as the Redis script does: domain.ErrPaused,
+// domain.ErrNotStarted, domain.ErrEnded, a *domain.ValidationError (quantity below 1
+// or above the per-user limit, an empty order id, a user below 1), an
+// *domain.AlreadyPurchasedError naming the user's live order, domain.ErrSoldOut, or
+// domain.ErrNotFound for an unknown voucher. An unreachable or overloaded database is
+// an error wrapping domain.ErrUnavailable.
 func (s *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
-	if r.Quantity < 1 {
-		return domain.Invalid("quantity", "must be at least 1")
-	}
-	if err := validReservation(r); err != nil {
+	if err := r.Validate(); err != nil {
 		return err
 	}
 	var answer error
@@ -85,9 +82,10 @@ func (s *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
 	return answer
 }
 
-// reserveTx judges and takes one grab in tx. It returns the grab's answer (nil:
-// reserved), or an error when the transaction must not commit. A refusal writes
-// nothing, so committing it only releases the lock.
+// reserveTx judges and takes one grab in tx: it reads what the grab rule needs (the
+// voucher's row, locked, and the user's live order), then judges. It returns the
+// grab's answer (nil: reserved), or an error when the transaction must not commit. A
+// refusal writes nothing, so committing it only releases the lock.
 func reserveTx(ctx context.Context, tx bun.Tx, r domain.Reservation) (answer error, err error) {
 	var v voucherRow
 	err = tx.NewSelect().Model(&v).
@@ -100,17 +98,6 @@ func reserveTx(ctx context.Context, tx bun.Tx, r domain.Reservation) (answer err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lock voucher: %w", err)
-	}
-	at := toMillis(r.At)
-	switch {
-	case v.Paused:
-		return domain.ErrPaused, nil
-	case at.Before(toMillis(v.BeginsAt)):
-		return domain.ErrNotStarted, nil
-	case !at.Before(toMillis(v.EndsAt)):
-		return domain.ErrEnded, nil
-	case r.Quantity > v.PerUserLimit:
-		return domain.Invalid("quantity", "exceeds the per-user limit"), nil
 	}
 
 	// Read after the lock is held, so this statement's snapshot includes every grab
@@ -126,11 +113,14 @@ func reserveTx(ctx context.Context, tx bun.Tx, r domain.Reservation) (answer err
 	if err != nil {
 		return nil, fmt.Errorf("look up the user's order: %w", err)
 	}
+	var holding domain.OrderID
 	if len(held) > 0 {
-		return &domain.AlreadyPurchasedError{OrderID: domain.OrderID(held[0])}, nil
+		holding = domain.OrderID(held[0])
 	}
-	if v.Sold+r.Quantity > v.Stock {
-		return domain.ErrSoldOut, nil
+	state := domain.Sale{Paused: v.Paused, BeginsAt: v.BeginsAt, EndsAt: v.EndsAt,
+		PerUserLimit: v.PerUserLimit, Remaining: v.Stock - v.Sold}
+	if refusal := state.Judge(r, holding); refusal != nil {
+		return refusal, nil
 	}
 
 	row := newOrderRow(r, domain.StatusAwaitingPayment)
@@ -145,12 +135,6 @@ func reserveTx(ctx context.Context, tx bun.Tx, r domain.Reservation) (answer err
 		return nil, fmt.Errorf("move sold: %w", err)
 	}
 	return nil, nil
-}
-
-// toMillis drops t's sub-millisecond part, so windows are judged at the precision the
-// Redis strategies judge them.
-func toMillis(t time.Time) time.Time {
-	return time.UnixMilli(t.UnixMilli())
 }
 
 // Remaining returns stock minus sold of each of ids that exists, in one statement;

@@ -94,6 +94,7 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 		{"ReserveOutcomes", testReserveOutcomes},
 		{"ReserveAlreadyPurchasedNamesTheOrder", testReserveAlreadyPurchasedNamesTheOrder},
 		{"ReserveSoldOutBelowTheQuantity", testReserveSoldOutBelowTheQuantity},
+		{"ReserveRuleOrder", testReserveRuleOrder},
 		{"ReserveUnknownVoucher", testReserveUnknownVoucher},
 		{"Remaining", testRemaining},
 		{"SetPaused", testSetPaused},
@@ -427,6 +428,52 @@ func testReserveSoldOutBelowTheQuantity(t *testing.T, f *fixture) {
 	f.reserve(t, grab(v.ID, 3, 1, "o3"), domain.ErrSoldOut, "")
 	f.wantRemaining(t, v.ID, 0)
 	f.wantRecorded(t, v.ID, first, rest)
+}
+
+// testReserveRuleOrder breaks several rules with one grab: the answer is the first
+// rule broken, in the order of the grab rule (domain.Sale.Judge): paused, the window,
+// the per-user limit, an order already held, the units left.
+func testReserveRuleOrder(t *testing.T, f *fixture) {
+	v := f.sell(t, voucher(1, 1))
+	held := grab(v.ID, 1, 1, "o1")
+	f.reserve(t, held, nil, "")
+	// Sold out from now on, and user 1 holds the last unit.
+	at := func(when time.Time, r domain.Reservation) domain.Reservation {
+		r.At = when
+		return r
+	}
+	early, late := at0.Add(-2*time.Hour), at0.Add(2*time.Hour)
+	type step struct {
+		name string
+		r    domain.Reservation
+		want error
+	}
+	steps := []step{
+		{"over the limit, sold out", grab(v.ID, 2, 2, "o2-over"), domain.ErrInvalid},
+		{"over the limit, held, sold out", grab(v.ID, 1, 2, "o1-over"), domain.ErrInvalid},
+		{"not started, sold out", at(early, grab(v.ID, 2, 1, "o2-early")), domain.ErrNotStarted},
+		{"not started, held, sold out", at(early, grab(v.ID, 1, 1, "o1-early")), domain.ErrNotStarted},
+		{"not started, over the limit, held, sold out", at(early, grab(v.ID, 1, 2, "o1-early-over")), domain.ErrNotStarted},
+		{"ended, sold out", at(late, grab(v.ID, 2, 1, "o2-late")), domain.ErrEnded},
+		{"ended, over the limit, held, sold out", at(late, grab(v.ID, 1, 2, "o1-late-over")), domain.ErrEnded},
+	}
+	// Then paused.
+	paused := []step{
+		{"paused, sold out", grab(v.ID, 2, 1, "o2-paused"), domain.ErrPaused},
+		{"paused, held, sold out", grab(v.ID, 1, 1, "o1-paused"), domain.ErrPaused},
+		{"paused, over the limit, sold out", grab(v.ID, 2, 2, "o2-paused-over"), domain.ErrPaused},
+		{"paused, not started, sold out", at(early, grab(v.ID, 2, 1, "o2-paused-early")), domain.ErrPaused},
+		{"paused, ended, over the limit, held, sold out", at(late, grab(v.ID, 1, 2, "o1-paused-late")), domain.ErrPaused},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) { f.reserve(t, s.r, s.want, "") })
+	}
+	f.pause(t, v.ID, true)
+	for _, s := range paused {
+		t.Run(s.name, func(t *testing.T) { f.reserve(t, s.r, s.want, "") })
+	}
+	f.wantRemaining(t, v.ID, 0)
+	f.wantRecorded(t, v.ID, held)
 }
 
 func testReserveUnknownVoucher(t *testing.T, f *fixture) {

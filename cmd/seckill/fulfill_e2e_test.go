@@ -562,7 +562,8 @@ func TestFulfillRidesOutADatabaseOutage(t *testing.T) {
 			!(status == http.StatusServiceUnavailable && e["code"] == "unavailable") {
 			t.Fatalf("owner reads order %s during the outage: %d %v, want 200 queued or 503 unavailable", order, status, o)
 		}
-		if took := time.Since(began); took > 2*time.Second {
+		// Far above the request timeout, far below a wait on the stopped database.
+		if took := time.Since(began); took > 15*time.Second {
 			t.Fatalf("owner reads order %s during the outage: answered after %v", order, took)
 		}
 		break

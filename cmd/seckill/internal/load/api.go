@@ -127,16 +127,19 @@ const pollEvery = 25 * time.Millisecond
 // (passing it ends the wait too: the report shows the excess) with no reservation
 // pending, and returns how long that took. After timeout it returns the last count
 // seen and an error wrapping ErrNotPersisted; a failing stats call is retried until
-// then.
+// then, but a refused one (4xx) ends the wait at once. Each call has its own deadline
+// (a call in flight when the timeout passes is let finish), so a slow machine still
+// gets an answer to report.
 func WaitPersisted(ctx context.Context, base, voucher, adminToken string, want int, timeout time.Duration) (Persistence, error) {
 	start := time.Now()
 	deadline := start.Add(timeout)
 	var last Persistence
 	var lastErr error
 	for {
-		callCtx, cancel := context.WithDeadline(ctx, deadline)
-		s, err := GetStats(callCtx, base, voucher, adminToken)
-		cancel()
+		s, err := GetStats(ctx, base, voucher, adminToken)
+		if refused(err) {
+			return last, err
+		}
 		if err == nil {
 			last = Persistence{Took: time.Since(start), Orders: s.Persisted(), Stats: s}
 			lastErr = nil

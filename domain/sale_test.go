@@ -1,0 +1,137 @@
+package domain_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/domain"
+)
+
+// t0 opens the sales of these tests; it has a sub-millisecond part, as a stored time
+// may.
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 400_000, time.UTC)
+
+// open is a sale judged in TestSaleJudge*: 10 units, 2 a user, an hour long from t0.
+func open() domain.Sale {
+	return domain.Sale{BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: 2, Remaining: 10}
+}
+
+// grabAt is user 1's grab of qty units at at.
+func grabAt(at time.Time, qty int) domain.Reservation {
+	return domain.Reservation{OrderID: "o1", VoucherID: 1, UserID: 1, Quantity: qty, At: at}
+}
+
+// wantAnswer fails t unless err is the answer want: nil, or an error errors.Is
+// matches, naming held for domain.ErrAlreadyPurchased and the quantity for
+// domain.ErrInvalid.
+func wantAnswer(t *testing.T, what string, err, want error, held domain.OrderID) {
+	t.Helper()
+	if want == nil {
+		if err != nil {
+			t.Fatalf("%s = %v, want nil (taken)", what, err)
+		}
+		return
+	}
+	if !errors.Is(err, want) {
+		t.Fatalf("%s = %v, want %v", what, err, want)
+	}
+	var purchased *domain.AlreadyPurchasedError
+	if errors.Is(want, domain.ErrAlreadyPurchased) && (!errors.As(err, &purchased) || purchased.OrderID != held) {
+		t.Fatalf("%s = %v, want an *AlreadyPurchasedError naming %q", what, err, held)
+	}
+	var invalid *domain.ValidationError
+	if errors.Is(want, domain.ErrInvalid) && (!errors.As(err, &invalid) || invalid.Field != "quantity") {
+		t.Fatalf("%s = %v, want a *ValidationError on quantity", what, err)
+	}
+}
+
+func TestSaleJudgeEachRule(t *testing.T) {
+	tests := []struct {
+		name string
+		sale func(*domain.Sale)
+		at   time.Time
+		qty  int
+		held domain.OrderID
+		want error
+	}{
+		{"taken", nil, t0.Add(time.Minute), 1, "", nil},
+		{"taken at the opening instant", nil, t0, 1, "", nil},
+		{"taken in the opening millisecond, before the opening instant", nil, t0.Add(-300 * time.Microsecond), 1, "", nil},
+		{"taken at the last millisecond", nil, t0.Add(time.Hour - time.Millisecond), 1, "", nil},
+		{"taken up to the per-user limit", nil, t0, 2, "", nil},
+		{"taken up to the last unit", func(s *domain.Sale) { s.Remaining = 2 }, t0, 2, "", nil},
+		{"paused", func(s *domain.Sale) { s.Paused = true }, t0, 1, "", domain.ErrPaused},
+		{"not started a millisecond before the opening", nil, t0.Add(-time.Millisecond), 1, "", domain.ErrNotStarted},
+		{"ended at the closing instant", nil, t0.Add(time.Hour), 1, "", domain.ErrEnded},
+		{"ended in the closing millisecond", nil, t0.Add(time.Hour - 300*time.Microsecond), 1, "", domain.ErrEnded},
+		{"ended long after", nil, t0.Add(48 * time.Hour), 1, "", domain.ErrEnded},
+		{"over the per-user limit", nil, t0, 3, "", domain.ErrInvalid},
+		{"already held", nil, t0, 1, "o0", domain.ErrAlreadyPurchased},
+		{"sold out", func(s *domain.Sale) { s.Remaining = 0 }, t0, 1, "", domain.ErrSoldOut},
+		{"sold out below the quantity", func(s *domain.Sale) { s.Remaining = 1 }, t0, 2, "", domain.ErrSoldOut},
+		{"sold out below zero (more sold than stock)", func(s *domain.Sale) { s.Remaining = -3 }, t0, 1, "", domain.ErrSoldOut},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := open()
+			if tc.sale != nil {
+				tc.sale(&s)
+			}
+			err := s.Judge(grabAt(tc.at, tc.qty), tc.held)
+			wantAnswer(t, "Judge", err, tc.want, tc.held)
+		})
+	}
+}
+
+// TestSaleJudgeRuleOrder breaks every combination of the rules at once and checks
+// that the first rule broken, in Judge's order, is the answer.
+func TestSaleJudgeRuleOrder(t *testing.T) {
+	type grab struct {
+		sale domain.Sale
+		r    domain.Reservation
+		held domain.OrderID
+	}
+	// The rules in Judge's order, each with how to break it. The window is broken
+	// either way: before the opening, or after the close.
+	type rule struct {
+		name   string
+		answer error
+		brk    func(*grab)
+	}
+	rules := func(late bool) []rule {
+		window := rule{"not started", domain.ErrNotStarted, func(g *grab) { g.r.At = t0.Add(-time.Minute) }}
+		if late {
+			window = rule{"ended", domain.ErrEnded, func(g *grab) { g.r.At = t0.Add(2 * time.Hour) }}
+		}
+		return []rule{
+			{"paused", domain.ErrPaused, func(g *grab) { g.sale.Paused = true }},
+			window,
+			{"over the limit", domain.ErrInvalid, func(g *grab) { g.r.Quantity = 3 }},
+			{"held", domain.ErrAlreadyPurchased, func(g *grab) { g.held = "o0" }},
+			{"sold out", domain.ErrSoldOut, func(g *grab) { g.sale.Remaining = 0 }},
+		}
+	}
+	for _, late := range []bool{false, true} {
+		rs := rules(late)
+		for set := 1; set < 1<<len(rs); set++ {
+			g := grab{sale: open(), r: grabAt(t0.Add(time.Minute), 1)}
+			var broken []string
+			var want error
+			for i, ru := range rs {
+				if set&(1<<i) == 0 {
+					continue
+				}
+				ru.brk(&g)
+				broken = append(broken, ru.name)
+				if want == nil {
+					want = ru.answer
+				}
+			}
+			t.Run(fmt.Sprint(broken), func(t *testing.T) {
+				wantAnswer(t, "Judge", g.sale.Judge(g.r, g.held), want, g.held)
+			})
+		}
+	}
+}
