@@ -19,7 +19,8 @@ import (
 var auditPage int64 = 1000
 
 // metaFields are the fields of a complete sale state (Keys.Meta); a hash missing any
-// of them is partial and counts as absent.
+// of them is partial and counts as absent. The scripts' twin is SALE_STATE in
+// prelude.lua.
 var metaFields = []string{"stock", "remaining", "begins", "ends", "limit", "expire"}
 
 // Audit is a ports.StockAudit over the sale state Stock keeps: it reads a voucher's
@@ -214,15 +215,12 @@ func (a *Audit) pendingUpTo(ctx context.Context, stream, id string) ([]redis.XMe
 }
 
 // restoreScript records a reservation the database holds but Redis lost, unless the
-// user holds one; the remaining units are left alone.
-// KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders (one voucher, one tag).
-// ARGV: user_id, order_id, record ("user_id:qty:at_ms").
-// Returns 1 when it recorded, 0 when the sale state is missing or partial or the user
-// already holds a reservation. Buyers and orders expire with the meta hash.
+// user holds one; the remaining units are left alone. Its contract is at the top of
+// restore.lua.
 //
 //go:embed restore.lua
 var restoreSrc string
-var restoreScript = redis.NewScript(restoreSrc)
+var restoreScript = newScript(restoreSrc)
 
 // Restore records r (the user's order id and the order's record) as reserve.lua does,
 // only if r's voucher has sale state and r.UserID holds no reservation of it; it
@@ -235,8 +233,7 @@ func (a *Audit) Restore(ctx context.Context, r domain.Reservation) (bool, error)
 		return false, err
 	}
 	keys := []string{a.keys.Meta(r.VoucherID), a.keys.Buyers(r.VoucherID), a.keys.Orders(r.VoucherID)}
-	record := r.UserID.String() + ":" + strconv.Itoa(r.Quantity) + ":" + strconv.FormatInt(r.At.UnixMilli(), 10)
-	restored, err := restoreScript.Run(ctx, a.client, keys, r.UserID.String(), string(r.OrderID), record).Int()
+	restored, err := restoreScript.Run(ctx, a.client, keys, r.UserID.String(), string(r.OrderID), encodeRecord(r)).Int()
 	if err != nil {
 		return false, fmt.Errorf("restore reservation: %w", err)
 	}
@@ -244,15 +241,12 @@ func (a *Audit) Restore(ctx context.Context, r domain.Reservation) (bool, error)
 }
 
 // requeueScript appends a reservation to the voucher's stream, creating the stream and
-// the consumer group if they are missing, while the voucher has sale state.
-// KEYS[1] stream, KEYS[2] meta (one voucher, one tag).
-// ARGV: group, order_id, voucher_id, user_id, qty, at_ms.
-// Returns 1 when it appended, 0 when the sale state is missing or partial. The stream
-// expires with the meta hash.
+// the consumer group if they are missing, while the voucher has sale state. Its
+// contract is at the top of requeue.lua.
 //
 //go:embed requeue.lua
 var requeueSrc string
-var requeueScript = redis.NewScript(requeueSrc)
+var requeueScript = newScript(requeueSrc)
 
 // Requeue appends r to its voucher's stream with the fields Reserve writes, so a
 // fulfillment worker persists it; it creates the stream's consumer group if it is
@@ -267,8 +261,7 @@ func (a *Audit) Requeue(ctx context.Context, r domain.Reservation) error {
 		return err
 	}
 	keys := []string{a.keys.Stream(r.VoucherID), a.keys.Meta(r.VoucherID)}
-	queued, err := requeueScript.Run(ctx, a.client, keys, a.group,
-		string(r.OrderID), r.VoucherID.String(), r.UserID.String(), r.Quantity, r.At.UnixMilli()).Int()
+	queued, err := requeueScript.Run(ctx, a.client, keys, append([]any{a.group}, entryValues(r, "")...)...).Int()
 	if err != nil {
 		return fmt.Errorf("requeue reservation: %w", err)
 	}
@@ -290,15 +283,11 @@ func (a *Audit) Requeue(ctx context.Context, r domain.Reservation) error {
 
 // recountScript sets the remaining units to stock minus the units the orders hash
 // holds (never below 0) and publishes the voucher id on the restock channel when that
-// raised them.
-// KEYS[1] meta, KEYS[2] orders (one voucher, one tag). ARGV: restock_channel, voucher_id,
-// sharded ("1": SPUBLISH, as on Redis Cluster; "0": PUBLISH).
-// Returns the new remaining units, or -1 when the sale state is missing or partial. A
-// record it cannot read is an error, and nothing changes.
+// raised them. Its contract is at the top of recount.lua.
 //
 //go:embed recount.lua
 var recountSrc string
-var recountScript = redis.NewScript(recountSrc)
+var recountScript = newScript(recountSrc)
 
 // Recount sets voucher id's remaining units to its stock minus the units its recorded
 // reservations hold (never below 0), in one script, so concurrent grabs and releases
@@ -325,7 +314,7 @@ func (a *Audit) Recount(ctx context.Context, id domain.VoucherID) (int, error) {
 //
 //go:embed restoring.lua
 var restoringSrc string
-var restoringScript = redis.NewScript(restoringSrc)
+var restoringScript = newScript(restoringSrc)
 
 // Restoring marks voucher id's sale state as being restored, so grabs answer an error
 // wrapping domain.ErrUnavailable until Restored; a voucher without sale state is left

@@ -1,21 +1,23 @@
--- Append a reservation to the voucher's stream again, with the fields reserve.lua
--- writes, only while the sale state is there: without it the stream would outlive the
--- sale (it could not be given the sale's expiry).
-local m = redis.call('HMGET', KEYS[2], 'stock', 'remaining', 'begins', 'ends', 'limit', 'expire')
-for i = 1, 6 do
-  if not m[i] then
-    return 0
-  end
+-- requeue: append a reservation to the voucher's stream again, with the fields the
+-- caller encoded (codec.go's entryValues, the fields reserve.lua writes), only while
+-- the sale state is there: without it the stream would outlive the sale (it could not
+-- be given the sale's expiry).
+--
+-- KEYS[1] stream, KEYS[2] meta (one voucher, one hash tag).
+-- ARGV[1] group, then the entry's fields and values: ARGV[2] name, ARGV[3] value, ….
+-- Returns 1 when it appended, 0 without sale state (nothing written); an error reply
+-- when XGROUP fails otherwise. The stream expires with the sale state.
+local state = sale_state(KEYS[2])
+if not state then
+  return 0
 end
--- The group exists when the voucher was warmed; bring it back if it was lost. It is
--- created at the stream's start, as warm.lua does, so entries left in a stream that
--- lost its group are delivered rather than skipped. This goes first so that a failure
--- (a key of the wrong type) leaves nothing half done.
-local created = redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0-0', 'MKSTREAM')
-if type(created) == 'table' and created.err and string.sub(created.err, 1, 9) ~= 'BUSYGROUP' then
-  return redis.error_reply(created.err)
+-- The group exists when the voucher was warmed; bring it back if it was lost, at the
+-- stream's start as warm.lua does. This goes first so that a failure leaves nothing
+-- half done.
+local failed = create_group(KEYS[1], ARGV[1])
+if failed then
+  return failed
 end
-redis.call('XADD', KEYS[1], '*',
-  'order', ARGV[2], 'voucher', ARGV[3], 'user', ARGV[4], 'qty', ARGV[5], 'at', ARGV[6])
-redis.call('PEXPIREAT', KEYS[1], m[6])
+redis.call('XADD', KEYS[1], '*', unpack(ARGV, 2))
+redis.call('PEXPIREAT', KEYS[1], state.expire)
 return 1

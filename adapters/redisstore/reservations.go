@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -149,24 +146,4 @@ func (r *Reservations) registry(ctx context.Context) ([]domain.VoucherID, error)
 	}
 	slices.Sort(vouchers)
 	return vouchers, nil
-}
-
-// decodeRecord reads an orders hash value, "user_id:qty:at_ms".
-func decodeRecord(id domain.OrderID, voucher domain.VoucherID, record string) (domain.Reservation, error) {
-	parts := strings.Split(record, ":")
-	if len(parts) == 3 {
-		user, err1 := domain.ParseUserID(parts[0])
-		qty, err2 := strconv.Atoi(parts[1])
-		at, err3 := strconv.ParseInt(parts[2], 10, 64)
-		if err1 == nil && err2 == nil && err3 == nil && qty > 0 {
-			return domain.Reservation{
-				OrderID:   id,
-				VoucherID: voucher,
-				UserID:    user,
-				Quantity:  qty,
-				At:        time.UnixMilli(at).UTC(),
-			}, nil
-		}
-	}
-	return domain.Reservation{}, fmt.Errorf("order %s of voucher %d: malformed record %q", id, voucher, record)
 }

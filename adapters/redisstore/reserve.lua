@@ -1,3 +1,5 @@
+-- reserve: the grab path, for a batch of grabs of one voucher.
+--
 -- Judge a batch of grabs of one voucher, in order, and take each one that passes; the
 -- single grab is a batch of one. Every check of a grab comes before its first write
 -- (but the rate limiter's own counter), so a refused grab changes nothing. Later grabs
@@ -17,29 +19,26 @@
 -- state, 6 quantity above the per-user limit, 7 over the user's rate (extra: retry
 -- after, ms), 8 paused, 9 backlog over its bound, 10 sale state being restored (see
 -- warm.lua); extra is '' where it says nothing.
-local m = redis.call('HMGET', KEYS[1], 'remaining', 'begins', 'ends', 'limit', 'expire', 'paused', 'restoring')
+local m = sale_state(KEYS[1], 'paused', 'restoring')
 local n = (#ARGV - 5) / 5
 local out = {-1}
-for i = 1, 5 do
-  -- A partial hash (a stray write to an expired voucher) counts as absent.
-  -- Go twin: saleState (watch.go).
-  if not m[i] then
-    for _ = 1, n do
-      out[#out + 1] = 5
-      out[#out + 1] = ''
-    end
-    return out
+-- No sale state (see sale_state in prelude.lua). Go twin: saleState (watch.go).
+if not m then
+  for _ = 1, n do
+    out[#out + 1] = 5
+    out[#out + 1] = ''
   end
+  return out
 end
-if m[7] == '1' then
-  out[1] = tonumber(m[1])
+if m.restoring == '1' then
+  out[1] = tonumber(m.remaining)
   for _ = 1, n do
     out[#out + 1] = 10
     out[#out + 1] = ''
   end
   return out
 end
-local remaining, begins, ends, limit = tonumber(m[1]), tonumber(m[2]), tonumber(m[3]), tonumber(m[4])
+local remaining, begins, ends, limit = tonumber(m.remaining), tonumber(m.begins), tonumber(m.ends), tonumber(m.limit)
 local interval, tolerance, bound = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 -- Entries not yet persisted (delivered and pending, or never read), counted once for
 -- the batch and then kept up to date as it appends.
@@ -84,7 +83,7 @@ local function judge(i)
     redis.call('SET', KEYS[4 + i], tat, 'PX', tat - now)
   end
   -- Go twin: domain.Sale.Judge, rule 1 (paused).
-  if m[6] == '1' then
+  if m.paused == '1' then
     return 8, ''
   end
   -- Go twin: domain.Sale.Judge, rule 2 (the window).
@@ -116,6 +115,7 @@ local function judge(i)
   buyers[#buyers + 1] = user
   buyers[#buyers + 1] = order
   orders[#orders + 1] = order
+  -- The record and the entry have codec.go's shapes (encodeRecord, entryValues).
   orders[#orders + 1] = user .. ':' .. ARGV[base + 2] .. ':' .. ARGV[base + 3]
   if ARGV[base + 4] == '' then
     redis.call('XADD', KEYS[4], '*',
@@ -142,7 +142,7 @@ if #buyers > 0 then
   redis.call('HSET', KEYS[3], unpack(orders))
   -- Buyers, orders and stream expire with the sale state.
   for k = 2, 4 do
-    redis.call('PEXPIREAT', KEYS[k], m[5])
+    redis.call('PEXPIREAT', KEYS[k], m.expire)
   end
 end
 out[1] = remaining

@@ -1,7 +1,11 @@
--- Mark a voucher's sale state "restoring" (grabs answer unavailable, see reserve.lua)
--- while it is healed, only if the state exists: a missing one is rebuilt by warm.lua.
--- KEYS[1] meta. Returns 1 when marked, 0 without sale state.
-if redis.call('EXISTS', KEYS[1]) == 0 then
+-- restoring: mark a voucher's sale state "restoring" (grabs answer unavailable, see
+-- reserve.lua) while it is healed, only if the state exists: a missing one is rebuilt
+-- by warm.lua.
+--
+-- KEYS[1] meta.
+-- ARGV: none.
+-- Returns 1 when marked, 0 without sale state (nothing written).
+if not sale_state(KEYS[1]) then
   return 0
 end
 redis.call('HSET', KEYS[1], 'restoring', '1')

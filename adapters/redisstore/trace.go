@@ -7,9 +7,6 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 )
 
-// traceField is the stream entry's field holding the grab's W3C traceparent.
-const traceField = "tp"
-
 // traceParent is the W3C traceparent of ctx's span through the process's propagator,
 // "" when ctx carries none (tracing off: the propagator is a no-op or the span is not
 // recording), so an untraced grab adds nothing to its entry.

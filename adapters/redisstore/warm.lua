@@ -1,11 +1,20 @@
--- Make sure the stream and its consumer group exist, on every warm-up: a live group
--- keeps its position (BUSYGROUP), a lost one comes back. This goes first so that a
--- failure (a key of the wrong type) leaves nothing half done. The start is spelled
--- '0-0', not '0': the same to Redis, but the embedded server reports the group's
--- position as it was given, and readers expect a full id.
-local created = redis.pcall('XGROUP', 'CREATE', KEYS[2], ARGV[7], '0-0', 'MKSTREAM')
-if type(created) == 'table' and created.err and string.sub(created.err, 1, 9) ~= 'BUSYGROUP' then
-  return redis.error_reply(created.err)
+-- warm: load a voucher's sale state unless it is there, and on every warm-up make sure
+-- the stream and its consumer group exist.
+--
+-- KEYS[1] meta, KEYS[2] stream (one voucher, one hash tag).
+-- ARGV[1] stock, ARGV[2] remaining, ARGV[3] begins_ms, ARGV[4] ends_ms,
+-- ARGV[5] per_user_limit, ARGV[6] expire_at_ms, ARGV[7] group, ARGV[8] paused ('1' or
+-- '0'), ARGV[9] restoring ('1': load the state "restoring", see below).
+-- Returns 1 when it loaded the state; 2 when the state was there but still restoring
+-- (the caller that loaded it died before it finished: the new caller restores it);
+-- 0 when the state was there, untouched. The stream expires with the sale state (at
+-- the state's own expire when it was there).
+
+-- A live group keeps its position, a lost one comes back. This goes first so that a
+-- failure (a key of the wrong type) leaves nothing half done.
+local failed = create_group(KEYS[2], ARGV[7])
+if failed then
+  return failed
 end
 -- Load a voucher's sale state only if it is absent: a live counter is never reset.
 -- The remaining units come apart from the stock: the database's live orders hold some.
@@ -13,7 +22,10 @@ end
 -- caller has restored the live orders' reservations and cleared the flag, so
 -- no user who holds an order can grab again meanwhile.
 local loaded = 0
-if redis.call('EXISTS', KEYS[1]) == 0 then
+local state = sale_state(KEYS[1], 'restoring')
+if not state then
+  -- A partial hash is no sale state: it is replaced whole.
+  redis.call('DEL', KEYS[1])
   redis.call('HSET', KEYS[1],
     'stock', ARGV[1], 'remaining', ARGV[2],
     'begins', ARGV[3], 'ends', ARGV[4], 'limit', ARGV[5], 'expire', ARGV[6], 'paused', ARGV[8])
@@ -22,7 +34,7 @@ if redis.call('EXISTS', KEYS[1]) == 0 then
   end
   redis.call('PEXPIREAT', KEYS[1], ARGV[6])
   loaded = 1
-elseif redis.call('HGET', KEYS[1], 'restoring') == '1' then
+elseif state.restoring == '1' then
   -- Loaded earlier, but its restoring never finished (the caller died): again.
   loaded = 2
 end

@@ -176,19 +176,14 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, r domain.Reserva
 		}
 	}
 
-	qty, at := strconv.Itoa(r.Quantity), strconv.FormatInt(now, 10)
 	_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		if writeRate != nil {
 			writeRate(p)
 		}
 		p.HIncrBy(ctx, k.Meta(r.VoucherID), "remaining", -int64(r.Quantity))
 		p.HSet(ctx, k.Buyers(r.VoucherID), user, string(r.OrderID))
-		p.HSet(ctx, k.Orders(r.VoucherID), string(r.OrderID), user+":"+qty+":"+at)
-		entry := []any{"order", string(r.OrderID), "voucher", r.VoucherID.String(), "user", user, "qty", qty, "at", at}
-		if tp := traceParent(ctx); tp != "" {
-			entry = append(entry, traceField, tp)
-		}
-		p.XAdd(ctx, &redis.XAddArgs{Stream: k.Stream(r.VoucherID), Values: entry})
+		p.HSet(ctx, k.Orders(r.VoucherID), string(r.OrderID), encodeRecord(r))
+		p.XAdd(ctx, &redis.XAddArgs{Stream: k.Stream(r.VoucherID), Values: entryValues(r, traceParent(ctx))})
 		for _, key := range []string{k.Buyers(r.VoucherID), k.Orders(r.VoucherID), k.Stream(r.VoucherID)} {
 			p.PExpireAt(ctx, key, time.UnixMilli(m.expire))
 		}
@@ -228,12 +223,14 @@ type saleMeta struct {
 	paused                                 bool
 }
 
-// grabFields are the fields of the meta hash a grab reads, in saleState's order.
-var grabFields = []string{"remaining", "begins", "ends", "limit", "expire", "paused"}
+// grabFields are the fields of the meta hash a grab reads, in saleState's order; the
+// stock, last, is read for its presence only.
+var grabFields = []string{"remaining", "begins", "ends", "limit", "expire", "paused", "stock"}
 
 // saleState decodes HMGET meta grabFields…. It reports false when there is no sale
-// state: like the script, it takes a hash missing any of the first five fields for
-// none (a stray write to an expired voucher leaves a partial hash).
+// state: like the scripts (sale_state in prelude.lua), it takes a hash missing any of
+// the fields warm.lua loads for none (a stray write to an expired voucher leaves a
+// partial hash).
 func saleState(vals []any) (saleMeta, bool, error) {
 	if len(vals) != len(grabFields) {
 		return saleMeta{}, false, fmt.Errorf("sale state: %d fields, want %d", len(vals), len(grabFields))
@@ -249,6 +246,9 @@ func saleState(vals []any) (saleMeta, bool, error) {
 			return saleMeta{}, false, fmt.Errorf("sale state field %s: %w", grabFields[i], err)
 		}
 		n[i] = v
+	}
+	if _, ok := vals[6].(string); !ok {
+		return saleMeta{}, false, nil
 	}
 	paused, _ := vals[5].(string)
 	return saleMeta{remaining: n[0], begins: n[1], ends: n[2], limit: n[3], expire: n[4], paused: paused == "1"}, true, nil

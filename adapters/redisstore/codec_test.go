@@ -1,0 +1,109 @@
+package redisstore
+
+import (
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+// asRead turns XADD's field/value list into the map XRANGE answers, holding each value
+// as Redis gives it back: a string.
+func asRead(t *testing.T, values []any) map[string]any {
+	t.Helper()
+	if len(values)%2 != 0 {
+		t.Fatalf("odd field list %v", values)
+	}
+	m := make(map[string]any, len(values)/2)
+	for i := 0; i < len(values); i += 2 {
+		name, ok1 := values[i].(string)
+		v, ok2 := values[i+1].(string)
+		if !ok1 || !ok2 {
+			t.Fatalf("field %v = %v (%T): want strings", values[i], values[i+1], values[i+1])
+		}
+		if _, dup := m[name]; dup {
+			t.Fatalf("field %q written twice in %v", name, values)
+		}
+		m[name] = v
+	}
+	return m
+}
+
+func TestCodecRoundTrip(t *testing.T) {
+	// Sub-millisecond and in another zone: the codec keeps Unix milliseconds, in UTC.
+	at := time.Date(2026, 11, 30, 23, 1, 2, 345678901, time.FixedZone("UTC+8", 8*3600))
+	for _, r := range []domain.Reservation{
+		{OrderID: "01ARZ3NDEKTSV4RRFFQ69G5FAV", VoucherID: 7, UserID: 42, Quantity: 1, At: at},
+		{OrderID: "o-1", VoucherID: 1, UserID: 1, Quantity: domain.MaxQuantity, At: time.UnixMilli(1)},
+		{OrderID: domain.OrderID(strings.Repeat("~", maxOrderIDLen)), VoucherID: 1<<63 - 1, UserID: 1<<63 - 1, Quantity: 3, At: at},
+	} {
+		want := r
+		want.At = time.UnixMilli(r.At.UnixMilli()).UTC()
+		for _, tp := range []string{"", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"} {
+			values := asRead(t, entryValues(r, tp))
+			if _, ok := values[traceField]; ok != (tp != "") {
+				t.Fatalf("traceparent %q: entry %v", tp, values)
+			}
+			got := decodeEntry(r.VoucherID, redis.XMessage{ID: "5-1", Values: values})
+			if w := (ports.Delivery{ID: "5-1", VoucherID: r.VoucherID, Reservation: want, TraceParent: tp}); !reflect.DeepEqual(got, w) {
+				t.Fatalf("entry of %+v decodes to %+v, want %+v", r, got, w)
+			}
+		}
+		got, err := decodeRecord(r.OrderID, r.VoucherID, encodeRecord(r))
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("record of %+v decodes to %+v, %v; want %+v", r, got, err, want)
+		}
+	}
+}
+
+func TestCodecRefusesMalformedEntries(t *testing.T) {
+	const stream = domain.VoucherID(7)
+	good := func() map[string]any {
+		return map[string]any{"order": "01ARZ3NDEKTSV4RRFFQ69G5FAV", "voucher": "7", "user": "42", "qty": "2", "at": "1764500000000"}
+	}
+	type change struct {
+		field string
+		value any // nil: the field is missing
+	}
+	for _, c := range []change{
+		{"order", nil}, {"order", ""}, {"order", "a b"}, {"order", "x\x00"}, {"order", strings.Repeat("x", maxOrderIDLen+1)}, {"order", int64(5)},
+		{"voucher", nil}, {"voucher", "8"}, {"voucher", "0"}, {"voucher", "+7"}, {"voucher", "seven"},
+		{"user", nil}, {"user", "0"}, {"user", "-1"}, {"user", "4.2"},
+		{"qty", nil}, {"qty", "0"}, {"qty", strconv.Itoa(domain.MaxQuantity + 1)}, {"qty", "1e2"},
+		{"at", nil}, {"at", "0"}, {"at", "-5"}, {"at", "now"},
+	} {
+		values := good()
+		if c.value == nil {
+			delete(values, c.field)
+		} else {
+			values[c.field] = c.value
+		}
+		d := decodeEntry(stream, redis.XMessage{ID: "5-1", Values: values})
+		if !strings.Contains(d.Malformed, strconv.Quote(c.field)) || d.Reservation != (domain.Reservation{}) {
+			t.Errorf("field %s = %#v: Malformed %q, reservation %+v; want the field named and no reservation", c.field, c.value, d.Malformed, d.Reservation)
+		}
+		if d.ID != "5-1" || d.VoucherID != stream {
+			t.Errorf("field %s = %#v: delivery %+v lost its id or voucher", c.field, c.value, d)
+		}
+	}
+	if d := decodeEntry(stream, redis.XMessage{ID: "5-1", Values: good()}); d.Malformed != "" {
+		t.Fatalf("the good entry is malformed: %s", d.Malformed)
+	}
+}
+
+func TestCodecRefusesMalformedRecords(t *testing.T) {
+	for _, record := range []string{
+		"", "42", "42:1", "42:1:2:3", "42::1", ":1:1", "x:1:1", "0:1:1", "-1:1:1",
+		"42:0:1", "42:-1:1", "42:x:1", "42:1:", "42:1:x", "42:1:1.5",
+	} {
+		if r, err := decodeRecord("o-1", 7, record); err == nil {
+			t.Errorf("record %q decodes to %+v, want an error", record, r)
+		}
+	}
+}

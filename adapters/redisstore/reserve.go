@@ -1,0 +1,214 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/domain"
+)
+
+// Outcomes of reserveScript, per grab.
+const (
+	reserved = iota
+	alreadyPurchased
+	soldOut
+	notStarted
+	ended
+	unknownVoucher
+	overLimit
+	rateLimited
+	paused
+	backlogged
+	restoring
+)
+
+// reserveScript judges a batch of grabs of one voucher in order and takes each one
+// that passes: it takes the units, records the buyer and the order, and appends the
+// reservation to the stream, all in one step. A single grab is a batch of one. Its
+// KEYS, ARGV and reply are documented at the top of reserve.lua.
+//
+//go:embed reserve.lua
+var reserveSrc string
+var reserveScript = newScript(reserveSrc)
+
+// Reserve takes r.Quantity units of r.VoucherID for r.UserID atomically and appends
+// the reservation to the voucher's stream. The sale window is judged at r.At.
+// Concurrent Reserves of one voucher share Redis calls (see Options.MaxBatch): while
+// one call is in flight, the grabs that arrive go together in the next.
+// It returns domain.ErrSoldOut, an *domain.AlreadyPurchasedError naming the existing
+// order, domain.ErrNotStarted, domain.ErrEnded, domain.ErrNotFound (no sale state), a
+// *domain.ValidationError (quantity below 1 or above the per-user limit), a
+// *domain.RateLimitedError (the user is over Options.UserRate), domain.ErrPaused, or
+// an error wrapping domain.ErrUnavailable (backlog over Options.MaxBacklog, Redis
+// unreachable, or ctx ended while the grab waited for its turn, before it was sent).
+func (s *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
+	// A negative quantity would put units back on sale; refuse it before Redis does.
+	if r.Quantity < 1 {
+		return domain.Invalid("quantity", "must be at least 1")
+	}
+	if s.restarts != nil && s.restarts.Healing() {
+		return fmt.Errorf("reserve stock: %w: redis restarted or failed over; its sale state is being healed", domain.ErrUnavailable)
+	}
+	if s.batches == nil {
+		reply, err := s.reserveBatch(ctx, []domain.Reservation{r}, []string{traceParent(ctx)})
+		if err != nil {
+			return err
+		}
+		return reply.errs[0]
+	}
+	return s.batches.reserve(ctx, r)
+}
+
+// BatchSizes returns how many reserve calls carried each number of grabs since s was
+// made: element n counts the calls of n grabs, up to Options.MaxBatch. It is nil when
+// grabs are not shared (MaxBatch 1).
+func (s *Stock) BatchSizes() []int64 {
+	if s.batches == nil {
+		return nil
+	}
+	return s.batches.batchSizes()
+}
+
+// ReserveBatch judges rs, grabs of one voucher, in order in one Redis call, as
+// Reserve judges each: the answers are Reserve's, one per grab (nil: reserved), and a
+// grab sees what the earlier ones took (a user's second grab is answered with the
+// first one's order). The error is for the call as a whole: nothing was judged.
+// Every grab must have a quantity of at least 1 and the same voucher.
+func (s *Stock) ReserveBatch(ctx context.Context, rs []domain.Reservation) ([]error, error) {
+	reply, err := s.reserveBatch(ctx, rs, nil)
+	return reply.errs, err
+}
+
+// reserveBatch judges rs in one call; tps, when not nil, holds each grab's W3C
+// traceparent ("" when untraced) for its stream entry.
+func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps []string) (batchReply, error) {
+	if len(rs) == 0 {
+		return batchReply{remaining: -1}, nil
+	}
+	id := rs[0].VoucherID
+	keys := make([]string, 4, 4+len(rs))
+	keys[0], keys[1], keys[2], keys[3] = s.keys.Meta(id), s.keys.Buyers(id), s.keys.Orders(id), s.keys.Stream(id)
+	args := make([]any, 5, 5+5*len(rs))
+	args[0], args[1], args[2], args[3], args[4] = id.String(), s.interval, s.tolerance, s.maxBacklog, s.group
+	for i, r := range rs {
+		if r.VoucherID != id || r.Quantity < 1 {
+			return batchReply{}, fmt.Errorf("reserve stock: a batch of voucher %s holds %+v", id, r)
+		}
+		if s.interval > 0 {
+			keys = append(keys, s.keys.Rate(id, r.UserID))
+		}
+		tp := ""
+		if tps != nil {
+			tp = tps[i]
+		}
+		args = append(args, r.UserID.String(), string(r.OrderID), r.Quantity, r.At.UnixMilli(), tp)
+	}
+	reply, acked, err := s.runReserve(ctx, keys, args)
+	if err != nil {
+		return batchReply{}, fmt.Errorf("reserve stock: %w", err)
+	}
+	// The script answers the units left, then a code and an extra value per grab; a
+	// reply of any other shape becomes an error rather than a panic on the grab path.
+	if len(reply) != 1+2*len(rs) {
+		return batchReply{}, fmt.Errorf("reserve stock: unexpected reply %v", reply)
+	}
+	left, _ := reply[0].(int64)
+	out := batchReply{errs: make([]error, len(rs)), remaining: int(left)}
+	for i, r := range rs {
+		code, ok := reply[1+2*i].(int64)
+		extra, _ := reply[2+2*i].(string)
+		if !ok {
+			code = -1
+		}
+		out.errs[i] = reserveOutcome(r, code, extra)
+		if out.errs[i] == nil && acked < s.minReplicas {
+			out.errs[i] = fmt.Errorf("reserve stock: order %s: %w: %d of %d replicas confirmed it within %v; a retry tells whether it stands",
+				r.OrderID, domain.ErrUnavailable, acked, s.minReplicas, s.replicaTimeout)
+		}
+	}
+	return out, nil
+}
+
+// runReserve runs reserveScript and, with Options.MinReplicas, a WAIT on the same
+// connection right after it (a pipeline of a node's own client), returning the
+// script's reply and how many replicas acknowledged it.
+func (s *Stock) runReserve(ctx context.Context, keys []string, args []any) ([]any, int, error) {
+	if s.minReplicas <= 0 {
+		reply, err := reserveScript.Run(ctx, s.client, keys, args...).Slice()
+		return reply, 0, err
+	}
+	// On a cluster, the master of the voucher's slot; elsewhere the client itself,
+	// whose pipeline holds one connection.
+	var node redis.Cmdable = s.client
+	if c, ok := s.client.(interface {
+		MasterForKey(context.Context, string) (*redis.Client, error)
+	}); ok {
+		m, err := c.MasterForKey(ctx, keys[0])
+		if err != nil {
+			return nil, 0, err
+		}
+		node = m
+	}
+	for attempt := 0; ; attempt++ {
+		pipe := node.Pipeline()
+		script := pipe.EvalSha(ctx, reserveScript.Hash(), keys, args...)
+		wait := pipe.Do(ctx, "WAIT", s.minReplicas, s.replicaTimeout.Milliseconds())
+		// Each command's own error is checked below.
+		_, _ = pipe.Exec(ctx)
+		if attempt == 0 && redis.HasErrorPrefix(script.Err(), "NOSCRIPT") {
+			if err := reserveScript.Load(ctx, node).Err(); err != nil {
+				return nil, 0, err
+			}
+			continue
+		}
+		if err := script.Err(); err != nil {
+			return nil, 0, err
+		}
+		reply, err := script.Slice()
+		if err != nil {
+			return nil, 0, err
+		}
+		acked, err := wait.Int()
+		if err != nil {
+			// The script ran; only the replicas' count is unknown.
+			return reply, 0, nil
+		}
+		return reply, acked, nil
+	}
+}
+
+// reserveOutcome turns one grab's code and extra value from reserveScript into
+// Reserve's answer.
+func reserveOutcome(r domain.Reservation, code int64, extra string) error {
+	switch code {
+	case reserved:
+		return nil
+	case alreadyPurchased:
+		return &domain.AlreadyPurchasedError{OrderID: domain.OrderID(extra)}
+	case soldOut:
+		return domain.ErrSoldOut
+	case notStarted:
+		return domain.ErrNotStarted
+	case ended:
+		return domain.ErrEnded
+	case unknownVoucher:
+		return domain.ErrNotFound
+	case overLimit:
+		return domain.Invalid("quantity", "exceeds the per-user limit")
+	case rateLimited:
+		ms, _ := strconv.ParseInt(extra, 10, 64)
+		return &domain.RateLimitedError{RetryAfter: time.Duration(ms) * time.Millisecond}
+	case paused:
+		return domain.ErrPaused
+	case backlogged:
+		return fmt.Errorf("reserve stock: voucher %s: %w: too many reservations wait to be persisted", r.VoucherID, domain.ErrUnavailable)
+	case restoring:
+		return fmt.Errorf("reserve stock: voucher %s: %w: its sale state is being restored", r.VoucherID, domain.ErrUnavailable)
+	}
+	return fmt.Errorf("reserve stock: unexpected outcome %d %q", code, extra)
+}
