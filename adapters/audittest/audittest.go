@@ -450,7 +450,13 @@ func testRecountDuringGrabsAndReleases(t *testing.T, f *fixture) {
 	for user := domain.UserID(1); user <= users; user++ {
 		grabs.Go(func() {
 			r := grab(id, user, int(user)%2+1)
+			// A stock may answer unavailable — nothing done, ask again — as the
+			// watch strategy does when other grabs win its optimistic transaction:
+			// the user asks again, as a client told 503 does.
 			err := f.Stock.Reserve(f.ctx, r)
+			for try := 0; errors.Is(err, domain.ErrUnavailable) && try < 100; try++ {
+				err = f.Stock.Reserve(f.ctx, r)
+			}
 			if errors.Is(err, domain.ErrSoldOut) {
 				return
 			}

@@ -124,6 +124,12 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, r domain.Reserva
 		*answer = domain.ErrNotFound
 		return nil
 	}
+	// Being restored (warm.lua, restoring.lua): the users' held orders may not be back
+	// yet, so no grab is judged — as the script answers, code restoring.
+	if m.restoring {
+		*answer = reserveOutcome(r, restoring, "")
+		return nil
+	}
 
 	// Per-user rate (GCRA), as the script keeps it: every attempt that passes counts,
 	// whatever its answer, so the counter is written with the answer below.
@@ -220,12 +226,12 @@ func (w *WatchStock) backlogged(ctx context.Context, tx *redis.Tx, id domain.Vou
 // saleMeta is a voucher's sale state as the meta hash holds it (see Keys.Meta).
 type saleMeta struct {
 	remaining, begins, ends, limit, expire int64
-	paused                                 bool
+	paused, restoring                      bool
 }
 
 // grabFields are the fields of the meta hash a grab reads, in saleState's order; the
-// stock, last, is read for its presence only.
-var grabFields = []string{"remaining", "begins", "ends", "limit", "expire", "paused", "stock"}
+// stock is read for its presence only.
+var grabFields = []string{"remaining", "begins", "ends", "limit", "expire", "paused", "stock", "restoring"}
 
 // saleState decodes HMGET meta grabFields…. It reports false when there is no sale
 // state: like the scripts (sale_state in prelude.lua), it takes a hash missing any of
@@ -251,5 +257,7 @@ func saleState(vals []any) (saleMeta, bool, error) {
 		return saleMeta{}, false, nil
 	}
 	paused, _ := vals[5].(string)
-	return saleMeta{remaining: n[0], begins: n[1], ends: n[2], limit: n[3], expire: n[4], paused: paused == "1"}, true, nil
+	restoring, _ := vals[7].(string)
+	return saleMeta{remaining: n[0], begins: n[1], ends: n[2], limit: n[3], expire: n[4],
+		paused: paused == "1", restoring: restoring == "1"}, true, nil
 }
