@@ -67,6 +67,14 @@ func (e errorBody) appendJSON(b []byte) []byte {
 	return append(b, "}}"...)
 }
 
+// jsonSafe holds the ASCII characters appendJSONString copies as they are.
+var jsonSafe = func() (safe [utf8.RuneSelf]bool) {
+	for c := ' '; c < utf8.RuneSelf; c++ {
+		safe[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return safe
+}()
+
 // appendJSONString appends s as a JSON string exactly as encoding/json's Encoder writes
 // it: <, > and & escaped (as \u003c, \u003e, \u0026), control characters as \b \f \n
 // \r \t or \u00XX, invalid UTF-8 as \ufffd, and U+2028 and U+2029 escaped.
@@ -76,7 +84,7 @@ func appendJSONString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		if c := s[i]; c < utf8.RuneSelf {
-			if c >= ' ' && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if jsonSafe[c] {
 				i++
 				continue
 			}

@@ -99,6 +99,11 @@ func retryAfter(d time.Duration) int {
 }
 
 func classify(err error) (int, errorDetail) {
+	if err == domain.ErrSoldOut {
+		// The flood after a sell-out is answered with the bare sentinel, which no case
+		// before its own below can match: found at once, without walking every type.
+		return soldOut()
+	}
 	if ic, ok := errors.AsType[errIdempotencyConflict](err); ok {
 		return http.StatusConflict, errorDetail{Code: "idempotency_conflict", Message: ic.Error()}
 	}
@@ -114,7 +119,7 @@ func classify(err error) (int, errorDetail) {
 	case errors.Is(err, domain.ErrRateLimited):
 		return http.StatusTooManyRequests, errorDetail{Code: "rate_limited", Message: "too many requests; retry after the time in Retry-After"}
 	case errors.Is(err, domain.ErrSoldOut):
-		return http.StatusConflict, errorDetail{Code: "sold_out", Message: "the voucher is sold out"}
+		return soldOut()
 	case errors.Is(err, domain.ErrNotStarted):
 		return http.StatusConflict, errorDetail{Code: "not_started", Message: "the sale has not started"}
 	case errors.Is(err, domain.ErrEnded):
@@ -136,6 +141,10 @@ func classify(err error) (int, errorDetail) {
 		return fromEchoError(he)
 	}
 	return http.StatusInternalServerError, errorDetail{Code: "internal", Message: "internal error"}
+}
+
+func soldOut() (int, errorDetail) {
+	return http.StatusConflict, errorDetail{Code: "sold_out", Message: "the voucher is sold out"}
 }
 
 // fromEchoError maps the errors Echo and its middleware raise (unknown route, wrong
