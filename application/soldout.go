@@ -1,7 +1,9 @@
 package application
 
 import (
+	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/seckill/seckill/domain"
@@ -11,14 +13,20 @@ import (
 // the flood that follows a sell-out is answered without a Redis call. A flag is set
 // only from Redis's own answer to a grab of one unit (so the voucher had none left),
 // and lapses after ttl, which bounds how long units that come back stay unseen here.
+//
+// Every grab reads the flags and few ever change them, so a change copies the map and
+// a read takes no lock (a read-write mutex would have every grab on every core write
+// to the same memory).
 type soldOutFlags struct {
 	ttl   time.Duration
-	mu    sync.RWMutex
-	until map[domain.VoucherID]time.Time
+	until atomic.Pointer[map[domain.VoucherID]time.Time]
+	mu    sync.Mutex // serializes changes
 }
 
 func newSoldOutFlags(ttl time.Duration) *soldOutFlags {
-	return &soldOutFlags{ttl: ttl, until: map[domain.VoucherID]time.Time{}}
+	f := &soldOutFlags{ttl: ttl}
+	f.until.Store(&map[domain.VoucherID]time.Time{})
+	return f
 }
 
 // isSet reports whether id is flagged at now.
@@ -26,25 +34,37 @@ func (f *soldOutFlags) isSet(id domain.VoucherID, now time.Time) bool {
 	if f.ttl <= 0 {
 		return false
 	}
-	f.mu.RLock()
-	until, ok := f.until[id]
-	f.mu.RUnlock()
+	until, ok := (*f.until.Load())[id]
 	return ok && now.Before(until)
 }
 
-// set flags id until now + ttl.
+// set flags id until now + ttl (or later, when it is flagged longer already: the grabs
+// of one sell-out each set it, in no particular order).
 func (f *soldOutFlags) set(id domain.VoucherID, now time.Time) {
 	if f.ttl <= 0 {
 		return
 	}
+	until := now.Add(f.ttl)
 	f.mu.Lock()
-	f.until[id] = now.Add(f.ttl)
-	f.mu.Unlock()
+	defer f.mu.Unlock()
+	old := *f.until.Load()
+	if u, ok := old[id]; ok && !u.Before(until) {
+		return
+	}
+	m := maps.Clone(old)
+	m[id] = until
+	f.until.Store(&m)
 }
 
 // clear drops id's flag: units came back.
 func (f *soldOutFlags) clear(id domain.VoucherID) {
 	f.mu.Lock()
-	delete(f.until, id)
-	f.mu.Unlock()
+	defer f.mu.Unlock()
+	old := *f.until.Load()
+	if _, ok := old[id]; !ok {
+		return
+	}
+	m := maps.Clone(old)
+	delete(m, id)
+	f.until.Store(&m)
 }

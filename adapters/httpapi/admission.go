@@ -169,6 +169,12 @@ func (a *Admission) readBody(c echo.Context) error {
 	if req.Body == nil || req.Body == http.NoBody {
 		return nil
 	}
+	if req.ContentLength == 0 {
+		// The server says there is no body (Echo's body limit has wrapped it): nothing
+		// to wait for, and nothing for the handler to read.
+		req.Body = http.NoBody
+		return nil
+	}
 	deadline, ok := req.Context().Deadline()
 	if !ok && a.bodyTimeout > 0 {
 		deadline, ok = a.now().Add(a.bodyTimeout), true
@@ -187,6 +193,10 @@ func (a *Admission) readBody(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusRequestTimeout, "request body not received in time")
 	}
 	_ = req.Body.Close()
+	if len(body) == 0 {
+		req.Body = http.NoBody
+		return nil
+	}
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	return nil
 }
@@ -196,7 +206,7 @@ func (a *Admission) readBody(c echo.Context) error {
 // flood it happens many thousand times a second.
 func overloaded(c echo.Context) error {
 	c.Response().Header().Set("Retry-After", retryAfterSeconds)
-	return c.JSON(http.StatusServiceUnavailable, errorBody{Error: errorDetail{
+	return answerJSON(c, http.StatusServiceUnavailable, errorBody{Error: errorDetail{
 		Code:      "unavailable",
 		Message:   "too many requests in progress, retry later",
 		RequestID: requestID(c),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"reflect"
 	"strconv"
@@ -25,15 +26,28 @@ import (
 // *domain.ValidationError on "body" or on the member at fault; a body over the limit
 // keeps Echo's 413.
 func decodeJSON(c echo.Context, dst any, optional bool) error {
-	body, err := io.ReadAll(c.Request().Body)
+	body, err := requestBody(c)
 	if err != nil {
-		var he *echo.HTTPError
-		if errors.As(err, &he) {
-			return he
-		}
-		return domain.Invalid("body", "could not be read")
+		return err
 	}
 	return decodeBody(body, dst, optional)
+}
+
+// requestBody reads the whole request body. A body over the limit keeps Echo's 413;
+// one that cannot be read is a *domain.ValidationError on "body".
+func requestBody(c echo.Context) ([]byte, error) {
+	r := c.Request().Body
+	if r == nil || r == http.NoBody {
+		return nil, nil
+	}
+	body, err := io.ReadAll(r)
+	if err != nil {
+		if he, ok := errors.AsType[*echo.HTTPError](err); ok {
+			return nil, he
+		}
+		return nil, domain.Invalid("body", "could not be read")
+	}
+	return body, nil
 }
 
 // decodeBody is decodeJSON on a body already read.

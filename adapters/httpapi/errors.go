@@ -27,7 +27,13 @@ type errorDetail struct {
 }
 
 // requestID is the id the RequestID middleware gave the request being answered.
-func requestID(c echo.Context) string { return c.Response().Header().Get(echo.HeaderXRequestID) }
+func requestID(c echo.Context) string {
+	// The key is canonical: the map is read as Get would, after canonicalizing it.
+	if v := c.Response().Header()[echo.HeaderXRequestID]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
 
 // retryAfterSeconds is what a 503 tells the client to wait.
 const retryAfterSeconds = "1"
@@ -60,8 +66,7 @@ func errorHandler(log *zap.Logger) echo.HTTPErrorHandler {
 		if status == http.StatusServiceUnavailable {
 			c.Response().Header().Set("Retry-After", retryAfterSeconds)
 		}
-		var rl *domain.RateLimitedError
-		if errors.As(err, &rl) {
+		if rl, ok := errors.AsType[*domain.RateLimitedError](err); ok {
 			c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfter(rl.RetryAfter)))
 		}
 		var werr error
@@ -69,7 +74,7 @@ func errorHandler(log *zap.Logger) echo.HTTPErrorHandler {
 			werr = c.NoContent(status)
 		} else {
 			detail.RequestID = requestID(c)
-			werr = c.JSON(status, errorBody{Error: detail})
+			werr = answerJSON(c, status, errorBody{Error: detail})
 		}
 		if werr != nil {
 			log.Debug("write error response", zap.Error(werr))
@@ -94,22 +99,27 @@ func retryAfter(d time.Duration) int {
 }
 
 func classify(err error) (int, errorDetail) {
-	var ap *domain.AlreadyPurchasedError
-	var ve *domain.ValidationError
-	var ic errIdempotencyConflict
-	switch {
-	case errors.As(err, &ic):
+	if err == domain.ErrSoldOut {
+		// The flood after a sell-out is answered with the bare sentinel, which no case
+		// before its own below can match: found at once, without walking every type.
+		return soldOut()
+	}
+	if ic, ok := errors.AsType[errIdempotencyConflict](err); ok {
 		return http.StatusConflict, errorDetail{Code: "idempotency_conflict", Message: ic.Error()}
-	case errors.As(err, &ap):
+	}
+	if ap, ok := errors.AsType[*domain.AlreadyPurchasedError](err); ok {
 		return http.StatusConflict, errorDetail{Code: "already_purchased", Message: "you already hold an order for this voucher", OrderID: string(ap.OrderID)}
-	case errors.As(err, &ve):
+	}
+	if ve, ok := errors.AsType[*domain.ValidationError](err); ok {
 		return http.StatusBadRequest, errorDetail{Code: "invalid_request", Message: ve.Error()}
+	}
+	switch {
 	case errors.Is(err, domain.ErrInvalid):
 		return http.StatusBadRequest, errorDetail{Code: "invalid_request", Message: "invalid request"}
 	case errors.Is(err, domain.ErrRateLimited):
 		return http.StatusTooManyRequests, errorDetail{Code: "rate_limited", Message: "too many requests; retry after the time in Retry-After"}
 	case errors.Is(err, domain.ErrSoldOut):
-		return http.StatusConflict, errorDetail{Code: "sold_out", Message: "the voucher is sold out"}
+		return soldOut()
 	case errors.Is(err, domain.ErrNotStarted):
 		return http.StatusConflict, errorDetail{Code: "not_started", Message: "the sale has not started"}
 	case errors.Is(err, domain.ErrEnded):
@@ -127,11 +137,14 @@ func classify(err error) (int, errorDetail) {
 	case errors.Is(err, domain.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, errorDetail{Code: "unavailable", Message: "temporarily unavailable, retry later"}
 	}
-	var he *echo.HTTPError
-	if errors.As(err, &he) {
+	if he, ok := errors.AsType[*echo.HTTPError](err); ok {
 		return fromEchoError(he)
 	}
 	return http.StatusInternalServerError, errorDetail{Code: "internal", Message: "internal error"}
+}
+
+func soldOut() (int, errorDetail) {
+	return http.StatusConflict, errorDetail{Code: "sold_out", Message: "the voucher is sold out"}
 }
 
 // fromEchoError maps the errors Echo and its middleware raise (unknown route, wrong

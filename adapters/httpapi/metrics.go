@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"maps"
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -30,6 +32,18 @@ type Metrics struct {
 	reg      *prometheus.Registry
 	grabs    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+
+	// outcomes holds the grab counter of each outcome, looked up once (read-only).
+	outcomes map[string]prometheus.Counter
+	// durations holds the duration series met so far, so that each request finds its
+	// own without hashing its labels and formatting its status anew.
+	durations seriesCache[durationSeries, prometheus.Observer]
+}
+
+// durationSeries names one series of the duration histogram.
+type durationSeries struct {
+	route, method string
+	status        int
 }
 
 // NewMetrics registers the HTTP instruments on reg and returns them: the count of
@@ -50,8 +64,9 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		}, []string{"route", "method", "code"}),
 	}
 	reg.MustRegister(m.grabs, m.duration)
+	m.outcomes = make(map[string]prometheus.Counter, len(GrabOutcomes))
 	for _, o := range GrabOutcomes {
-		m.grabs.WithLabelValues(o)
+		m.outcomes[o] = m.grabs.WithLabelValues(o)
 	}
 	return m
 }
@@ -106,7 +121,10 @@ func (m *Metrics) observe(known func() map[string]bool, log *requestLogger) echo
 				route = unmatchedRoute
 			}
 			status := c.Response().Status
-			m.duration.WithLabelValues(route, methodLabel(c.Request().Method), strconv.Itoa(status)).Observe(latency.Seconds())
+			series := durationSeries{route: route, method: methodLabel(c.Request().Method), status: status}
+			m.durations.get(series, func() prometheus.Observer {
+				return m.duration.WithLabelValues(series.route, series.method, strconv.Itoa(series.status))
+			}).Observe(latency.Seconds())
 			log.write(c, route, status, latency)
 			return err
 		}
@@ -128,7 +146,7 @@ func methodLabel(m string) string {
 func (m *Metrics) countGrabs(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		err := next(c)
-		m.grabs.WithLabelValues(grabOutcome(c, err)).Inc()
+		m.outcomes[grabOutcome(c, err)].Inc()
 		return err
 	}
 }
@@ -174,7 +192,13 @@ const slowRequest = 500 * time.Millisecond
 // every kind of answer still shows. The metrics carry the exact rates.
 type requestLogger struct {
 	log     *zap.Logger
-	sampled sync.Map // route + " " + status → *zap.Logger
+	sampled seriesCache[sampledLines, *zap.Logger]
+}
+
+// sampledLines are the request log lines of one route and status.
+type sampledLines struct {
+	route  string
+	status int
 }
 
 // sampleFirst and sampleThereafter tune the sampler: per route and status and second,
@@ -213,13 +237,41 @@ func (l *requestLogger) write(c echo.Context, route string, status int, latency 
 // sampler returns the sampled logger of one route and status. Routes are patterns and
 // statuses few, so the loggers are bounded.
 func (l *requestLogger) sampler(route string, status int) *zap.Logger {
-	key := route + " " + strconv.Itoa(status)
-	if s, ok := l.sampled.Load(key); ok {
-		return s.(*zap.Logger)
+	return l.sampled.get(sampledLines{route: route, status: status}, func() *zap.Logger {
+		return l.log.WithOptions(zap.WrapCore(func(core zapcore.Core) zapcore.Core {
+			return zapcore.NewSamplerWithOptions(core, time.Second, sampleFirst, sampleThereafter)
+		}))
+	})
+}
+
+// seriesCache maps a few keys (route patterns, methods, statuses: a bounded set) to
+// what each request with that key records into. Every request reads it, without a
+// lock or an allocation; a key met for the first time copies the map.
+type seriesCache[K comparable, V any] struct {
+	m  atomic.Pointer[map[K]V]
+	mu sync.Mutex // serializes the copies
+}
+
+// get returns k's value, made by newValue the first time k is met.
+func (s *seriesCache[K, V]) get(k K, newValue func() V) V {
+	if m := s.m.Load(); m != nil {
+		if v, ok := (*m)[k]; ok {
+			return v
+		}
 	}
-	s := l.log.WithOptions(zap.WrapCore(func(core zapcore.Core) zapcore.Core {
-		return zapcore.NewSamplerWithOptions(core, time.Second, sampleFirst, sampleThereafter)
-	}))
-	got, _ := l.sampled.LoadOrStore(key, s)
-	return got.(*zap.Logger)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var m map[K]V
+	if old := s.m.Load(); old != nil {
+		if v, ok := (*old)[k]; ok {
+			return v
+		}
+		m = maps.Clone(*old)
+	} else {
+		m = make(map[K]V)
+	}
+	v := newValue()
+	m[k] = v
+	s.m.Store(&m)
+	return v
 }

@@ -95,7 +95,8 @@ type Check struct {
 	Ping func(context.Context) error
 }
 
-// New returns the API as an Echo instance, ready to serve.
+// New returns the API as an Echo instance, ready to serve. Its middleware are all
+// given here: one added later with Use would not run.
 func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Logger) *echo.Echo {
 	e := echo.New()
 	e.HideBanner = true
@@ -110,7 +111,13 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	}
 	var routes map[string]bool // filled once every route is added, before any request
 
-	e.Use(
+	// Echo wraps a handler in its middleware anew for every request it serves (a
+	// closure per middleware, per request); here every chain is built once. The
+	// middleware every request passes through wrap a handler that runs whatever the
+	// router found (the route's own chain, or Echo's not-found and method-not-allowed
+	// answers), and each route's handler is wrapped in its own middleware when it is
+	// added (see route).
+	global := []echo.MiddlewareFunc{
 		metrics.observe(func() map[string]bool { return routes }, &requestLogger{log: log}),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{
 			LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
@@ -118,7 +125,7 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 				return err
 			},
 		}),
-		middleware.RequestID(),
+		assignRequestID,
 		middleware.BodyLimit(opts.BodyLimit),
 		// The grab's own deadline is kept by the door and the stock's queue instead
 		// (AdmissionOptions.BodyTimeout, redisstore.Options.MaxWait): a timer for each
@@ -128,11 +135,14 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 			Skipper: func(c echo.Context) bool { return c.Path() == grabRoute },
 		}),
 		strictQuery,
-	)
-
-	if opts.TracerProvider != nil {
-		e.Use(otelecho.Middleware("seckill", otelecho.WithTracerProvider(opts.TracerProvider)))
 	}
+	if opts.TracerProvider != nil {
+		global = append(global, otelecho.Middleware("seckill", otelecho.WithTracerProvider(opts.TracerProvider)))
+	}
+	everyRequest := chain(func(c echo.Context) error { return c.Handler()(c) }, global...)
+	// Echo hands this middleware the handler the router found, which everyRequest
+	// runs itself.
+	e.Use(func(echo.HandlerFunc) echo.HandlerFunc { return everyRequest })
 
 	h := handlers{uc: uc, log: log}
 	auth := authenticate(tokens)
@@ -151,7 +161,6 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 		}
 		public = append(public, limitByIP(opts.IPLimiter, opts.IPLimit, opts.IPBurst, log))
 	}
-	api := e.Group("/api/v1")
 	// Writes a client may retry safely with an Idempotency-Key.
 	once := func(m ...echo.MiddlewareFunc) []echo.MiddlewareFunc {
 		if opts.Idempotency != nil {
@@ -159,28 +168,32 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 		}
 		return m
 	}
-	api.POST("/vouchers", h.createVoucher, once(auth, requireAdmin)...)
-	api.GET("/vouchers", h.listVouchers, public...)
-	api.GET("/vouchers/:id", h.getVoucher, public...)
-	e.POST(grabRoute, h.grab, grab...)
-	api.GET("/vouchers/:id/stats", h.voucherStats, auth, requireAdmin)
-	api.POST("/vouchers/:id/pause", h.pauseSale(true), auth, requireAdmin)
-	api.POST("/vouchers/:id/resume", h.pauseSale(false), auth, requireAdmin)
-	api.GET("/orders", h.listOrders, auth)
-	api.GET("/orders/:id", h.getOrder, auth)
-	api.POST("/orders/:id/pay", h.payOrder, once(auth)...)
-	api.POST("/orders/:id/cancel", h.cancelOrder, once(auth)...)
+	route := func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+		e.Add(method, path, chain(h, m...))
+	}
+	const api = "/api/v1"
+	route(http.MethodPost, api+"/vouchers", h.createVoucher, once(auth, requireAdmin)...)
+	route(http.MethodGet, api+"/vouchers", h.listVouchers, public...)
+	route(http.MethodGet, api+"/vouchers/:id", h.getVoucher, public...)
+	route(http.MethodPost, grabRoute, h.grab, grab...)
+	route(http.MethodGet, api+"/vouchers/:id/stats", h.voucherStats, auth, requireAdmin)
+	route(http.MethodPost, api+"/vouchers/:id/pause", h.pauseSale(true), auth, requireAdmin)
+	route(http.MethodPost, api+"/vouchers/:id/resume", h.pauseSale(false), auth, requireAdmin)
+	route(http.MethodGet, api+"/orders", h.listOrders, auth)
+	route(http.MethodGet, api+"/orders/:id", h.getOrder, auth)
+	route(http.MethodPost, api+"/orders/:id/pay", h.payOrder, once(auth)...)
+	route(http.MethodPost, api+"/orders/:id/cancel", h.cancelOrder, once(auth)...)
 
-	e.GET("/healthz", func(c echo.Context) error {
+	route(http.MethodGet, "/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
-	e.GET("/readyz", readiness(checks, opts.Fulfillment))
-	e.GET("/openapi.json", openAPIDocument)
-	e.GET("/ui", uiRedirect)
-	e.GET("/ui/", uiPage)
-	e.GET("/ui/*", uiPage)
+	route(http.MethodGet, "/readyz", readiness(checks, opts.Fulfillment))
+	route(http.MethodGet, "/openapi.json", openAPIDocument)
+	route(http.MethodGet, "/ui", uiRedirect)
+	route(http.MethodGet, "/ui/", uiPage)
+	route(http.MethodGet, "/ui/*", uiPage)
 	if !opts.MetricsElsewhere {
-		e.GET("/metrics", echo.WrapHandler(metrics.Handler()))
+		route(http.MethodGet, "/metrics", echo.WrapHandler(metrics.Handler()))
 	}
 	routes = metrics.knownRoutes(e)
 	return e
@@ -188,6 +201,14 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 
 // grabRoute is the grab's route: the hot path.
 const grabRoute = "/api/v1/vouchers/:id/grab"
+
+// chain wraps h in m, the first outermost, as Echo would for each request.
+func chain(h echo.HandlerFunc, m ...echo.MiddlewareFunc) echo.HandlerFunc {
+	for i := len(m) - 1; i >= 0; i-- {
+		h = m[i](h)
+	}
+	return h
+}
 
 // readiness answers 200 when every dependency answers within a second, 503 otherwise,
 // with each dependency's state in "checks" and, when fulfillment can tell, whether it is

@@ -158,13 +158,19 @@ func (h handlers) grab(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req grabRequest
-	if err := decodeJSON(c, &req, true); err != nil {
+	body, err := requestBody(c)
+	if err != nil {
 		return err
 	}
 	qty := 1
-	if req.Quantity != nil {
-		qty = *req.Quantity
+	if len(body) > 0 { // most grabs send none, and need no decoding
+		var req grabRequest
+		if err := decodeBody(body, &req, true); err != nil {
+			return err
+		}
+		if req.Quantity != nil {
+			qty = *req.Quantity
+		}
 	}
 	r, err := h.uc.GrabVoucher.Handle(c.Request().Context(), application.GrabVoucherCmd{
 		VoucherID: id, UserID: principal(c).User, Quantity: qty,
@@ -172,7 +178,7 @@ func (h handlers) grab(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusAccepted, grabResponse{
+	return answerJSON(c, http.StatusAccepted, grabResponse{
 		OrderID: string(r.OrderID), VoucherID: r.VoucherID.String(), Quantity: r.Quantity, Status: domain.StatusQueued,
 	})
 }

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/seckill/seckill/domain"
 )
 
@@ -57,10 +59,15 @@ type grab struct {
 	since time.Time
 	err   error
 	// done is closed when err is set, or when lead is: then this grab's goroutine
-	// makes the call for lead, a batch that starts with this grab.
+	// makes the call for lead, a batch that starts with this grab. Only a grab that
+	// waits has one: a grab that finds its lane idle makes its call at once.
 	done chan struct{}
 	lead []*grab
 }
+
+// maxIdleLanes is how many idle lanes are kept for the next grabs of their vouchers;
+// beyond it a lane that falls idle is dropped.
+const maxIdleLanes = 1024
 
 func newCoalescer(max int, maxWait time.Duration, call func(context.Context, []domain.Reservation, []string) (batchReply, error)) *coalescer {
 	return &coalescer{max: max, maxWait: maxWait, call: call, lanes: make(map[domain.VoucherID]*lane), sizes: make([]atomic.Int64, max+1)}
@@ -73,7 +80,7 @@ func newCoalescer(max int, maxWait time.Duration, call func(context.Context, []d
 // answer whatever ctx does, so a grab that was judged is never answered as if it had
 // not been (the call has its own deadline: see send).
 func (c *coalescer) reserve(ctx context.Context, r domain.Reservation) error {
-	g := &grab{ctx: ctx, r: r, done: make(chan struct{})}
+	g := &grab{ctx: ctx, r: r}
 	c.mu.Lock()
 	l := c.lanes[r.VoucherID]
 	if l == nil {
@@ -89,6 +96,7 @@ func (c *coalescer) reserve(ctx context.Context, r domain.Reservation) error {
 	if c.maxWait > 0 {
 		g.since = time.Now()
 	}
+	g.done = make(chan struct{})
 	l.waiting = append(l.waiting, g)
 	c.mu.Unlock()
 
@@ -152,7 +160,11 @@ func (c *coalescer) run(id domain.VoucherID, l *lane, batch []*grab) {
 	}
 	if len(l.waiting) == 0 {
 		l.busy = false
-		delete(c.lanes, id)
+		// The lane is kept for the voucher's next grab (most grabs of a voucher on
+		// sale find its lane idle), unless too many are kept already.
+		if len(c.lanes) > maxIdleLanes {
+			delete(c.lanes, id)
+		}
 		c.mu.Unlock()
 		return
 	}
@@ -180,9 +192,19 @@ func (c *coalescer) batchSizes() []int64 {
 // with a timeout of its request while the answer is on its way. The client's own
 // timeouts bound the call (a second at most on a tuned client: TuneClientOptions).
 func (c *coalescer) send(batch []*grab) (batchReply, error) {
-	rs, tps := make([]domain.Reservation, len(batch)), make([]string, len(batch))
+	rs := make([]domain.Reservation, len(batch))
+	var tps []string // nil while no grab of the batch is traced
 	for i, g := range batch {
-		rs[i], tps[i] = g.r, traceParent(g.ctx)
+		rs[i] = g.r
+		// Only a valid span context has a traceparent to carry: an untraced grab
+		// (tracing off) skips the propagator.
+		if !trace.SpanContextFromContext(g.ctx).IsValid() {
+			continue
+		}
+		if tps == nil {
+			tps = make([]string, len(batch))
+		}
+		tps[i] = traceParent(g.ctx)
 	}
 	c.sizes[len(batch)].Add(1)
 	return c.call(context.WithoutCancel(batch[0].ctx), rs, tps)
