@@ -1,14 +1,9 @@
 package httpapi
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"hash"
 	"math"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -107,12 +102,6 @@ func numericDate(t time.Time) *jwt.NumericDate {
 	return &jwt.NumericDate{Time: t}
 }
 
-// valid reports whether c holds at now as jwt's validator judges it (exp required and
-// after now, nbf if present not after now; iat is not checked).
-func (c *claims) valid(now time.Time) bool {
-	return !c.expiresAt.IsZero() && now.Before(c.expiresAt) && (c.notBefore.IsZero() || !now.Before(c.notBefore))
-}
-
 const roleAdmin = "admin"
 
 // Tokens mints and verifies HS256 bearer tokens. Verified tokens are remembered until
@@ -122,11 +111,8 @@ const roleAdmin = "admin"
 type Tokens struct {
 	secret []byte
 	parser *jwt.Parser
-	// macs are HMAC-SHA256 states keyed with secret, with scratch space, for the
-	// fast path (see verifyMinted).
-	macs  sync.Pool
-	mu    sync.RWMutex
-	known map[string]knownToken
+	mu     sync.RWMutex
+	known  map[string]knownToken
 }
 
 // knownToken is a verified token's principal, shared by every request that presents
@@ -149,7 +135,6 @@ func NewTokens(secret []byte) *Tokens {
 		),
 		known: make(map[string]knownToken),
 	}
-	t.macs.New = func() any { return &macState{mac: hmac.New(sha256.New, secret)} }
 	return t
 }
 
@@ -194,11 +179,9 @@ func (t *Tokens) principal(token string) (*Principal, error) {
 	if ok && now.Before(k.exp) {
 		return k.p, nil
 	}
-	c, ok := t.verifyMinted(token, now)
-	if !ok {
-		if _, err := t.parser.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.secret, nil }); err != nil {
-			return nil, fmt.Errorf("parse token: %w", err)
-		}
+	var c claims
+	if _, err := t.parser.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.secret, nil }); err != nil {
+		return nil, fmt.Errorf("parse token: %w", err)
 	}
 	user, err := domain.ParseUserID(c.subject)
 	if err != nil {
@@ -212,67 +195,6 @@ func (t *Tokens) principal(token string) (*Principal, error) {
 	t.known[token] = knownToken{p: p, exp: c.expiresAt}
 	t.mu.Unlock()
 	return p, nil
-}
-
-// mintedHeader is the header segment of every token Mint signs (and of most HS256
-// tokens other libraries sign): base64url of {"alg":"HS256","typ":"JWT"}.
-var mintedHeader = base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
-
-// macState is an HMAC-SHA256 keyed with the secret and the scratch space of one
-// verification.
-type macState struct {
-	mac hash.Hash
-	// buf holds what is signed (header.claims), json the claims decoded.
-	buf, json []byte
-	sum       [sha256.Size]byte
-	encoded   [43]byte // base64url of sum, unpadded
-}
-
-// verifyMinted is Parse's fast path, for a token in the form Mint writes: Mint's
-// header byte for byte, then the claims, then the signature in its canonical
-// encoding. It checks the signature with a keyed HMAC kept for reuse, decodes the
-// claims with the same strict decoder and judges them as jwt's validator does at now,
-// without the general parser's decoding of the header and its allocations. It
-// reports ok only for a token the general parser accepts too, with the same claims:
-// any other (another header, another encoding of the same signature, a bad one) it
-// leaves to the general parser, which also says what is wrong.
-func (t *Tokens) verifyMinted(token string, now time.Time) (c claims, ok bool) {
-	header, rest, found := strings.Cut(token, ".")
-	if !found || header != mintedHeader {
-		return claims{}, false
-	}
-	payload, sig, found := strings.Cut(rest, ".")
-	if !found || len(sig) != len(macState{}.encoded) {
-		return claims{}, false
-	}
-	m := t.macs.Get().(*macState)
-	defer t.macs.Put(m)
-	m.mac.Reset()
-	m.buf = append(m.buf[:0], token[:len(header)+1+len(payload)]...)
-	m.mac.Write(m.buf)
-	base64.RawURLEncoding.Encode(m.encoded[:], m.mac.Sum(m.sum[:0]))
-	// In constant time, as hmac.Equal compares: how much of a forged signature
-	// matches must not show in how long the refusal takes.
-	var diff byte
-	for i := range m.encoded {
-		diff |= m.encoded[i] ^ sig[i]
-	}
-	if diff != 0 {
-		return claims{}, false
-	}
-	n := base64.RawURLEncoding.DecodedLen(len(payload))
-	m.json = slices.Grow(m.json[:0], n)[:n]
-	n, err := base64.RawURLEncoding.Decode(m.json, m.buf[len(header)+1:])
-	if err != nil {
-		return claims{}, false
-	}
-	// encoding/json, which the general parser decodes the claims with, hands them to
-	// UnmarshalJSON once it has checked that they are JSON; UnmarshalJSON's own
-	// decoder accepts nothing that is not.
-	if err := c.UnmarshalJSON(m.json[:n]); err != nil || !c.valid(now) {
-		return claims{}, false
-	}
-	return c, true
 }
 
 var (
