@@ -1,8 +1,12 @@
 -- Mark a voucher's sale state "restoring" (grabs answer unavailable, see reserve.lua)
 -- while it is healed, only if the state exists: a missing one is rebuilt by warm.lua.
--- KEYS[1] meta. Returns 1 when marked, 0 without sale state.
+-- KEYS[1] meta. Returns 1 when marked, 2 when it was marked already, 0 without sale
+-- state.
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return 0
+end
+if redis.call('HGET', KEYS[1], 'restoring') == '1' then
+  return 2
 end
 redis.call('HSET', KEYS[1], 'restoring', '1')
 return 1

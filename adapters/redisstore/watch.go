@@ -76,6 +76,9 @@ func (w *WatchStock) Reserve(ctx context.Context, r domain.Reservation) error {
 		}, watched...)
 		switch {
 		case err == nil:
+			if answer == nil {
+				w.indexReserved(ctx, []domain.Reservation{r})
+			}
 			return answer
 		case !errors.Is(err, redis.TxFailedErr):
 			return fmt.Errorf("reserve stock: %w", err)
@@ -191,6 +194,7 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, r domain.Reserva
 			writeRate(p)
 		}
 		p.HIncrBy(ctx, k.Meta(r.VoucherID), "remaining", -int64(r.Quantity))
+		p.HIncrBy(ctx, k.Meta(r.VoucherID), "gen", 1)
 		p.HSet(ctx, k.Buyers(r.VoucherID), user, string(r.OrderID))
 		p.HSet(ctx, k.Orders(r.VoucherID), string(r.OrderID), user+":"+qty+":"+at)
 		entry := []any{"order", string(r.OrderID), "voucher", r.VoucherID.String(), "user", user, "qty", qty, "at", at}

@@ -217,7 +217,7 @@ func TestStockAuditReadsTheDatabase(t *testing.T) {
 	if _, err := f.stock.Recount(ctx, 999); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("Recount of an unknown voucher = %v, want %v", err, domain.ErrNotFound)
 	}
-	if ok, err := f.stock.Restore(ctx, domain.Reservation{}); err != nil || ok {
+	if ok, err := f.stock.Restore(ctx, domain.Reservation{}); err != nil || len(ok) != 1 || ok[0] {
 		t.Fatalf("Restore = %v, %v; want false", ok, err)
 	}
 	if err := f.stock.Requeue(ctx, domain.Reservation{}); err != nil {
