@@ -173,16 +173,16 @@ func (s *Stock) Snapshot(_ context.Context, id domain.VoucherID) (ports.StockSna
 		return ports.StockSnapshot{}, nil
 	}
 	snap := ports.StockSnapshot{Present: true, Stock: sl.v.Stock, Remaining: sl.remaining, Consistent: true}
+	for _, r := range s.Reserved {
+		if r.VoucherID == id && sl.buyers[r.UserID] == r.OrderID {
+			snap.Reservations = append(snap.Reservations, r)
+		}
+	}
 	if s.DuringSnapshot != nil {
 		s.mu.Unlock()
 		s.DuringSnapshot()
 		s.mu.Lock()
 		snap.Consistent = false
-	}
-	for _, r := range s.Reserved {
-		if r.VoucherID == id && sl.buyers[r.UserID] == r.OrderID {
-			snap.Reservations = append(snap.Reservations, r)
-		}
 	}
 	if s.Queue != nil {
 		s.Queue.mu.Lock()

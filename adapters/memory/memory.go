@@ -28,9 +28,9 @@ type Stock struct {
 	// the voucher's stream.
 	Queue *Queue
 	// DuringSnapshot, when set, is called by Snapshot (without the lock) after it
-	// copied the remaining units and before it reads the reservations, as a grab or
-	// release may come between the pages the Redis adapter reads; the snapshot is then
-	// not Consistent.
+	// read the remaining units and the reservations and before it reads the queue, as
+	// a grab or a release may come after the Redis adapter's pages passed its place;
+	// the snapshot is then not Consistent.
 	DuringSnapshot func()
 }
 

@@ -53,7 +53,9 @@ func TestReservationsForUser(t *testing.T) {
 		warm(t, client, s, voucher(id, 10, 3))
 	}
 	res := redisstore.NewReservations(client, redisstore.Options{Prefix: s.Keys().Prefix})
+	// Order ids are unique across vouchers, as the application mints them.
 	a, b := grab(1, 7, 1), grab(3, 7, 2)
+	a.OrderID, b.OrderID = "o7-a", "o7-b"
 	check(t, s.Reserve(ctx, a))
 	check(t, s.Reserve(ctx, b))
 	check(t, s.Reserve(ctx, grab(2, 8, 1))) // another user's
