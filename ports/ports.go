@@ -43,9 +43,10 @@ type Stock interface {
 // Reservations reads what the grab path recorded and has not yet been persisted.
 type Reservations interface {
 	// Find returns the reservation order id names, among the vouchers whose sale state
-	// is loaded, or domain.ErrNotFound. User, when not 0, is who the caller says holds
-	// it (the reservation is looked up among that user's first, and one of another
-	// user is domain.ErrNotFound); 0 for any user.
+	// is loaded, or domain.ErrNotFound. User, when not 0, is whose it must be: only
+	// that user's reservations are looked at, at a cost that does not grow with the
+	// vouchers. 0 looks at every user's, at a cost that grows with the sales going on
+	// (for an admin, who does not say whose order it is).
 	Find(ctx context.Context, user domain.UserID, id domain.OrderID) (domain.Reservation, error)
 	// ForUser returns the reservations a user holds now that may not be persisted yet,
 	// at most one per voucher whose sale state is loaded; some persisted ones may be

@@ -109,7 +109,7 @@ func TestRecountStaysExactWhileGrabsGoOn(t *testing.T) {
 			}
 		}
 	})
-		recounts := 0
+	recounts := 0
 	for running := true; running; {
 		select {
 		case <-done:
@@ -214,7 +214,7 @@ func TestHoldsLooksAtTheNamedOrdersOnly(t *testing.T) {
 }
 
 // TestReservationsReadTheUserIndex: a user's reservations are found through the user's
-// own index, released ones leave it, and an order the index lacks is still found by id.
+// own index, released ones leave it, and the orders hash decides what is held.
 func TestReservationsReadTheUserIndex(t *testing.T) {
 	ctx := context.Background()
 	client, s := newStock(t, 0)
@@ -246,9 +246,8 @@ func TestReservationsReadTheUserIndex(t *testing.T) {
 		t.Fatalf("index holds %d entries after ForUser (%v), want the released one dropped", n, err)
 	}
 
-	// Without its index entry (a write that failed), b is still found by id, by its
-	// owner or an admin, and never by another user.
-	check(t, client.Del(ctx, index).Err())
+	// Its owner finds it through the index, an admin (user 0) among the vouchers on
+	// sale; another user never.
 	for _, user := range []domain.UserID{7, 0} {
 		found, err := res.Find(ctx, user, b.OrderID)
 		check(t, err)
@@ -258,5 +257,15 @@ func TestReservationsReadTheUserIndex(t *testing.T) {
 	}
 	if _, err := res.Find(ctx, 8, b.OrderID); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("Find by another user = %v, want %v", err, domain.ErrNotFound)
+	}
+	// An index entry naming another user's order (never written so, but the record
+	// decides) finds nothing.
+	check(t, client.HSet(ctx, s.Keys().UserOrders(8), string(b.OrderID), "2").Err())
+	cleanupUsers(t, client, s, 8)
+	if _, err := res.Find(ctx, 8, b.OrderID); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("Find through another user's index = %v, want %v", err, domain.ErrNotFound)
+	}
+	if got, err := res.ForUser(ctx, 8); err != nil || len(got) != 0 {
+		t.Fatalf("ForUser through another user's index = %+v, %v", got, err)
 	}
 }

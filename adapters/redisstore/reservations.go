@@ -37,14 +37,16 @@ func NewReservations(client redis.UniversalClient, opts Options) *Reservations {
 	return &Reservations{client: client, keys: Keys{Prefix: opts.Prefix}, group: opts.Group}
 }
 
-// Find returns the reservation order id names: when user is not 0, looked up in that
-// user's index first (two short reads); when the index does not name it (user 0, an
-// index write that failed, a reservation restored rather than grabbed), in the orders
-// hash of each voucher the queue still reads (Keys.Active: those on sale, and those
-// whose reservations are not all persisted), in one round trip after reading that set.
-// So its cost follows the sales going on, never the vouchers ever sold. It returns
+// Find returns the reservation order id names. With user not 0 it looks in that
+// user's index only (two short reads, whatever the number of vouchers): an order the
+// index does not name is domain.ErrNotFound — one of another user, or one whose index
+// write failed while it is still queued (see Stock.indexReserved). With user 0 (an
+// admin, who does not say whose order it is) it looks in the orders hash of each
+// voucher the queue still reads (Keys.Active: those on sale, and those whose
+// reservations are not all persisted), in one round trip after reading that set: its
+// cost follows the sales going on, never the vouchers ever sold. It returns
 // domain.ErrNotFound when none holds it (unknown, released, persisted and its sale
-// over, or its sale's keys expired) or when it is not user's.
+// over, or its sale's keys expired).
 func (r *Reservations) Find(ctx context.Context, user domain.UserID, id domain.OrderID) (domain.Reservation, error) {
 	if id == "" {
 		return domain.Reservation{}, domain.ErrNotFound
@@ -55,18 +57,18 @@ func (r *Reservations) Find(ctx context.Context, user domain.UserID, id domain.O
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return domain.Reservation{}, fmt.Errorf("find reservation: %w", err)
 		}
-		if vid, err := domain.ParseVoucherID(v); err == nil {
-			candidates = []domain.VoucherID{vid}
+		vid, err := domain.ParseVoucherID(v)
+		if err != nil {
+			return domain.Reservation{}, domain.ErrNotFound
+		}
+		candidates = []domain.VoucherID{vid}
+	} else {
+		var err error
+		if candidates, err = r.active(ctx); err != nil {
+			return domain.Reservation{}, fmt.Errorf("find reservation: %w", err)
 		}
 	}
 	res, err := r.findIn(ctx, candidates, id)
-	if errors.Is(err, domain.ErrNotFound) {
-		var active []domain.VoucherID
-		if active, err = r.active(ctx); err != nil {
-			return domain.Reservation{}, fmt.Errorf("find reservation: %w", err)
-		}
-		res, err = r.findIn(ctx, active, id)
-	}
 	if err != nil {
 		return domain.Reservation{}, err
 	}
@@ -115,10 +117,8 @@ func (r *Reservations) findIn(ctx context.Context, vouchers []domain.VoucherID, 
 // keys expired) is dropped from the index on the way. Persisted reservations are
 // listed too until released: the index is not told of persistence.
 //
-// The index is written after each reserve call, before its grabs are answered. A grab
-// whose index write failed (Redis failed between the two) is missing here until it is
-// persisted, moments later, and listed from the database: the list lacks a queued
-// order meanwhile, and names nothing that is not the user's. Find still finds it.
+// The index is written after each reserve call, before its grabs are answered; what
+// a reader sees when that write failed: see Stock.indexReserved.
 func (r *Reservations) ForUser(ctx context.Context, user domain.UserID) ([]domain.Reservation, error) {
 	key := r.keys.UserOrders(user)
 	index, err := r.client.HGetAll(ctx, key).Result()
