@@ -128,7 +128,9 @@ func (a *Audit) recountPaged(ctx context.Context, id domain.VoucherID) (left int
 		}
 	}()
 	for attempt := range recountAttempts {
-		if attempt == recountOptimistic {
+		// Marked by another recount or a heal: theirs to clear, so try again next time
+		// (they may clear it before this count is done).
+		if attempt >= recountOptimistic && !marked {
 			state, err := a.markRestoring(ctx, id)
 			if err != nil {
 				return 0, err

@@ -19,8 +19,12 @@ local left = stock - tonumber(ARGV[4])
 if left < 0 then
   left = 0
 end
-redis.call('HSET', KEYS[1], 'remaining', left)
-redis.call('HINCRBY', KEYS[1], 'gen', 1)
+-- Only a change counts: concurrent recounts of one state write the same value, and
+-- must not make each other count again.
+if left ~= tonumber(m[2]) then
+  redis.call('HSET', KEYS[1], 'remaining', left)
+  redis.call('HINCRBY', KEYS[1], 'gen', 1)
+end
 -- More units on sale than before: announce it, as a release does.
 if left > (tonumber(m[2]) or 0) then
   if ARGV[3] == '1' then
