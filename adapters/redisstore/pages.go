@@ -111,10 +111,10 @@ func (a *Audit) heldUnits(ctx context.Context, id domain.VoucherID) (int, error)
 // orders hash would block every grab of every voucher for seconds at a million
 // reservations; the guard keeps the result as exact as that script's.
 //
-// A live sale may change the held units faster than a count takes (about half a
-// second at a million): after recountOptimistic tries it marks the voucher restoring,
-// so its grabs answer unavailable (never a wrong answer) for the one count that then
-// succeeds, and clears the mark when done, unless the mark was there before (a heal's:
+// A live sale may change the held units faster than a count takes (seconds at a
+// million: see BENCHMARKS.md): after recountOptimistic tries it marks the voucher
+// restoring, so its grabs answer unavailable (never a wrong answer) for the one count
+// that then succeeds, and clears the mark when done, unless the mark was there before (a heal's:
 // the heal clears it). Releases can still move the counter then, rarely; it gives up
 // after recountAttempts. Should this process die with the mark set, the periodic
 // warm-up finds the voucher restoring and heals it (see Stock.Warm).
