@@ -34,7 +34,12 @@ func NewGetOrder(orders ports.Orders, reservations ports.Reservations) *GetOrder
 func (uc *GetOrder) Handle(ctx context.Context, caller Caller, id domain.OrderID) (domain.Order, error) {
 	o, err := uc.orders.Get(ctx, id)
 	if errors.Is(err, domain.ErrNotFound) {
-		r, ferr := uc.reservations.Find(ctx, id)
+		// A user can only read their own: the reservation is looked up among theirs.
+		owner := caller.User
+		if caller.Admin {
+			owner = 0
+		}
+		r, ferr := uc.reservations.Find(ctx, owner, id)
 		if ferr != nil {
 			return domain.Order{}, ferr
 		}

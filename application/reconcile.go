@@ -204,7 +204,9 @@ func (uc *Reconcile) one(ctx context.Context, id domain.VoucherID, repair bool) 
 	case !snap.Present && ledger.Voucher.Window(now) != domain.ErrEnded:
 		f.add(DriftSaleStateMissing, "no sale state in redis")
 	case snap.Present:
-		uc.compare(snap, ledger, now, &f)
+		if err := uc.compare(ctx, snap, ledger, now, &f); err != nil {
+			return VoucherReconciliation{}, fmt.Errorf("voucher %s: read redis: %w", id, err)
+		}
 	}
 
 	rec := VoucherReconciliation{VoucherID: id, Drifts: f.drifts()}
@@ -215,7 +217,24 @@ func (uc *Reconcile) one(ctx context.Context, id domain.VoucherID, repair bool) 
 }
 
 // compare finds the drifts between a present sale state and the database.
-func (uc *Reconcile) compare(snap ports.StockSnapshot, ledger ports.Ledger, now time.Time, f *findings) {
+//
+// The snapshot is read a page at a time during a live sale (see ports.StockSnapshot),
+// then the database, so what it shows of one order may be older than what the
+// database shows. Drift is called only where a second, targeted look at Redis, taken
+// after the database was read (StockAudit.Holds, for just the orders in question),
+// still shows it, so no repair acts on a change that was merely in flight:
+//   - a live order without a reservation in the snapshot whose reservation was taken
+//     during the snapshot's pages is held on the second look: not drift;
+//   - a reservation without an order, or of a closed order, that was released since
+//     (its order closed, its units returned) is not held on the second look: not drift;
+//   - the stock is judged only on a Consistent snapshot: remaining and reservations
+//     read at different moments of a live sale need not add up.
+//
+// What remains possible is an order that closes, and whose reservation is released,
+// between the database read and the second look: it reads as a live order without a
+// reservation, and its repair (Restore) records a reservation for a closed order. The
+// next reconciliation finds that as a closed order still reserved and releases it.
+func (uc *Reconcile) compare(ctx context.Context, snap ports.StockSnapshot, ledger ports.Ledger, now time.Time, f *findings) error {
 	orders := make(map[domain.OrderID]domain.Order, len(ledger.Orders))
 	for _, o := range ledger.Orders {
 		orders[o.ID] = o
@@ -230,23 +249,54 @@ func (uc *Reconcile) compare(snap ports.StockSnapshot, ledger ports.Ledger, now 
 	for _, r := range snap.Unacked {
 		queued[r.OrderID] = true
 	}
-	if snap.Remaining+held != snap.Stock {
+	if snap.Consistent && snap.Remaining+held != snap.Stock {
 		f.add(DriftStockMismatch, fmt.Sprintf("remaining %d + reserved %d != stock %d", snap.Remaining, held, snap.Stock))
 	}
+	var (
+		lost         []domain.Reservation
+		closed, bare []domain.Order
+		lookAgain    []domain.OrderID
+	)
 	for _, r := range snap.Reservations {
 		o, persisted := orders[r.OrderID]
 		switch {
 		case !persisted && !queued[r.OrderID] && now.Sub(r.At) >= uc.grace:
-			f.addReservation(DriftReservationWithoutOrder, r)
+			lost = append(lost, r)
+			lookAgain = append(lookAgain, r.OrderID)
 		case persisted && !o.Status.HoldsStock():
-			f.addOrder(DriftClosedStillReserved, o)
+			closed = append(closed, o)
+			lookAgain = append(lookAgain, o.ID)
 		}
 	}
 	for _, o := range ledger.Orders {
 		if o.Status.HoldsStock() && !reserved[o.ID] {
+			bare = append(bare, o)
+			lookAgain = append(lookAgain, o.ID)
+		}
+	}
+	if len(lookAgain) == 0 {
+		return nil
+	}
+	holds, err := uc.audit.Holds(ctx, ledger.Voucher.ID, lookAgain)
+	if err != nil {
+		return err
+	}
+	for _, r := range lost {
+		if holds[r.OrderID] {
+			f.addReservation(DriftReservationWithoutOrder, r)
+		}
+	}
+	for _, o := range closed {
+		if holds[o.ID] {
+			f.addOrder(DriftClosedStillReserved, o)
+		}
+	}
+	for _, o := range bare {
+		if !holds[o.ID] {
 			f.addOrder(DriftOrderWithoutReservation, o)
 		}
 	}
+	return nil
 }
 
 // repair fixes what one voucher's findings name, in an order where each fix leaves
@@ -284,15 +334,18 @@ func (uc *Reconcile) repair(ctx context.Context, rec *VoucherReconciliation, sna
 		}
 	}
 	if f.has(DriftOrderWithoutReservation) {
-		var errs []error
-		for _, o := range f.orders[DriftOrderWithoutReservation] {
-			ok, err := uc.audit.Restore(ctx, reservationOf(o))
-			if err == nil && !ok {
+		bare := f.orders[DriftOrderWithoutReservation]
+		rs := make([]domain.Reservation, len(bare))
+		for i, o := range bare {
+			rs[i] = reservationOf(o)
+		}
+		oks, err := uc.audit.Restore(ctx, rs...)
+		for i, o := range bare {
+			if err == nil && !oks[i] {
 				err = fmt.Errorf("order %s: user %s holds another reservation", o.ID, o.UserID)
 			}
-			errs = append(errs, err)
 		}
-		mark(DriftOrderWithoutReservation, firstErr(errs))
+		mark(DriftOrderWithoutReservation, err)
 	}
 	if f.has(DriftClosedStillReserved) {
 		var errs []error
@@ -332,15 +385,20 @@ func rebuildSaleState(ctx context.Context, stock ports.Stock, audit ports.StockA
 	return nil
 }
 
-// restoreLive records the reservation of each live order of a ledger in Redis.
+// restoreLive records the reservation of each live order of a ledger in Redis, in one
+// batched call (see ports.StockAudit.Restore).
 func restoreLive(ctx context.Context, audit ports.StockAudit, ledger ports.Ledger) error {
+	var rs []domain.Reservation
 	for _, o := range ledger.Orders {
-		if !o.Status.HoldsStock() {
-			continue
+		if o.Status.HoldsStock() {
+			rs = append(rs, reservationOf(o))
 		}
-		if _, err := audit.Restore(ctx, reservationOf(o)); err != nil {
-			return fmt.Errorf("restore order %s: %w", o.ID, err)
-		}
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	if _, err := audit.Restore(ctx, rs...); err != nil {
+		return fmt.Errorf("voucher %s: restore live orders: %w", ledger.Voucher.ID, err)
 	}
 	return nil
 }

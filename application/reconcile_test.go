@@ -189,3 +189,46 @@ func TestReconcileDoesNotRebuildWithoutASoldCount(t *testing.T) {
 		t.Fatalf("4th grab after the rebuild: %v, want ErrSoldOut", err)
 	}
 }
+
+// TestReconcileCallsNothingInFlightDrift changes the sale while its snapshot is read,
+// as a live sale does between the pages of the Redis adapter: what the snapshot missed
+// or still shows is not drift once Redis is looked at again, and nothing is repaired.
+func TestReconcileCallsNothingInFlightDrift(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		during func(t *testing.T, l lifecycle, ids []domain.OrderID)
+	}{
+		{"grabbed and persisted after the scan passed", func(t *testing.T, l lifecycle, _ []domain.OrderID) {
+			l.persisted(t, 3)
+		}},
+		{"cancelled and released after the scan passed", func(t *testing.T, l lifecycle, ids []domain.OrderID) {
+			if _, err := l.cancel.Handle(ctx, 1, ids[0]); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLifecycle(t, 10)
+			rc := newReconcile(l)
+			ids := []domain.OrderID{l.persisted(t, 1), l.persisted(t, 2)}
+			once := false
+			l.stock.DuringSnapshot = func() {
+				if !once {
+					once = true
+					tt.during(t, l, ids)
+				}
+			}
+			if r := reconcileOnce(t, rc, l.id, true); len(r.Drifts) != 0 {
+				t.Fatalf("in-flight change reported as drift: %+v", r)
+			}
+			if !once {
+				t.Fatal("the change was not made during the snapshot")
+			}
+			if after := reconcileOnce(t, rc, l.id, false); len(after.Drifts) != 0 {
+				t.Fatalf("afterwards: %+v", after)
+			}
+		})
+	}
+}

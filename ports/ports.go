@@ -42,11 +42,15 @@ type Stock interface {
 
 // Reservations reads what the grab path recorded and has not yet been persisted.
 type Reservations interface {
-	// Find returns the reservation an order id names, among the vouchers whose sale
-	// state is loaded, or domain.ErrNotFound.
-	Find(ctx context.Context, id domain.OrderID) (domain.Reservation, error)
-	// ForUser returns the reservations a user holds now, at most one per voucher whose
-	// sale state is loaded; persisted ones included.
+	// Find returns the reservation order id names, among the vouchers whose sale state
+	// is loaded, or domain.ErrNotFound. User, when not 0, is whose it must be: only
+	// that user's reservations are looked at, at a cost that does not grow with the
+	// vouchers. 0 looks at every user's, at a cost that grows with the sales going on
+	// (for an admin, who does not say whose order it is).
+	Find(ctx context.Context, user domain.UserID, id domain.OrderID) (domain.Reservation, error)
+	// ForUser returns the reservations a user holds now that may not be persisted yet,
+	// at most one per voucher whose sale state is loaded; some persisted ones may be
+	// among them.
 	ForUser(ctx context.Context, user domain.UserID) ([]domain.Reservation, error)
 }
 
@@ -254,7 +258,8 @@ type Payments interface {
 	Void(ctx context.Context, o domain.Order) error
 }
 
-// StockSnapshot is what Redis holds for one voucher, read atomically.
+// StockSnapshot is what Redis holds for one voucher. It is read a page at a time, so
+// a snapshot taken during a sale is not one moment's state unless Consistent says so.
 type StockSnapshot struct {
 	// Present is false when the voucher's sale state is gone (never warmed, expired, or
 	// lost with a Redis restart); the other fields are then empty.
@@ -266,6 +271,11 @@ type StockSnapshot struct {
 	// Unacked are the queue's entries not yet acknowledged (pending or not yet
 	// delivered), decoded; malformed entries are left out.
 	Unacked []domain.Reservation
+	// Consistent says that Remaining and Reservations are one moment's state: nothing
+	// changed the remaining or the held units while they were read. When it is false
+	// they may disagree with each other (a grab taken between the reads), so their sum
+	// proves nothing.
+	Consistent bool
 }
 
 // StockAudit inspects and repairs a voucher's sale state, for reconciliation and
@@ -273,10 +283,15 @@ type StockSnapshot struct {
 type StockAudit interface {
 	// Snapshot returns what Redis holds for a voucher.
 	Snapshot(ctx context.Context, id domain.VoucherID) (StockSnapshot, error)
-	// Restore records a reservation that the database holds as a live order but Redis
-	// lost, only if the user holds no reservation of the voucher. It does not touch the
-	// remaining units (Recount does). It reports whether it recorded anything.
-	Restore(ctx context.Context, r domain.Reservation) (bool, error)
+	// Restore records reservations that the database holds as live orders but Redis
+	// lost, each only if its user holds no reservation of its voucher, many at a time
+	// (a million take seconds, not a round trip each). It does not touch the remaining
+	// units (Recount does). It reports, per reservation in order, whether it recorded
+	// it; on an error some may have been recorded (restoring again is harmless).
+	Restore(ctx context.Context, rs ...domain.Reservation) ([]bool, error)
+	// Holds reports which of orders hold a reservation of voucher id now: the
+	// targeted second look reconciliation takes before it calls anything drift.
+	Holds(ctx context.Context, id domain.VoucherID, orders []domain.OrderID) (map[domain.OrderID]bool, error)
 	// Requeue appends a reservation to its voucher's queue again.
 	Requeue(ctx context.Context, r domain.Reservation) error
 	// Recount sets a voucher's remaining units to stock minus the units its

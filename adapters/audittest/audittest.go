@@ -289,6 +289,18 @@ func testRecountRepairsRemaining(t *testing.T, f *fixture) {
 	}
 }
 
+// restoreOne restores r alone and reports whether it was recorded.
+func (f *fixture) restoreOne(r domain.Reservation) (bool, error) {
+	got, err := f.Audit.Restore(f.ctx, r)
+	if err != nil {
+		return false, err
+	}
+	if len(got) != 1 {
+		return false, fmt.Errorf("Restore of one answered %d results", len(got))
+	}
+	return got[0], nil
+}
+
 func testRestore(t *testing.T, f *fixture) {
 	id := f.sell(t, 10, 3)
 	holder := grab(id, 1, 1)
@@ -296,7 +308,7 @@ func testRestore(t *testing.T, f *fixture) {
 	lost := grab(id, 7, 2)
 	lost.At = at0.Add(-time.Minute)
 	if f.Orders != nil {
-		restored, err := f.Audit.Restore(f.ctx, lost)
+		restored, err := f.restoreOne(lost)
 		if err != nil || restored {
 			t.Fatalf("Restore where live orders are the reservations = %v, %v; want false", restored, err)
 		}
@@ -305,10 +317,10 @@ func testRestore(t *testing.T, f *fixture) {
 
 	other := grab(id, 1, 2)
 	other.OrderID = "held-elsewhere"
-	if restored, err := f.Audit.Restore(f.ctx, other); err != nil || restored {
+	if restored, err := f.restoreOne(other); err != nil || restored {
 		t.Fatalf("Restore for a user who holds a reservation = %v, %v; want false", restored, err)
 	}
-	if restored, err := f.Audit.Restore(f.ctx, lost); err != nil || !restored {
+	if restored, err := f.restoreOne(lost); err != nil || !restored {
 		t.Fatalf("Restore = %v, %v; want true", restored, err)
 	}
 	wantReservations(t, "reservations after a restore", f.snapshot(t, id).Reservations, holder, lost)
@@ -321,7 +333,7 @@ func testRestore(t *testing.T, f *fixture) {
 			t.Fatalf("Read after a restore = %d entries, %v; want the holder's alone (nothing queued)", len(ds), err)
 		}
 	}
-	if restored, err := f.Audit.Restore(f.ctx, lost); err != nil || restored {
+	if restored, err := f.restoreOne(lost); err != nil || restored {
 		t.Fatalf("a second Restore = %v, %v; want false", restored, err)
 	}
 
@@ -340,8 +352,20 @@ func testRestore(t *testing.T, f *fixture) {
 		t.Fatalf("remaining = %d after releasing the restored order, want %d", got, want)
 	}
 
+	// Several at once: each is judged alone, an earlier one of the same call included
+	// (a user's second is not recorded), and the answers follow the order given.
+	a, b, again := grab(id, 20, 1), grab(id, 21, 1), grab(id, 20, 1)
+	again.OrderID = "second-of-user-20"
+	got, err := f.Audit.Restore(f.ctx, a, b, again, grab(unknown, 22, 1))
+	if err != nil || fmt.Sprint(got) != "[true true false false]" {
+		t.Fatalf("Restore of four = %v, %v; want [true true false false]", got, err)
+	}
+	if got, err := f.Audit.Restore(f.ctx); err != nil || len(got) != 0 {
+		t.Fatalf("Restore of none = %v, %v; want none", got, err)
+	}
+
 	// No sale state: nothing to restore into. An invalid reservation: refused.
-	if restored, err := f.Audit.Restore(f.ctx, grab(unknown, 1, 1)); err != nil || restored {
+	if restored, err := f.restoreOne(grab(unknown, 1, 1)); err != nil || restored {
 		t.Fatalf("Restore without sale state = %v, %v; want false", restored, err)
 	}
 	if _, err := f.Audit.Restore(f.ctx, grab(id, 8, 0)); !errors.Is(err, domain.ErrInvalid) {

@@ -197,11 +197,17 @@ func (s *Stock) Snapshot(_ context.Context, id domain.VoucherID) (ports.StockSna
 	if !ok {
 		return ports.StockSnapshot{}, nil
 	}
-	snap := ports.StockSnapshot{Present: true, Stock: sl.v.Stock, Remaining: sl.remaining}
+	snap := ports.StockSnapshot{Present: true, Stock: sl.v.Stock, Remaining: sl.remaining, Consistent: true}
 	for _, r := range s.Reserved {
 		if r.VoucherID == id && sl.buyers[r.UserID] == r.OrderID {
 			snap.Reservations = append(snap.Reservations, r)
 		}
+	}
+	if s.DuringSnapshot != nil {
+		s.mu.Unlock()
+		s.DuringSnapshot()
+		s.mu.Lock()
+		snap.Consistent = false
 	}
 	if s.Queue != nil {
 		s.Queue.mu.Lock()
@@ -215,29 +221,59 @@ func (s *Stock) Snapshot(_ context.Context, id domain.VoucherID) (ports.StockSna
 	return snap, nil
 }
 
-// Restore records a reservation unless the user holds one. An invalid one
-// (domain.Reservation.Validate) is refused, as the Redis adapter refuses it.
-func (s *Stock) Restore(_ context.Context, r domain.Reservation) (bool, error) {
-	if err := r.Validate(); err != nil {
-		return false, err
+// Restore records each reservation unless its user holds one. An invalid one
+// (domain.Reservation.Validate) is refused before anything is recorded, as the Redis
+// adapter refuses it.
+func (s *Stock) Restore(_ context.Context, rs ...domain.Reservation) ([]bool, error) {
+	for _, r := range rs {
+		if err := r.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.Err != nil {
-		return false, s.Err
+		return nil, s.Err
 	}
-	sl, ok := s.sales[r.VoucherID]
-	if !ok {
-		return false, nil
+	out := make([]bool, len(rs))
+	for i, r := range rs {
+		sl, ok := s.sales[r.VoucherID]
+		if !ok {
+			continue
+		}
+		if _, held := sl.buyers[r.UserID]; held {
+			continue
+		}
+		sl.buyers[r.UserID] = r.OrderID
+		if !slices.ContainsFunc(s.Reserved, func(x domain.Reservation) bool { return x.OrderID == r.OrderID }) {
+			s.Reserved = append(s.Reserved, r)
+		}
+		out[i] = true
 	}
-	if _, held := sl.buyers[r.UserID]; held {
-		return false, nil
+	return out, nil
+}
+
+// Holds reports which of orders hold a reservation of voucher id now.
+func (s *Stock) Holds(_ context.Context, id domain.VoucherID, orders []domain.OrderID) (map[domain.OrderID]bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Err != nil {
+		return nil, s.Err
 	}
-	sl.buyers[r.UserID] = r.OrderID
-	if !slices.ContainsFunc(s.Reserved, func(x domain.Reservation) bool { return x.OrderID == r.OrderID }) {
-		s.Reserved = append(s.Reserved, r)
+	out := make(map[domain.OrderID]bool, len(orders))
+	sl, ok := s.sales[id]
+	for _, o := range orders {
+		out[o] = false
+		if !ok {
+			continue
+		}
+		for _, held := range sl.buyers {
+			if held == o {
+				out[o] = true
+			}
+		}
 	}
-	return true, nil
+	return out, nil
 }
 
 // Requeue appends r to the queue again. An invalid r (domain.Reservation.Validate) is

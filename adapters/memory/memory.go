@@ -27,6 +27,11 @@ type Stock struct {
 	// Queue, when set, receives every reservation, as the Redis script appends it to
 	// the voucher's stream.
 	Queue *Queue
+	// DuringSnapshot, when set, is called by Snapshot (without the lock) after it
+	// read the remaining units and the reservations and before it reads the queue, as
+	// a grab or a release may come after the Redis adapter's pages passed its place;
+	// the snapshot is then not Consistent.
+	DuringSnapshot func()
 }
 
 type sale struct {
@@ -159,12 +164,12 @@ type Reservations struct {
 var _ ports.Reservations = Reservations{}
 
 // Find returns a reservation the user still holds under id.
-func (r Reservations) Find(_ context.Context, id domain.OrderID) (domain.Reservation, error) {
+func (r Reservations) Find(_ context.Context, user domain.UserID, id domain.OrderID) (domain.Reservation, error) {
 	s := r.Stock
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, res := range s.Reserved {
-		if res.OrderID == id && s.sales[res.VoucherID].buyers[res.UserID] == id {
+		if res.OrderID == id && (user == 0 || res.UserID == user) && s.sales[res.VoucherID].buyers[res.UserID] == id {
 			return res, nil
 		}
 	}

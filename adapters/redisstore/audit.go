@@ -1,12 +1,12 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	_ "embed"
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -50,27 +50,37 @@ func NewAudit(client redis.UniversalClient, opts Options) *Audit {
 // be decoded is left out; a sale state whose stock or remaining is not a number is an
 // error.
 //
-// The sale state, the reservations and the consumer group's position (its last
-// delivered entry) are read in one MULTI/EXEC. The queue's entries cannot join it:
-// they are read after it, a page at a time, so a long backlog never holds Redis up.
-// First the entries after that position (not delivered then), with XRANGE; then the
-// group's pending entries up to that position, with XPENDING, and their fields with
-// XRANGE. An entry moves one way only: appended, delivered (pending), acknowledged. So
-// an entry delivered between the reads was caught by the first, and one pending at the
-// position is still pending at the second unless acknowledged: every entry
-// unacknowledged throughout the Snapshot is in Unacked, none acknowledged before it
-// began is, and one appended or acknowledged meanwhile may or may not be.
-// Acknowledged entries not yet trimmed are never counted: they are neither pending nor
-// after the group's position.
+// No command reads more than a page (auditPage entries), so a voucher with a million
+// reservations never holds Redis up; the reads are spread over many commands, and a
+// snapshot taken during a sale is not one moment's state. What it guarantees:
+//
+//  1. The sale state, its change counter ('gen', bumped by every script that changes
+//     the remaining or the held units) and the consumer group's position (its last
+//     delivered entry) are read first, in one MULTI/EXEC.
+//  2. The reservations are read next with HSCAN: every reservation held throughout
+//     the scan is in Reservations (once: HSCAN may repeat one, and repeats are
+//     dropped); one taken or released during it may or may not be.
+//  3. The change counter is read again: when it has not moved, nothing changed the
+//     remaining or the held units during 1–3, so Remaining and Reservations are one
+//     moment's state and Consistent is true.
+//  4. The queue's entries are read last, a page at a time: first the entries after the
+//     group's position (not delivered then), with XRANGE; then the group's pending
+//     entries up to that position, with XPENDING, and their fields with XRANGE. An
+//     entry moves one way only: appended, delivered (pending), acknowledged. So every
+//     entry unacknowledged throughout the Snapshot is in Unacked, none acknowledged
+//     before it began is, and one appended or acknowledged meanwhile may or may not be.
+//     Acknowledged entries not yet trimmed are never counted: they are neither pending
+//     nor after the group's position.
 //
 // That is enough for reconciliation, as long as the database is read after Snapshot
 // returns. Reserve records a reservation and appends its entry in one script, so the
-// entry of every reservation in Reservations was appended before the MULTI/EXEC; it
-// is in Unacked unless it was acknowledged, and an entry is acknowledged only after
-// its order was committed to the database. A reservation found neither in Unacked nor
-// in the database read afterwards is therefore really lost, not merely in flight.
-// Entries of reservations made during the Snapshot may appear in Unacked without
-// their reservation.
+// entry of every reservation in Reservations was appended before step 4 began; it is
+// in Unacked unless it was acknowledged, and an entry is acknowledged only after its
+// order was committed to the database. A reservation found neither in Unacked nor in
+// the database read afterwards is therefore really lost, not merely in flight. What a
+// Snapshot cannot prove on its own is an absence: a reservation taken during step 2
+// may be missing from Reservations while its order is already in the database read
+// afterwards; reconciliation looks again (Holds) before it calls that drift.
 //
 // A stream without the consumer group counts all its entries as unacknowledged: the
 // queue recreates a lost group at the stream's start and delivers them all again.
@@ -78,20 +88,18 @@ func (a *Audit) Snapshot(ctx context.Context, id domain.VoucherID) (ports.StockS
 	stream := a.keys.Stream(id)
 	var (
 		meta   *redis.SliceCmd
-		orders *redis.MapStringStringCmd
 		exists *redis.IntCmd
 		groups *redis.XInfoGroupsCmd
 	)
 	// Exec reports the first failed command; XINFO fails on a missing stream, which
 	// EXISTS tells apart, so each command is checked below.
 	_, _ = a.client.TxPipelined(ctx, func(tx redis.Pipeliner) error {
-		meta = tx.HMGet(ctx, a.keys.Meta(id), metaFields...)
-		orders = tx.HGetAll(ctx, a.keys.Orders(id))
+		meta = tx.HMGet(ctx, a.keys.Meta(id), append(slices.Clip(metaFields), "gen")...)
 		exists = tx.Exists(ctx, stream)
 		groups = tx.XInfoGroups(ctx, stream)
 		return nil
 	})
-	for _, cmd := range []redis.Cmder{meta, orders, exists} {
+	for _, cmd := range []redis.Cmder{meta, exists} {
 		if err := cmd.Err(); err != nil {
 			return ports.StockSnapshot{}, fmt.Errorf("snapshot stock: %w", err)
 		}
@@ -99,7 +107,7 @@ func (a *Audit) Snapshot(ctx context.Context, id domain.VoucherID) (ports.StockS
 
 	var snap ports.StockSnapshot
 	values := meta.Val()
-	for _, v := range values {
+	for _, v := range values[:len(metaFields)] {
 		if v == nil {
 			return ports.StockSnapshot{}, nil
 		}
@@ -113,14 +121,16 @@ func (a *Audit) Snapshot(ctx context.Context, id domain.VoucherID) (ports.StockS
 	}
 	snap.Present, snap.Stock, snap.Remaining = true, stock, left
 
-	for order, record := range orders.Val() {
-		if r, err := decodeRecord(domain.OrderID(order), id, record); err == nil {
-			snap.Reservations = append(snap.Reservations, r)
-		}
+	var err error
+	if snap.Reservations, err = a.scanReservations(ctx, id); err != nil {
+		return ports.StockSnapshot{}, fmt.Errorf("snapshot stock: %w", err)
 	}
-	slices.SortFunc(snap.Reservations, func(a, b domain.Reservation) int {
-		return strings.Compare(string(a.OrderID), string(b.OrderID))
-	})
+	gen, err := a.generation(ctx, id)
+	if err != nil {
+		return ports.StockSnapshot{}, fmt.Errorf("snapshot stock: %w", err)
+	}
+	before, _ := values[len(metaFields)].(string)
+	snap.Consistent = gen == cmp.Or(before, "0")
 
 	if exists.Val() == 0 {
 		return snap, nil
@@ -214,30 +224,33 @@ func (a *Audit) pendingUpTo(ctx context.Context, stream, id string) ([]redis.XMe
 	}
 }
 
-// restoreScript records a reservation the database holds but Redis lost, unless the
-// user holds one; the remaining units are left alone. Its contract is at the top of
-// restore.lua.
+// restoreScript records reservations the database holds but Redis lost, each unless
+// its user holds one; the remaining units are left alone. Its contract is at the top
+// of restore.lua.
 //
 //go:embed restore.lua
 var restoreSrc string
 var restoreScript = newScript(restoreSrc)
 
-// Restore records r (the user's order id and the order's record) as reserve.lua does,
-// only if r's voucher has sale state and r.UserID holds no reservation of it; it
-// reports whether it recorded anything. It does not touch the remaining units (Recount
-// does) and does not queue r (Requeue does). Applied twice it records once. It
-// returns a *domain.ValidationError for a quantity below 1, an empty order id or a
-// user id below 1.
-func (a *Audit) Restore(ctx context.Context, r domain.Reservation) (bool, error) {
-	if err := r.Validate(); err != nil {
-		return false, err
+// Restore records each of rs (the user's order id and the order's record) as
+// reserve.lua does, only if its voucher has sale state and its user holds no
+// reservation of it (one earlier in rs included); it reports, per reservation, whether
+// it recorded it. It does not touch the remaining units (Recount does) and does not
+// queue (Requeue does). Applied twice it records once. It writes restoreChunk
+// reservations per script call (about a millisecond of Redis each) and pipelines
+// restorePipeline calls per round trip. It returns a *domain.ValidationError, before
+// writing anything, for a quantity below 1, an empty order id or a user id below 1.
+func (a *Audit) Restore(ctx context.Context, rs ...domain.Reservation) ([]bool, error) {
+	for _, r := range rs {
+		if err := r.Validate(); err != nil {
+			return nil, err
+		}
 	}
-	keys := []string{a.keys.Meta(r.VoucherID), a.keys.Buyers(r.VoucherID), a.keys.Orders(r.VoucherID)}
-	restored, err := restoreScript.Run(ctx, a.client, keys, r.UserID.String(), string(r.OrderID), encodeRecord(r)).Int()
+	out, err := a.restoreBatched(ctx, rs)
 	if err != nil {
-		return false, fmt.Errorf("restore reservation: %w", err)
+		return out, fmt.Errorf("restore reservation: %w", err)
 	}
-	return restored == 1, nil
+	return out, nil
 }
 
 // requeueScript appends a reservation to the voucher's stream, creating the stream and
@@ -281,31 +294,26 @@ func (a *Audit) Requeue(ctx context.Context, r domain.Reservation) error {
 	return nil
 }
 
-// recountScript sets the remaining units to stock minus the units the orders hash
-// holds (never below 0) and publishes the voucher id on the restock channel when that
-// raised them. Its contract is at the top of recount.lua.
+// recountScript sets the remaining units to stock minus the held units the caller
+// counted, only if 'gen' is still what the caller read before counting, and publishes
+// the voucher id on the restock channel when that raised them. Its contract is at the
+// top of recount.lua.
 //
 //go:embed recount.lua
 var recountSrc string
 var recountScript = newScript(recountSrc)
 
 // Recount sets voucher id's remaining units to its stock minus the units its recorded
-// reservations hold (never below 0), in one script, so concurrent grabs and releases
-// stay exact; it returns the new value. When that puts units back on sale it announces
-// a restock, as Release does. It returns an error wrapping domain.ErrNotFound when the
-// voucher has no sale state, and an error naming a reservation record it cannot read
-// (changing nothing: guessing could sell units twice). It reads every reservation of
-// the voucher inside the script, so it holds Redis for time proportional to them.
+// reservations hold (never below 0) and returns the new value. When that puts units
+// back on sale it announces a restock, as Release does. It returns an error wrapping
+// domain.ErrNotFound when the voucher has no sale state, and an error naming a
+// reservation record it cannot read (changing nothing: guessing could sell units
+// twice). How it counts a million reservations without holding Redis up: see
+// recountPaged.
 func (a *Audit) Recount(ctx context.Context, id domain.VoucherID) (int, error) {
-	_, sharded := a.client.(*redis.ClusterClient)
-	channel, flag := restockChannel(a.keys, sharded, id)
-	left, err := recountScript.Run(ctx, a.client, []string{a.keys.Meta(id), a.keys.Orders(id)},
-		channel, id.String(), flag).Int()
+	left, err := a.recountPaged(ctx, id)
 	if err != nil {
 		return 0, fmt.Errorf("recount stock: %w", err)
-	}
-	if left < 0 {
-		return 0, fmt.Errorf("recount stock: voucher %d: %w", id, domain.ErrNotFound)
 	}
 	return left, nil
 }
@@ -320,10 +328,15 @@ var restoringScript = newScript(restoringSrc)
 // wrapping domain.ErrUnavailable until Restored; a voucher without sale state is left
 // as it is (a grab rebuilds it).
 func (a *Audit) Restoring(ctx context.Context, id domain.VoucherID) error {
-	if err := restoringScript.Run(ctx, a.client, []string{a.keys.Meta(id)}).Err(); err != nil {
+	if _, err := a.markRestoring(ctx, id); err != nil {
 		return fmt.Errorf("mark sale state restoring: %w", err)
 	}
 	return nil
+}
+
+// markRestoring runs restoringScript: 1 marked, 2 marked already, 0 no sale state.
+func (a *Audit) markRestoring(ctx context.Context, id domain.VoucherID) (int, error) {
+	return restoringScript.Run(ctx, a.client, []string{a.keys.Meta(id)}).Int()
 }
 
 // Restored marks voucher id's sale state whole (it clears the "restoring" flag Warm

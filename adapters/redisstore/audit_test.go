@@ -34,6 +34,14 @@ func sameReservations(got, want []domain.Reservation) bool {
 	return slices.EqualFunc(got, want, sameReservation)
 }
 
+// first returns the flag of a Restore of one reservation.
+func first(restored []bool, err error) (bool, error) {
+	if err != nil || len(restored) != 1 {
+		return false, err
+	}
+	return restored[0], nil
+}
+
 func orderIDs(rs []domain.Reservation) []domain.OrderID {
 	out := make([]domain.OrderID, len(rs))
 	for i, r := range rs {
@@ -185,7 +193,7 @@ func TestRestoreRecordsOnlyWhenTheUserHoldsNothing(t *testing.T) {
 
 	other := grab(v.ID, 1, 2)
 	other.OrderID = "o1-db"
-	restored, err := a.Restore(ctx, other)
+	restored, err := first(a.Restore(ctx, other))
 	check(t, err)
 	if restored {
 		t.Fatal("restored a reservation for a user who holds one")
@@ -198,12 +206,12 @@ func TestRestoreRecordsOnlyWhenTheUserHoldsNothing(t *testing.T) {
 
 	lost := grab(v.ID, 7, 2)
 	lost.At = now.Add(-time.Minute)
-	restored, err = a.Restore(ctx, lost)
+	restored, err = first(a.Restore(ctx, lost))
 	check(t, err)
 	if !restored {
 		t.Fatal("Restore recorded nothing")
 	}
-	found, err := redisstore.NewReservations(client, redisstore.Options{Prefix: k.Prefix}).Find(ctx, lost.OrderID)
+	found, err := redisstore.NewReservations(client, redisstore.Options{Prefix: k.Prefix}).Find(ctx, 0, lost.OrderID)
 	check(t, err)
 	if !sameReservation(found, lost) {
 		t.Fatalf("restored %+v, want %+v", found, lost)
@@ -223,7 +231,7 @@ func TestRestoreRecordsOnlyWhenTheUserHoldsNothing(t *testing.T) {
 		}
 	}
 
-	restored, err = a.Restore(ctx, lost)
+	restored, err = first(a.Restore(ctx, lost))
 	check(t, err)
 	if restored {
 		t.Fatal("a second restore recorded again")
@@ -248,7 +256,7 @@ func TestRestoreRecordsOnlyWhenTheUserHoldsNothing(t *testing.T) {
 
 	// No sale state: nothing to restore into, and no key is created.
 	cleanup(t, client, s, 99)
-	restored, err = a.Restore(ctx, grab(99, 1, 1))
+	restored, err = first(a.Restore(ctx, grab(99, 1, 1)))
 	check(t, err)
 	if restored {
 		t.Fatal("restored into a voucher without sale state")

@@ -134,7 +134,7 @@ func TestEmbeddedRunsTheStockScripts(t *testing.T) {
 		t.Fatalf("recount = %d, want %d", got, want)
 	}
 	check(t, client.HSet(ctx, s.Keys().Orders(v.ID), "bad", "garbage").Err())
-	if _, err := a.Recount(ctx, v.ID); err == nil || !strings.Contains(err.Error(), "malformed reservation record garbage") {
+	if _, err := a.Recount(ctx, v.ID); err == nil || !strings.Contains(err.Error(), `malformed record "garbage"`) {
 		t.Fatalf("recount over a malformed record = %v, want an error naming it", err)
 	}
 }

@@ -48,8 +48,8 @@ func TestEveryScriptTakesAPartialHashForNoSaleState(t *testing.T) {
 	if _, err := a.Recount(ctx, v.ID); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("Recount = %v, want %v", err, domain.ErrNotFound)
 	}
-	if ok, err := a.Restore(ctx, grab(v.ID, 3, 1)); ok || err != nil {
-		t.Errorf("Restore = %v, %v; want false", ok, err)
+	if ok, err := a.Restore(ctx, grab(v.ID, 3, 1)); len(ok) != 1 || ok[0] || err != nil {
+		t.Errorf("Restore = %v, %v; want [false]", ok, err)
 	}
 	if err := a.Requeue(ctx, r); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("Requeue = %v, want %v", err, domain.ErrNotFound)

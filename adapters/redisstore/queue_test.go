@@ -521,7 +521,7 @@ func TestQueueAndReservationsErrorsAreWrapped(t *testing.T) {
 	_, readErr := q.Read(ctx, 1, 0)
 	_, claimErr := q.Claim(ctx, time.Second, 1)
 	_, trimErr := q.Trim(ctx)
-	_, findErr := res.Find(ctx, "o1")
+	_, findErr := res.Find(ctx, 1, "o1")
 	for _, tc := range []struct {
 		err    error
 		prefix string

@@ -1,38 +1,37 @@
--- recount: set the remaining units to the stock minus the units the recorded
--- reservations hold (never below 0), in one step, so no grab or release can slip in
--- between the count and the write; announce a restock when that raised them.
+-- recount: set the remaining units to the stock minus the units held, as the caller
+-- counted them a page at a time (pages.go), only if nothing changed the remaining or
+-- held units since the caller read 'gen' before counting: then the count is exact,
+-- and the write lands on the state it was counted from. Announce a restock when that
+-- raised the remaining units.
 --
--- KEYS[1] meta, KEYS[2] orders (one voucher, one hash tag).
+-- KEYS[1] meta (one voucher).
 -- ARGV[1] restock channel, ARGV[2] voucher_id (the message), ARGV[3] sharded ('1':
--- SPUBLISH, as on Redis Cluster; '0': PUBLISH).
--- Returns the new remaining units, or -1 without sale state (nothing written); an
--- error reply, changing nothing, when the stock or a record cannot be read.
-local m = sale_state(KEYS[1])
+-- SPUBLISH, as on Redis Cluster; '0': PUBLISH), ARGV[4] the units held, as counted,
+-- ARGV[5] the 'gen' read before counting.
+-- Returns the new remaining units, -1 without sale state, -2 when 'gen' moved (nothing
+-- written: count again); an error reply, changing nothing, when the stock cannot be
+-- read.
+local m = sale_state(KEYS[1], 'gen')
 if not m then
   return -1
+end
+if (m.gen or '0') ~= ARGV[5] then
+  return -2
 end
 local stock = tonumber(m.stock)
 if not stock then
   return redis.error_reply('malformed stock ' .. m.stock)
 end
-local held = 0
-for _, record in ipairs(redis.call('HVALS', KEYS[2])) do
-  -- "user:qty:at_ms"; a record that cannot be read stops the recount rather than be
-  -- guessed at: counting it as nothing could sell its units twice. (Go reads and
-  -- writes records through codec.go.)
-  -- The parentheses keep a failed match one nil: gopher-lua (the embedded server)
-  -- returns no value at all from string.match then, and tonumber() refuses that.
-  local qty = tonumber((string.match(record, '^%d+:(%d+):%-?%d+$')))
-  if not qty or qty < 1 then
-    return redis.error_reply('malformed reservation record ' .. record)
-  end
-  held = held + qty
-end
-local left = stock - held
+local left = stock - tonumber(ARGV[4])
 if left < 0 then
   left = 0
 end
-redis.call('HSET', KEYS[1], 'remaining', left)
+-- Only a change counts: concurrent recounts of one state write the same value, and
+-- must not make each other count again.
+if left ~= tonumber(m.remaining) then
+  redis.call('HSET', KEYS[1], 'remaining', left)
+  redis.call('HINCRBY', KEYS[1], 'gen', 1)
+end
 -- More units on sale than before: announce it, as a release does.
 if left > (tonumber(m.remaining) or 0) then
   if ARGV[3] == '1' then

@@ -21,6 +21,7 @@ end
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[2])
 redis.call('HINCRBY', KEYS[1], 'remaining', tonumber(ARGV[3]))
+redis.call('HINCRBY', KEYS[1], 'gen', 1)
 -- Units are back on sale: tell every instance, so they drop their sold-out flag. Only
 -- a release that gave units back publishes, so each release announces once.
 -- On Redis Cluster the channel is the voucher's own, on its shard (SPUBLISH).

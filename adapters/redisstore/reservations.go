@@ -1,10 +1,12 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -13,8 +15,9 @@ import (
 )
 
 // Reservations is a ports.Reservations reading what the grab path recorded in Redis:
-// the orders hash of each voucher in the registry, and the state of the consumer group
-// on each voucher's stream.
+// each user's index of the orders they reserved (Keys.UserOrders, written by Stock
+// after each reserve call), checked against the orders hash of each voucher, which
+// alone says what is held.
 type Reservations struct {
 	client redis.UniversalClient
 	keys   Keys
@@ -32,21 +35,53 @@ func NewReservations(client redis.UniversalClient, opts Options) *Reservations {
 	return &Reservations{client: client, keys: Keys{Prefix: opts.Prefix}, group: opts.Group}
 }
 
-// Find returns the reservation order id names, looking in the orders hash of every
-// voucher in the registry in one round trip (after reading the registry). It returns
-// domain.ErrNotFound when none holds it: unknown, released, or its sale's keys expired.
-func (r *Reservations) Find(ctx context.Context, id domain.OrderID) (domain.Reservation, error) {
+// Find returns the reservation order id names. With user not 0 it looks in that
+// user's index only (two short reads, whatever the number of vouchers): an order the
+// index does not name is domain.ErrNotFound — one of another user, or one whose index
+// write failed while it is still queued (see Stock.indexReserved). With user 0 (an
+// admin, who does not say whose order it is) it looks in the orders hash of each
+// voucher the queue still reads (Keys.Active: those on sale, and those whose
+// reservations are not all persisted), in one round trip after reading that set: its
+// cost follows the sales going on, never the vouchers ever sold. It returns
+// domain.ErrNotFound when none holds it (unknown, released, persisted and its sale
+// over, or its sale's keys expired).
+func (r *Reservations) Find(ctx context.Context, user domain.UserID, id domain.OrderID) (domain.Reservation, error) {
 	if id == "" {
 		return domain.Reservation{}, domain.ErrNotFound
 	}
-	vouchers, err := r.registry(ctx)
-	if err != nil {
-		return domain.Reservation{}, fmt.Errorf("find reservation: %w", err)
+	var candidates []domain.VoucherID
+	if user != 0 {
+		v, err := r.client.HGet(ctx, r.keys.UserOrders(user), string(id)).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return domain.Reservation{}, fmt.Errorf("find reservation: %w", err)
+		}
+		vid, err := domain.ParseVoucherID(v)
+		if err != nil {
+			return domain.Reservation{}, domain.ErrNotFound
+		}
+		candidates = []domain.VoucherID{vid}
+	} else {
+		var err error
+		if candidates, err = r.active(ctx); err != nil {
+			return domain.Reservation{}, fmt.Errorf("find reservation: %w", err)
+		}
 	}
+	res, err := r.findIn(ctx, candidates, id)
+	if err != nil {
+		return domain.Reservation{}, err
+	}
+	if user != 0 && res.UserID != user {
+		return domain.Reservation{}, domain.ErrNotFound
+	}
+	return res, nil
+}
+
+// findIn looks order id up in the orders hash of each of vouchers, in one round trip,
+// and returns the first record found, or domain.ErrNotFound.
+func (r *Reservations) findIn(ctx context.Context, vouchers []domain.VoucherID, id domain.OrderID) (domain.Reservation, error) {
 	if len(vouchers) == 0 {
 		return domain.Reservation{}, domain.ErrNotFound
 	}
-
 	pipe := r.client.Pipeline()
 	cmds := make([]*redis.StringCmd, len(vouchers))
 	for i, v := range vouchers {
@@ -73,68 +108,76 @@ func (r *Reservations) Find(ctx context.Context, id domain.OrderID) (domain.Rese
 	return domain.Reservation{}, domain.ErrNotFound
 }
 
-// ForUser returns the reservations user holds now, one per voucher in the registry at
-// most, in two round trips after reading the registry: the user's order id in each
-// buyers hash, then those orders' records.
+// ForUser returns the reservations user holds now among those in the user's index,
+// sorted by voucher, in two round trips: the index (a hash from order id to voucher
+// id, one field per grab of the last Options.Grace), then each order's record in its
+// voucher's orders hash. An indexed order without a record (released, or its sale's
+// keys expired) is dropped from the index on the way. Persisted reservations are
+// listed too until released: the index is not told of persistence.
+//
+// The index is written after each reserve call, before its grabs are answered; what
+// a reader sees when that write failed: see Stock.indexReserved.
 func (r *Reservations) ForUser(ctx context.Context, user domain.UserID) ([]domain.Reservation, error) {
-	vouchers, err := r.registry(ctx)
+	key := r.keys.UserOrders(user)
+	index, err := r.client.HGetAll(ctx, key).Result()
 	if err != nil {
 		return nil, fmt.Errorf("reservations of user: %w", err)
 	}
-	if len(vouchers) == 0 {
+	if len(index) == 0 {
 		return nil, nil
 	}
+	ids := make([]domain.OrderID, 0, len(index))
+	vouchers := make([]domain.VoucherID, 0, len(index))
+	var stale []string
 	pipe := r.client.Pipeline()
-	ids := make([]*redis.StringCmd, len(vouchers))
-	for i, v := range vouchers {
-		ids[i] = pipe.HGet(ctx, r.keys.Buyers(v), user.String())
+	records := make([]*redis.StringCmd, 0, len(index))
+	for order, v := range index {
+		vid, err := domain.ParseVoucherID(v)
+		if err != nil {
+			stale = append(stale, order)
+			continue
+		}
+		ids = append(ids, domain.OrderID(order))
+		vouchers = append(vouchers, vid)
+		records = append(records, pipe.HGet(ctx, r.keys.Orders(vid), order))
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("reservations of user: %w", err)
+	if len(records) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fmt.Errorf("reservations of user: %w", err)
+		}
 	}
-	held := make([]domain.VoucherID, 0, len(vouchers))
-	heldIDs := make([]domain.OrderID, 0, len(vouchers))
-	records := make([]*redis.StringCmd, 0, len(vouchers))
-	pipe = r.client.Pipeline()
-	for i, cmd := range ids {
-		id, err := cmd.Result()
+	var out []domain.Reservation
+	for i, cmd := range records {
+		record, err := cmd.Result()
 		if errors.Is(err, redis.Nil) {
+			stale = append(stale, string(ids[i]))
 			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("reservations of user: %w", err)
 		}
-		held = append(held, vouchers[i])
-		heldIDs = append(heldIDs, domain.OrderID(id))
-		records = append(records, pipe.HGet(ctx, r.keys.Orders(vouchers[i]), id))
-	}
-	if len(held) == 0 {
-		return nil, nil
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("reservations of user: %w", err)
-	}
-	out := make([]domain.Reservation, 0, len(held))
-	for i, cmd := range records {
-		record, err := cmd.Result()
-		if errors.Is(err, redis.Nil) {
-			continue // released between the two reads
-		}
+		res, err := decodeRecord(ids[i], vouchers[i], record)
 		if err != nil {
 			return nil, fmt.Errorf("reservations of user: %w", err)
 		}
-		res, err := decodeRecord(heldIDs[i], held[i], record)
-		if err != nil {
-			return nil, fmt.Errorf("reservations of user: %w", err)
+		if res.UserID == user {
+			out = append(out, res)
 		}
-		out = append(out, res)
 	}
+	if len(stale) > 0 {
+		// Order ids are never reused, so a field dropped here cannot be a new grab's.
+		// Best effort: a field left behind is dropped next time, or expires.
+		_ = r.client.HDel(ctx, key, stale...).Err()
+	}
+	slices.SortFunc(out, func(a, b domain.Reservation) int {
+		return cmp.Or(cmp.Compare(a.VoucherID, b.VoucherID), strings.Compare(string(a.OrderID), string(b.OrderID)))
+	})
 	return out, nil
 }
 
-// registry returns the vouchers in the registry, in id order.
-func (r *Reservations) registry(ctx context.Context) ([]domain.VoucherID, error) {
-	members, err := r.client.SMembers(ctx, r.keys.Registry()).Result()
+// active returns the vouchers the queue still reads (Keys.Active), in id order.
+func (r *Reservations) active(ctx context.Context) ([]domain.VoucherID, error) {
+	members, err := r.client.ZRange(ctx, r.keys.Active(), 0, -1).Result()
 	if err != nil {
 		return nil, err
 	}

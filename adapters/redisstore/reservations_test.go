@@ -20,29 +20,29 @@ func TestFindReservation(t *testing.T) {
 	check(t, s.Reserve(ctx, want))
 	res := redisstore.NewReservations(client, redisstore.Options{Prefix: s.Keys().Prefix})
 
-	got, err := res.Find(ctx, want.OrderID)
+	got, err := res.Find(ctx, want.UserID, want.OrderID)
 	check(t, err)
 	if !sameReservation(got, want) {
 		t.Fatalf("Find = %+v, want %+v", got, want)
 	}
-	if _, err := res.Find(ctx, "unknown"); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := res.Find(ctx, 2, "unknown"); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("Find of an unknown order = %v, want %v", err, domain.ErrNotFound)
 	}
 	if _, err := s.Release(ctx, order(want)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := res.Find(ctx, want.OrderID); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := res.Find(ctx, want.UserID, want.OrderID); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("Find of a released order = %v, want %v", err, domain.ErrNotFound)
 	}
 
 	check(t, client.HSet(ctx, s.Keys().Orders(1), "broken", "1:x:2").Err())
-	if _, err := res.Find(ctx, "broken"); err == nil || errors.Is(err, domain.ErrNotFound) {
+	if _, err := res.Find(ctx, 0, "broken"); err == nil || errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("Find of a malformed record = %v, want an error naming it", err)
 	}
 
 	_, other := newStock(t, 0)
 	empty := redisstore.NewReservations(client, redisstore.Options{Prefix: other.Keys().Prefix})
-	if _, err := empty.Find(ctx, want.OrderID); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := empty.Find(ctx, want.UserID, want.OrderID); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("Find with no voucher registered = %v, want %v", err, domain.ErrNotFound)
 	}
 }
@@ -55,7 +55,9 @@ func TestReservationsForUser(t *testing.T) {
 		warm(t, client, s, voucher(id, 10, 3))
 	}
 	res := redisstore.NewReservations(client, redisstore.Options{Prefix: s.Keys().Prefix})
+	// Order ids are unique across vouchers, as the application mints them.
 	a, b := grab(1, 7, 1), grab(3, 7, 2)
+	a.OrderID, b.OrderID = "o7-a", "o7-b"
 	check(t, s.Reserve(ctx, a))
 	check(t, s.Reserve(ctx, b))
 	check(t, s.Reserve(ctx, grab(2, 8, 1))) // another user's

@@ -119,11 +119,15 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 	}
 	left, _ := reply[0].(int64)
 	out := batchReply{errs: make([]error, len(rs)), remaining: int(left)}
+	var took []domain.Reservation
 	for i, r := range rs {
 		code, ok := reply[1+2*i].(int64)
 		extra, _ := reply[2+2*i].(string)
 		if !ok {
 			code = -1
+		}
+		if code == reserved {
+			took = append(took, r)
 		}
 		out.errs[i] = reserveOutcome(r, code, extra)
 		if out.errs[i] == nil && acked < s.minReplicas {
@@ -131,6 +135,7 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 				r.OrderID, domain.ErrUnavailable, acked, s.minReplicas, s.replicaTimeout)
 		}
 	}
+	s.indexReserved(ctx, took)
 	return out, nil
 }
 

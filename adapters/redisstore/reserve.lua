@@ -137,7 +137,10 @@ for i = 1, n do
   out[#out + 1] = extra
 end
 if #buyers > 0 then
+  -- 'gen' counts the changes to the remaining and held units, so a reader that
+  -- reads the orders hash a page at a time can tell whether it read one moment.
   redis.call('HSET', KEYS[1], 'remaining', remaining)
+  redis.call('HINCRBY', KEYS[1], 'gen', 1)
   redis.call('HSET', KEYS[2], unpack(buyers))
   redis.call('HSET', KEYS[3], unpack(orders))
   -- Buyers, orders and stream expire with the sale state.

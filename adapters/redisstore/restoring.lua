@@ -4,9 +4,13 @@
 --
 -- KEYS[1] meta.
 -- ARGV: none.
--- Returns 1 when marked, 0 without sale state (nothing written).
+-- Returns 1 when marked, 2 when it was marked already, 0 without sale state (nothing
+-- written).
 if not sale_state(KEYS[1]) then
   return 0
+end
+if redis.call('HGET', KEYS[1], 'restoring') == '1' then
+  return 2
 end
 redis.call('HSET', KEYS[1], 'restoring', '1')
 return 1

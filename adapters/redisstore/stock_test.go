@@ -320,7 +320,7 @@ func TestWarmWithLiveOrdersRestoresBeforeGrabs(t *testing.T) {
 	}
 	held := grab(v.ID, 7, 1)
 	held.OrderID = "held"
-	if ok, err := audit.Restore(ctx, held); err != nil || !ok {
+	if ok, err := first(audit.Restore(ctx, held)); err != nil || !ok {
 		t.Fatalf("restore = %v, %v", ok, err)
 	}
 	check(t, audit.Restored(ctx, v.ID))

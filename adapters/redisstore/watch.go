@@ -76,6 +76,9 @@ func (w *WatchStock) Reserve(ctx context.Context, r domain.Reservation) error {
 		}, watched...)
 		switch {
 		case err == nil:
+			if answer == nil {
+				w.indexReserved(ctx, []domain.Reservation{r})
+			}
 			return answer
 		case !errors.Is(err, redis.TxFailedErr):
 			return fmt.Errorf("reserve stock: %w", err)
@@ -187,6 +190,7 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, r domain.Reserva
 			writeRate(p)
 		}
 		p.HIncrBy(ctx, k.Meta(r.VoucherID), "remaining", -int64(r.Quantity))
+		p.HIncrBy(ctx, k.Meta(r.VoucherID), "gen", 1)
 		p.HSet(ctx, k.Buyers(r.VoucherID), user, string(r.OrderID))
 		p.HSet(ctx, k.Orders(r.VoucherID), string(r.OrderID), encodeRecord(r))
 		p.XAdd(ctx, &redis.XAddArgs{Stream: k.Stream(r.VoucherID), Values: entryValues(r, traceParent(ctx))})

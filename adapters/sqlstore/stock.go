@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/uptrace/bun"
 
@@ -219,9 +220,10 @@ func (s *Stock) Snapshot(ctx context.Context, id domain.VoucherID) (ports.StockS
 		return ports.StockSnapshot{}, fmt.Errorf("snapshot stock: %w", err)
 	}
 	snap := ports.StockSnapshot{
-		Present:   true,
-		Stock:     ledger.Voucher.Stock,
-		Remaining: ledger.Voucher.Stock - ledger.Voucher.Sold,
+		Present:    true,
+		Consistent: true,
+		Stock:      ledger.Voucher.Stock,
+		Remaining:  ledger.Voucher.Stock - ledger.Voucher.Sold,
 	}
 	for _, o := range ledger.Orders {
 		if o.Status.HoldsStock() {
@@ -233,10 +235,39 @@ func (s *Stock) Snapshot(ctx context.Context, id domain.VoucherID) (ports.StockS
 	return snap, nil
 }
 
-// Restore records nothing and reports false: a live order is its own reservation
-// here, so none can be missing.
-func (s *Stock) Restore(context.Context, domain.Reservation) (bool, error) {
-	return false, nil
+// Restore records nothing and reports false for each: a live order is its own
+// reservation here, so none can be missing.
+func (s *Stock) Restore(_ context.Context, rs ...domain.Reservation) ([]bool, error) {
+	return make([]bool, len(rs)), nil
+}
+
+// Holds reports which of orders are live orders of voucher id: under this strategy a
+// live order is the reservation.
+func (s *Stock) Holds(ctx context.Context, id domain.VoucherID, orders []domain.OrderID) (map[domain.OrderID]bool, error) {
+	out := make(map[domain.OrderID]bool, len(orders))
+	if len(orders) == 0 {
+		return out, nil
+	}
+	for chunk := range slices.Chunk(orders, 1000) {
+		ids := make([]string, len(chunk))
+		for i, o := range chunk {
+			ids[i] = string(o)
+			out[o] = false
+		}
+		var live []string
+		err := s.db.NewSelect().Model((*orderRow)(nil)).Column("o.id").
+			Where("o.voucher_id = ?", int64(id)).
+			Where("o.id IN (?)", bun.List(ids)).
+			Where("o.status IN (?)", bun.List(liveStatuses)).
+			Scan(ctx, &live)
+		if err != nil {
+			return nil, fmt.Errorf("reservations held: %w", classify(err))
+		}
+		for _, o := range live {
+			out[domain.OrderID(o)] = true
+		}
+	}
+	return out, nil
 }
 
 // Requeue does nothing: there is no queue, and every reservation is an order already.
