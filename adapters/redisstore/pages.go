@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -192,12 +191,11 @@ func (a *Audit) restoreBatched(ctx context.Context, rs []domain.Reservation) ([]
 			args := make([]any, 0, 3*len(c.at))
 			for _, i := range c.at {
 				r := rs[i]
-				record := r.UserID.String() + ":" + strconv.Itoa(r.Quantity) + ":" + strconv.FormatInt(r.At.UnixMilli(), 10)
-				args = append(args, r.UserID.String(), string(r.OrderID), record)
+				args = append(args, r.UserID.String(), string(r.OrderID), encodeRecord(r))
 			}
 			// EVAL, not EVALSHA: a pipeline cannot fall back when the script is not
 			// cached. Redis caches it by its digest all the same.
-			cmds[j] = pipe.Eval(ctx, restoreSrc, keys, args...)
+			cmds[j] = restoreScript.Eval(ctx, pipe, keys, args...)
 		}
 		// Each command's own error is checked below.
 		_, _ = pipe.Exec(ctx)
