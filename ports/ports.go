@@ -268,11 +268,32 @@ type StockSnapshot struct {
 	Unacked []domain.Reservation
 }
 
+// StockTally is what Redis counts for one voucher: the figures of its stats, kept as
+// the sale goes rather than summed from its reservations or its queue.
+type StockTally struct {
+	// Present is false when the voucher's sale state is gone; the other fields are
+	// then empty.
+	Present bool
+	// Stock and Remaining are the units on sale and left.
+	Stock, Remaining int
+	// Queued is the units of the queue's entries not yet acknowledged (reserved, not
+	// yet persisted).
+	Queued int
+	// Pending counts the queue's entries not yet acknowledged.
+	Pending int64
+	// Oldest is when the first entry in the queue not yet acknowledged was reserved;
+	// zero when none waits.
+	Oldest time.Time
+}
+
 // StockAudit inspects and repairs a voucher's sale state, for reconciliation and
 // stats. Every repair is idempotent and safe while the sale is live.
 type StockAudit interface {
 	// Snapshot returns what Redis holds for a voucher.
 	Snapshot(ctx context.Context, id domain.VoucherID) (StockSnapshot, error)
+	// Tally returns what Redis counts for a voucher, at a cost that does not grow with
+	// its reservations or its queue.
+	Tally(ctx context.Context, id domain.VoucherID) (StockTally, error)
 	// Restore records a reservation that the database holds as a live order but Redis
 	// lost, only if the user holds no reservation of the voucher. It does not touch the
 	// remaining units (Recount does). It reports whether it recorded anything.

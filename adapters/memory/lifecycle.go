@@ -190,6 +190,22 @@ func (s *Stock) Snapshot(_ context.Context, id domain.VoucherID) (ports.StockSna
 	return snap, nil
 }
 
+// Tally returns the counts of the sale state, summed from Snapshot.
+func (s *Stock) Tally(ctx context.Context, id domain.VoucherID) (ports.StockTally, error) {
+	snap, err := s.Snapshot(ctx, id)
+	if err != nil || !snap.Present {
+		return ports.StockTally{}, err
+	}
+	t := ports.StockTally{Present: true, Stock: snap.Stock, Remaining: snap.Remaining, Pending: int64(len(snap.Unacked))}
+	for _, r := range snap.Unacked {
+		t.Queued += r.Quantity
+	}
+	if len(snap.Unacked) > 0 {
+		t.Oldest = snap.Unacked[0].At
+	}
+	return t, nil
+}
+
 // Restore records a reservation unless the user holds one.
 func (s *Stock) Restore(_ context.Context, r domain.Reservation) (bool, error) {
 	s.mu.Lock()

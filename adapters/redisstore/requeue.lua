@@ -18,4 +18,7 @@ end
 redis.call('XADD', KEYS[1], '*',
   'order', ARGV[2], 'voucher', ARGV[3], 'user', ARGV[4], 'qty', ARGV[5], 'at', ARGV[6])
 redis.call('PEXPIREAT', KEYS[1], m[6])
+-- The tally of entries not yet acknowledged (see tally.go).
+redis.call('HINCRBY', KEYS[2], 'queued', ARGV[5])
+redis.call('HINCRBY', KEYS[2], 'queued_entries', 1)
 return 1

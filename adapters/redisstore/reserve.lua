@@ -130,6 +130,9 @@ for i = 1, n do
 end
 if #buyers > 0 then
   redis.call('HSET', KEYS[1], 'remaining', remaining)
+  -- The tally of entries not yet acknowledged (see tally.go).
+  redis.call('HINCRBY', KEYS[1], 'queued', tonumber(m[1]) - remaining)
+  redis.call('HINCRBY', KEYS[1], 'queued_entries', #buyers / 2)
   redis.call('HSET', KEYS[2], unpack(buyers))
   redis.call('HSET', KEYS[3], unpack(orders))
   -- Buyers, orders and stream expire with the sale state.

@@ -191,6 +191,8 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, r domain.Reserva
 			writeRate(p)
 		}
 		p.HIncrBy(ctx, k.Meta(r.VoucherID), "remaining", -int64(r.Quantity))
+		p.HIncrBy(ctx, k.Meta(r.VoucherID), tallyUnits, int64(r.Quantity))
+		p.HIncrBy(ctx, k.Meta(r.VoucherID), tallyEntries, 1)
 		p.HSet(ctx, k.Buyers(r.VoucherID), user, string(r.OrderID))
 		p.HSet(ctx, k.Orders(r.VoucherID), string(r.OrderID), user+":"+qty+":"+at)
 		entry := []any{"order", string(r.OrderID), "voucher", r.VoucherID.String(), "user", user, "qty", qty, "at", at}
