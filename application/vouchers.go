@@ -1,6 +1,7 @@
 package application
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -199,23 +200,40 @@ func NewWarmVouchers(vouchers ports.Vouchers, stock ports.Stock, audit ports.Sto
 }
 
 // Handle warms the active vouchers and returns how many it loaded (those already
-// loaded are left alone and not counted).
+// loaded are left alone and not counted). It goes in two passes so that every voucher
+// serves as soon as it can: first it loads each missing sale state — at once open to
+// grabs when no live order holds units, else marked restoring (grabs answer
+// unavailable) — then it restores the live orders' reservations of those marked, one
+// voucher after the other, opening each as soon as it is whole. A voucher that fails
+// does not stop the others; the first error is returned, and the next Handle (or a
+// grab, see Rebuild) tries it again.
 func (uc *WarmVouchers) Handle(ctx context.Context) (int, error) {
 	vs, err := uc.vouchers.Active(ctx, uc.clock.Now())
 	if err != nil {
 		return 0, fmt.Errorf("active vouchers: %w", err)
 	}
 	loaded := 0
+	var restoring []domain.Voucher
+	var first error
 	for _, v := range vs {
-		ok, err := uc.warm(ctx, v)
+		ok, err := uc.load(ctx, v)
 		if err != nil {
-			return loaded, err
+			first = cmp.Or(first, err)
+			continue
 		}
 		if ok {
 			loaded++
+			if v.Sold > 0 {
+				restoring = append(restoring, v)
+			}
 		}
 	}
-	return loaded, nil
+	for _, v := range restoring {
+		if err := uc.restore(ctx, v); err != nil {
+			first = cmp.Or(first, err)
+		}
+	}
+	return loaded, first
 }
 
 // Rebuild loads the sale state of voucher id from the database when it is missing (a
@@ -239,6 +257,16 @@ func (uc *WarmVouchers) Rebuild(ctx context.Context, id domain.VoucherID) (domai
 // is loaded restoring (see ports.Stock.Warm): their reservations are recorded, then it
 // is opened to grabs, so their users cannot grab it twice.
 func (uc *WarmVouchers) warm(ctx context.Context, v domain.Voucher) (bool, error) {
+	ok, err := uc.load(ctx, v)
+	if !ok || err != nil || v.Sold == 0 {
+		return ok, err
+	}
+	return true, uc.restore(ctx, v)
+}
+
+// load loads v's sale state only if absent and reports whether it did (or found it
+// still restoring, see ports.Stock.Warm).
+func (uc *WarmVouchers) load(ctx context.Context, v domain.Voucher) (bool, error) {
 	ok, err := uc.stock.Warm(ctx, v)
 	if err != nil {
 		return false, fmt.Errorf("warm voucher %s: %w", v.ID, err)
@@ -251,20 +279,22 @@ func (uc *WarmVouchers) warm(ctx context.Context, v domain.Voucher) (bool, error
 		}
 		return false, nil
 	}
-	if v.Sold == 0 {
-		return true, nil
-	}
+	return true, nil
+}
+
+// restore records the reservations of v's live orders and opens v to grabs.
+func (uc *WarmVouchers) restore(ctx context.Context, v domain.Voucher) error {
 	ledger, err := uc.ledger.Ledger(ctx, v.ID)
 	if err != nil {
-		return true, fmt.Errorf("voucher %s: %w", v.ID, err)
+		return fmt.Errorf("voucher %s: %w", v.ID, err)
 	}
 	if err := restoreLive(ctx, uc.audit, ledger); err != nil {
-		return true, err
+		return err
 	}
 	if err := uc.audit.Restored(ctx, v.ID); err != nil {
-		return true, fmt.Errorf("voucher %s: %w", v.ID, err)
+		return fmt.Errorf("voucher %s: %w", v.ID, err)
 	}
-	return true, nil
+	return nil
 }
 
 // PauseSale is the operator's kill switch: it stops (or resumes) a voucher's grabs.

@@ -124,8 +124,15 @@ For README's "A sale, step by step", paste into your shell:
 // If one part fails, the others are stopped too and the failure is returned.
 func serve(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Config, log *zap.Logger) error {
 	warnIfLossy(ctx, a.Redis, cfg, log)
-	warm(ctx, a, log)
 	g, gctx := errgroup.WithContext(ctx)
+	// The warm-up runs beside the listener, not before it: the vouchers whose sale
+	// state it loads open at once, or answer 503 while their reservations are restored
+	// (WarmVouchers.Handle), and a voucher not loaded yet is rebuilt by its first grab.
+	g.Go(func() error {
+		warm(gctx, a, log)
+		every(gctx, cfg.WarmInterval, func() { warm(gctx, a, log) })
+		return nil
+	})
 	if ln != nil {
 		// net/http's own 400/431 answers carry the JSON error body too.
 		ln = httpapi.JSONErrors(ln)
@@ -169,7 +176,6 @@ func serve(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Config, 
 			return nil
 		})
 	}
-	g.Go(func() error { every(gctx, cfg.WarmInterval, func() { warm(gctx, a, log) }); return nil })
 	g.Go(func() error { healAfterRestarts(gctx, a, log); return nil })
 	// Idempotency keys are kept a day; older ones are forgotten hourly.
 	g.Go(func() error {
