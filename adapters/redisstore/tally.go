@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,9 +20,12 @@ import (
 // read two fields instead of the stream.
 //
 // The tally counts what the grab path appended. Entries it cannot account for are
-// left out of it: an entry deleted from the stream while pending (no one but an
-// operator deletes one), and entries delivered again after the consumer group itself
-// was lost (acknowledged twice, so taken off twice). Tally never reports below zero.
+// an entry deleted from the stream before it was acknowledged (no one but an operator
+// deletes one: counted, never taken off) and entries delivered again after the
+// consumer group itself was lost (acknowledged twice, so taken off twice). Such an
+// error lasts until the queue next holds nothing to acknowledge: Tally then sees the
+// queue's own count at 0 and sets the tally to 0 (tally.lua). It never reports below
+// zero.
 
 const (
 	tallyUnits   = "queued"
@@ -54,39 +56,44 @@ func ackTally(ctx context.Context, p redis.Scripter, keys Keys, group string, id
 	return ackScript.Eval(ctx, p, []string{keys.Stream(id), keys.Meta(id)}, args...)
 }
 
+// tallyScript reads a voucher's tally and sets it right at a quiet moment.
+// KEYS, ARGV and reply are documented at the top of tally.lua.
+//
+//go:embed tally.lua
+var tallySrc string
+var tallyScript = redis.NewScript(tallySrc)
+
 // Tally returns what Redis counts for voucher id, in two round trips whatever the
-// number of its reservations and entries: the sale state's stock and remaining units
-// and its tally, then the oldest entry not yet acknowledged — the group's oldest
-// pending entry (XPENDING's summary) or, when none is pending, the first one after
-// the group's last delivered entry — whose "at" field says when it was reserved. A
-// voucher whose sale state is missing or partial is not Present.
+// number of its reservations and entries: the sale state's stock and remaining units,
+// its tally, and the queue's own count of entries not yet acknowledged (tally.lua,
+// which also forgets a tally the queue's count shows wrong: none waits); then the
+// oldest entry not yet acknowledged — the group's oldest pending entry (XPENDING's
+// summary) or, when none is pending, the first one after the group's last delivered
+// entry — whose "at" field says when it was reserved. Pending is the tally's count of
+// entries (the queue's own is not exact on every server: the embedded one reports the
+// stream's length as the lag). A voucher whose sale state is missing or partial is
+// not Present.
 func (a *Audit) Tally(ctx context.Context, id domain.VoucherID) (ports.StockTally, error) {
 	stream := a.keys.Stream(id)
+	reply, err := tallyScript.Run(ctx, a.client, []string{a.keys.Meta(id), stream}, a.group).Int64Slice()
+	if err != nil {
+		return ports.StockTally{}, fmt.Errorf("tally stock: %w", err)
+	}
+	if len(reply) < 5 {
+		return ports.StockTally{}, nil
+	}
+	t := ports.StockTally{Present: true, Stock: int(reply[0]), Remaining: int(reply[1]),
+		Queued: max(int(reply[2]), 0), Pending: max(reply[3], 0)}
+	if t.Pending == 0 {
+		return t, nil
+	}
+
 	pipe := a.client.Pipeline()
-	meta := pipe.HMGet(ctx, a.keys.Meta(id), append(metaFields, tallyUnits, tallyEntries)...)
 	groups := pipe.XInfoGroups(ctx, stream)
 	pending := pipe.XPending(ctx, stream, a.group)
 	// Exec reports the first failed command; XINFO and XPENDING fail on a missing
-	// stream or group, which only means nothing waits.
+	// stream or group, which only means no entry is pending.
 	_, _ = pipe.Exec(ctx)
-	if err := meta.Err(); err != nil {
-		return ports.StockTally{}, fmt.Errorf("tally stock: %w", err)
-	}
-	values := meta.Val()
-	for _, v := range values[:len(metaFields)] {
-		if v == nil {
-			return ports.StockTally{}, nil
-		}
-	}
-	stock, err1 := strconv.Atoi(values[0].(string))
-	left, err2 := strconv.Atoi(values[1].(string))
-	if err1 != nil || err2 != nil {
-		return ports.StockTally{}, fmt.Errorf("tally stock: voucher %d: malformed sale state %v", id, values)
-	}
-	t := ports.StockTally{Present: true, Stock: stock, Remaining: left}
-	t.Queued = max(tallyField(values[len(metaFields)]), 0)
-	t.Pending = int64(max(tallyField(values[len(metaFields)+1]), 0))
-
 	var first *redis.XMessageSliceCmd
 	if p, err := pending.Result(); err == nil && p.Count > 0 {
 		first = a.client.XRangeN(ctx, stream, p.Lower, p.Lower, 1)
@@ -117,11 +124,4 @@ func (a *Audit) Tally(ctx context.Context, id domain.VoucherID) (ports.StockTall
 		}
 	}
 	return t, nil
-}
-
-// tallyField reads a tally field; a missing one counts 0.
-func tallyField(v any) int {
-	s, _ := v.(string)
-	n, _ := strconv.Atoi(s)
-	return n
 }

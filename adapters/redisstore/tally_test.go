@@ -100,3 +100,36 @@ func TestWatchStrategyKeepsTheTally(t *testing.T) {
 		t.Fatalf("Tally after 3 grabs of 2 = %+v", got)
 	}
 }
+
+// TestTallyForgetsALostEntryOnceTheQueueIsDrained deletes an entry before any worker
+// read it: the tally counts it until the queue holds nothing to acknowledge.
+func TestTallyForgetsALostEntryOnceTheQueueIsDrained(t *testing.T) {
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	v := voucher(1, 10, 3)
+	warm(t, client, s, v)
+	a := newAudit(client, s)
+	rs := []domain.Reservation{grab(v.ID, 1, 2), grab(v.ID, 2, 1)}
+	for _, r := range rs {
+		check(t, s.Reserve(ctx, r))
+	}
+	entries, err := client.XRange(ctx, s.Keys().Stream(v.ID), "-", "+").Result()
+	check(t, err)
+	check(t, client.XDel(ctx, s.Keys().Stream(v.ID), entries[0].ID).Err())
+	// Its reservation requeued, as reconciliation does, and everything persisted.
+	check(t, a.Requeue(ctx, rs[0]))
+	q := newQueue(client, s, "a")
+	check(t, q.Ack(ctx, read(t, q, 10)...))
+	_, err = q.Trim(ctx)
+	check(t, err)
+	got, err := a.Tally(ctx, v.ID)
+	check(t, err)
+	if got.Queued != 0 || got.Pending != 0 || !got.Oldest.IsZero() {
+		t.Fatalf("Tally with the queue drained = %+v, want nothing queued", got)
+	}
+	// And the tally itself was set right: a new grab counts from 0.
+	check(t, s.Reserve(ctx, grab(v.ID, 3, 1)))
+	if got := wantTallyAsSnapshot(t, a, v.ID); got.Queued != 1 || got.Pending != 1 {
+		t.Fatalf("Tally after one more grab = %+v", got)
+	}
+}
