@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/seckill/seckill/domain"
@@ -192,11 +193,17 @@ type WarmVouchers struct {
 	audit    ports.StockAudit
 	ledger   ports.OrderAudit
 	clock    ports.Clock
+
+	mu sync.Mutex
+	// restoring holds the vouchers whose reservations this process is restoring, so
+	// a voucher is restored by one goroutine at a time.
+	restoring map[domain.VoucherID]bool
 }
 
 // NewWarmVouchers returns the use case.
 func NewWarmVouchers(vouchers ports.Vouchers, stock ports.Stock, audit ports.StockAudit, ledger ports.OrderAudit, clock ports.Clock) *WarmVouchers {
-	return &WarmVouchers{vouchers: vouchers, stock: stock, audit: audit, ledger: ledger, clock: clock}
+	return &WarmVouchers{vouchers: vouchers, stock: stock, audit: audit, ledger: ledger, clock: clock,
+		restoring: make(map[domain.VoucherID]bool)}
 }
 
 // Handle warms the active vouchers and returns how many it loaded (those already
@@ -238,9 +245,11 @@ func (uc *WarmVouchers) Handle(ctx context.Context) (int, error) {
 
 // Rebuild loads the sale state of voucher id from the database when it is missing (a
 // Redis that restarted empty, a flush, keys that expired), as Handle does for every
-// active voucher, and returns the voucher. It returns domain.ErrNotFound for a voucher
-// the database does not have, and domain.ErrEnded, loading nothing, for one whose sale
-// has ended.
+// active voucher, and returns the voucher. A voucher whose live orders hold units is
+// loaded restoring — its grabs answer unavailable — and its reservations are restored
+// in the background, where no grab waits for them however many they are; it opens
+// once they are. It returns domain.ErrNotFound for a voucher the database does not
+// have, and domain.ErrEnded, loading nothing, for one whose sale has ended.
 func (uc *WarmVouchers) Rebuild(ctx context.Context, id domain.VoucherID) (domain.Voucher, error) {
 	v, err := uc.vouchers.Get(ctx, id)
 	if err != nil {
@@ -249,19 +258,12 @@ func (uc *WarmVouchers) Rebuild(ctx context.Context, id domain.VoucherID) (domai
 	if !uc.clock.Now().Before(v.EndsAt) {
 		return v, domain.ErrEnded
 	}
-	_, err = uc.warm(ctx, v)
-	return v, err
-}
-
-// warm loads v only if absent and reports whether it did. A voucher with live orders
-// is loaded restoring (see ports.Stock.Warm): their reservations are recorded, then it
-// is opened to grabs, so their users cannot grab it twice.
-func (uc *WarmVouchers) warm(ctx context.Context, v domain.Voucher) (bool, error) {
 	ok, err := uc.load(ctx, v)
-	if !ok || err != nil || v.Sold == 0 {
-		return ok, err
+	if ok && err == nil && v.Sold > 0 {
+		// The grab's context ends with its answer; the restore outlives it.
+		go func() { _ = uc.restore(context.WithoutCancel(ctx), v) }()
 	}
-	return true, uc.restore(ctx, v)
+	return v, err
 }
 
 // load loads v's sale state only if absent and reports whether it did (or found it
@@ -282,8 +284,22 @@ func (uc *WarmVouchers) load(ctx context.Context, v domain.Voucher) (bool, error
 	return true, nil
 }
 
-// restore records the reservations of v's live orders and opens v to grabs.
+// restore records the reservations of v's live orders and opens v to grabs, unless
+// another goroutine of this process is restoring v already (then it returns nil:
+// that one opens it).
 func (uc *WarmVouchers) restore(ctx context.Context, v domain.Voucher) error {
+	uc.mu.Lock()
+	busy := uc.restoring[v.ID]
+	uc.restoring[v.ID] = true
+	uc.mu.Unlock()
+	if busy {
+		return nil
+	}
+	defer func() {
+		uc.mu.Lock()
+		delete(uc.restoring, v.ID)
+		uc.mu.Unlock()
+	}()
 	ledger, err := uc.ledger.Ledger(ctx, v.ID)
 	if err != nil {
 		return fmt.Errorf("voucher %s: %w", v.ID, err)

@@ -243,10 +243,15 @@ func (s *Stock) Restoring(context.Context, domain.VoucherID) error {
 	return nil
 }
 
-// Restored does nothing: the fake's Warm loads a voucher whole at once.
-func (s *Stock) Restored(context.Context, domain.VoucherID) error {
+// Restored opens a voucher Warm loaded restoring.
+func (s *Stock) Restored(_ context.Context, id domain.VoucherID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.Err != nil {
 		return s.Err
+	}
+	if sl, ok := s.sales[id]; ok {
+		sl.restoring = false
 	}
 	return nil
 }

@@ -33,6 +33,8 @@ type sale struct {
 	v         domain.Voucher
 	remaining int
 	buyers    map[domain.UserID]domain.OrderID
+	// restoring: loaded while live orders hold units, until Restored (as warm.lua).
+	restoring bool
 }
 
 var _ ports.Stock = (*Stock)(nil)
@@ -42,17 +44,20 @@ func NewStock() *Stock {
 	return &Stock{sales: map[domain.VoucherID]*sale{}}
 }
 
-// Warm loads v if absent, with v.Stock - v.Sold units left (never below 0).
+// Warm loads v if absent, with v.Stock - v.Sold units left (never below 0); with
+// v.Sold above 0 it is loaded restoring, as the Redis adapter does: grabs answer
+// unavailable until Restored. It reports true again while it is restoring.
 func (s *Stock) Warm(_ context.Context, v domain.Voucher) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.Err != nil {
 		return false, s.Err
 	}
-	if _, ok := s.sales[v.ID]; ok {
-		return false, nil
+	if sl, ok := s.sales[v.ID]; ok {
+		return sl.restoring, nil
 	}
-	s.sales[v.ID] = &sale{v: v, remaining: max(v.Stock-v.Sold, 0), buyers: map[domain.UserID]domain.OrderID{}}
+	s.sales[v.ID] = &sale{v: v, remaining: max(v.Stock-v.Sold, 0), buyers: map[domain.UserID]domain.OrderID{},
+		restoring: v.Sold > 0}
 	return true, nil
 }
 
@@ -72,6 +77,9 @@ func (s *Stock) Reserve(_ context.Context, r domain.Reservation) error {
 	sl, ok := s.sales[r.VoucherID]
 	if !ok {
 		return domain.ErrNotFound
+	}
+	if sl.restoring {
+		return fmt.Errorf("voucher %s: %w: its sale state is being restored", r.VoucherID, domain.ErrUnavailable)
 	}
 	if sl.v.Paused {
 		return domain.ErrPaused
