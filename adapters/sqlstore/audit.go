@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -29,11 +30,21 @@ var snapshot = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true
 // ledgerPage is how many orders Ledger reads per statement.
 const ledgerPage = 10000
 
+// ledgerTimeout bounds a Ledger whose context has no deadline of its own.
+const ledgerTimeout = 5 * time.Minute
+
 // Ledger returns voucher id and all its orders, oldest (by id) first, read from one
 // snapshot, keyset-paged by order id: the voucher's sold counter is the one its orders had at that moment. It
 // returns domain.ErrNotFound for an unknown voucher. No orders is an empty, non-nil
 // slice.
 func (s *Orders) Ledger(ctx context.Context, id domain.VoucherID) (ports.Ledger, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		// The guarded connector gives a call without a deadline a few seconds, enough
+		// for a request; a voucher with a million orders takes longer to read.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, ledgerTimeout)
+		defer cancel()
+	}
 	var v voucherRow
 	var rows []orderRow
 	err := s.db.RunInTx(ctx, snapshot, func(ctx context.Context, tx bun.Tx) error {
