@@ -11,6 +11,9 @@ import (
 	"github.com/seckill/seckill/domain"
 )
 
+// importChunk is how many reservations one HSET of Import records.
+const importChunk = 200
+
 // Import records generated reservations of vouchers whose sale state is loaded, as
 // Restore does but without its checks, in two pipelined round trips whatever their
 // number: the vouchers' expiry, then every record and the expiry of the hashes it
@@ -46,8 +49,13 @@ func (a *Audit) Import(ctx context.Context, rs []domain.Reservation) error {
 			orders = append(orders, string(r.OrderID),
 				user+":"+strconv.Itoa(r.Quantity)+":"+strconv.FormatInt(r.At.UnixMilli(), 10))
 		}
-		pipe.HSet(ctx, a.keys.Buyers(id), buyers...)
-		pipe.HSet(ctx, a.keys.Orders(id), orders...)
+		// Many small HSETs rather than one big one: each command stays short, so
+		// the seeding never holds Redis up.
+		for from := 0; from < len(buyers); from += 2 * importChunk {
+			to := min(from+2*importChunk, len(buyers))
+			pipe.HSet(ctx, a.keys.Buyers(id), buyers[from:to]...)
+			pipe.HSet(ctx, a.keys.Orders(id), orders[from:to]...)
+		}
 		pipe.PExpireAt(ctx, a.keys.Buyers(id), time.UnixMilli(at))
 		pipe.PExpireAt(ctx, a.keys.Orders(id), time.UnixMilli(at))
 	}
