@@ -117,3 +117,32 @@ func TestGrabWhileTheRebuildFailsIsUnavailable(t *testing.T) {
 		t.Fatalf("grab once the stock is back: %v, want reserved", err)
 	}
 }
+
+// TestWarmVouchersLoadsAllThenRestores: after a loss, one Handle opens the voucher
+// without live orders and restores the buyers of the one with them.
+func TestWarmVouchersLoadsAllThenRestores(t *testing.T) {
+	ctx := context.Background()
+	f := newLostFixture(t, window)
+	other := window
+	if err := f.vouchers.Create(ctx, &other); err != nil {
+		t.Fatal(err)
+	}
+	held := domain.Reservation{OrderID: "held", VoucherID: f.v.ID, UserID: 7, Quantity: 1, At: t0}
+	if _, err := f.orders.Persist(ctx, []domain.Reservation{held}); err != nil {
+		t.Fatal(err)
+	}
+	warm := application.NewWarmVouchers(f.vouchers, f.stock, f.stock, f.orders, f.clock)
+	if n, err := warm.Handle(ctx); err != nil || n != 2 {
+		t.Fatalf("Handle = %d, %v; want 2 loaded", n, err)
+	}
+	var ap *domain.AlreadyPurchasedError
+	if err := f.grabAs(7); !errors.As(err, &ap) || ap.OrderID != "held" {
+		t.Fatalf("grab by the holder after the warm-up: %v, want already_purchased naming it", err)
+	}
+	if _, err := f.grab.Handle(ctx, application.GrabVoucherCmd{VoucherID: other.ID, UserID: 7, Quantity: 1}); err != nil {
+		t.Fatalf("grab of the voucher without live orders: %v", err)
+	}
+	if n, err := warm.Handle(ctx); err != nil || n != 0 {
+		t.Fatalf("Handle again = %d, %v; want nothing loaded", n, err)
+	}
+}

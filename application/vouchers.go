@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -210,10 +211,10 @@ func NewWarmVouchers(vouchers ports.Vouchers, stock ports.Stock, audit ports.Sto
 // loaded are left alone and not counted). It goes in two passes so that every voucher
 // serves as soon as it can: first it loads each missing sale state — at once open to
 // grabs when no live order holds units, else marked restoring (grabs answer
-// unavailable) — then it restores the live orders' reservations of those marked, one
-// voucher after the other, opening each as soon as it is whole. A voucher that fails
-// does not stop the others; the first error is returned, and the next Handle (or a
-// grab, see Rebuild) tries it again.
+// unavailable) — then it restores the live orders' reservations of those marked, the
+// vouchers with the fewest first, a few at a time, opening each as soon as it is
+// whole. A voucher that fails does not stop the others; the first error is
+// returned, and the next Handle (or a grab, see Rebuild) tries it again.
 func (uc *WarmVouchers) Handle(ctx context.Context) (int, error) {
 	vs, err := uc.vouchers.Active(ctx, uc.clock.Now())
 	if err != nil {
@@ -235,13 +236,31 @@ func (uc *WarmVouchers) Handle(ctx context.Context) (int, error) {
 			}
 		}
 	}
+	// The fewest live orders first, a few vouchers at a time: the small ones open
+	// within moments, whatever a big one costs.
+	slices.SortFunc(restoring, func(a, b domain.Voucher) int { return cmp.Compare(a.Sold, b.Sold) })
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		slot = make(chan struct{}, parallelRestores)
+	)
 	for _, v := range restoring {
-		if err := uc.restore(ctx, v); err != nil {
-			first = cmp.Or(first, err)
-		}
+		slot <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slot }()
+			if err := uc.restore(ctx, v); err != nil {
+				mu.Lock()
+				first = cmp.Or(first, err)
+				mu.Unlock()
+			}
+		})
 	}
+	wg.Wait()
 	return loaded, first
 }
+
+// parallelRestores is how many vouchers' reservations Handle restores at once.
+const parallelRestores = 4
 
 // Rebuild loads the sale state of voucher id from the database when it is missing (a
 // Redis that restarted empty, a flush, keys that expired), as Handle does for every
