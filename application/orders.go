@@ -182,14 +182,15 @@ func NewGetVoucherStats(vouchers ports.Vouchers, orders ports.Orders, audit port
 
 // Handle returns the stats, or domain.ErrNotFound. Each figure is read from where it
 // lives — remaining units and queued (reserved, not yet persisted) units from Redis,
-// the others from the database — so that at a quiet moment
+// the others from the database, each from counters kept as the sale goes, so its cost
+// does not grow with the voucher's orders — so that at a quiet moment
 // stock = remaining + queued + awaiting_payment + paid is a real check of agreement.
 func (uc *GetVoucherStats) Handle(ctx context.Context, id domain.VoucherID) (VoucherStats, error) {
 	v, err := uc.vouchers.Get(ctx, id)
 	if err != nil {
 		return VoucherStats{}, err
 	}
-	snap, err := uc.audit.Snapshot(ctx, id)
+	tally, err := uc.audit.Tally(ctx, id)
 	if err != nil {
 		return VoucherStats{}, fmt.Errorf("sale state: %w", err)
 	}
@@ -200,19 +201,19 @@ func (uc *GetVoucherStats) Handle(ctx context.Context, id domain.VoucherID) (Vou
 	s := VoucherStats{
 		Stock:           v.Stock,
 		Remaining:       v.Stock - v.Sold,
+		Queued:          tally.Queued,
 		AwaitingPayment: units[domain.StatusAwaitingPayment],
 		Paid:            units[domain.StatusPaid],
 		Cancelled:       units[domain.StatusCancelled],
 		Expired:         units[domain.StatusExpired],
 		Failed:          units[domain.StatusFailed],
-		Pending:         int64(len(snap.Unacked)),
+		Pending:         tally.Pending,
 	}
-	if snap.Present {
-		s.Remaining = snap.Remaining
+	if tally.Present {
+		s.Remaining = tally.Remaining
 	}
-	for _, r := range snap.Unacked {
-		s.Queued += r.Quantity
-		s.OldestQueued = max(s.OldestQueued, uc.clock.Now().Sub(r.At))
+	if !tally.Oldest.IsZero() {
+		s.OldestQueued = max(uc.clock.Now().Sub(tally.Oldest), 0)
 	}
 	return s, nil
 }

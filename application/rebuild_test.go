@@ -3,6 +3,7 @@ package application_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -53,15 +54,23 @@ func TestGrabRebuildsALostSaleState(t *testing.T) {
 }
 
 // TestGrabOfALostSaleRestoresItsBuyers: the rebuild records the live orders' buyers
-// before any grab is judged, so a user who holds an order is answered with it.
+// in the background before any grab is judged: meanwhile grabs answer unavailable,
+// then a user who holds an order is answered with it.
 func TestGrabOfALostSaleRestoresItsBuyers(t *testing.T) {
 	f := newLostFixture(t, window)
 	held := domain.Reservation{OrderID: "held", VoucherID: f.v.ID, UserID: 7, Quantity: 1, At: t0}
 	if _, err := f.orders.Persist(context.Background(), []domain.Reservation{held}); err != nil {
 		t.Fatal(err)
 	}
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		if err = f.grabAs(7); !errors.Is(err, domain.ErrUnavailable) {
+			break
+		}
+		runtime.Gosched()
+	}
 	var ap *domain.AlreadyPurchasedError
-	if err := f.grabAs(7); !errors.As(err, &ap) || ap.OrderID != "held" {
+	if !errors.As(err, &ap) || ap.OrderID != "held" {
 		t.Fatalf("grab by the holder of a live order after the loss: %v, want already_purchased naming it", err)
 	}
 	left, _ := f.stock.Remaining(context.Background(), f.v.ID)
@@ -106,5 +115,34 @@ func TestGrabWhileTheRebuildFailsIsUnavailable(t *testing.T) {
 	}
 	if err := f.grabAs(7); err != nil {
 		t.Fatalf("grab once the stock is back: %v, want reserved", err)
+	}
+}
+
+// TestWarmVouchersLoadsAllThenRestores: after a loss, one Handle opens the voucher
+// without live orders and restores the buyers of the one with them.
+func TestWarmVouchersLoadsAllThenRestores(t *testing.T) {
+	ctx := context.Background()
+	f := newLostFixture(t, window)
+	other := window
+	if err := f.vouchers.Create(ctx, &other); err != nil {
+		t.Fatal(err)
+	}
+	held := domain.Reservation{OrderID: "held", VoucherID: f.v.ID, UserID: 7, Quantity: 1, At: t0}
+	if _, err := f.orders.Persist(ctx, []domain.Reservation{held}); err != nil {
+		t.Fatal(err)
+	}
+	warm := application.NewWarmVouchers(f.vouchers, f.stock, f.stock, f.orders, f.clock)
+	if n, err := warm.Handle(ctx); err != nil || n != 2 {
+		t.Fatalf("Handle = %d, %v; want 2 loaded", n, err)
+	}
+	var ap *domain.AlreadyPurchasedError
+	if err := f.grabAs(7); !errors.As(err, &ap) || ap.OrderID != "held" {
+		t.Fatalf("grab by the holder after the warm-up: %v, want already_purchased naming it", err)
+	}
+	if _, err := f.grab.Handle(ctx, application.GrabVoucherCmd{VoucherID: other.ID, UserID: 7, Quantity: 1}); err != nil {
+		t.Fatalf("grab of the voucher without live orders: %v", err)
+	}
+	if n, err := warm.Handle(ctx); err != nil || n != 0 {
+		t.Fatalf("Handle again = %d, %v; want nothing loaded", n, err)
 	}
 }

@@ -1,8 +1,11 @@
 package application
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/seckill/seckill/domain"
@@ -191,38 +194,81 @@ type WarmVouchers struct {
 	audit    ports.StockAudit
 	ledger   ports.OrderAudit
 	clock    ports.Clock
+
+	mu sync.Mutex
+	// restoring holds the vouchers whose reservations this process is restoring, so
+	// a voucher is restored by one goroutine at a time.
+	restoring map[domain.VoucherID]bool
 }
 
 // NewWarmVouchers returns the use case.
 func NewWarmVouchers(vouchers ports.Vouchers, stock ports.Stock, audit ports.StockAudit, ledger ports.OrderAudit, clock ports.Clock) *WarmVouchers {
-	return &WarmVouchers{vouchers: vouchers, stock: stock, audit: audit, ledger: ledger, clock: clock}
+	return &WarmVouchers{vouchers: vouchers, stock: stock, audit: audit, ledger: ledger, clock: clock,
+		restoring: make(map[domain.VoucherID]bool)}
 }
 
 // Handle warms the active vouchers and returns how many it loaded (those already
-// loaded are left alone and not counted).
+// loaded are left alone and not counted). It goes in two passes so that every voucher
+// serves as soon as it can: first it loads each missing sale state — at once open to
+// grabs when no live order holds units, else marked restoring (grabs answer
+// unavailable) — then it restores the live orders' reservations of those marked, the
+// vouchers with the fewest first, a few at a time, opening each as soon as it is
+// whole. A voucher that fails does not stop the others; the first error is
+// returned, and the next Handle (or a grab, see Rebuild) tries it again.
 func (uc *WarmVouchers) Handle(ctx context.Context) (int, error) {
 	vs, err := uc.vouchers.Active(ctx, uc.clock.Now())
 	if err != nil {
 		return 0, fmt.Errorf("active vouchers: %w", err)
 	}
 	loaded := 0
+	var restoring []domain.Voucher
+	var first error
 	for _, v := range vs {
-		ok, err := uc.warm(ctx, v)
+		ok, err := uc.load(ctx, v)
 		if err != nil {
-			return loaded, err
+			first = cmp.Or(first, err)
+			continue
 		}
 		if ok {
 			loaded++
+			if v.Sold > 0 {
+				restoring = append(restoring, v)
+			}
 		}
 	}
-	return loaded, nil
+	// The fewest live orders first, a few vouchers at a time: the small ones open
+	// within moments, whatever a big one costs.
+	slices.SortFunc(restoring, func(a, b domain.Voucher) int { return cmp.Compare(a.Sold, b.Sold) })
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		slot = make(chan struct{}, parallelRestores)
+	)
+	for _, v := range restoring {
+		slot <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slot }()
+			if err := uc.restore(ctx, v); err != nil {
+				mu.Lock()
+				first = cmp.Or(first, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return loaded, first
 }
+
+// parallelRestores is how many vouchers' reservations Handle restores at once.
+const parallelRestores = 4
 
 // Rebuild loads the sale state of voucher id from the database when it is missing (a
 // Redis that restarted empty, a flush, keys that expired), as Handle does for every
-// active voucher, and returns the voucher. It returns domain.ErrNotFound for a voucher
-// the database does not have, and domain.ErrEnded, loading nothing, for one whose sale
-// has ended.
+// active voucher, and returns the voucher. A voucher whose live orders hold units is
+// loaded restoring — its grabs answer unavailable — and its reservations are restored
+// in the background, where no grab waits for them however many they are; it opens
+// once they are. It returns domain.ErrNotFound for a voucher the database does not
+// have, and domain.ErrEnded, loading nothing, for one whose sale has ended.
 func (uc *WarmVouchers) Rebuild(ctx context.Context, id domain.VoucherID) (domain.Voucher, error) {
 	v, err := uc.vouchers.Get(ctx, id)
 	if err != nil {
@@ -231,14 +277,17 @@ func (uc *WarmVouchers) Rebuild(ctx context.Context, id domain.VoucherID) (domai
 	if !uc.clock.Now().Before(v.EndsAt) {
 		return v, domain.ErrEnded
 	}
-	_, err = uc.warm(ctx, v)
+	ok, err := uc.load(ctx, v)
+	if ok && err == nil && v.Sold > 0 {
+		// The grab's context ends with its answer; the restore outlives it.
+		go func() { _ = uc.restore(context.WithoutCancel(ctx), v) }()
+	}
 	return v, err
 }
 
-// warm loads v only if absent and reports whether it did. A voucher with live orders
-// is loaded restoring (see ports.Stock.Warm): their reservations are recorded, then it
-// is opened to grabs, so their users cannot grab it twice.
-func (uc *WarmVouchers) warm(ctx context.Context, v domain.Voucher) (bool, error) {
+// load loads v's sale state only if absent and reports whether it did (or found it
+// still restoring, see ports.Stock.Warm).
+func (uc *WarmVouchers) load(ctx context.Context, v domain.Voucher) (bool, error) {
 	ok, err := uc.stock.Warm(ctx, v)
 	if err != nil {
 		return false, fmt.Errorf("warm voucher %s: %w", v.ID, err)
@@ -251,20 +300,36 @@ func (uc *WarmVouchers) warm(ctx context.Context, v domain.Voucher) (bool, error
 		}
 		return false, nil
 	}
-	if v.Sold == 0 {
-		return true, nil
+	return true, nil
+}
+
+// restore records the reservations of v's live orders and opens v to grabs, unless
+// another goroutine of this process is restoring v already (then it returns nil:
+// that one opens it).
+func (uc *WarmVouchers) restore(ctx context.Context, v domain.Voucher) error {
+	uc.mu.Lock()
+	busy := uc.restoring[v.ID]
+	uc.restoring[v.ID] = true
+	uc.mu.Unlock()
+	if busy {
+		return nil
 	}
+	defer func() {
+		uc.mu.Lock()
+		delete(uc.restoring, v.ID)
+		uc.mu.Unlock()
+	}()
 	ledger, err := uc.ledger.Ledger(ctx, v.ID)
 	if err != nil {
-		return true, fmt.Errorf("voucher %s: %w", v.ID, err)
+		return fmt.Errorf("voucher %s: %w", v.ID, err)
 	}
 	if err := restoreLive(ctx, uc.audit, ledger); err != nil {
-		return true, err
+		return err
 	}
 	if err := uc.audit.Restored(ctx, v.ID); err != nil {
-		return true, fmt.Errorf("voucher %s: %w", v.ID, err)
+		return fmt.Errorf("voucher %s: %w", v.ID, err)
 	}
-	return true, nil
+	return nil
 }
 
 // PauseSale is the operator's kill switch: it stops (or resumes) a voucher's grabs.

@@ -278,11 +278,32 @@ type StockSnapshot struct {
 	Consistent bool
 }
 
+// StockTally is what Redis counts for one voucher: the figures of its stats, kept as
+// the sale goes rather than summed from its reservations or its queue.
+type StockTally struct {
+	// Present is false when the voucher's sale state is gone; the other fields are
+	// then empty.
+	Present bool
+	// Stock and Remaining are the units on sale and left.
+	Stock, Remaining int
+	// Queued is the units of the queue's entries not yet acknowledged (reserved, not
+	// yet persisted).
+	Queued int
+	// Pending counts the queue's entries not yet acknowledged.
+	Pending int64
+	// Oldest is when the first entry in the queue not yet acknowledged was reserved;
+	// zero when none waits.
+	Oldest time.Time
+}
+
 // StockAudit inspects and repairs a voucher's sale state, for reconciliation and
 // stats. Every repair is idempotent and safe while the sale is live.
 type StockAudit interface {
 	// Snapshot returns what Redis holds for a voucher.
 	Snapshot(ctx context.Context, id domain.VoucherID) (StockSnapshot, error)
+	// Tally returns what Redis counts for a voucher, at a cost that does not grow with
+	// its reservations or its queue.
+	Tally(ctx context.Context, id domain.VoucherID) (StockTally, error)
 	// Restore records reservations that the database holds as live orders but Redis
 	// lost, each only if its user holds no reservation of its voucher, many at a time
 	// (a million take seconds, not a round trip each). It does not touch the remaining

@@ -221,6 +221,22 @@ func (s *Stock) Snapshot(_ context.Context, id domain.VoucherID) (ports.StockSna
 	return snap, nil
 }
 
+// Tally returns the counts of the sale state, summed from Snapshot.
+func (s *Stock) Tally(ctx context.Context, id domain.VoucherID) (ports.StockTally, error) {
+	snap, err := s.Snapshot(ctx, id)
+	if err != nil || !snap.Present {
+		return ports.StockTally{}, err
+	}
+	t := ports.StockTally{Present: true, Stock: snap.Stock, Remaining: snap.Remaining, Pending: int64(len(snap.Unacked))}
+	for _, r := range snap.Unacked {
+		t.Queued += r.Quantity
+	}
+	if len(snap.Unacked) > 0 {
+		t.Oldest = snap.Unacked[0].At
+	}
+	return t, nil
+}
+
 // Restore records each reservation unless its user holds one. An invalid one
 // (domain.Reservation.Validate) is refused before anything is recorded, as the Redis
 // adapter refuses it.
@@ -305,8 +321,8 @@ func (s *Stock) Restoring(_ context.Context, id domain.VoucherID) error {
 	return s.setRestoring(id, true)
 }
 
-// Restored takes a loaded voucher's grabs again. (The fake's Warm loads a voucher
-// whole at once, so only Restoring gates them.)
+// Restored takes a loaded voucher's grabs again, whether Restoring or Warm (a voucher
+// with live orders, as warm.lua) marked it.
 func (s *Stock) Restored(_ context.Context, id domain.VoucherID) error {
 	return s.setRestoring(id, false)
 }

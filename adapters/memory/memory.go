@@ -38,7 +38,8 @@ type sale struct {
 	v         domain.Voucher
 	remaining int
 	buyers    map[domain.UserID]domain.OrderID
-	// restoring gates grabs between StockAudit.Restoring and Restored.
+	// restoring gates grabs: set by Warm (live orders hold units) and by
+	// StockAudit.Restoring, cleared by Restored.
 	restoring bool
 }
 
@@ -49,17 +50,20 @@ func NewStock() *Stock {
 	return &Stock{sales: map[domain.VoucherID]*sale{}}
 }
 
-// Warm loads v if absent, with v.Stock - v.Sold units left (never below 0).
+// Warm loads v if absent, with v.Stock - v.Sold units left (never below 0); with
+// v.Sold above 0 it is loaded restoring, as the Redis adapter does: grabs answer
+// unavailable until Restored. It reports true again while it is restoring.
 func (s *Stock) Warm(_ context.Context, v domain.Voucher) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.Err != nil {
 		return false, s.Err
 	}
-	if _, ok := s.sales[v.ID]; ok {
-		return false, nil
+	if sl, ok := s.sales[v.ID]; ok {
+		return sl.restoring, nil
 	}
-	s.sales[v.ID] = &sale{v: v, remaining: max(v.Stock-v.Sold, 0), buyers: map[domain.UserID]domain.OrderID{}}
+	s.sales[v.ID] = &sale{v: v, remaining: max(v.Stock-v.Sold, 0), buyers: map[domain.UserID]domain.OrderID{},
+		restoring: v.Sold > 0}
 	return true, nil
 }
 

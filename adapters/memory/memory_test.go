@@ -22,6 +22,9 @@ func TestStockContract(t *testing.T) {
 		s := memory.NewStock()
 		return stocktest.Subject{
 			Stock: s,
+			// Like the Redis adapter, the fake loads a voucher with live orders
+			// restoring, until Restored.
+			Audit: s,
 			// Read once the calls are done: Reserve appends under the fake's mutex.
 			Recorded: func(_ *testing.T, id domain.VoucherID) []domain.Reservation {
 				var out []domain.Reservation

@@ -115,23 +115,23 @@ func (q *Queue) claim(ctx context.Context, id domain.VoucherID, minIdle time.Dur
 	return ds, nil
 }
 
-// Ack acknowledges ds, one XACK per stream, in one round trip. Acknowledging an entry
-// twice is harmless.
+// Ack acknowledges ds, one script per stream (XACK, and the tally: see tally.go), in
+// one round trip. Acknowledging an entry twice is harmless.
 func (q *Queue) Ack(ctx context.Context, ds ...ports.Delivery) error {
 	if len(ds) == 0 {
 		return nil
 	}
-	byVoucher := make(map[domain.VoucherID][]string)
+	byVoucher := make(map[domain.VoucherID][]ports.Delivery)
 	var order []domain.VoucherID
 	for _, d := range ds {
 		if _, seen := byVoucher[d.VoucherID]; !seen {
 			order = append(order, d.VoucherID)
 		}
-		byVoucher[d.VoucherID] = append(byVoucher[d.VoucherID], d.ID)
+		byVoucher[d.VoucherID] = append(byVoucher[d.VoucherID], d)
 	}
 	pipe := q.client.Pipeline()
 	for _, id := range order {
-		pipe.XAck(ctx, q.keys.Stream(id), q.group, byVoucher[id]...)
+		ackTally(ctx, pipe, q.keys, q.group, id, byVoucher[id])
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("ack queue entries: %w", err)
@@ -175,7 +175,7 @@ func (q *Queue) DeadLetter(ctx context.Context, d ports.Delivery, reason string)
 		if at := expire.Val(); at > 0 {
 			tx.PExpireAt(ctx, dead, time.UnixMilli(at.Milliseconds()))
 		}
-		tx.XAck(ctx, stream, q.group, d.ID)
+		ackTally(ctx, tx, q.keys, q.group, d.VoucherID, []ports.Delivery{d})
 		return nil
 	})
 	if err != nil {

@@ -141,6 +141,9 @@ if #buyers > 0 then
   -- reads the orders hash a page at a time can tell whether it read one moment.
   redis.call('HSET', KEYS[1], 'remaining', remaining)
   redis.call('HINCRBY', KEYS[1], 'gen', 1)
+  -- The tally of entries not yet acknowledged (see tally.go).
+  redis.call('HINCRBY', KEYS[1], 'queued', tonumber(m.remaining) - remaining)
+  redis.call('HINCRBY', KEYS[1], 'queued_entries', #buyers / 2)
   redis.call('HSET', KEYS[2], unpack(buyers))
   redis.call('HSET', KEYS[3], unpack(orders))
   -- Buyers, orders and stream expire with the sale state.

@@ -191,6 +191,8 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, r domain.Reserva
 		}
 		p.HIncrBy(ctx, k.Meta(r.VoucherID), "remaining", -int64(r.Quantity))
 		p.HIncrBy(ctx, k.Meta(r.VoucherID), "gen", 1)
+		p.HIncrBy(ctx, k.Meta(r.VoucherID), tallyUnits, int64(r.Quantity))
+		p.HIncrBy(ctx, k.Meta(r.VoucherID), tallyEntries, 1)
 		p.HSet(ctx, k.Buyers(r.VoucherID), user, string(r.OrderID))
 		p.HSet(ctx, k.Orders(r.VoucherID), string(r.OrderID), encodeRecord(r))
 		p.XAdd(ctx, &redis.XAddArgs{Stream: k.Stream(r.VoucherID), Values: entryValues(r, traceParent(ctx))})

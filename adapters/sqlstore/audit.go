@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -26,11 +27,24 @@ var liveStatuses = []string{
 // the database as of its first one, so the voucher and its orders agree.
 var snapshot = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
 
+// ledgerPage is how many orders Ledger reads per statement.
+const ledgerPage = 10000
+
+// ledgerTimeout bounds a Ledger whose context has no deadline of its own.
+const ledgerTimeout = 5 * time.Minute
+
 // Ledger returns voucher id and all its orders, oldest (by id) first, read from one
-// snapshot: the voucher's sold counter is the one its orders had at that moment. It
+// snapshot, keyset-paged by order id: the voucher's sold counter is the one its orders had at that moment. It
 // returns domain.ErrNotFound for an unknown voucher. No orders is an empty, non-nil
 // slice.
 func (s *Orders) Ledger(ctx context.Context, id domain.VoucherID) (ports.Ledger, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		// The guarded connector gives a call without a deadline a few seconds, enough
+		// for a request; a voucher with a million orders takes longer to read.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, ledgerTimeout)
+		defer cancel()
+	}
 	var v voucherRow
 	var rows []orderRow
 	err := s.db.RunInTx(ctx, snapshot, func(ctx context.Context, tx bun.Tx) error {
@@ -41,10 +55,21 @@ func (s *Orders) Ledger(ctx context.Context, id domain.VoucherID) (ports.Ledger,
 		if err != nil {
 			return fmt.Errorf("read voucher: %w", err)
 		}
-		if err := tx.NewSelect().Model(&rows).Where("o.voucher_id = ?", int64(id)).Order("o.id").Scan(ctx); err != nil {
-			return fmt.Errorf("read orders: %w", err)
+		// A page at a time, by primary key, so no one statement holds a voucher's
+		// every order; the transaction's snapshot keeps the pages one moment's.
+		for after := ""; ; {
+			var page []orderRow
+			err := tx.NewSelect().Model(&page).Where("o.voucher_id = ?", int64(id)).Where("o.id > ?", after).
+				Order("o.id").Limit(ledgerPage).Scan(ctx)
+			if err != nil {
+				return fmt.Errorf("read orders: %w", err)
+			}
+			rows = append(rows, page...)
+			if len(page) < ledgerPage {
+				return nil
+			}
+			after = page[len(page)-1].ID
 		}
-		return nil
 	})
 	if err != nil {
 		return ports.Ledger{}, fmt.Errorf("ledger of voucher %s: %w", id, classify(err))

@@ -429,26 +429,3 @@ func (s *Orders) ListByUser(ctx context.Context, user domain.UserID, q ports.Ord
 	}
 	return out, nil
 }
-
-// UnitsByStatus returns the units the voucher's orders hold in each status; statuses
-// without orders are absent, and so is everything for an unknown voucher.
-func (s *Orders) UnitsByStatus(ctx context.Context, voucher domain.VoucherID) (map[domain.OrderStatus]int, error) {
-	var rows []struct {
-		Status string `bun:"status"`
-		Units  int    `bun:"units"`
-	}
-	err := s.db.NewSelect().Model((*orderRow)(nil)).
-		Column("status").
-		ColumnExpr("sum(o.quantity) AS units").
-		Where("o.voucher_id = ?", int64(voucher)).
-		Group("status").
-		Scan(ctx, &rows)
-	if err != nil {
-		return nil, fmt.Errorf("count units of voucher %s: %w", voucher, classify(err))
-	}
-	out := make(map[domain.OrderStatus]int, len(rows))
-	for _, r := range rows {
-		out[domain.OrderStatus(r.Status)] = r.Units
-	}
-	return out, nil
-}

@@ -235,6 +235,20 @@ func (s *Stock) Snapshot(ctx context.Context, id domain.VoucherID) (ports.StockS
 	return snap, nil
 }
 
+// Tally returns voucher id's stock and stock minus sold remaining, read from its row;
+// nothing is ever queued. An unknown voucher is not Present.
+func (s *Stock) Tally(ctx context.Context, id domain.VoucherID) (ports.StockTally, error) {
+	var v voucherRow
+	err := s.db.NewSelect().Model(&v).Column("stock", "sold").Where("v.id = ?", int64(id)).Scan(ctx)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ports.StockTally{}, nil
+	}
+	if err != nil {
+		return ports.StockTally{}, fmt.Errorf("tally stock: %w", classify(err))
+	}
+	return ports.StockTally{Present: true, Stock: v.Stock, Remaining: v.Stock - v.Sold}, nil
+}
+
 // Restore records nothing and reports false for each: a live order is its own
 // reservation here, so none can be missing.
 func (s *Stock) Restore(_ context.Context, rs ...domain.Reservation) ([]bool, error) {

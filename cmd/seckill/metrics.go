@@ -30,6 +30,7 @@ type metrics struct {
 	released    prometheus.Counter
 	breakerOpen *prometheus.GaugeVec
 	drift       *prometheus.GaugeVec
+	unchecked   prometheus.Counter
 }
 
 // breakerNames are the dependencies behind a circuit breaker, as the breakers name
@@ -50,6 +51,7 @@ func newMetrics() *metrics {
 		deadLetters: counter("seckill_dead_letters_total", "Queue entries moved to a dead-letter stream (malformed, or failing past the delivery limit)."),
 		expired:     counter("seckill_orders_expired_total", "Orders expired unpaid by this instance."),
 		released:    counter("seckill_units_released_total", "Units put back on sale (cancelled, expired or failed orders, reconciliation repairs)."),
+		unchecked:   counter("seckill_reconcile_unchecked_total", "Vouchers the periodic reconciliation could not check (Redis or the database failed for them); each is checked again at the next pass."),
 		breakerOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "seckill_breaker_open",
 			Help: "1 while the circuit breaker of a dependency is open (calls fail at once), else 0.",
@@ -62,7 +64,7 @@ func newMetrics() *metrics {
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.persisted, m.failed, m.deadLetters, m.expired, m.released, m.breakerOpen, m.drift,
+		m.persisted, m.failed, m.deadLetters, m.expired, m.released, m.breakerOpen, m.drift, m.unchecked,
 	)
 	for _, name := range breakerNames {
 		m.breakerOpen.WithLabelValues(name)
@@ -95,7 +97,8 @@ func (m *metrics) fulfilled(r application.FulfillReport) {
 // unitsReleased counts the units of an order put back on sale.
 func (m *metrics) unitsReleased(o domain.Order) { m.released.Add(float64(o.Quantity)) }
 
-// reconciled records the drift of one reconciliation, every kind reset first.
+// reconciled records the drift of one reconciliation (or one round of the periodic
+// one), every kind reset first.
 func (m *metrics) reconciled(reports []application.VoucherReconciliation) {
 	sums := make(map[application.DriftKind]int)
 	for _, r := range reports {

@@ -43,6 +43,10 @@ type app struct {
 	Expire      *application.ExpireOrders
 	Release     *application.ReleaseClosed
 	Reconcile   *application.Reconcile
+	// Leases keeps the periodic reconciliation to one instance at a time; Orders
+	// folds the database's unit counters (sqlstore.Orders.FoldUnits).
+	Leases *sqlstore.Leases
+	Orders *sqlstore.Orders
 	// Metrics are the worker's and the loops' instruments; HTTPMetrics the API's,
 	// whose registry GET /metrics serves.
 	Metrics     *metrics
@@ -77,6 +81,7 @@ var databaseSet = wire.NewSet(
 	wire.Bind(new(ports.OrderAudit), new(*sqlstore.Orders)),
 	sqlstore.NewIdempotency,
 	wire.Bind(new(ports.Idempotency), new(*sqlstore.Idempotency)),
+	sqlstore.NewLeases,
 )
 
 // systemSet provides the clock and the order id source.

@@ -18,6 +18,7 @@ import (
 	"github.com/seckill/seckill/adapters/httpapi"
 	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/application"
+	"github.com/seckill/seckill/domain"
 )
 
 type serveCmd struct {
@@ -124,8 +125,15 @@ For README's "A sale, step by step", paste into your shell:
 // If one part fails, the others are stopped too and the failure is returned.
 func serve(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Config, log *zap.Logger) error {
 	warnIfLossy(ctx, a.Redis, cfg, log)
-	warm(ctx, a, log)
 	g, gctx := errgroup.WithContext(ctx)
+	// The warm-up runs beside the listener, not before it: the vouchers whose sale
+	// state it loads open at once, or answer 503 while their reservations are restored
+	// (WarmVouchers.Handle), and a voucher not loaded yet is rebuilt by its first grab.
+	g.Go(func() error {
+		warm(gctx, a, log)
+		every(gctx, cfg.WarmInterval, func() { warm(gctx, a, log) })
+		return nil
+	})
 	if ln != nil {
 		// net/http's own 400/431 answers carry the JSON error body too.
 		ln = httpapi.JSONErrors(ln)
@@ -155,8 +163,12 @@ func serve(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Config, 
 		g.Go(func() error { every(gctx, time.Second, func() { expire(gctx, a, log) }); return nil })
 		g.Go(func() error { every(gctx, 5*time.Second, func() { releaseClosed(gctx, a, log) }); return nil })
 		if cfg.ReconcileInterval > 0 {
-			g.Go(func() error { every(gctx, cfg.ReconcileInterval, func() { audit(gctx, a, log) }); return nil })
+			g.Go(func() error {
+				every(gctx, cfg.ReconcileInterval, func() { audit(gctx, a, cfg.ReconcileInterval, log) })
+				return nil
+			})
 		}
+		g.Go(func() error { every(gctx, time.Second, func() { foldUnits(gctx, a, log) }); return nil })
 	}
 	if cfg.runsAPI() {
 		// Units released anywhere clear this instance's sold-out flags at once.
@@ -169,7 +181,6 @@ func serve(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Config, 
 			return nil
 		})
 	}
-	g.Go(func() error { every(gctx, cfg.WarmInterval, func() { warm(gctx, a, log) }); return nil })
 	g.Go(func() error { healAfterRestarts(gctx, a, log); return nil })
 	// Idempotency keys are kept a day; older ones are forgotten hourly.
 	g.Go(func() error {
@@ -317,17 +328,54 @@ func releaseClosed(ctx context.Context, a *app, log *zap.Logger) {
 	}
 }
 
-// audit runs reconciliation and repairs what it finds — every repair is idempotent and
-// safe during a live sale, and several instances may run it at once — logging each
-// drift with whether it was repaired.
-func audit(ctx context.Context, a *app, log *zap.Logger) {
-	reports, err := a.Reconcile.Handle(ctx, application.ReconcileCmd{Repair: true})
+// reconcileLease names the lease of the periodic reconciliation (sqlstore.Leases).
+const reconcileLease = "reconcile"
+
+// maxReconcileRound bounds one round of the periodic reconciliation; the next round
+// carries on where it stopped.
+const maxReconcileRound = 30 * time.Second
+
+// audit runs one round of the periodic reconciliation, on one instance at a time: the
+// one holding the lease, which it keeps from round to round and which passes to
+// another instance once it has not been renewed for an interval and a round. The
+// round checks vouchers for at most min(interval, maxReconcileRound), then records
+// where it stopped with the lease, so the next round — here or on the instance that
+// took the lease over — carries on from there. It repairs what it finds (every repair
+// is idempotent and safe during a live sale) and logs each drift with whether it was
+// repaired; a voucher it could not check is logged and counted
+// (seckill_reconcile_unchecked_total), and checked again at the next pass.
+func audit(ctx context.Context, a *app, interval time.Duration, log *zap.Logger) {
+	budget := min(interval, maxReconcileRound)
+	holder := a.Queue.Consumer()
+	state, ok, err := a.Leases.Acquire(ctx, reconcileLease, holder, interval+budget+time.Minute)
+	if err != nil {
+		log.Warn("reconcile: take the lease", zap.Error(err))
+		return
+	}
+	if !ok {
+		log.Debug("reconcile: another instance holds the lease")
+		return
+	}
+	after, _ := domain.ParseVoucherID(state) // empty or unreadable: a new pass
+	res, err := a.Reconcile.Round(ctx, application.RoundCmd{After: after, Budget: budget, Repair: true})
 	if err != nil {
 		log.Warn("reconcile", zap.Error(err))
 		return
 	}
-	a.Metrics.reconciled(reports)
-	for _, r := range reports {
+	next := ""
+	if res.Next != 0 {
+		next = res.Next.String()
+	}
+	if _, err := a.Leases.Save(ctx, reconcileLease, holder, next); err != nil {
+		log.Warn("reconcile: keep where the round stopped", zap.Error(err))
+	}
+	a.Metrics.reconciled(res.Reports)
+	for _, u := range res.Unchecked {
+		a.Metrics.unchecked.Inc()
+		log.Error("reconcile: voucher not checked; checked again at the next pass",
+			zap.Stringer("voucher", u.VoucherID), zap.Error(u.Err))
+	}
+	for _, r := range res.Reports {
 		for _, d := range r.Drifts {
 			fields := []zap.Field{zap.Stringer("voucher", r.VoucherID), zap.String("kind", string(d.Kind)),
 				zap.Int("count", d.Count), zap.Strings("examples", d.Examples)}
@@ -337,6 +385,24 @@ func audit(ctx context.Context, a *app, log *zap.Logger) {
 			}
 			log.Error("drift between redis and the database, not repaired; see seckill reconcile",
 				append(fields, zap.String("repair_error", d.RepairError))...)
+		}
+	}
+}
+
+// foldBatch is how many unit changes one fold moves at most.
+const foldBatch = 10000
+
+// foldUnits folds the database's changes of units per status into its counters
+// (sqlstore.Orders.FoldUnits), so a voucher's stats read a handful of rows.
+func foldUnits(ctx context.Context, a *app, log *zap.Logger) {
+	for {
+		n, err := a.Orders.FoldUnits(ctx, foldBatch)
+		if err != nil {
+			log.Warn("fold unit counters", zap.Error(err))
+			return
+		}
+		if n < foldBatch {
+			return
 		}
 	}
 }

@@ -91,6 +91,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	applicationExpireOrders := expireOrders(orders, applicationCompensate, clock, cfg)
 	applicationReleaseClosed := application.NewReleaseClosed(orders, applicationCompensate)
 	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, applicationCompensate, clock, common)
+	leases := sqlstore.NewLeases(db)
 	mainApp := &app{
 		Redis:       universalClient,
 		Restarts:    restarts,
@@ -104,6 +105,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		Expire:      applicationExpireOrders,
 		Release:     applicationReleaseClosed,
 		Reconcile:   applicationReconcile,
+		Leases:      leases,
+		Orders:      orders,
 		Metrics:     mainMetrics,
 		HTTPMetrics: httpapiMetrics,
 	}
@@ -182,6 +185,7 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	applicationExpireOrders := expireOrders(orders, applicationCompensate, clock, cfg)
 	applicationReleaseClosed := application.NewReleaseClosed(orders, applicationCompensate)
 	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, applicationCompensate, clock, common)
+	leases := sqlstore.NewLeases(db)
 	mainApp := &app{
 		Redis:       universalClient,
 		Restarts:    restarts,
@@ -195,6 +199,8 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 		Expire:      applicationExpireOrders,
 		Release:     applicationReleaseClosed,
 		Reconcile:   applicationReconcile,
+		Leases:      leases,
+		Orders:      orders,
 		Metrics:     mainMetrics,
 		HTTPMetrics: httpapiMetrics,
 	}

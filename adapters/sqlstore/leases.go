@@ -1,0 +1,72 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+)
+
+// Leases lets one instance at a time run a periodic job, on PostgreSQL and SQLite
+// alike (SQLite has no advisory locks): a row per job names its holder and until when
+// it holds it, and keeps the job's state (where it stopped) for whoever holds it next.
+// Times are the instances' clocks, so a lease should be far longer than their skew.
+type Leases struct {
+	db *bun.DB
+}
+
+// NewLeases returns the leases kept in db.
+func NewLeases(db *bun.DB) *Leases {
+	return &Leases{db: db}
+}
+
+// acquireSQL takes or renews a lease in one statement: a new row, or the row of an
+// expired lease or of one the same holder holds. RETURNING answers no row when
+// another holder's lease is still running.
+const acquireSQL = `INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?)
+ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+WHERE leases.expires_at <= ? OR leases.holder = excluded.holder
+RETURNING state`
+
+// Acquire takes lease name for holder until ttl from now, or renews it when holder
+// holds it already; it reports false, taking nothing, while another holder's lease
+// runs. It returns the state the last holder saved (Save).
+func (l *Leases) Acquire(ctx context.Context, name, holder string, ttl time.Duration) (string, bool, error) {
+	at := now()
+	var state string
+	err := l.db.NewRaw(acquireSQL, name, holder, at.Add(ttl), at).Scan(ctx, &state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("acquire lease %s: %w", name, classify(err))
+	}
+	return state, true, nil
+}
+
+// Save keeps state with lease name, only while holder holds it; it reports whether it
+// did (false: the lease expired and another holder took it).
+func (l *Leases) Save(ctx context.Context, name, holder, state string) (bool, error) {
+	res, err := l.db.NewRaw("UPDATE leases SET state = ? WHERE name = ? AND holder = ?", state, name, holder).Exec(ctx)
+	if err != nil {
+		return false, fmt.Errorf("save lease %s: %w", name, classify(err))
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("save lease %s: %w", name, err)
+	}
+	return n == 1, nil
+}
+
+// Release ends holder's lease name now, keeping its state, so another holder may take
+// it at once; a lease holder does not hold is left alone.
+func (l *Leases) Release(ctx context.Context, name, holder string) error {
+	_, err := l.db.NewRaw("UPDATE leases SET expires_at = ? WHERE name = ? AND holder = ?", now(), name, holder).Exec(ctx)
+	if err != nil {
+		return fmt.Errorf("release lease %s: %w", name, classify(err))
+	}
+	return nil
+}
