@@ -201,7 +201,7 @@ func (uc *Reconcile) one(ctx context.Context, id domain.VoucherID, repair bool) 
 	}
 
 	switch {
-	case !snap.Present && ledger.Voucher.Window(now) != domain.ErrEnded:
+	case !snap.Present && !errors.Is(ledger.Voucher.Window(now), domain.ErrEnded):
 		f.add(DriftSaleStateMissing, "no sale state in redis")
 	case snap.Present:
 		uc.compare(snap, ledger, now, &f)

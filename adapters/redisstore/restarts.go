@@ -64,7 +64,7 @@ func runID(info string) string {
 
 // Observe reads the run_id of the server cn is connected to. It has the shape of
 // redis.Options.OnConnect. The connection that first meets a changed server is
-// refused (an error wrapping domain.ErrUnavailable): the command that dialled it may
+// refused (an error wrapping domain.ErrUnavailable): the command that dialed it may
 // be a grab that passed the gate a moment before, and must not be judged by the state
 // to be healed. Failing to read the run_id fails nothing.
 func (r *Restarts) Observe(ctx context.Context, cn *redis.Conn) error {
@@ -98,7 +98,7 @@ func (r *Restarts) Observe(ctx context.Context, cn *redis.Conn) error {
 // Healing reports whether the server changed since the last Healed.
 func (r *Restarts) Healing() bool { return r.healing.Load() }
 
-// Changed is signalled when a change of server is first seen.
+// Changed is signaled when a change of server is first seen.
 func (r *Restarts) Changed() <-chan struct{} { return r.changed }
 
 // Generation returns a token of the changes seen so far; a heal takes one before it

@@ -43,7 +43,7 @@ func TestRestartsGateGrabsAfterARestart(t *testing.T) {
 	select {
 	case <-restarts.Changed():
 	default:
-		t.Fatal("no change signalled")
+		t.Fatal("no change signaled")
 	}
 	if err := s.Reserve(ctx, grab(v.ID, 2, 1)); !errors.Is(err, domain.ErrUnavailable) {
 		t.Fatalf("grab while healing: %v, want ErrUnavailable", err)

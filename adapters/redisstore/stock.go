@@ -450,7 +450,7 @@ func (s *Stock) runReserve(ctx context.Context, keys []string, args []any) ([]an
 		acked, err := wait.Int()
 		if err != nil {
 			// The script ran; only the replicas' count is unknown.
-			return reply, 0, nil
+			return reply, 0, nil //nolint:nilerr // the grab is answered by the script's reply; 0 replicas makes the caller answer 503
 		}
 		return reply, acked, nil
 	}

@@ -247,7 +247,7 @@ func openDatabase(ctx context.Context, cfg Common, log *zap.Logger, m *metrics) 
 		return nil, nil, fmt.Errorf("connect to database %s: %w", redactURL(url), err)
 	}
 	if cfg.tracing() {
-		db.AddQueryHook(bunotel.NewQueryHook(bunotel.WithDBName("seckill")))
+		db = db.WithQueryHook(bunotel.NewQueryHook(bunotel.WithDBName("seckill")))
 	}
 	if sqlstore.IsSQLite(db) {
 		log.Warn("using a SQLite file as the database (set SECKILL_DATABASE_URL to a PostgreSQL URL otherwise); for trying and testing, not production",
