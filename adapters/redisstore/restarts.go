@@ -130,6 +130,39 @@ func (r *Restarts) Observe(ctx context.Context, cn *redis.Conn) error {
 	if err != nil || now.runID == "" {
 		return nil
 	}
+	if !r.see(key, now) {
+		return nil
+	}
+	return fmt.Errorf("redis %w: the server changed (run_id %s): its sale state is being healed", domain.ErrUnavailable, now.runID)
+}
+
+// Recheck reads every master of a cluster client now, as Observe reads a new
+// connection's server: a failover may promote a replica the client already holds a
+// connection to (it asks any node for the slots), which no new connection would
+// reveal. Serve calls it every second on a cluster. It returns the error of a master
+// that did not answer; the others are still read.
+func (r *Restarts) Recheck(ctx context.Context, client *redis.ClusterClient) error {
+	r.mu.Lock()
+	watching := r.watching
+	r.mu.Unlock()
+	if !watching {
+		return nil
+	}
+	return client.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		key, now, err := identify(ctx, node, true)
+		if err != nil {
+			return fmt.Errorf("read redis's run_id: %w", err)
+		}
+		if now.runID != "" {
+			r.see(key, now)
+		}
+		return nil
+	})
+}
+
+// see records what was just read of the server under key, and reports whether it is
+// a change to heal from — then Healing holds and Changed is signaled.
+func (r *Restarts) see(key string, now server) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	before, known := r.servers[key]
@@ -137,10 +170,10 @@ func (r *Restarts) Observe(ctx context.Context, cn *redis.Conn) error {
 	switch {
 	case known && before.runID != "" && before.runID != now.runID:
 		// The same server (or node) restarted, or another took the one server's place.
-	case cluster && now.master && !before.master:
+	case r.cluster && now.master && !before.master:
 		// A node that was a replica, or unknown, serves slots as a master now.
 	default:
-		return nil
+		return false
 	}
 	r.gen.Add(1)
 	r.healing.Store(true)
@@ -148,7 +181,7 @@ func (r *Restarts) Observe(ctx context.Context, cn *redis.Conn) error {
 	case r.changed <- struct{}{}:
 	default:
 	}
-	return fmt.Errorf("redis %w: the server changed (run_id %s): its sale state is being healed", domain.ErrUnavailable, now.runID)
+	return true
 }
 
 // Healing reports whether the server changed since the last Healed.

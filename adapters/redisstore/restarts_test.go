@@ -124,7 +124,40 @@ func TestRestartsWatchEveryMasterOfACluster(t *testing.T) {
 	}
 }
 
-// clusterNode is one master of a throwaway Redis Cluster.
+// TestRestartsNoticeAClusterFailover: when a replica takes over its master's slots
+// (a failover, here a manual CLUSTER FAILOVER), the promoted node is a change to heal
+// from — it may have been behind — even though it did not restart: Recheck, which
+// serve runs every second on a cluster, notices it.
+func TestRestartsNoticeAClusterFailover(t *testing.T) {
+	ctx := context.Background()
+	nodes := privateCluster(t, 2)
+	replica := addReplica(t, nodes[1])
+	restarts := redisstore.NewRestarts()
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{nodes[0].addr}, OnConnect: restarts.Observe})
+	t.Cleanup(func() { _ = client.Close() })
+	check(t, restarts.Watch(ctx, client))
+	check(t, restarts.Recheck(ctx, client))
+	if restarts.Healing() {
+		t.Fatal("healing before any failover")
+	}
+
+	check(t, replica.probe.ClusterFailover(ctx).Err())
+	eventually(t, 30*time.Second, "the replica promoted", func() bool {
+		return strings.Contains(replica.probe.Info(ctx, "replication").Val(), "role:master")
+	})
+	eventually(t, 30*time.Second, "the failover noticed", func() bool {
+		client.ReloadState(ctx)
+		_ = restarts.Recheck(ctx, client)
+		return restarts.Healing()
+	})
+	select {
+	case <-restarts.Changed():
+	default:
+		t.Fatal("no change signaled")
+	}
+}
+
+// clusterNode is one node of a throwaway Redis Cluster.
 type clusterNode struct {
 	addr string
 	// probe is a plain client of this node alone.
@@ -138,43 +171,10 @@ type clusterNode struct {
 // its slots split evenly, for this test alone.
 func privateCluster(t *testing.T, n int) []*clusterNode {
 	t.Helper()
-	testenv.RedisURL(t)
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server not found: %v", err)
-		}
-		t.Skipf("redis-server not found: %v", err)
-	}
 	ctx := context.Background()
 	nodes := make([]*clusterNode, n)
 	for i := range nodes {
-		port := clusterPort(t)
-		dir := t.TempDir()
-		node := &clusterNode{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
-		var cmd *exec.Cmd
-		stop := func() {
-			if cmd != nil {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-				cmd = nil
-			}
-		}
-		start := func() {
-			cmd = exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-				"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--cluster-node-timeout", "5000", "--dir", dir)
-			check(t, cmd.Start())
-			eventually(t, 10*time.Second, "node "+node.addr+" answers", func() bool { return node.probe.Ping(ctx).Err() == nil })
-		}
-		node.probe = redis.NewClient(&redis.Options{Addr: node.addr, MaxRetries: -1})
-		t.Cleanup(func() { _ = node.probe.Close() })
-		node.restart = func() {
-			stop()
-			start()
-			clusterOK(t, node)
-		}
-		start()
-		t.Cleanup(stop)
+		node := startClusterNode(t)
 		per := 16384 / n
 		last := (i+1)*per - 1
 		if i == n-1 {
@@ -184,13 +184,82 @@ func privateCluster(t *testing.T, n int) []*clusterNode {
 		nodes[i] = node
 	}
 	for _, node := range nodes[1:] {
-		host, port, _ := net.SplitHostPort(node.addr)
-		check(t, nodes[0].probe.ClusterMeet(ctx, host, port).Err())
+		meet(t, nodes[0], node)
 	}
 	for _, node := range nodes {
 		clusterOK(t, node)
 	}
 	return nodes
+}
+
+// addReplica starts a node of the cluster as a replica of master and waits until it
+// is in sync.
+func addReplica(t *testing.T, master *clusterNode) *clusterNode {
+	t.Helper()
+	ctx := context.Background()
+	replica := startClusterNode(t)
+	meet(t, master, replica)
+	id, err := master.probe.ClusterMyID(ctx).Result()
+	check(t, err)
+	// The replica must know the master's id before it can follow it.
+	eventually(t, 30*time.Second, "the replica knows the master", func() bool {
+		return strings.Contains(replica.probe.ClusterNodes(ctx).Val(), id)
+	})
+	check(t, replica.probe.ClusterReplicate(ctx, id).Err())
+	eventually(t, 30*time.Second, "the replica in sync", func() bool {
+		return strings.Contains(replica.probe.Info(ctx, "replication").Val(), "master_link_status:up")
+	})
+	clusterOK(t, replica)
+	return replica
+}
+
+// meet introduces node to the cluster that first belongs to.
+func meet(t *testing.T, first, node *clusterNode) {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(node.addr)
+	check(t, first.probe.ClusterMeet(context.Background(), host, port).Err())
+}
+
+// startClusterNode starts a cluster-enabled redis-server without persistence, on a
+// port of its own, stopped when the test ends.
+func startClusterNode(t *testing.T) *clusterNode {
+	t.Helper()
+	testenv.RedisURL(t)
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redis-server not found: %v", err)
+		}
+		t.Skipf("redis-server not found: %v", err)
+	}
+	ctx := context.Background()
+	port := clusterPort(t)
+	dir := t.TempDir()
+	node := &clusterNode{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+	var cmd *exec.Cmd
+	stop := func() {
+		if cmd != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			cmd = nil
+		}
+	}
+	start := func() {
+		cmd = exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+			"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--cluster-node-timeout", "5000", "--dir", dir)
+		check(t, cmd.Start())
+		eventually(t, 10*time.Second, "node "+node.addr+" answers", func() bool { return node.probe.Ping(ctx).Err() == nil })
+	}
+	node.probe = redis.NewClient(&redis.Options{Addr: node.addr, MaxRetries: -1})
+	t.Cleanup(func() { _ = node.probe.Close() })
+	node.restart = func() {
+		stop()
+		start()
+		clusterOK(t, node)
+	}
+	start()
+	t.Cleanup(stop)
+	return node
 }
 
 // clusterOK waits until node says the cluster is ok.
