@@ -224,14 +224,7 @@ func meet(t *testing.T, first, node *clusterNode) {
 // port of its own, stopped when the test ends.
 func startClusterNode(t *testing.T) *clusterNode {
 	t.Helper()
-	testenv.RedisURL(t)
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server not found: %v", err)
-		}
-		t.Skipf("redis-server not found: %v", err)
-	}
+	bin := redisServer(t)
 	ctx := context.Background()
 	port := clusterPort(t)
 	dir := t.TempDir()
@@ -260,6 +253,21 @@ func startClusterNode(t *testing.T) *clusterNode {
 	start()
 	t.Cleanup(stop)
 	return node
+}
+
+// redisServer returns the path of redis-server, for tests that start servers of their
+// own; it skips the test when there is none, but fails it in CI.
+func redisServer(t *testing.T) string {
+	t.Helper()
+	testenv.RedisURL(t)
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("redis-server not found: %v", err)
+		}
+		t.Skipf("redis-server not found: %v", err)
+	}
+	return bin
 }
 
 // clusterOK waits until node says the cluster is ok.
