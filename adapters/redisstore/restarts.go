@@ -127,10 +127,10 @@ func (r *Restarts) Observe(ctx context.Context, cn *redis.Conn) error {
 		return nil
 	}
 	key, now, err := identify(ctx, cn, cluster)
-	if err != nil || now.runID == "" {
-		return nil
+	if err != nil {
+		return nil //nolint:nilerr // a server that cannot say who it is fails nothing: the command will tell
 	}
-	if !r.see(key, now) {
+	if now.runID == "" || !r.see(key, now) {
 		return nil
 	}
 	return fmt.Errorf("redis %w: the server changed (run_id %s): its sale state is being healed", domain.ErrUnavailable, now.runID)
