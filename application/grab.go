@@ -150,7 +150,7 @@ func newMissFlights() *missFlights {
 // begin reports whether this grab is the one to rebuild voucher id; when it is not,
 // answer is what to answer instead: a remembered not_found or ended, or unavailable
 // while another grab rebuilds.
-func (m *missFlights) begin(id domain.VoucherID, now time.Time) (answer error, first bool) {
+func (m *missFlights) begin(id domain.VoucherID, now time.Time) (answer error, first bool) { //nolint:revive // answer is a value for the client, not this call's failure
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	f := m.flights[id]

@@ -168,7 +168,9 @@ func TestGrabVoucherSoldOutShortCut(t *testing.T) {
 	if _, err := f.grab.Handle(ctx, application.GrabVoucherCmd{VoucherID: f.id, UserID: 5, Quantity: 1}); !errors.Is(err, domain.ErrSoldOut) {
 		t.Fatalf("err = %v", err)
 	}
-	f.stock.Release(ctx, domain.Order{ID: f.stock.Reserved[2].OrderID, VoucherID: f.id, UserID: 4, Quantity: 1})
+	if _, err := f.stock.Release(ctx, domain.Order{ID: f.stock.Reserved[2].OrderID, VoucherID: f.id, UserID: 4, Quantity: 1}); err != nil {
+		t.Fatal(err)
+	}
 	f.clock.Set(t0.Add(time.Second))
 	mustGrab(t, f, 5, 1)
 }

@@ -22,10 +22,10 @@ func NewPayOrder(get *GetOrder, lifecycle ports.OrderLifecycle, payments ports.P
 	return &PayOrder{get: get, lifecycle: lifecycle, payments: payments}
 }
 
-// Handle authorises the payment and marks the order paid. Only its owner may pay it.
+// Handle authorizes the payment and marks the order paid. Only its owner may pay it.
 // It returns domain.ErrNotFound (no such order of the caller), domain.ErrInvalidState
 // (not awaiting payment: still queued, already paid, cancelled or expired — also when
-// it expired while the payment was being authorised, in which case the authorisation
+// it expired while the payment was being authorized, in which case the authorization
 // is voided), or the gateway's error.
 func (uc *PayOrder) Handle(ctx context.Context, user domain.UserID, id domain.OrderID) (domain.Order, error) {
 	o, err := uc.get.Handle(ctx, Caller{User: user}, id)

@@ -208,7 +208,7 @@ func TestPayVersusExpire(t *testing.T) {
 	if got := l.remaining(t) + units[domain.StatusPaid]; got != 200 {
 		t.Fatalf("remaining + paid = %d, want 200", got)
 	}
-	// Only a payment that lost the race after authorising is voided.
+	// Only a payment that lost the race after authorizing is voided.
 	if got, most := len(l.payments.Voided), 100-units[domain.StatusPaid]; got > most {
 		t.Fatalf("voided %d payments, at most %d orders expired", got, most)
 	}

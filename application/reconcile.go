@@ -201,7 +201,7 @@ func (uc *Reconcile) one(ctx context.Context, id domain.VoucherID, repair bool) 
 	}
 
 	switch {
-	case !snap.Present && ledger.Voucher.Window(now) != domain.ErrEnded:
+	case !snap.Present && !errors.Is(ledger.Voucher.Window(now), domain.ErrEnded):
 		f.add(DriftSaleStateMissing, "no sale state in redis")
 	case snap.Present:
 		if err := uc.compare(ctx, snap, ledger, now, &f); err != nil {

@@ -56,16 +56,16 @@ func TestReconcileFindsAndRepairsEachDrift(t *testing.T) {
 		inject func(t *testing.T, l lifecycle, ids []domain.OrderID)
 		want   []application.DriftKind
 	}{
-		{"reservation deleted", func(t *testing.T, l lifecycle, ids []domain.OrderID) {
+		{"reservation deleted", func(_ *testing.T, l lifecycle, ids []domain.OrderID) {
 			l.stock.Forget(l.id, l.order(t, ids[0]).UserID)
 		}, []application.DriftKind{application.DriftStockMismatch, application.DriftOrderWithoutReservation}},
-		{"sale state lost", func(t *testing.T, l lifecycle, _ []domain.OrderID) {
+		{"sale state lost", func(_ *testing.T, l lifecycle, _ []domain.OrderID) {
 			l.stock.Drop(l.id)
 		}, []application.DriftKind{application.DriftSaleStateMissing}},
-		{"closed order still reserved", func(t *testing.T, l lifecycle, ids []domain.OrderID) {
+		{"closed order still reserved", func(_ *testing.T, l lifecycle, ids []domain.OrderID) {
 			l.orders.SetStatus(ids[1], domain.StatusCancelled) // closed without release or counter
 		}, []application.DriftKind{application.DriftSoldMismatch, application.DriftClosedStillReserved}},
-		{"sold counter off", func(t *testing.T, l lifecycle, _ []domain.OrderID) {
+		{"sold counter off", func(_ *testing.T, l lifecycle, _ []domain.OrderID) {
 			v, _ := l.vouchers.Get(context.Background(), l.id)
 			v.Sold = 1
 			l.vouchers.Put(v)

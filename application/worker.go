@@ -94,7 +94,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return nil //nolint:nilerr // a call cut short by the shutdown is no failure of Run
 			}
 			w.setHealth(err)
 			if !sleep(ctx, jitter(backoff)) {

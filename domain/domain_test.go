@@ -101,7 +101,7 @@ func TestVoucherWindow(t *testing.T) {
 		{t0.Add(time.Minute), domain.ErrEnded},
 	}
 	for _, c := range cases {
-		if got := v.Window(c.at); got != c.want {
+		if got := v.Window(c.at); !errors.Is(got, c.want) {
 			t.Errorf("Window(%v) = %v, want %v", c.at, got, c.want)
 		}
 	}

@@ -34,7 +34,7 @@ var (
 	ErrUnavailable = errors.New("service unavailable")
 )
 
-// ErrRateLimited: the caller sent more requests than its limit allows. It is
+// ErrRateLimited means the caller sent more requests than its limit allows. It is
 // returned wrapped in a *RateLimitedError that says when to retry.
 var ErrRateLimited = errors.New("rate limited")
 

@@ -248,13 +248,13 @@ type Releases interface {
 	MarkReleased(ctx context.Context, ids ...domain.OrderID) error
 }
 
-// Payments is where a payment gateway plugs in. Pay authorises before the order is
-// marked paid and voids the authorisation if the order could not be marked (it
+// Payments is where a payment gateway plugs in. Pay authorizes before the order is
+// marked paid and voids the authorization if the order could not be marked (it
 // expired or was cancelled meanwhile).
 type Payments interface {
 	// Authorize reserves the order's amount with the gateway.
 	Authorize(ctx context.Context, o domain.Order) error
-	// Void cancels an authorisation that will not be captured.
+	// Void cancels an authorization that will not be captured.
 	Void(ctx context.Context, o domain.Order) error
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every check and test of seckill against a throwaway Redis and PostgreSQL:
-#   bash scripts/test.sh            # gofmt, go vet, wire diff, go test -race ./...,
+#   bash scripts/test.sh            # gofmt, go vet, golangci-lint, wire diff, go test -race ./...,
 #                                   # then the Redis tests again on a Redis Cluster,
 #                                   # and a Redis Sentinel failover
 #   bash scripts/test.sh -run Burst # extra arguments go to go test
@@ -13,6 +13,18 @@ unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted"; exit 1; fi
 echo "== go vet"
 go vet ./...
+# golangci-lint (its linters and their reasons: .golangci.yml), pinned, built from the
+# module proxy into .cache/bin on first use. Installed with `go install` rather than
+# as a go.mod tool: as a tool its ~190 modules would join the service's build list
+# (go.sum would triple) and move some of the service's own dependencies.
+echo "== golangci-lint"
+lint_version=2.15.0
+lint=.cache/bin/golangci-lint
+if ! "$lint" version 2>/dev/null | grep -q "has version $lint_version "; then
+	echo "installing golangci-lint v$lint_version into .cache/bin (a few minutes, once)"
+	GOBIN="$PWD/.cache/bin" go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v$lint_version"
+fi
+"$lint" run ./...
 echo "== wire diff"
 if ! out=$(cd cmd/seckill && go tool wire diff . 2>&1); then
 	echo "wire_gen.go is stale or wire failed (run: go generate ./cmd/seckill):"

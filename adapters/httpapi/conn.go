@@ -22,7 +22,7 @@ import (
 //
 // net/http offers no hook for these answers: it writes each as one fixed-format
 // message straight to the connection and closes it. The connections ln accepts
-// recognise exactly that message — a status line followed at once by
+// recognize exactly that message — a status line followed at once by
 // "Content-Type: text/plain; charset=utf-8" and "Connection: close", in that order
 // and with no Date header, which no response written through a ResponseWriter has —
 // and write the same status with a JSON body in its place.

@@ -43,6 +43,7 @@ func TestJSONErrorsBelowEcho(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res := roundTrip(t, ln.Addr().String(), tc.request)
+			defer res.Body.Close()
 			body, _ := io.ReadAll(res.Body)
 			var got errorBody
 			want := "invalid_request"
@@ -58,6 +59,7 @@ func TestJSONErrorsBelowEcho(t *testing.T) {
 		})
 	}
 	res := roundTrip(t, ln.Addr().String(), "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	defer res.Body.Close()
 	if body, _ := io.ReadAll(res.Body); res.StatusCode != 200 || !strings.Contains(string(body), `"ok"`) {
 		t.Fatalf("healthz through the wrapper: %d %q", res.StatusCode, body)
 	}

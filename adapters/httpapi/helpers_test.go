@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -232,7 +233,7 @@ func (a *api) streamLen(id string) int64 {
 	a.t.Helper()
 	vid, _ := domain.ParseVoucherID(id)
 	n, err := a.redis.XLen(context.Background(), a.stock.Keys().Stream(vid)).Result()
-	if err != nil && err != redis.Nil {
+	if err != nil && !errors.Is(err, redis.Nil) {
 		a.t.Fatal(err)
 	}
 	return n

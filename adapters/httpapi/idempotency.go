@@ -18,7 +18,7 @@ import (
 // IdempotencyKeyHeader names the request header that makes a write idempotent.
 const IdempotencyKeyHeader = "Idempotency-Key"
 
-// idempotent makes a write route honour the Idempotency-Key header: the first request
+// idempotent makes a write route honor the Idempotency-Key header: the first request
 // with a key does the work and its answer is kept (for a day, by store); a repeat by the
 // same caller with the same key and the same request is answered with the kept status
 // and body, marked Idempotent-Replayed, without doing the work again; the same key with

@@ -79,7 +79,7 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// knownRoutes returns the route patterns of e, for the route label, and initialises the
+// knownRoutes returns the route patterns of e, for the route label, and initializes the
 // duration series of each route's success at zero.
 func (m *Metrics) knownRoutes(e *echo.Echo) map[string]bool {
 	known := make(map[string]bool)

@@ -28,27 +28,13 @@ func BenchmarkReserve(b *testing.B) {
 		maxBatch int
 	}{{"batched", 0}, {"per-grab", 1}} {
 		b.Run(tc.name, func(b *testing.B) {
-			ctx := context.Background()
 			client := testenv.Redis(b)
 			s := redisstore.NewStock(client, redisstore.Options{Prefix: "t" + testenv.Unique(), MaxBatch: tc.maxBatch})
 			v := voucher(1, b.N, 1)
 			warm(b, client, s, v)
 
-			var next atomic.Int64
 			cpu0, calls0 := redisCPU(b, client), scriptCalls(b, client)
-			b.SetParallelism(32)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					user := domain.UserID(next.Add(1))
-					if err := s.Reserve(ctx, grab(v.ID, user, 1)); err != nil {
-						b.Errorf("reserve for user %d: %v", user, err)
-						return
-					}
-				}
-			})
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+			reserveInParallel(b, s, v)
 			b.ReportMetric((redisCPU(b, client)-cpu0).Seconds()*1e6/float64(b.N), "redis-µs/op")
 			b.ReportMetric(float64(b.N)/float64(scriptCalls(b, client)-calls0), "grabs/call")
 		})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -115,14 +114,7 @@ func TestBreakerCountsOnlyOutages(t *testing.T) {
 // follows testenv's rule: skipped without the test services, failed in CI.
 func privateRedis(t *testing.T) (addr string, stop, start func()) {
 	t.Helper()
-	testenv.RedisURL(t)
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redis-server not found: %v", err)
-		}
-		t.Skipf("redis-server not found: %v", err)
-	}
+	bin := redisServer(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	check(t, err)
 	addr = l.Addr().String()

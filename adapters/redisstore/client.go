@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -28,7 +29,8 @@ func NewClient(ctx context.Context, rawURL string, tune func(*redis.Options)) (r
 	client := redis.NewClient(opts)
 	info, err := client.Info(ctx, "cluster").Result()
 	if err != nil {
-		if _, isReply := err.(redis.Error); !isReply {
+		var reply redis.Error
+		if !errors.As(err, &reply) {
 			_ = client.Close()
 			return nil, fmt.Errorf("ask whether it is a cluster node: %w", err)
 		}

@@ -69,8 +69,8 @@ type grab struct {
 // beyond it a lane that falls idle is dropped.
 const maxIdleLanes = 1024
 
-func newCoalescer(max int, maxWait time.Duration, call func(context.Context, []domain.Reservation, []string) (batchReply, error)) *coalescer {
-	return &coalescer{max: max, maxWait: maxWait, call: call, lanes: make(map[domain.VoucherID]*lane), sizes: make([]atomic.Int64, max+1)}
+func newCoalescer(maxBatch int, maxWait time.Duration, call func(context.Context, []domain.Reservation, []string) (batchReply, error)) *coalescer {
+	return &coalescer{max: maxBatch, maxWait: maxWait, call: call, lanes: make(map[domain.VoucherID]*lane), sizes: make([]atomic.Int64, maxBatch+1)}
 }
 
 // reserve judges r in the next call for its voucher and returns its answer. A grab

@@ -109,7 +109,7 @@ func (q *Queue) Consumer() string { return q.consumer }
 // entry that cannot be decoded is returned with Malformed set.
 //
 // With no stream known it waits block, or until ctx is done (returning ctx's error). A
-// cancelled ctx does not cut a blocking XREADGROUP short (go-redis honours only a ctx
+// cancelled ctx does not cut a blocking XREADGROUP short (go-redis honors only a ctx
 // deadline mid-read), so keep block short: a second or two.
 func (q *Queue) Read(ctx context.Context, count int, block time.Duration) ([]ports.Delivery, error) {
 	count = max(count, 1)

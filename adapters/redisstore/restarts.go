@@ -12,12 +12,15 @@ import (
 	"github.com/seckill/seckill/domain"
 )
 
-// Restarts notices that the Redis server behind a client is not the one it was: it
-// restarted (perhaps from an older snapshot, missing the latest grabs) or a replica
-// took over (perhaps behind). Every new connection reads the server's run_id (Observe,
-// as the client's OnConnect), and a connection is new after any restart or failover,
-// since the old ones broke: so the first command after it already knows. From then on
-// Healing reports true — a Stock given these Restarts answers grabs unavailable — until
+// Restarts notices that a Redis server behind a client is not the one it was: it
+// restarted (perhaps from an older snapshot, or empty, missing the latest grabs) or a
+// replica took over (perhaps behind). Every new connection reads the server's run_id
+// (Observe, as the client's OnConnect), and a connection is new after any restart or
+// failover, since the old ones broke: so the first command after it already knows.
+// On a Redis Cluster each master is watched on its own, by its node id: a master that
+// comes back with another run_id, or a node that serves as a master now and did not
+// when last seen (a replica promoted in a failover), is a change. From then on Healing
+// reports true — a Stock given these Restarts answers grabs unavailable — until
 // Healed, which the caller says once it has repaired the sale state from the database.
 type Restarts struct {
 	healing atomic.Bool
@@ -26,79 +29,165 @@ type Restarts struct {
 	gen     atomic.Uint64
 	changed chan struct{}
 
-	mu   sync.Mutex
-	last string
-	// watching: Watch has read the server's run_id; until then Observe does nothing.
+	mu sync.Mutex
+	// servers holds what was last seen of each server, by node id on a cluster and
+	// under the key "" for the one server otherwise.
+	servers map[string]server
+	// watching: Watch has read the run_ids; until then Observe does nothing.
 	watching bool
+	// cluster: the client is a Redis Cluster's, whose servers are told apart by node id.
+	cluster bool
+}
+
+// server is what Restarts saw of one Redis server.
+type server struct {
+	runID  string
+	master bool
 }
 
 // NewRestarts returns a Restarts that watches nothing until Watch.
 func NewRestarts() *Restarts {
-	return &Restarts{changed: make(chan struct{}, 1)}
+	return &Restarts{changed: make(chan struct{}, 1), servers: make(map[string]server)}
 }
 
-// Watch starts watching the one server client talks to (a single server, or
-// Sentinel's master): it reads its run_id now, and Observe compares every new
-// connection's with it from then on. Not for a Redis Cluster's client: each node has
-// a run_id of its own (Observe stays idle there).
-func (r *Restarts) Watch(ctx context.Context, client *redis.Client) error {
-	info, err := client.Info(ctx, "server").Result()
+// Watch starts watching the servers client talks to: the one server (or Sentinel's
+// master), or every node of a Redis Cluster. It reads their run_ids now, and Observe
+// compares every new connection's with them from then on.
+func (r *Restarts) Watch(ctx context.Context, client redis.UniversalClient) error {
+	seen := make(map[string]server)
+	var mu sync.Mutex
+	read := func(ctx context.Context, c redis.Cmdable, cluster bool) error {
+		key, s, err := identify(ctx, c, cluster)
+		if err != nil {
+			return fmt.Errorf("read redis's run_id: %w", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		seen[key] = s
+		return nil
+	}
+	cc, cluster := client.(*redis.ClusterClient)
+	var err error
+	if cluster {
+		err = cc.ForEachShard(ctx, func(ctx context.Context, node *redis.Client) error { return read(ctx, node, true) })
+	} else {
+		err = read(ctx, client, false)
+	}
 	if err != nil {
-		return fmt.Errorf("read redis's run_id: %w", err)
+		return err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.last, r.watching = runID(info), true
+	r.servers, r.watching, r.cluster = seen, true, cluster
 	return nil
 }
 
-// runID reads run_id from the text of INFO server; "" when it has none.
-func runID(info string) string {
-	_, rest, ok := strings.Cut(info, "run_id:")
-	if !ok {
-		return ""
+// identify reads who the server behind c is: its key in Restarts.servers (its node id
+// on a cluster), its run_id and whether it is a master.
+func identify(ctx context.Context, c redis.Cmdable, cluster bool) (string, server, error) {
+	var info *redis.StringCmd
+	var myID *redis.StringCmd
+	_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		info = p.Info(ctx, "server", "replication")
+		if cluster {
+			myID = p.ClusterMyID(ctx)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", server{}, err
 	}
-	id, _, _ := strings.Cut(rest, "\r\n")
-	return id
+	key := ""
+	if cluster {
+		key = myID.Val()
+	}
+	return key, server{runID: infoField(info.Val(), "run_id"), master: infoField(info.Val(), "role") == "master"}, nil
+}
+
+// infoField reads field from the text of INFO; "" when it has none.
+func infoField(info, field string) string {
+	for line := range strings.Lines(info) {
+		if value, ok := strings.CutPrefix(line, field+":"); ok {
+			return strings.TrimRight(value, "\r\n")
+		}
+	}
+	return ""
 }
 
 // Observe reads the run_id of the server cn is connected to. It has the shape of
 // redis.Options.OnConnect. The connection that first meets a changed server is
-// refused (an error wrapping domain.ErrUnavailable): the command that dialled it may
+// refused (an error wrapping domain.ErrUnavailable): the command that dialed it may
 // be a grab that passed the gate a moment before, and must not be judged by the state
 // to be healed. Failing to read the run_id fails nothing.
 func (r *Restarts) Observe(ctx context.Context, cn *redis.Conn) error {
+	r.mu.Lock()
+	watching, cluster := r.watching, r.cluster
+	r.mu.Unlock()
+	if !watching {
+		return nil
+	}
+	key, now, err := identify(ctx, cn, cluster)
+	if err != nil {
+		return nil //nolint:nilerr // a server that cannot say who it is fails nothing: the command will tell
+	}
+	if now.runID == "" || !r.see(key, now) {
+		return nil
+	}
+	return fmt.Errorf("redis %w: the server changed (run_id %s): its sale state is being healed", domain.ErrUnavailable, now.runID)
+}
+
+// Recheck reads every master of a cluster client now, as Observe reads a new
+// connection's server: a failover may promote a replica the client already holds a
+// connection to (it asks any node for the slots), which no new connection would
+// reveal. Serve calls it every second on a cluster. It returns the error of a master
+// that did not answer; the others are still read.
+func (r *Restarts) Recheck(ctx context.Context, client *redis.ClusterClient) error {
 	r.mu.Lock()
 	watching := r.watching
 	r.mu.Unlock()
 	if !watching {
 		return nil
 	}
-	info, err := cn.Info(ctx, "server").Result()
-	if err != nil {
+	return client.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		key, now, err := identify(ctx, node, true)
+		if err != nil {
+			return fmt.Errorf("read redis's run_id: %w", err)
+		}
+		if now.runID != "" {
+			r.see(key, now)
+		}
 		return nil
-	}
-	id := runID(info)
+	})
+}
+
+// see records what was just read of the server under key, and reports whether it is
+// a change to heal from — then Healing holds and Changed is signaled.
+func (r *Restarts) see(key string, now server) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if id == "" || r.last == "" || id == r.last {
-		r.last = id
-		return nil
+	before, known := r.servers[key]
+	r.servers[key] = now
+	switch {
+	case known && before.runID != "" && before.runID != now.runID:
+		// The same server (or node) restarted, or another took the one server's place.
+	case r.cluster && now.master && !before.master:
+		// A node that was a replica, or unknown, serves slots as a master now.
+	default:
+		return false
 	}
-	r.last = id
 	r.gen.Add(1)
 	r.healing.Store(true)
 	select {
 	case r.changed <- struct{}{}:
 	default:
 	}
-	return fmt.Errorf("redis %w: the server changed (run_id %s): its sale state is being healed", domain.ErrUnavailable, id)
+	return true
 }
 
 // Healing reports whether the server changed since the last Healed.
 func (r *Restarts) Healing() bool { return r.healing.Load() }
 
-// Changed is signalled when a change of server is first seen.
+// Changed is signaled when a change of server is first seen.
 func (r *Restarts) Changed() <-chan struct{} { return r.changed }
 
 // Generation returns a token of the changes seen so far; a heal takes one before it

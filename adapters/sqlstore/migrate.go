@@ -163,7 +163,7 @@ func names(ms migrate.MigrationSlice) []string {
 	return out
 }
 
-// ErrSchemaBehind: the database lacks migrations this binary needs (never migrated,
+// ErrSchemaBehind means the database lacks migrations this binary needs (never migrated,
 // or only partly); `seckill migrate up` applies them.
 var ErrSchemaBehind = errors.New("database schema is behind this binary")
 

@@ -254,7 +254,7 @@ func persistTx(ctx context.Context, tx bun.Tx, rs []domain.Reservation, out map[
 		if len(existing) > 0 {
 			var closed []string
 			err := tx.NewSelect().Model((*orderRow)(nil)).Column("id").
-				Where("o.id IN (?)", bun.In(existing)).Where("o.status = ?", string(domain.StatusFailed)).
+				Where("o.id IN (?)", bun.List(existing)).Where("o.status = ?", string(domain.StatusFailed)).
 				Scan(ctx, &closed)
 			if err != nil {
 				return fmt.Errorf("read redelivered orders: %w", err)

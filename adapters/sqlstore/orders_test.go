@@ -241,9 +241,8 @@ func TestOrdersListByUserUsesIndex(t *testing.T) {
 	ctx := context.Background()
 	f := newOrderFixture(t)
 	log := &queryLog{}
-	f.db.AddQueryHook(log)
 	after := ports.OrderKey{CreatedAt: t0, ID: orderID(1)}
-	if _, err := f.orders.ListByUser(ctx, 7, ports.OrderQuery{After: &after, Limit: 51}); err != nil {
+	if _, err := sqlstore.NewOrders(f.db.WithQueryHook(log)).ListByUser(ctx, 7, ports.OrderQuery{After: &after, Limit: 51}); err != nil {
 		t.Fatalf("ListByUser: %v", err)
 	}
 	if len(log.queries) != 1 {

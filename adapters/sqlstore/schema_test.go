@@ -189,8 +189,7 @@ func TestReleasedAtSchema(t *testing.T) {
 	}
 
 	log := &queryLog{}
-	db.AddQueryHook(log)
-	if _, err := sqlstore.NewOrders(db).Unreleased(ctx, 10); err != nil {
+	if _, err := sqlstore.NewOrders(db.WithQueryHook(log)).Unreleased(ctx, 10); err != nil {
 		t.Fatalf("Unreleased: %v", err)
 	}
 	if len(log.queries) != 1 {

@@ -23,7 +23,7 @@ var (
 // order and moves the sold counter. No Redis is on the grab path and nothing waits to
 // be persisted — a reserved grab is an awaiting_payment order at once — so the
 // fulfillment worker has nothing to read. It keeps the three promises with the
-// database's own means: the row lock serialises the grabs of a voucher, the live
+// database's own means: the row lock serializes the grabs of a voucher, the live
 // unique index refuses a second live order of a user, and the sold CHECK refuses an
 // oversell. The price is the lock: the grabs of one voucher run one at a time, each
 // several statements long, on a pool of a few dozen connections.

@@ -8,12 +8,12 @@ import (
 	"testing"
 )
 
-// HogVar, set to a number, makes Hog start that many spinning processes instead of one
+// HogVar names the variable that, set to a number, makes Hog start that many spinning processes instead of one
 // per CPU: 0 turns the hog off (to compare a busy run with a quiet one).
 const HogVar = "SECKILL_TEST_HOG"
 
 // Hog keeps the machine's CPUs busy until the test ends, as other work on a shared
-// machine (a laptop, a CI runner, a noisy neighbour) does: it starts one child process
+// machine (a laptop, a CI runner, a noisy neighbor) does: it starts one child process
 // per CPU, each spinning at full speed in a shell loop, and kills them at cleanup. A
 // test that must hold on a busy machine runs its load while they spin. It returns how
 // many it started.

@@ -41,15 +41,15 @@ const (
 	DatabaseURLVar     = "SECKILL_TEST_DATABASE_URL"
 )
 
-// ClusterRedis, as the value of RedisURLVar, runs the Redis tests against the Redis
+// ClusterRedis is the value of RedisURLVar that runs the Redis tests against the Redis
 // Cluster named by RedisClusterURLVar.
 const ClusterRedis = "cluster"
 
-// SQLiteDatabase, as the value of DatabaseURLVar, gives every test that asks for
+// SQLiteDatabase is the value of DatabaseURLVar that gives every test that asks for
 // DatabaseURL a new SQLite file of its own instead of a PostgreSQL database.
 const SQLiteDatabase = "sqlite"
 
-// EmbeddedRedis, as the value of RedisURLVar, gives every test an embedded server of
+// EmbeddedRedis is the value of RedisURLVar that gives every test an embedded server of
 // its own (redisstore.StartEmbedded) instead of a real Redis.
 const EmbeddedRedis = "embedded"
 

@@ -94,7 +94,7 @@ func TestConfigTrustedProxies(t *testing.T) {
 	for value, want := range map[string][]string{
 		"":                                       nil,
 		"10.0.0.0/8":                             {"10.0.0.0/8"},
-		" 10.1.2.3/8 , 192.0.2.7,2001:db8::/32 ": {"10.0.0.0/8", "192.0.2.7/32", "2001:db8::/32"},
+		" 10.1.2.3/8 , 192.0.2.7,2001:db8::/32 ": {"10.0.0.0/8", "192.0.2.7/32", "2001:db8::/32"}, //nolint:gocritic // the spaces are the case under test
 		"::1":                                    {"::1/128"},
 	} {
 		cfg := serveDefaults(t)

@@ -606,7 +606,7 @@ func TestFulfillGracefulShutdownLosesNothing(t *testing.T) {
 		}
 	case <-time.After(shutdownTimeout + 5*time.Second):
 		_ = fi.cmd.Process.Kill()
-		<-done
+		<-done //nolint:errcheck // killed: its exit error tells nothing more
 		t.Fatalf("serve did not exit within %v of SIGTERM:\n%s", shutdownTimeout+5*time.Second, fi.logs)
 	}
 	took := time.Since(sent)

@@ -43,7 +43,7 @@ func (fi *fulfillInstance) startWorkerOnly() *exec.Cmd {
 			}
 		case <-time.After(20 * time.Second):
 			_ = cmd.Process.Kill()
-			<-done
+			<-done //nolint:errcheck // killed: its exit error tells nothing more
 			fi.t.Errorf("worker did not stop on SIGTERM:\n%s", logs)
 		}
 		if fi.t.Failed() {

@@ -200,10 +200,10 @@ func openRedis(ctx context.Context, cfg Common, log *zap.Logger, m *metrics, res
 		stop()
 		return nil, nil, fmt.Errorf("connect to redis %s: %w", where, err)
 	}
-	// One server (or Sentinel's master) is watched for restarts and failovers; a
-	// cluster's nodes each have a run_id of their own (see redisstore.Restarts).
-	if c, ok := client.(*redis.Client); ok && embedded == nil {
-		if err := restarts.Watch(pingCtx, c); err != nil {
+	// The one server (or Sentinel's master), or every node of a cluster, is watched
+	// for restarts and failovers (redisstore.Restarts).
+	if embedded == nil {
+		if err := restarts.Watch(pingCtx, client); err != nil {
 			_ = client.Close()
 			stop()
 			return nil, nil, fmt.Errorf("connect to redis %s: %w", where, err)
@@ -252,7 +252,7 @@ func openDatabase(ctx context.Context, cfg Common, log *zap.Logger, m *metrics) 
 		return nil, nil, fmt.Errorf("connect to database %s: %w", redactURL(url), err)
 	}
 	if cfg.tracing() {
-		db.AddQueryHook(bunotel.NewQueryHook(bunotel.WithDBName("seckill")))
+		db = db.WithQueryHook(bunotel.NewQueryHook(bunotel.WithDBName("seckill")))
 	}
 	if sqlstore.IsSQLite(db) {
 		log.Warn("using a SQLite file as the database (set SECKILL_DATABASE_URL to a PostgreSQL URL otherwise); for trying and testing, not production",

@@ -12,6 +12,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
@@ -182,6 +183,12 @@ func serve(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Config, 
 		})
 	}
 	g.Go(func() error { healAfterRestarts(gctx, a, log); return nil })
+	// On a cluster a failover can promote a replica the client already holds a
+	// connection to: every master is read again each second (redisstore.Restarts). A
+	// master that does not answer is the breaker's concern, not this loop's.
+	if cc, ok := a.Redis.(*redis.ClusterClient); ok {
+		g.Go(func() error { every(gctx, time.Second, func() { _ = a.Restarts.Recheck(gctx, cc) }); return nil })
+	}
 	// Idempotency keys are kept a day; older ones are forgotten hourly.
 	g.Go(func() error {
 		every(gctx, time.Hour, func() {

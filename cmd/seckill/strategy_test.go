@@ -15,7 +15,6 @@ import (
 	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
-	"github.com/seckill/seckill/ports"
 )
 
 func TestStrategyNames(t *testing.T) {
@@ -55,7 +54,7 @@ func TestStrategySelectsTheAdapters(t *testing.T) {
 		{StrategyWatch, "*redisstore.WatchStock", "*redisstore.Audit"},
 		{StrategyPostgres, "*sqlstore.Stock", "*sqlstore.Stock"},
 	} {
-		var stock ports.Stock = selectStock(tc.strategy, lua, db)
+		stock := selectStock(tc.strategy, lua, db)
 		if got, want := fmt.Sprintf("%T", stock), tc.stock; got != want {
 			t.Fatalf("%s: stock %s, want %s", tc.strategy, got, want)
 		}
