@@ -296,7 +296,7 @@ func (f *fixture) restoreOne(r domain.Reservation) (bool, error) {
 		return false, err
 	}
 	if len(got) != 1 {
-		return false, fmt.Errorf("Restore of one answered %d results", len(got))
+		return false, fmt.Errorf("restore of one answered %d results", len(got))
 	}
 	return got[0], nil
 }

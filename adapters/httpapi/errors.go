@@ -99,7 +99,7 @@ func retryAfter(d time.Duration) int {
 }
 
 func classify(err error) (int, errorDetail) {
-	if err == domain.ErrSoldOut {
+	if err == domain.ErrSoldOut { //nolint:errorlint // the bare sentinel only; wrapped ones reach errors.Is below
 		// The flood after a sell-out is answered with the bare sentinel, which no case
 		// before its own below can match: found at once, without walking every type.
 		return soldOut()

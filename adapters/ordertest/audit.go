@@ -67,7 +67,7 @@ func checkLedgers(ctx context.Context, f *fixture, v domain.VoucherID, done *ato
 	for !done.Load() {
 		l, err := f.Store.Ledger(ctx, v)
 		if err != nil {
-			return reads, fmt.Errorf("Ledger: %w", err)
+			return reads, fmt.Errorf("ledger: %w", err)
 		}
 		if live := liveOf(l); l.Voucher.Sold != live {
 			return reads, fmt.Errorf("ledger shows sold %d beside %d live units in %d orders", l.Voucher.Sold, live, len(l.Orders))

@@ -221,12 +221,10 @@ func testAckEndsTheEntry(t *testing.T, f *fixture) {
 	rs := append(f.appendAll(t, 1, 1, 2, 3), f.appendAll(t, 2, 4, 5)...)
 	a, b := f.Consumer(t, "a"), f.Consumer(t, "b")
 	ds := f.read(t, a, 10)
-	var first, rest []ports.Delivery
+	var first []ports.Delivery
 	for _, d := range ds {
 		if d.VoucherID == 1 {
 			first = append(first, d)
-		} else {
-			rest = append(rest, d)
 		}
 	}
 	f.ack(t, a, first...)
@@ -273,7 +271,7 @@ func testClaimCounts(t *testing.T, f *fixture) {
 	}
 	f.ack(t, b, first...)
 	rest := f.claim(t, b, 0, 2)
-	all := append(first, rest...)
+	all := slices.Concat(first, rest)
 	wantDelivered(t, "claimed", all, 2, rs...)
 }
 

@@ -178,11 +178,9 @@ func (s *Stock) runReserve(ctx context.Context, keys []string, args []any) ([]an
 		if err != nil {
 			return nil, 0, err
 		}
-		acked, err := wait.Int()
-		if err != nil {
-			// The script ran; only the replicas' count is unknown.
-			return reply, 0, nil
-		}
+		// The script ran; a WAIT that failed leaves only the replicas' count unknown,
+		// which counts as none.
+		acked, _ := wait.Int()
 		return reply, acked, nil
 	}
 }

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -67,7 +68,7 @@ func (a *Audit) Import(ctx context.Context, rs []domain.Reservation) error {
 
 // notFoundOnNil turns redis.Nil (a missing key or field) into domain.ErrNotFound.
 func notFoundOnNil(err error) error {
-	if err == redis.Nil {
+	if errors.Is(err, redis.Nil) {
 		return domain.ErrNotFound
 	}
 	return err

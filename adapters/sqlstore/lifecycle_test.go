@@ -107,8 +107,7 @@ func TestExpireDueUsesIndex(t *testing.T) {
 	ctx := context.Background()
 	db := openMigrated(t)
 	log := &queryLog{}
-	db.AddQueryHook(log)
-	if _, err := sqlstore.NewOrders(db).ExpireDue(ctx, t0, 10); err != nil {
+	if _, err := sqlstore.NewOrders(db.WithQueryHook(log)).ExpireDue(ctx, t0, 10); err != nil {
 		t.Fatalf("ExpireDue: %v", err)
 	}
 	// Nothing is due, so the sweep is one SELECT (between BEGIN and COMMIT, if logged).
