@@ -1,0 +1,313 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/uptrace/bun"
+
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+// Persist stores reservations as orders in one transaction and returns one result per
+// reservation, in input order:
+//
+//   - Persisted: inserted as an awaiting_payment order (created_at is the reservation's
+//     At), and its units added to the voucher's sold counter;
+//   - AlreadyPersisted: an order with this id exists (a redelivery, or the same id
+//     earlier in rs); nothing changed;
+//   - Failed: the user already holds another live order for the voucher, or the
+//     voucher's sold counter has no room left for it; it is stored as a failed order
+//     (or was, by an earlier delivery: the caller releases its units again, safely),
+//     not yet marked released, so Releases.Unreleased finds it until it is;
+//   - VoucherGone: the voucher does not exist; nothing is stored for it.
+//
+// When a voucher's counter cannot take all of the batch's new orders for it, they are
+// kept in order id (grab) order while they fit, skipping any too large for what is
+// left, and the rest fail; sold never exceeds stock.
+//
+// An empty rs returns no results and touches nothing. A reservation with an empty
+// order id, or a quantity or user below 1, returns a *domain.ValidationError and
+// stores nothing. Any other error also means nothing was stored, and the caller may
+// retry the same batch.
+func (s *Orders) Persist(ctx context.Context, rs []domain.Reservation) ([]ports.PersistResult, error) {
+	results := make([]ports.PersistResult, len(rs))
+	if len(rs) == 0 {
+		return results, nil
+	}
+
+	// A repeated order id is the same reservation delivered twice: persist the first
+	// and let the others answer as a redelivery of it would.
+	unique := make([]domain.Reservation, 0, len(rs))
+	seen := make(map[domain.OrderID]bool, len(rs))
+	for _, r := range rs {
+		if err := r.Validate(); err != nil {
+			return nil, fmt.Errorf("persist orders: order %s: %w", r.OrderID, err)
+		}
+		if !seen[r.OrderID] {
+			seen[r.OrderID] = true
+			unique = append(unique, r)
+		}
+	}
+
+	outcomes, err := s.persist(ctx, unique)
+	if err != nil {
+		return nil, fmt.Errorf("persist orders: %w", classify(err))
+	}
+	answered := make(map[domain.OrderID]bool, len(unique))
+	for i, r := range rs {
+		res := outcomes[r.OrderID]
+		if answered[r.OrderID] && res.Outcome != ports.VoucherGone {
+			res = ports.PersistResult{OrderID: r.OrderID, Outcome: ports.AlreadyPersisted}
+		}
+		answered[r.OrderID] = true
+		results[i] = res
+	}
+	return results, nil
+}
+
+// persist runs the transaction for reservations with distinct order ids. Checking
+// that every voucher exists would cost a round trip per batch; instead the foreign key
+// reports a missing one, and persist looks up which vouchers are gone and starts over
+// without their reservations.
+func (s *Orders) persist(ctx context.Context, rs []domain.Reservation) (map[domain.OrderID]ports.PersistResult, error) {
+	gone := make(map[domain.VoucherID]bool)
+	for attempt := 1; ; attempt++ {
+		out := make(map[domain.OrderID]ports.PersistResult, len(rs))
+		live := make([]domain.Reservation, 0, len(rs))
+		for _, r := range rs {
+			if gone[r.VoucherID] {
+				out[r.OrderID] = ports.PersistResult{OrderID: r.OrderID, Outcome: ports.VoucherGone, Reason: reasonVoucherGone}
+				continue
+			}
+			live = append(live, r)
+		}
+		if len(live) == 0 {
+			return out, nil
+		}
+
+		err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+			return persistTx(ctx, tx, live, out)
+		})
+		if err == nil {
+			return out, nil
+		}
+		if kind, _ := constraintViolation(err); kind != foreignKey || attempt == persistAttempts {
+			return nil, err
+		}
+		missing, err := missingVouchers(ctx, s.db, live)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range missing {
+			gone[v] = true
+		}
+	}
+}
+
+// persistTx stores rs in tx and records each one's result in out.
+//
+// Locks are taken in one order by every Persist, so concurrent batches wait for each
+// other instead of deadlocking: order rows sorted by (voucher, user, id), which is the
+// order of both unique indexes (an id always names the same voucher and user); then
+// voucher rows by id, after all order rows, as a cancellation would (order first,
+// then its voucher's counter).
+func persistTx(ctx context.Context, tx bun.Tx, rs []domain.Reservation, out map[domain.OrderID]ports.PersistResult) error {
+	sorted := slices.Clone(rs)
+	slices.SortFunc(sorted, func(a, b domain.Reservation) int {
+		return cmp.Or(cmp.Compare(a.VoucherID, b.VoucherID), cmp.Compare(a.UserID, b.UserID), cmp.Compare(a.OrderID, b.OrderID))
+	})
+	rows := make([]orderRow, 0, len(sorted))
+	for _, r := range sorted {
+		rows = append(rows, newOrderRow(r, domain.StatusAwaitingPayment))
+	}
+
+	// ON CONFLICT without a target skips both a known id (a redelivery) and a second
+	// live order of the user (the partial unique index). RETURNING lists only the rows
+	// inserted, in no promised order, so it is scanned into ids of its own, never
+	// back into rows.
+	var ids []string
+	if _, err := tx.NewInsert().Model(&rows).On("CONFLICT DO NOTHING").Returning("id").Exec(ctx, &ids); err != nil {
+		return fmt.Errorf("insert orders: %w", err)
+	}
+	inserted := make(map[domain.OrderID]bool, len(ids))
+	for _, id := range ids {
+		inserted[domain.OrderID(id)] = true
+	}
+
+	// fresh holds each voucher's new orders, whose units its counter must take.
+	fresh := make(map[domain.VoucherID][]domain.Reservation)
+	var skipped []orderRow
+	for _, r := range sorted {
+		if inserted[r.OrderID] {
+			fresh[r.VoucherID] = append(fresh[r.VoucherID], r)
+			out[r.OrderID] = ports.PersistResult{OrderID: r.OrderID, Outcome: ports.Persisted}
+			continue
+		}
+		skipped = append(skipped, newOrderRow(r, domain.StatusFailed))
+	}
+
+	// A skipped reservation either has its id stored already, or met the user's other
+	// live order. Storing it as failed tells them apart: a failed row is outside the
+	// live index, so only an existing id stops it.
+	if len(skipped) > 0 {
+		var failed []string
+		err := tx.NewInsert().Model(&skipped).On("CONFLICT (id) DO NOTHING").Returning("id").Scan(ctx, &failed)
+		if err != nil {
+			return fmt.Errorf("insert failed orders: %w", err)
+		}
+		stored := make(map[string]bool, len(failed))
+		for _, id := range failed {
+			stored[id] = true
+		}
+		var existing []string
+		for _, row := range skipped {
+			id := domain.OrderID(row.ID)
+			if stored[row.ID] {
+				out[id] = ports.PersistResult{OrderID: id, Outcome: ports.Failed, Reason: reasonLiveOrder}
+				continue
+			}
+			existing = append(existing, row.ID)
+			out[id] = ports.PersistResult{OrderID: id, Outcome: ports.AlreadyPersisted}
+		}
+		// A redelivery of an order an earlier delivery stored as failed answers Failed
+		// again: that delivery may have died before returning the units, and the
+		// release is idempotent.
+		if len(existing) > 0 {
+			var closed []string
+			err := tx.NewSelect().Model((*orderRow)(nil)).Column("id").
+				Where("o.id IN (?)", bun.List(existing)).Where("o.status = ?", string(domain.StatusFailed)).
+				Scan(ctx, &closed)
+			if err != nil {
+				return fmt.Errorf("read redelivered orders: %w", err)
+			}
+			for _, id := range closed {
+				out[domain.OrderID(id)] = ports.PersistResult{OrderID: domain.OrderID(id), Outcome: ports.Failed, Reason: reasonFailedBefore}
+			}
+		}
+	}
+
+	vouchers := make([]domain.VoucherID, 0, len(fresh))
+	for v := range fresh {
+		vouchers = append(vouchers, v)
+	}
+	slices.Sort(vouchers)
+	for _, v := range vouchers {
+		refused, err := addSold(ctx, tx, v, fresh[v])
+		if err != nil {
+			return err
+		}
+		for _, r := range refused {
+			out[r.OrderID] = ports.PersistResult{OrderID: r.OrderID, Outcome: ports.Failed, Reason: reasonSoldFull}
+		}
+	}
+	return nil
+}
+
+// addSold adds the units of rs, orders of voucher v inserted in tx, to v's sold
+// counter. When the counter has no room for all of them it keeps those that fit and
+// turns the others into failed orders, which it returns.
+func addSold(ctx context.Context, tx bun.Tx, v domain.VoucherID, rs []domain.Reservation) ([]domain.Reservation, error) {
+	units := 0
+	for _, r := range rs {
+		units += r.Quantity
+	}
+	ok, err := moveSold(ctx, tx, v, units)
+	if err != nil || ok {
+		return nil, err
+	}
+
+	// The guard refused: some of rs cannot be live. The guarded update locked nothing,
+	// so lock the counter now that what is left is to be read and used.
+	var stock, sold int
+	err = tx.NewSelect().Model((*voucherRow)(nil)).
+		Column("stock", "sold").
+		Where("v.id = ?", int64(v)).
+		Apply(rowLock("NO KEY UPDATE")).
+		Scan(ctx, &stock, &sold)
+	if err != nil {
+		return nil, fmt.Errorf("lock voucher %s: %w", v, err)
+	}
+	byID := slices.Clone(rs)
+	slices.SortFunc(byID, func(a, b domain.Reservation) int { return cmp.Compare(a.OrderID, b.OrderID) })
+	left, kept := stock-sold, 0
+	var refused []domain.Reservation
+	var refusedIDs []string
+	for _, r := range byID {
+		if r.Quantity <= left {
+			left -= r.Quantity
+			kept += r.Quantity
+			continue
+		}
+		refused = append(refused, r)
+		refusedIDs = append(refusedIDs, string(r.OrderID))
+	}
+
+	// Until commit the rows are this transaction's alone, so turning them into failed
+	// orders is the same as having inserted them failed.
+	if len(refusedIDs) > 0 {
+		_, err = tx.NewUpdate().Model((*orderRow)(nil)).
+			Set("status = ?", string(domain.StatusFailed)).
+			Set("updated_at = ?", now()).
+			Where("o.id IN (?)", bun.List(refusedIDs)).
+			Exec(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("fail orders of voucher %s: %w", v, err)
+		}
+	}
+	if kept > 0 {
+		ok, err := moveSold(ctx, tx, v, kept)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			// Impossible while the row is locked; refuse to commit rather than guess.
+			return nil, fmt.Errorf("voucher %s: sold counter refused %d units after leaving room for them", v, kept)
+		}
+	}
+	return refused, nil
+}
+
+// moveSold adds units to v's sold counter unless that would take it past the stock,
+// and reports whether it did.
+func moveSold(ctx context.Context, tx bun.Tx, v domain.VoucherID, units int) (bool, error) {
+	res, err := tx.NewUpdate().Model((*voucherRow)(nil)).
+		Set("sold = sold + ?", units).
+		Where("v.id = ?", int64(v)).
+		Where("v.sold + ? <= v.stock", units).
+		Exec(ctx)
+	if err != nil {
+		return false, fmt.Errorf("move sold of voucher %s: %w", v, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("move sold of voucher %s: %w", v, err)
+	}
+	return n == 1, nil
+}
+
+// missingVouchers returns the vouchers of rs that do not exist.
+func missingVouchers(ctx context.Context, db bun.IDB, rs []domain.Reservation) ([]domain.VoucherID, error) {
+	want := make([]int64, 0, len(rs))
+	for _, r := range rs {
+		want = append(want, int64(r.VoucherID))
+	}
+	var found []int64
+	err := db.NewSelect().Model((*voucherRow)(nil)).
+		Column("id").
+		Where("v.id IN (?)", bun.List(want)).
+		Scan(ctx, &found)
+	if err != nil {
+		return nil, fmt.Errorf("look up vouchers: %w", err)
+	}
+	var missing []domain.VoucherID
+	for _, id := range want {
+		if !slices.Contains(found, id) && !slices.Contains(missing, domain.VoucherID(id)) {
+			missing = append(missing, domain.VoucherID(id))
+		}
+	}
+	return missing, nil
+}
