@@ -112,10 +112,84 @@ func (e *Embedded) Addr() string { return e.addr }
 // redis.Options.Dialer, so a client in this process reaches the server with no
 // listener, no dial timeout and nothing a busy machine could make fail. Each call is
 // a new connection; Close ends them all.
+//
+// The server's replies are buffered (bufferedConn): a pipelining client writes every
+// command before it reads a reply, and a pipe has no buffer of its own, so a server
+// blocked writing its first reply would never read the rest.
 func (e *Embedded) Dial(context.Context, string, string) (net.Conn, error) {
 	client, server := net.Pipe()
-	go e.srv.Server().ServeConn(server)
+	go e.srv.Server().ServeConn(newBufferedConn(server))
 	return client, nil
+}
+
+// bufferedConn is a net.Conn whose writes never wait for the reader: they are queued
+// and written to the underlying connection, in order, by a goroutine of their own.
+// Close closes the connection once what was written before it is delivered (or the
+// reader has gone).
+type bufferedConn struct {
+	net.Conn
+	mu      sync.Mutex
+	ready   *sync.Cond
+	pending []byte
+	closed  bool
+	err     error
+}
+
+func newBufferedConn(c net.Conn) *bufferedConn {
+	b := &bufferedConn{Conn: c}
+	b.ready = sync.NewCond(&b.mu)
+	go b.deliver()
+	return b
+}
+
+// Write queues p and returns at once; it fails once the connection is closed or a
+// delivery failed.
+func (b *bufferedConn) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil {
+		return 0, b.err
+	}
+	if b.closed {
+		return 0, net.ErrClosed
+	}
+	b.pending = append(b.pending, p...)
+	b.ready.Signal()
+	return len(p), nil
+}
+
+// Close closes the connection after the queued writes.
+func (b *bufferedConn) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	b.ready.Signal()
+	return nil
+}
+
+// deliver writes what is queued until the connection is closed and drained, or a
+// write fails (the reader is gone); then it closes the underlying connection.
+func (b *bufferedConn) deliver() {
+	defer b.Conn.Close()
+	var out []byte
+	for {
+		b.mu.Lock()
+		for len(b.pending) == 0 && !b.closed {
+			b.ready.Wait()
+		}
+		if len(b.pending) == 0 {
+			b.mu.Unlock()
+			return
+		}
+		out, b.pending = b.pending, out[:0]
+		b.mu.Unlock()
+		if _, err := b.Conn.Write(out); err != nil {
+			b.mu.Lock()
+			b.err, b.pending = err, nil
+			b.mu.Unlock()
+			return
+		}
+	}
 }
 
 // URL returns the server's address as a redis:// URL, for redis.ParseURL.

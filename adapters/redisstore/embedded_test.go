@@ -20,7 +20,8 @@ import (
 // The embedded server needs nothing installed, so these tests always run.
 
 // embedded starts an Embedded server for the test and returns it with a client of it,
-// tuned as serve's; both are closed when the test ends.
+// connected and tuned as serve's (in memory, through Dial); both are closed when the
+// test ends.
 func embedded(t *testing.T) (*redisstore.Embedded, redis.UniversalClient) {
 	t.Helper()
 	e, err := redisstore.StartEmbedded()
@@ -29,6 +30,8 @@ func embedded(t *testing.T) (*redisstore.Embedded, redis.UniversalClient) {
 	opts, err := redis.ParseURL(e.URL())
 	check(t, err)
 	redisstore.TuneClientOptions(opts) // as serve connects
+	opts.Dialer = e.Dial
+	opts.ReadTimeout, opts.WriteTimeout = -1, -1
 	client := redis.NewClient(opts)
 	t.Cleanup(func() { _ = client.Close() })
 	return e, client
@@ -58,6 +61,32 @@ func TestEmbeddedStartsAndCloses(t *testing.T) {
 	}
 	if err := client.Ping(ctx).Err(); err == nil {
 		t.Fatal("PING on a connection opened before Close answered, want an error")
+	}
+}
+
+// A pipeline far larger than what the server reads at once is answered whole: the
+// client writes every command before it reads a reply, so the server's replies must
+// not wait for it (an in-memory pipe has no buffer of its own).
+func TestEmbeddedAnswersALongPipeline(t *testing.T) {
+	ctx := context.Background()
+	_, client := embedded(t)
+	done := make(chan error, 1)
+	go func() {
+		pipe := client.Pipeline()
+		for i := range 5000 {
+			pipe.HSet(ctx, "long-pipeline", fmt.Sprintf("field-%d", i), strings.Repeat("x", 64))
+		}
+		_, err := pipe.Exec(ctx)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		check(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("a pipeline of 5,000 commands was not answered within a minute: client and server wait for each other")
+	}
+	if got, want := client.HLen(ctx, "long-pipeline").Val(), int64(5000); got != want {
+		t.Fatalf("HLEN = %d, want %d", got, want)
 	}
 }
 
