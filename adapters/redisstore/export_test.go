@@ -9,3 +9,11 @@ func SetAuditPage(t testing.TB, n int64) {
 	auditPage = n
 	t.Cleanup(func() { auditPage = old })
 }
+
+// SetActivePage makes the queue read the set of active vouchers n members at a time
+// until the test ends, so a test can cross page boundaries with a few vouchers.
+func SetActivePage(t testing.TB, n int64) {
+	old := activePage
+	activePage = n
+	t.Cleanup(func() { activePage = old })
+}

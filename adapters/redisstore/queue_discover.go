@@ -47,7 +47,7 @@ func (q *Queue) vouchers(ctx context.Context) ([]domain.VoucherID, error) {
 		}
 		q.adopted = true
 	}
-	members, err := q.client.ZRangeByScoreWithScores(ctx, q.keys.Active(), &redis.ZRangeBy{Min: "-inf", Max: "+inf"}).Result()
+	members, err := q.activeMembers(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("discover streams: %w", err)
 	}
@@ -76,6 +76,35 @@ func (q *Queue) vouchers(ctx context.Context) ([]domain.VoucherID, error) {
 	slices.Sort(ids)
 	q.known, q.checkedAt = ids, time.Now()
 	return ids, nil
+}
+
+// activePage is how many members of the active set one command reads.
+var activePage int64 = 1000
+
+// activeMembers reads the active set (Keys.Active) with its scores, activePage members
+// per command by rank, so no command grows with the number of vouchers on sale. A
+// voucher added or removed between two pages shifts the ranks, so this read may miss
+// another one (or read one twice: it is kept once); the next read, a refresh later,
+// sees it.
+func (q *Queue) activeMembers(ctx context.Context) ([]redis.Z, error) {
+	var out []redis.Z
+	seen := make(map[string]bool)
+	for start := int64(0); ; start += activePage {
+		page, err := q.client.ZRangeWithScores(ctx, q.keys.Active(), start, start+activePage-1).Result()
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range page {
+			name, _ := m.Member.(string)
+			if !seen[name] {
+				seen[name] = true
+				out = append(out, m)
+			}
+		}
+		if int64(len(page)) < activePage {
+			return out, nil
+		}
+	}
 }
 
 // adopt adds to the active set, scored by the end of their sale, the vouchers of the

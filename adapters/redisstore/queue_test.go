@@ -576,6 +576,32 @@ func TestRefreshSeesANewVoucherAtOnce(t *testing.T) {
 	}
 }
 
+// The set of vouchers on sale is read a page at a time; every page's vouchers are read.
+// (Not parallel: it sets the package's page size.)
+func TestQueueReadsTheActiveSetAPageAtATime(t *testing.T) {
+	redisstore.SetActivePage(t, 2)
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	q := redisstore.NewQueue(client, redisstore.QueueOptions{Prefix: s.Keys().Prefix, Consumer: "c", DiscoverEvery: time.Hour})
+	for id := domain.VoucherID(1); id <= 5; id++ {
+		warm(t, client, s, voucher(id, 10, 1))
+		check(t, s.Reserve(ctx, grab(id, 7, 1)))
+	}
+	var got []domain.VoucherID
+	testenv.Eventually(t, testenv.Patience, "an entry of each of the five vouchers read", func() (bool, string) {
+		ds, err := q.Read(ctx, 10, time.Millisecond)
+		check(t, err)
+		for _, d := range ds {
+			got = append(got, d.VoucherID)
+		}
+		return len(got) >= 5, fmt.Sprint(got)
+	})
+	slices.Sort(got)
+	if fmt.Sprint(got) != "[1 2 3 4 5]" {
+		t.Fatalf("read vouchers %v, want [1 2 3 4 5]", got)
+	}
+}
+
 // commandCounter counts the commands a client sends, pipelined ones included.
 type commandCounter struct {
 	n     atomic.Int64
