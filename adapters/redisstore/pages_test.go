@@ -242,8 +242,19 @@ func TestReservationsReadTheUserIndex(t *testing.T) {
 	if len(got) != 1 || !sameReservation(got[0], b) {
 		t.Fatalf("ForUser after a release = %+v, want only %+v", got, b)
 	}
-	if n, err := client.HLen(ctx, index).Result(); err != nil || n != 1 {
-		t.Fatalf("index holds %d entries after ForUser (%v), want the released one dropped", n, err)
+	// A refused grab leaves its entry too (written before the script ran); it lists
+	// nothing.
+	refused := grab(2, 7, 1)
+	refused.OrderID = "o7-again"
+	var ap *domain.AlreadyPurchasedError
+	if err := s.Reserve(ctx, refused); !errors.As(err, &ap) {
+		t.Fatalf("a second grab of voucher 2 by user 7 = %v, want already purchased", err)
+	}
+	if got, err := client.HGet(ctx, index, "o7-again").Result(); err != nil || got != "2" {
+		t.Fatalf("index entry of the refused grab = %q, %v; want it written before the script", got, err)
+	}
+	if got, err := res.ForUser(ctx, 7); err != nil || len(got) != 1 || !sameReservation(got[0], b) {
+		t.Fatalf("ForUser with a refused grab's entry = %+v, %v; want only %+v", got, err, b)
 	}
 
 	// Its owner finds it through the index, an admin (user 0) among the vouchers on

@@ -38,7 +38,7 @@ func NewReservations(client redis.UniversalClient, opts Options) *Reservations {
 // Find returns the reservation order id names. With user not 0 it looks in that
 // user's index only (two short reads, whatever the number of vouchers): an order the
 // index does not name is domain.ErrNotFound — one of another user, or one whose index
-// write failed while it is still queued (see Stock.indexReserved). With user 0 (an
+// grab was refused (see Stock.indexGrabs). With user 0 (an
 // admin, who does not say whose order it is) it looks in the orders hash of each
 // voucher the queue still reads (Keys.Active: those on sale, and those whose
 // reservations are not all persisted), in one round trip after reading that set: its
@@ -110,13 +110,12 @@ func (r *Reservations) findIn(ctx context.Context, vouchers []domain.VoucherID, 
 
 // ForUser returns the reservations user holds now among those in the user's index,
 // sorted by voucher, in two round trips: the index (a hash from order id to voucher
-// id, one field per grab of the last Options.Grace), then each order's record in its
-// voucher's orders hash. An indexed order without a record (released, or its sale's
-// keys expired) is dropped from the index on the way. Persisted reservations are
-// listed too until released: the index is not told of persistence.
-//
-// The index is written after each reserve call, before its grabs are answered; what
-// a reader sees when that write failed: see Stock.indexReserved.
+// id, one field per grab of the last Options.Grace, written before each grab ran: see
+// Stock.indexGrabs), then each order's record in its voucher's orders hash. An indexed
+// order without a record (its grab refused or not yet run, its order released, or its
+// sale's keys expired) is left out; the entry stays, as it may be a grab on its way,
+// until the index expires. Persisted reservations are listed too until released: the
+// index is not told of persistence.
 func (r *Reservations) ForUser(ctx context.Context, user domain.UserID) ([]domain.Reservation, error) {
 	key := r.keys.UserOrders(user)
 	index, err := r.client.HGetAll(ctx, key).Result()
@@ -128,13 +127,11 @@ func (r *Reservations) ForUser(ctx context.Context, user domain.UserID) ([]domai
 	}
 	ids := make([]domain.OrderID, 0, len(index))
 	vouchers := make([]domain.VoucherID, 0, len(index))
-	var stale []string
 	pipe := r.client.Pipeline()
 	records := make([]*redis.StringCmd, 0, len(index))
 	for order, v := range index {
 		vid, err := domain.ParseVoucherID(v)
 		if err != nil {
-			stale = append(stale, order)
 			continue
 		}
 		ids = append(ids, domain.OrderID(order))
@@ -150,7 +147,6 @@ func (r *Reservations) ForUser(ctx context.Context, user domain.UserID) ([]domai
 	for i, cmd := range records {
 		record, err := cmd.Result()
 		if errors.Is(err, redis.Nil) {
-			stale = append(stale, string(ids[i]))
 			continue
 		}
 		if err != nil {
@@ -163,11 +159,6 @@ func (r *Reservations) ForUser(ctx context.Context, user domain.UserID) ([]domai
 		if res.UserID == user {
 			out = append(out, res)
 		}
-	}
-	if len(stale) > 0 {
-		// Order ids are never reused, so a field dropped here cannot be a new grab's.
-		// Best effort: a field left behind is dropped next time, or expires.
-		_ = r.client.HDel(ctx, key, stale...).Err()
 	}
 	slices.SortFunc(out, func(a, b domain.Reservation) int {
 		return cmp.Or(cmp.Compare(a.VoucherID, b.VoucherID), strings.Compare(string(a.OrderID), string(b.OrderID)))

@@ -108,6 +108,10 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 		}
 		args = append(args, r.UserID.String(), string(r.OrderID), r.Quantity, r.At.UnixMilli(), tp)
 	}
+	// Each user's index first: then every reservation has its entry (see indexGrabs).
+	if err := s.indexGrabs(ctx, rs); err != nil {
+		return batchReply{}, fmt.Errorf("reserve stock: %w", err)
+	}
 	reply, acked, err := s.runReserve(ctx, keys, args)
 	if err != nil {
 		return batchReply{}, fmt.Errorf("reserve stock: %w", err)
@@ -119,15 +123,11 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 	}
 	left, _ := reply[0].(int64)
 	out := batchReply{errs: make([]error, len(rs)), remaining: int(left)}
-	var took []domain.Reservation
 	for i, r := range rs {
 		code, ok := reply[1+2*i].(int64)
 		extra, _ := reply[2+2*i].(string)
 		if !ok {
 			code = -1
-		}
-		if code == reserved {
-			took = append(took, r)
 		}
 		out.errs[i] = reserveOutcome(r, code, extra)
 		if out.errs[i] == nil && acked < s.minReplicas {
@@ -135,7 +135,6 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 				r.OrderID, domain.ErrUnavailable, acked, s.minReplicas, s.replicaTimeout)
 		}
 	}
-	s.indexReserved(ctx, took)
 	return out, nil
 }
 

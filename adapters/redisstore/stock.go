@@ -98,8 +98,6 @@ type Stock struct {
 	// warmed hears of each voucher warmed here, so SubscribeRestocks subscribes to its
 	// channel at once rather than at its next look at the active vouchers.
 	warmed chan domain.VoucherID
-	// unindexed holds the grabs whose user index write failed, to write again.
-	unindexed unindexed
 }
 
 var _ ports.Stock = (*Stock)(nil)

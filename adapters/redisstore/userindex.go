@@ -2,13 +2,10 @@ package redisstore
 
 import (
 	"context"
-	"sync"
+	"fmt"
 
 	"github.com/seckill/seckill/domain"
 )
-
-// maxUnindexed bounds the grabs a Stock keeps to write to their users' indexes again.
-const maxUnindexed = 100_000
 
 // UserOrders returns the key of a user's index of the orders they reserved: a hash from
 // order id to voucher id (decimal), under the user's own hash tag {u<id>}, so reading a
@@ -19,37 +16,23 @@ func (k Keys) UserOrders(user domain.UserID) string {
 	return k.prefix() + ":{u" + user.String() + "}:orders"
 }
 
-// unindexed is the grabs whose index write failed, oldest first.
-type unindexed struct {
-	mu sync.Mutex
-	rs []domain.Reservation
-}
-
-// indexReserved writes each of rs, the grabs one reserve call took, to its user's
-// index (Keys.UserOrders), in one round trip. The reserve script cannot: on Redis
-// Cluster a script reaches only its voucher's slot, and a user's index lives in the
-// user's. So it is written after the script, before the grabs are answered; an index
-// entry therefore never names an order that was not reserved.
+// indexGrabs writes each of rs, the grabs about to go to the reserve script, to its
+// user's index (Keys.UserOrders), in one round trip, before the script runs. The
+// script cannot: on Redis Cluster a script reaches only its voucher's slot, and a
+// user's index lives in the user's. Written before, every reservation has its entry,
+// whatever happens between the two calls (this process killed, Redis failing); an
+// entry may name an order that was never reserved (the grab was refused, or never
+// ran), which readers tell by the voucher's orders hash (see Reservations.ForUser).
+// When the write fails, the grabs are not sent: the caller answers them unavailable,
+// nothing done.
 //
-// Should the write fail (Redis failed between the two), the grabs are answered all the
-// same, as reserved (they are, and will be persisted), and their entries are kept here
-// (up to maxUnindexed) and written again with the next reserve call's. Until then, or
-// for good if this process ends first, the user's reads miss the order while it is
-// queued: Find answers domain.ErrNotFound and ForUser leaves it out, both to its
-// owner, until the worker persists it and the database answers — the same moments
-// Redis needed to come back. Nothing wrong is ever listed: entries are checked against
-// the orders hash.
-//
-// What cleans the index: ForUser drops the entries whose reservation is gone, and the
-// whole key expires Options.Grace after the user's last grab.
-func (s *Stock) indexReserved(ctx context.Context, rs []domain.Reservation) {
-	s.unindexed.mu.Lock()
-	again := s.unindexed.rs
-	s.unindexed.rs = nil
-	s.unindexed.mu.Unlock()
-	rs = append(again, rs...)
+// Entries are never deleted one by one (a reader cannot tell an entry whose grab is
+// still on its way from one whose grab was refused): the whole key expires
+// Options.Grace after the user's last grab, and a user's grabs are few (one per
+// voucher at most is reserved, and the per-user rate bounds the rest).
+func (s *Stock) indexGrabs(ctx context.Context, rs []domain.Reservation) error {
 	if len(rs) == 0 {
-		return
+		return nil
 	}
 	pipe := s.client.Pipeline()
 	for _, r := range rs {
@@ -58,11 +41,7 @@ func (s *Stock) indexReserved(ctx context.Context, rs []domain.Reservation) {
 		pipe.PExpire(ctx, key, s.grace)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		s.unindexed.mu.Lock()
-		s.unindexed.rs = append(rs, s.unindexed.rs...)
-		if n := len(s.unindexed.rs); n > maxUnindexed {
-			s.unindexed.rs = s.unindexed.rs[n-maxUnindexed:]
-		}
-		s.unindexed.mu.Unlock()
+		return fmt.Errorf("index the grabs: %w", err)
 	}
+	return nil
 }

@@ -69,6 +69,10 @@ func (w *WatchStock) Reserve(ctx context.Context, r domain.Reservation) error {
 		// The user's rate counter is read and moved too, so it is watched as well.
 		watched = append(watched, k.Rate(r.VoucherID, r.UserID))
 	}
+	// The user's index first, as the script's callers do (Stock.indexGrabs).
+	if err := w.indexGrabs(ctx, []domain.Reservation{r}); err != nil {
+		return fmt.Errorf("reserve stock: %w", err)
+	}
 	for attempt := 1; attempt <= w.attempts; attempt++ {
 		var answer error
 		err := w.client.Watch(ctx, func(tx *redis.Tx) error {
@@ -76,9 +80,6 @@ func (w *WatchStock) Reserve(ctx context.Context, r domain.Reservation) error {
 		}, watched...)
 		switch {
 		case err == nil:
-			if answer == nil {
-				w.indexReserved(ctx, []domain.Reservation{r})
-			}
 			return answer
 		case !errors.Is(err, redis.TxFailedErr):
 			return fmt.Errorf("reserve stock: %w", err)
