@@ -140,9 +140,24 @@ func testLogger(t testing.TB) *zap.Logger {
 func deleteKeys(rdb redis.UniversalClient, prefix string) {
 	ctx := context.Background()
 	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+	var page []string
 	for iter.Next(ctx) {
-		rdb.Unlink(ctx, iter.Val())
+		// One UNLINK per key: on a cluster the keys of a page live in many slots.
+		if page = append(page, iter.Val()); len(page) == 1000 {
+			unlinkAll(ctx, rdb, page)
+			page = page[:0]
+		}
 	}
+	unlinkAll(ctx, rdb, page)
+}
+
+// unlinkAll unlinks keys in one pipeline.
+func unlinkAll(ctx context.Context, rdb redis.UniversalClient, keys []string) {
+	pipe := rdb.Pipeline()
+	for _, k := range keys {
+		pipe.Unlink(ctx, k)
+	}
+	_, _ = pipe.Exec(ctx)
 }
 
 func (a *api) token(user domain.UserID, admin bool) string {

@@ -118,10 +118,12 @@ func (c *coalescer) reserve(ctx context.Context, r domain.Reservation) error {
 	return g.err
 }
 
-// run makes the call for batch, answers its grabs, and hands the lane's next batch to
-// the first grab waiting, or marks the lane idle.
+// run makes the call for batch, hands the lane's next batch to the first grab waiting
+// (or marks the lane idle), then answers batch's grabs: the next call is on its way
+// while these answers are given.
 func (c *coalescer) run(id domain.VoucherID, l *lane, batch []*grab) {
 	reply, err := c.send(batch)
+	c.next(id, l, reply, err)
 	for i, g := range batch {
 		if err != nil {
 			g.err = err
@@ -132,7 +134,11 @@ func (c *coalescer) run(id domain.VoucherID, l *lane, batch []*grab) {
 			close(g.done)
 		}
 	}
+}
 
+// next hands the lane's next batch to the first grab waiting, or marks the lane idle,
+// once a call that answered reply and err has come back.
+func (c *coalescer) next(id domain.VoucherID, l *lane, reply batchReply, err error) {
 	c.mu.Lock()
 	if err == nil && reply.remaining >= 0 {
 		// The voucher has fewer units than these grabs want: they are answered now,

@@ -17,3 +17,11 @@ func SetActivePage(t testing.TB, n int64) {
 	activePage = n
 	t.Cleanup(func() { activePage = old })
 }
+
+// SetStreamsPerRead makes one XREADGROUP of the queue read at most n streams until the
+// test ends, so a test can split a read into several commands with a few vouchers.
+func SetStreamsPerRead(t testing.TB, n int) {
+	old := streamsPerRead
+	streamsPerRead = n
+	t.Cleanup(func() { streamsPerRead = old })
+}

@@ -602,6 +602,36 @@ func TestQueueReadsTheActiveSetAPageAtATime(t *testing.T) {
 	}
 }
 
+// With more vouchers on sale than one XREADGROUP reads, a read is a pipeline of
+// commands; every stream is read, and a stream of one command that lost its group is
+// repaired (with the others of that command) and read next time. On a cluster each
+// stream has its command anyway. (Not parallel: it sets the package's read size.)
+func TestQueueReadsManyStreamsInSeveralCommands(t *testing.T) {
+	redisstore.SetStreamsPerRead(t, 2)
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	q := redisstore.NewQueue(client, redisstore.QueueOptions{Prefix: s.Keys().Prefix, Consumer: "c", DiscoverEvery: time.Hour})
+	for id := domain.VoucherID(1); id <= 5; id++ {
+		warm(t, client, s, voucher(id, 10, 1))
+		check(t, s.Reserve(ctx, grab(id, 7, 1)))
+	}
+	check(t, q.Refresh(ctx))
+	check(t, client.XGroupDestroy(ctx, s.Keys().Stream(3), redisstore.DefaultGroup).Err())
+	var got []domain.VoucherID
+	testenv.Eventually(t, testenv.Patience, "an entry of each of the five vouchers read", func() (bool, string) {
+		ds, err := q.Read(ctx, 10, time.Millisecond)
+		check(t, err)
+		for _, d := range ds {
+			got = append(got, d.VoucherID)
+		}
+		return len(got) >= 5, fmt.Sprint(got)
+	})
+	slices.Sort(got)
+	if fmt.Sprint(got) != "[1 2 3 4 5]" {
+		t.Fatalf("read vouchers %v, want [1 2 3 4 5]", got)
+	}
+}
+
 // commandCounter counts the commands a client sends, pipelined ones included.
 type commandCounter struct {
 	n     atomic.Int64

@@ -15,9 +15,10 @@ import (
 )
 
 // Reservations is a ports.Reservations reading what the grab path recorded in Redis:
-// each user's index of the orders they reserved (Keys.UserOrders, written by Stock
-// after each reserve call), checked against the orders hash of each voucher, which
-// alone says what is held.
+// each user's index of the orders they reserved (Keys.UserOrders: on one server the
+// reserve script adds each reservation to it; on a cluster Stock.indexGrabs writes
+// each grab to it first), checked against the orders hash of each voucher, which alone
+// says what is held.
 type Reservations struct {
 	client redis.UniversalClient
 	keys   Keys
@@ -37,43 +38,58 @@ func NewReservations(client redis.UniversalClient, opts Options) *Reservations {
 
 // Find returns the reservation order id names. With user not 0 it looks in that
 // user's index only (two short reads, whatever the number of vouchers): an order the
-// index does not name is domain.ErrNotFound — one of another user, or one whose index
-// grab was refused (see Stock.indexGrabs). With user 0 (an
+// index does not name, or one of another user, is domain.ErrNotFound. With user 0 (an
 // admin, who does not say whose order it is) it looks in the orders hash of each
 // voucher the queue still reads (Keys.Active: those on sale, and those whose
-// reservations are not all persisted), in one round trip after reading that set: its
-// cost follows the sales going on, never the vouchers ever sold. It returns
-// domain.ErrNotFound when none holds it (unknown, released, persisted and its sale
-// over, or its sale's keys expired).
+// reservations are not all persisted), activePage of them per round trip, until one
+// holds it: its cost follows the sales going on, never the vouchers ever sold, and no
+// command grows with them. It returns domain.ErrNotFound when none holds it (unknown,
+// released, persisted and its sale over, or its sale's keys expired).
 func (r *Reservations) Find(ctx context.Context, user domain.UserID, id domain.OrderID) (domain.Reservation, error) {
 	if id == "" {
 		return domain.Reservation{}, domain.ErrNotFound
 	}
-	var candidates []domain.VoucherID
-	if user != 0 {
-		v, err := r.client.HGet(ctx, r.keys.UserOrders(user), string(id)).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return domain.Reservation{}, fmt.Errorf("find reservation: %w", err)
-		}
-		vid, err := domain.ParseVoucherID(v)
-		if err != nil {
-			return domain.Reservation{}, domain.ErrNotFound
-		}
-		candidates = []domain.VoucherID{vid}
-	} else {
-		var err error
-		if candidates, err = r.active(ctx); err != nil {
-			return domain.Reservation{}, fmt.Errorf("find reservation: %w", err)
-		}
+	if user == 0 {
+		return r.findActive(ctx, id)
 	}
-	res, err := r.findIn(ctx, candidates, id)
+	v, err := r.client.HGet(ctx, r.keys.UserOrders(user), string(id)).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return domain.Reservation{}, fmt.Errorf("find reservation: %w", err)
+	}
+	vid, err := domain.ParseVoucherID(v)
+	if err != nil {
+		return domain.Reservation{}, domain.ErrNotFound
+	}
+	res, err := r.findIn(ctx, []domain.VoucherID{vid}, id)
 	if err != nil {
 		return domain.Reservation{}, err
 	}
-	if user != 0 && res.UserID != user {
+	if res.UserID != user {
 		return domain.Reservation{}, domain.ErrNotFound
 	}
 	return res, nil
+}
+
+// findActive looks order id up among the vouchers the queue still reads, a page of the
+// active set (by rank) at a time. A voucher that moves between pages meanwhile may be
+// missed: its order is then persisted or released, or found by the next look.
+func (r *Reservations) findActive(ctx context.Context, id domain.OrderID) (domain.Reservation, error) {
+	for start := int64(0); ; start += activePage {
+		members, err := r.client.ZRange(ctx, r.keys.Active(), start, start+activePage-1).Result()
+		if err != nil {
+			return domain.Reservation{}, fmt.Errorf("find reservation: %w", err)
+		}
+		vouchers := make([]domain.VoucherID, 0, len(members))
+		for _, m := range members {
+			if v, err := domain.ParseVoucherID(m); err == nil {
+				vouchers = append(vouchers, v)
+			}
+		}
+		res, err := r.findIn(ctx, vouchers, id)
+		if !errors.Is(err, domain.ErrNotFound) || int64(len(members)) < activePage {
+			return res, err
+		}
+	}
 }
 
 // findIn looks order id up in the orders hash of each of vouchers, in one round trip,
@@ -110,9 +126,9 @@ func (r *Reservations) findIn(ctx context.Context, vouchers []domain.VoucherID, 
 
 // ForUser returns the reservations user holds now among those in the user's index,
 // sorted by voucher, in two round trips: the index (a hash from order id to voucher
-// id, one field per grab of the last Options.Grace, written before each grab ran: see
-// Stock.indexGrabs), then each order's record in its voucher's orders hash. An indexed
-// order without a record (its grab refused or not yet run, its order released, or its
+// id, one field per reservation — on a cluster, per grab — of the last Options.Grace),
+// then each order's record in its voucher's orders hash. An indexed order without a
+// record (on a cluster, its grab refused or not yet run; its order released, or its
 // sale's keys expired) is left out; the entry stays, as it may be a grab on its way,
 // until the index expires. Persisted reservations are listed too until released: the
 // index is not told of persistence.
@@ -164,20 +180,4 @@ func (r *Reservations) ForUser(ctx context.Context, user domain.UserID) ([]domai
 		return cmp.Or(cmp.Compare(a.VoucherID, b.VoucherID), strings.Compare(string(a.OrderID), string(b.OrderID)))
 	})
 	return out, nil
-}
-
-// active returns the vouchers the queue still reads (Keys.Active), in id order.
-func (r *Reservations) active(ctx context.Context) ([]domain.VoucherID, error) {
-	members, err := r.client.ZRange(ctx, r.keys.Active(), 0, -1).Result()
-	if err != nil {
-		return nil, err
-	}
-	vouchers := make([]domain.VoucherID, 0, len(members))
-	for _, m := range members {
-		if v, err := domain.ParseVoucherID(m); err == nil {
-			vouchers = append(vouchers, v)
-		}
-	}
-	slices.Sort(vouchers)
-	return vouchers, nil
 }

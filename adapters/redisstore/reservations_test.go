@@ -47,6 +47,32 @@ func TestFindReservation(t *testing.T) {
 	}
 }
 
+// An admin's Find reads the vouchers on sale a page of the active set at a time and
+// finds an order on any page. (Not parallel: it sets the package's page size.)
+func TestAdminFindReadsTheActiveSetAPageAtATime(t *testing.T) {
+	redisstore.SetActivePage(t, 2)
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	var grabs []domain.Reservation
+	for id := domain.VoucherID(1); id <= 5; id++ {
+		warm(t, client, s, voucher(id, 10, 1))
+		g := grab(id, domain.UserID(10+id), 1)
+		check(t, s.Reserve(ctx, g))
+		grabs = append(grabs, g)
+	}
+	res := redisstore.NewReservations(client, redisstore.Options{Prefix: s.Keys().Prefix})
+	for _, want := range grabs {
+		got, err := res.Find(ctx, 0, want.OrderID)
+		check(t, err)
+		if !sameReservation(got, want) {
+			t.Fatalf("admin Find = %+v, want %+v", got, want)
+		}
+	}
+	if _, err := res.Find(ctx, 0, "unknown"); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("admin Find of an unknown order = %v, want %v", err, domain.ErrNotFound)
+	}
+}
+
 func TestReservationsForUser(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

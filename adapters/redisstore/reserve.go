@@ -91,10 +91,16 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 		return batchReply{remaining: -1}, nil
 	}
 	id := rs[0].VoucherID
-	keys := make([]string, 4, 4+len(rs))
+	keys := make([]string, 4, 4+2*len(rs))
 	keys[0], keys[1], keys[2], keys[3] = s.keys.Meta(id), s.keys.Buyers(id), s.keys.Orders(id), s.keys.Stream(id)
-	args := make([]any, 5, 5+5*len(rs))
-	args[0], args[1], args[2], args[3], args[4] = id.String(), s.interval, s.tolerance, s.maxBacklog, s.group
+	// On one server the script adds each reservation to its user's index; on a cluster
+	// it cannot reach the users' slots, and the index is written first (indexGrabs).
+	var indexTTL int64
+	if !s.sharded {
+		indexTTL = max(s.grace.Milliseconds(), 1)
+	}
+	args := make([]any, 6, 6+5*len(rs))
+	args[0], args[1], args[2], args[3], args[4], args[5] = id.String(), s.interval, s.tolerance, s.maxBacklog, s.group, indexTTL
 	for i, r := range rs {
 		if r.VoucherID != id || r.Quantity < 1 {
 			return batchReply{}, fmt.Errorf("reserve stock: a batch of voucher %s holds %+v", id, r)
@@ -108,8 +114,12 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 		}
 		args = append(args, r.UserID.String(), string(r.OrderID), r.Quantity, r.At.UnixMilli(), tp)
 	}
-	// Each user's index first: then every reservation has its entry (see indexGrabs).
-	if err := s.indexGrabs(ctx, rs); err != nil {
+	if indexTTL > 0 {
+		for _, r := range rs {
+			keys = append(keys, s.keys.UserOrders(r.UserID))
+		}
+	} else if err := s.indexGrabs(ctx, rs); err != nil {
+		// Each user's index first: then every reservation has its entry.
 		return batchReply{}, fmt.Errorf("reserve stock: %w", err)
 	}
 	reply, acked, err := s.runReserve(ctx, keys, args)

@@ -6,13 +6,17 @@
 -- of the batch see what earlier ones took: the units, and the buyer (a user's second
 -- grab in one batch is answered with the first one's order).
 --
--- KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders, KEYS[4] stream, then KEYS[4+i] the
--- rate counter of grab i's user (all of one voucher, one hash tag).
+-- KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders, KEYS[4] stream, then, with a rate
+-- limit, KEYS[4+i] the rate counter of grab i's user (all of one voucher, one hash
+-- tag), then, when ARGV[6] > 0, KEYS[4+r+i] the index of grab i's user
+-- (Keys.UserOrders; r is the number of rate keys, 0 or n).
 -- ARGV[1] voucher_id, ARGV[2] rate_interval_ms (0: no limit), ARGV[3] rate_tolerance_ms,
--- ARGV[4] max_backlog (0: none), ARGV[5] group, then five per grab i, from
--- ARGV[6+5(i-1)]: user_id, order_id, qty, at_ms (the grab's own clock), traceparent
--- ('' when untraced; else the entry's "tp" field, so the batch that persists the
--- entry links to the grab's trace).
+-- ARGV[4] max_backlog (0: none), ARGV[5] group, ARGV[6] index_ttl_ms (0: the caller
+-- wrote the users' index itself, as on Redis Cluster, where a user's index lives in
+-- another slot; else each reservation is added to its user's index, which then expires
+-- after this long), then five per grab i, from ARGV[7+5(i-1)]: user_id, order_id, qty,
+-- at_ms (the grab's own clock), traceparent ('' when untraced; else the entry's "tp"
+-- field, so the batch that persists the entry links to the grab's trace).
 -- Returns {remaining, code_1, extra_1, code_2, extra_2, …}: the units left after the
 -- batch (-1 without sale state), then per grab 0 reserved (extra: order id), 1 already
 -- purchased (extra: the held order id), 2 sold out, 3 not started, 4 ended, 5 no sale
@@ -20,7 +24,7 @@
 -- after, ms), 8 paused, 9 backlog over its bound, 10 sale state being restored (see
 -- warm.lua); extra is '' where it says nothing.
 local m = sale_state(KEYS[1], 'paused', 'restoring')
-local n = (#ARGV - 5) / 5
+local n = (#ARGV - 6) / 5
 local out = {-1}
 -- No sale state (see sale_state in prelude.lua). Go twin: saleState (watch.go).
 if not m then
@@ -40,6 +44,10 @@ if m.restoring == '1' then
 end
 local remaining, begins, ends, limit = tonumber(m.remaining), tonumber(m.begins), tonumber(m.ends), tonumber(m.limit)
 local interval, tolerance, bound = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local index_ttl, index_base = tonumber(ARGV[6]), 4
+if interval > 0 then
+  index_base = 4 + n
+end
 -- Entries not yet persisted (delivered and pending, or never read), counted once for
 -- the batch and then kept up to date as it appends.
 local backlog
@@ -67,7 +75,7 @@ end
 local took, buyers, orders = {}, {}, {}
 
 local function judge(i)
-  local base = 6 + 5 * (i - 1)
+  local base = 7 + 5 * (i - 1)
   local user, order, qty, now = ARGV[base], ARGV[base + 1], tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3])
   -- Per-user rate (GCRA): every attempt counts, whatever its answer.
   -- Go twin: WatchStock.attempt (watch.go), before domain.Sale.Judge.
@@ -124,6 +132,10 @@ local function judge(i)
     redis.call('XADD', KEYS[4], '*',
       'order', order, 'voucher', ARGV[1], 'user', user, 'qty', ARGV[base + 2], 'at', ARGV[base + 3],
       'tp', ARGV[base + 4])
+  end
+  if index_ttl > 0 then
+    redis.call('HSET', KEYS[index_base + i], order, ARGV[1])
+    redis.call('PEXPIRE', KEYS[index_base + i], index_ttl)
   end
   if backlog then
     backlog = backlog + 1

@@ -16,10 +16,11 @@ func (k Keys) UserOrders(user domain.UserID) string {
 	return k.prefix() + ":{u" + user.String() + "}:orders"
 }
 
-// indexGrabs writes each of rs, the grabs about to go to the reserve script, to its
-// user's index (Keys.UserOrders), in one round trip, before the script runs. The
-// script cannot: on Redis Cluster a script reaches only its voucher's slot, and a
-// user's index lives in the user's. Written before, every reservation has its entry,
+// indexGrabs writes each of rs, grabs about to be judged, to its user's index
+// (Keys.UserOrders), in one round trip, before they are. On one Redis server the
+// reserve script indexes each reservation itself, in the same step; on Redis Cluster
+// it cannot (a script reaches only its voucher's slot, and a user's index lives in the
+// user's), nor can the watch strategy's transaction. Written before, every reservation has its entry,
 // whatever happens between the two calls (this process killed, Redis failing); an
 // entry may name an order that was never reserved (the grab was refused, or never
 // ran), which readers tell by the voucher's orders hash (see Reservations.ForUser).

@@ -644,8 +644,8 @@ func testReleaseOnceUnderConcurrency(t *testing.T, f *fixture) {
 
 func testConcurrentGrabsSellExactlyTheStock(t *testing.T, f *fixture) {
 	// users grab one unit each at once, and the first repeats of them grab a second
-	// time, under another order id. (A WATCH strategy on the embedded server gives up
-	// on most of a thousand grabs; twice as many can leave it short of the stock.)
+	// time, under another order id. (A WATCH strategy gives up on most of a thousand
+	// grabs at once, more on a busy machine; those are retried below.)
 	const stock, users, repeats = 50, 950, 50
 	v := f.sell(t, voucher(stock, 1))
 
@@ -666,10 +666,23 @@ func testConcurrentGrabsSellExactlyTheStock(t *testing.T, f *fixture) {
 	}
 	close(start)
 	wg.Wait()
+	// A strategy that gives up under contention answers unavailable: retry. Its
+	// clients do, one at a time here (no contention left), as a 503 asks; the retry
+	// tells the truth. How many gave up depends on the machine's load, not on the
+	// strategy's correctness, so the stock must sell out once they retried.
+	unavailable := 0
+	for i, a := range answers {
+		if !f.UnavailableUnderContention || !errors.Is(a.err, domain.ErrUnavailable) {
+			continue
+		}
+		unavailable++
+		for try := 0; try < 100 && errors.Is(answers[i].err, domain.ErrUnavailable); try++ {
+			answers[i].err = f.Stock.Reserve(f.ctx, a.r)
+		}
+	}
 
 	holds := map[domain.UserID]domain.OrderID{}
 	var reserved []domain.Reservation
-	unavailable := 0
 	for _, a := range answers {
 		var purchased *domain.AlreadyPurchasedError
 		switch {
@@ -680,14 +693,12 @@ func testConcurrentGrabsSellExactlyTheStock(t *testing.T, f *fixture) {
 			holds[a.r.UserID] = a.r.OrderID
 			reserved = append(reserved, a.r)
 		case errors.Is(a.err, domain.ErrSoldOut), errors.As(a.err, &purchased):
-		case f.UnavailableUnderContention && errors.Is(a.err, domain.ErrUnavailable):
-			unavailable++
 		default:
 			t.Fatalf("user %d: unexpected answer %v", a.r.UserID, a.err)
 		}
 	}
 	if unavailable > 0 {
-		t.Logf("%d of %d grabs gave up, unavailable under contention", unavailable, len(answers))
+		t.Logf("%d of %d grabs gave up, unavailable under contention, and were retried", unavailable, len(answers))
 	}
 	if got, want := len(holds), stock; got != want {
 		t.Fatalf("%d users reserved, want %d", got, want)
