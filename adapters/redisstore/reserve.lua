@@ -73,6 +73,13 @@ end
 -- What the batch took so far, written once at the end: a user's order (so a second
 -- grab of the same user in the batch finds it), and the records to add.
 local took, buyers, orders = {}, {}, {}
+-- The orders the batch's users held before it, read in one call: the batch writes
+-- the buyers hash only at its end, so a read per grab would see the same.
+local users = {}
+for i = 1, n do
+  users[i] = ARGV[7 + 5 * (i - 1)]
+end
+local held = redis.call('HMGET', KEYS[2], unpack(users))
 
 local function judge(i)
   local base = 7 + 5 * (i - 1)
@@ -106,7 +113,7 @@ local function judge(i)
     return 6, ''
   end
   -- Go twin: domain.Sale.Judge, rule 4 (an order already held).
-  local existing = took[user] or redis.call('HGET', KEYS[2], user)
+  local existing = took[user] or held[i]
   if existing then
     return 1, existing
   end

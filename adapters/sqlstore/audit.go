@@ -55,7 +55,16 @@ func (s *Orders) Ledger(ctx context.Context, id domain.VoucherID) (ports.Ledger,
 		if err != nil {
 			return fmt.Errorf("read voucher: %w", err)
 		}
-		// A page at a time, by primary key, so no one statement holds a voucher's
+		if !IsSQLite(tx) {
+			// Each page must be a range of orders_voucher_id_id_idx. When the table's
+			// statistics lag (a million orders arrived since the last ANALYZE), the
+			// planner expects a few rows and prefers a bitmap scan of the voucher's
+			// every order, sorted, for each page: 190 ms a page, 24 s a million.
+			if _, err := tx.ExecContext(ctx, "SET LOCAL enable_bitmapscan = off"); err != nil {
+				return fmt.Errorf("plan the ledger: %w", err)
+			}
+		}
+		// A page at a time, by (voucher_id, id), so no one statement holds a voucher's
 		// every order; the transaction's snapshot keeps the pages one moment's.
 		for after := ""; ; {
 			var page []orderRow
