@@ -250,7 +250,8 @@ func BenchmarkMillionReservations(b *testing.B) {
 // BenchmarkReservationsOfAUser reads a user's reservations (ForUser) and one of them by
 // id (Find, and Find of an unknown id) with 2 and with 10,000 vouchers warmed and on
 // sale; neither should depend on how many there are. An admin's Find (user 0) looks in
-// every voucher on sale, and is shown too.
+// the vouchers on sale a page at a time until one holds the order, and is shown too:
+// found on the first page, and not found at all (every page).
 //
 //	SECKILL_SCALE_REDIS_URL=redis://127.0.0.1:PORT/0 go test -run '^$' \
 //	  -bench BenchmarkReservationsOfAUser ./adapters/redisstore
@@ -306,6 +307,15 @@ func BenchmarkReservationsOfAUser(b *testing.B) {
 				for b.Loop() {
 					if _, err := res.Find(ctx, 0, mine.OrderID); err != nil {
 						b.Fatal(err)
+					}
+				}
+			})
+			// The admin's worst case: an id no voucher holds is looked for in every
+			// page of the vouchers on sale.
+			b.Run("FindUnknownAsAdmin", func(b *testing.B) {
+				for b.Loop() {
+					if _, err := res.Find(ctx, 0, "unknown"); err == nil {
+						b.Fatal("found an unknown order")
 					}
 				}
 			})
