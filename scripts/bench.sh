@@ -18,14 +18,15 @@ psql --version
 echo
 echo "== Redis baseline: redis-benchmark EVALSHA of reserve.lua (50 clients, no pipelining)"
 rc() { redis-cli -p "$SVC_REDIS_PORT" "$@"; }
-sha=$(rc SCRIPT LOAD "$(cat adapters/redisstore/reserve.lua)")
+# As the service loads it: the shared prelude, then the script (see scripts.go).
+sha=$(rc SCRIPT LOAD "$(cat adapters/redisstore/prelude.lua adapters/redisstore/reserve.lua)")
 now=$(($(date +%s) * 1000))
 rc HSET 'bench:{v1}:meta' stock 1000000000 remaining 1000000000 begins $((now - 60000)) ends $((now + 3600000)) limit 1 expire $((now + 7200000)) >/dev/null
 # Every call is a batch of one: a fresh user's successful reservation; no per-user
-# rate, no backlog bound.
+# rate, no backlog bound, no user index (index_ttl 0).
 redis-benchmark -p "$SVC_REDIS_PORT" -q -n 200000 -c 50 -r 1000000000 \
 	EVALSHA "$sha" 4 'bench:{v1}:meta' 'bench:{v1}:buyers' 'bench:{v1}:orders' 'bench:{v1}:stream' \
-	1 0 0 0 fulfil __rand_int__ o__rand_int__ 1 "$now" ''
+	1 0 0 0 fulfil 0 __rand_int__ o__rand_int__ 1 "$now" ''
 echo "reservations made: $(rc XLEN 'bench:{v1}:stream')"
 rc UNLINK 'bench:{v1}:meta' 'bench:{v1}:buyers' 'bench:{v1}:orders' 'bench:{v1}:stream' >/dev/null
 

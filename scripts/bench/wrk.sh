@@ -3,7 +3,7 @@
 # root): a hello-world Echo server (cmd/seckill/internal/hello) as the baseline, then
 # `seckill serve` with its default settings answering grabs, every request a fresh
 # user's (scripts/bench/wrk-grab.lua), then the sold-out answers of a voucher that
-# sold out. Expects the throwaway services of scripts/services.sh (bench.sh starts
+# sold out, to 1,000 users pressing again and to a fresh user each time. Expects the throwaway services of scripts/services.sh (bench.sh starts
 # them). DURATION (default 10s), CONNECTIONS (64) and THREADS (2) tune wrk.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -53,5 +53,9 @@ run "grab: every request a fresh user's reservation (202)" "/api/v1/vouchers/$id
 echo "reservations made: $(curl -sf "http://$api_addr/api/v1/vouchers/$id" | python3 -c 'import json,sys; v=json.load(sys.stdin); print(v["stock"]-v["remaining"])')"
 gone=$(voucher 1)
 curl -sf -XPOST "http://$api_addr/api/v1/vouchers/$gone/grab" -H "Authorization: Bearer $admin" >/dev/null
-run "grab of a sold-out voucher (409 sold_out)" "/api/v1/vouchers/$gone/grab" "http://$api_addr"
+# The flood after a sell-out is the same users pressing again: 1,000 of them, each
+# token sent again and again (as BenchmarkGrabSoldOut does), not a fresh user each time.
+head -1000 "$dir/tokens" >"$dir/tokens-1000"
+WRK_TOKENS="$dir/tokens-1000" run "grab of a sold-out voucher by 1,000 users pressing again (409 sold_out)" "/api/v1/vouchers/$gone/grab" "http://$api_addr"
+WRK_TOKENS="$dir/tokens" run "grab of a sold-out voucher, a fresh user each time (409 sold_out)" "/api/v1/vouchers/$gone/grab" "http://$api_addr"
 run "hello world again (baseline)" /hello "http://$hello_addr"
