@@ -51,6 +51,7 @@ run "hello world (baseline)" /hello "http://$hello_addr"
 id=$(voucher 10000000)
 run "grab: every request a fresh user's reservation (202)" "/api/v1/vouchers/$id/grab" "http://$api_addr"
 echo "reservations made: $(curl -sf "http://$api_addr/api/v1/vouchers/$id" | python3 -c 'import json,sys; v=json.load(sys.stdin); print(v["stock"]-v["remaining"])')"
+echo "grab answers so far: $(curl -sf "http://$api_addr/metrics" | grep '^seckill_grab_requests_total' | sed 's/seckill_grab_requests_total//' | tr '\n' ' ')"
 gone=$(voucher 1)
 curl -sf -XPOST "http://$api_addr/api/v1/vouchers/$gone/grab" -H "Authorization: Bearer $admin" >/dev/null
 # The flood after a sell-out is the same users pressing again: 1,000 of them, each
