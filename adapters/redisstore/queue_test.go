@@ -580,26 +580,8 @@ func TestRefreshSeesANewVoucherAtOnce(t *testing.T) {
 // (Not parallel: it sets the package's page size.)
 func TestQueueReadsTheActiveSetAPageAtATime(t *testing.T) {
 	redisstore.SetActivePage(t, 2)
-	ctx := context.Background()
-	client, s := newStock(t, 0)
-	q := redisstore.NewQueue(client, redisstore.QueueOptions{Prefix: s.Keys().Prefix, Consumer: "c", DiscoverEvery: time.Hour})
-	for id := domain.VoucherID(1); id <= 5; id++ {
-		warm(t, client, s, voucher(id, 10, 1))
-		check(t, s.Reserve(ctx, grab(id, 7, 1)))
-	}
-	var got []domain.VoucherID
-	testenv.Eventually(t, testenv.Patience, "an entry of each of the five vouchers read", func() (bool, string) {
-		ds, err := q.Read(ctx, 10, time.Millisecond)
-		check(t, err)
-		for _, d := range ds {
-			got = append(got, d.VoucherID)
-		}
-		return len(got) >= 5, fmt.Sprint(got)
-	})
-	slices.Sort(got)
-	if fmt.Sprint(got) != "[1 2 3 4 5]" {
-		t.Fatalf("read vouchers %v, want [1 2 3 4 5]", got)
-	}
+	_, _, q := queueOfFive(t)
+	wantOneEntryEach(t, q, 5)
 }
 
 // With more vouchers on sale than one XREADGROUP reads, a read is a pipeline of
@@ -609,26 +591,45 @@ func TestQueueReadsTheActiveSetAPageAtATime(t *testing.T) {
 func TestQueueReadsManyStreamsInSeveralCommands(t *testing.T) {
 	redisstore.SetStreamsPerRead(t, 2)
 	ctx := context.Background()
+	client, s, q := queueOfFive(t)
+	check(t, q.Refresh(ctx))
+	check(t, client.XGroupDestroy(ctx, s.Keys().Stream(3), redisstore.DefaultGroup).Err())
+	wantOneEntryEach(t, q, 5)
+}
+
+// queueOfFive warms vouchers 1 to 5, reserves one unit of each, and returns a queue
+// reading them.
+func queueOfFive(t *testing.T) (redis.UniversalClient, *redisstore.Stock, *redisstore.Queue) {
+	t.Helper()
 	client, s := newStock(t, 0)
 	q := redisstore.NewQueue(client, redisstore.QueueOptions{Prefix: s.Keys().Prefix, Consumer: "c", DiscoverEvery: time.Hour})
 	for id := domain.VoucherID(1); id <= 5; id++ {
 		warm(t, client, s, voucher(id, 10, 1))
-		check(t, s.Reserve(ctx, grab(id, 7, 1)))
+		check(t, s.Reserve(context.Background(), grab(id, 7, 1)))
 	}
-	check(t, q.Refresh(ctx))
-	check(t, client.XGroupDestroy(ctx, s.Keys().Stream(3), redisstore.DefaultGroup).Err())
+	return client, s, q
+}
+
+// wantOneEntryEach reads q until it has read n entries, and wants them to be one of
+// each of vouchers 1 to n.
+func wantOneEntryEach(t *testing.T, q *redisstore.Queue, n int) {
+	t.Helper()
 	var got []domain.VoucherID
-	testenv.Eventually(t, testenv.Patience, "an entry of each of the five vouchers read", func() (bool, string) {
-		ds, err := q.Read(ctx, 10, time.Millisecond)
+	testenv.Eventually(t, testenv.Patience, fmt.Sprintf("an entry of each of the %d vouchers read", n), func() (bool, string) {
+		ds, err := q.Read(context.Background(), 10, time.Millisecond)
 		check(t, err)
 		for _, d := range ds {
 			got = append(got, d.VoucherID)
 		}
-		return len(got) >= 5, fmt.Sprint(got)
+		return len(got) >= n, fmt.Sprint(got)
 	})
 	slices.Sort(got)
-	if fmt.Sprint(got) != "[1 2 3 4 5]" {
-		t.Fatalf("read vouchers %v, want [1 2 3 4 5]", got)
+	var want []domain.VoucherID
+	for id := domain.VoucherID(1); id <= domain.VoucherID(n); id++ {
+		want = append(want, id)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("read vouchers %v, want %v", got, want)
 	}
 }
 
