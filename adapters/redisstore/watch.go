@@ -69,7 +69,8 @@ func (w *WatchStock) Reserve(ctx context.Context, r domain.Reservation) error {
 		// The user's rate counter is read and moved too, so it is watched as well.
 		watched = append(watched, k.Rate(r.VoucherID, r.UserID))
 	}
-	// The user's index first, as the script's callers do (Stock.indexGrabs).
+	// The user's index first, as on a cluster (Stock.indexGrabs): the transaction
+	// watches the voucher's keys only.
 	if err := w.indexGrabs(ctx, []domain.Reservation{r}); err != nil {
 		return fmt.Errorf("reserve stock: %w", err)
 	}
