@@ -316,7 +316,9 @@ type StockAudit interface {
 	// Requeue appends a reservation to its voucher's queue again.
 	Requeue(ctx context.Context, r domain.Reservation) error
 	// Recount sets a voucher's remaining units to stock minus the units its
-	// reservations hold, atomically, and returns the new value.
+	// reservations hold, atomically, and returns the new value. An implementation
+	// that counts a page at a time may give up while they keep changing, with an
+	// error wrapping domain.ErrUnavailable (nothing set: try again later).
 	Recount(ctx context.Context, id domain.VoucherID) (int, error)
 	// Restoring marks a voucher's sale state as being restored: grabs answer an error
 	// wrapping domain.ErrUnavailable until Restored. A voucher without sale state is

@@ -308,8 +308,9 @@ var recountScript = newScript(recountSrc)
 // back on sale it announces a restock, as Release does. It returns an error wrapping
 // domain.ErrNotFound when the voucher has no sale state, and an error naming a
 // reservation record it cannot read (changing nothing: guessing could sell units
-// twice). How it counts a million reservations without holding Redis up: see
-// recountPaged.
+// twice), or one wrapping domain.ErrUnavailable when the reservations kept changing
+// through every count it tried (changing nothing: try again later). How it counts a
+// million reservations without holding Redis up: see recountPaged.
 func (a *Audit) Recount(ctx context.Context, id domain.VoucherID) (int, error) {
 	left, err := a.recountPaged(ctx, id)
 	if err != nil {

@@ -160,7 +160,7 @@ func (a *Audit) recountPaged(ctx context.Context, id domain.VoucherID) (left int
 		}
 		return left, nil
 	}
-	return 0, fmt.Errorf("voucher %d: its reservations kept changing during %d counts", id, recountAttempts)
+	return 0, fmt.Errorf("voucher %d: %w: its reservations kept changing during %d counts", id, domain.ErrUnavailable, recountAttempts)
 }
 
 // restoreBatched runs restoreScript over rs: the reservations of each voucher in
