@@ -124,7 +124,7 @@ start_redis() {
 			--logfile "$SVC_DIR/redis.log" >/dev/null || continue
 		for _ in $(seq 1 50); do
 			# Ours answers, not a server that took the port first: compare process ids.
-			pid=$(redis-cli -p "$SVC_REDIS_PORT" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p')
+			pid=$(redis-cli -p "$SVC_REDIS_PORT" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p' || true)
 			if [ -n "$pid" ] && [ "$pid" = "$(cat "$SVC_DIR/redis.pid" 2>/dev/null)" ]; then
 				return 0
 			fi
@@ -209,7 +209,7 @@ start_cluster() {
 				--cluster-enabled yes --cluster-config-file "$dir/nodes.conf" --cluster-node-timeout 5000 \
 				--dir "$dir" --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >/dev/null || continue
 			for _ in $(seq 1 50); do
-				pid=$(redis-cli -p "$port" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p')
+				pid=$(redis-cli -p "$port" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p' || true)
 				if [ -n "$pid" ] && [ "$pid" = "$(cat "$dir/redis.pid" 2>/dev/null)" ]; then
 					ok=1
 					break
@@ -251,7 +251,7 @@ sentinel_server() {
 		redis-server "$@" --port "$port" --bind 127.0.0.1 --dir "$dir" --daemonize yes \
 			--pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >/dev/null || continue
 		for _ in $(seq 1 50); do
-			pid=$(redis-cli -p "$port" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p')
+			pid=$(redis-cli -p "$port" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p' || true)
 			if [ -n "$pid" ] && [ "$pid" = "$(cat "$dir/redis.pid" 2>/dev/null)" ]; then
 				echo "$port"
 				return 0
