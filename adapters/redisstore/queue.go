@@ -187,8 +187,8 @@ func (q *Queue) Read(ctx context.Context, count int, block time.Duration) ([]por
 // sale a read is a pipeline of such commands, each short.
 var streamsPerRead = 100
 
-// readEach reads the streams of ids, pipelined, with one XREADGROUP for each per of
-// them (per is 1 on a cluster, where one command reaches one slot). When none had entries
+// readEach reads the streams of ids, pipelined, one XREADGROUP for every per streams
+// (per is 1 on a cluster, where one command reaches one slot). When none had entries
 // it waits up to block in an XREADGROUP on the stream that last had some (in a flash
 // sale, the hot one, so its next entries are read at once), or, with no such stream
 // among ids, simply waits block. A stream that lost its group is repaired (on one
