@@ -205,6 +205,39 @@ type PersistResult struct {
 	Reason string
 }
 
+// FirstOfEach returns rs with every repeat of an order id left out, in order: a batch
+// that holds an order twice holds one reservation delivered twice, and Persist stores
+// the first.
+func FirstOfEach(rs []domain.Reservation) []domain.Reservation {
+	unique := make([]domain.Reservation, 0, len(rs))
+	seen := make(map[domain.OrderID]bool, len(rs))
+	for _, r := range rs {
+		if !seen[r.OrderID] {
+			seen[r.OrderID] = true
+			unique = append(unique, r)
+		}
+	}
+	return unique
+}
+
+// AnswerRepeats answers each of rs, in order, from outcomes, what persisting
+// FirstOfEach(rs) did by order id: the first of an order id gets its outcome, a repeat
+// answers AlreadyPersisted as a redelivery would — unless the voucher is gone, which
+// it is for every copy.
+func AnswerRepeats(rs []domain.Reservation, outcomes map[domain.OrderID]PersistResult) []PersistResult {
+	out := make([]PersistResult, len(rs))
+	answered := make(map[domain.OrderID]bool, len(outcomes))
+	for i, r := range rs {
+		res := outcomes[r.OrderID]
+		if answered[r.OrderID] && res.Outcome != VoucherGone {
+			res = PersistResult{OrderID: r.OrderID, Outcome: AlreadyPersisted}
+		}
+		answered[r.OrderID] = true
+		out[i] = res
+	}
+	return out
+}
+
 // Orders stores orders.
 type Orders interface {
 	// Persist stores reservations as orders in one transaction, idempotently by order

@@ -74,27 +74,7 @@ func (r *Orders) Persist(_ context.Context, rs []domain.Reservation) ([]ports.Pe
 	}
 	r.vouchers.mu.Lock()
 	defer r.vouchers.mu.Unlock()
-
-	unique := make([]domain.Reservation, 0, len(rs))
-	seen := make(map[domain.OrderID]bool, len(rs))
-	for _, res := range rs {
-		if !seen[res.OrderID] {
-			seen[res.OrderID] = true
-			unique = append(unique, res)
-		}
-	}
-	outcomes := r.persistAll(unique)
-	out := make([]ports.PersistResult, len(rs))
-	answered := make(map[domain.OrderID]bool, len(unique))
-	for i, res := range rs {
-		o := outcomes[res.OrderID]
-		if answered[res.OrderID] && o.Outcome != ports.VoucherGone {
-			o = ports.PersistResult{OrderID: res.OrderID, Outcome: ports.AlreadyPersisted}
-		}
-		answered[res.OrderID] = true
-		out[i] = o
-	}
-	return out, nil
+	return ports.AnswerRepeats(rs, r.persistAll(ports.FirstOfEach(rs))), nil
 }
 
 // persistAll persists reservations of distinct ids, in the SQL adapter's order: by

@@ -34,39 +34,21 @@ import (
 // stores nothing. Any other error also means nothing was stored, and the caller may
 // retry the same batch.
 func (s *Orders) Persist(ctx context.Context, rs []domain.Reservation) ([]ports.PersistResult, error) {
-	results := make([]ports.PersistResult, len(rs))
 	if len(rs) == 0 {
-		return results, nil
+		return []ports.PersistResult{}, nil
 	}
-
-	// A repeated order id is the same reservation delivered twice: persist the first
-	// and let the others answer as a redelivery of it would.
-	unique := make([]domain.Reservation, 0, len(rs))
-	seen := make(map[domain.OrderID]bool, len(rs))
 	for _, r := range rs {
 		if err := r.Validate(); err != nil {
 			return nil, fmt.Errorf("persist orders: order %s: %w", r.OrderID, err)
 		}
-		if !seen[r.OrderID] {
-			seen[r.OrderID] = true
-			unique = append(unique, r)
-		}
 	}
-
-	outcomes, err := s.persist(ctx, unique)
+	// A repeated order id is the same reservation delivered twice: persist the first
+	// and let the others answer as a redelivery of it would.
+	outcomes, err := s.persist(ctx, ports.FirstOfEach(rs))
 	if err != nil {
 		return nil, fmt.Errorf("persist orders: %w", classify(err))
 	}
-	answered := make(map[domain.OrderID]bool, len(unique))
-	for i, r := range rs {
-		res := outcomes[r.OrderID]
-		if answered[r.OrderID] && res.Outcome != ports.VoucherGone {
-			res = ports.PersistResult{OrderID: r.OrderID, Outcome: ports.AlreadyPersisted}
-		}
-		answered[r.OrderID] = true
-		results[i] = res
-	}
-	return results, nil
+	return ports.AnswerRepeats(rs, outcomes), nil
 }
 
 // persist runs the transaction for reservations with distinct order ids. Checking
