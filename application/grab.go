@@ -38,15 +38,15 @@ type GrabVoucher struct {
 	clock   ports.Clock
 	ids     ports.OrderIDs
 	soldOut *soldOutFlags
-	warm    *WarmVouchers
+	recovery *RecoverVoucher
 	misses  *missFlights
 }
 
-// NewGrabVoucher returns the use case. warm rebuilds a voucher's missing sale state;
-// with nil, a grab of a voucher without one answers domain.ErrNotFound.
-func NewGrabVoucher(stock ports.Stock, clock ports.Clock, ids ports.OrderIDs, warm *WarmVouchers, opts GrabOptions) *GrabVoucher {
+// NewGrabVoucher returns the use case. recovery rebuilds a voucher's missing sale
+// state; with nil, a grab of a voucher without one answers domain.ErrNotFound.
+func NewGrabVoucher(stock ports.Stock, clock ports.Clock, ids ports.OrderIDs, recovery *RecoverVoucher, opts GrabOptions) *GrabVoucher {
 	return &GrabVoucher{stock: stock, clock: clock, ids: ids, soldOut: newSoldOutFlags(opts.SoldOutTTL),
-		warm: warm, misses: newMissFlights()}
+		recovery: recovery, misses: newMissFlights()}
 }
 
 // Restocked tells the grab path that units of a voucher came back on sale, so it asks
@@ -81,7 +81,7 @@ func (uc *GrabVoucher) Handle(ctx context.Context, cmd GrabVoucherCmd) (domain.R
 		At:        now,
 	}
 	err := uc.stock.Reserve(ctx, r)
-	if errors.Is(err, domain.ErrNotFound) && uc.warm != nil {
+	if errors.Is(err, domain.ErrNotFound) && uc.recovery != nil {
 		err = uc.rebuild(ctx, r)
 	}
 	if err != nil {
@@ -96,18 +96,20 @@ func (uc *GrabVoucher) Handle(ctx context.Context, cmd GrabVoucherCmd) (domain.R
 
 // rebuild answers a grab of a voucher the stock has no sale state for. The first such
 // grab of a voucher asks the database: for a voucher it does not have, not_found; for
-// one whose sale ended, ended; otherwise it rebuilds the sale state (set-if-absent, so
-// instances racing to do it are safe) and tries the grab once more. The grabs of the
-// voucher that come meanwhile are answered unavailable at once (a retry tells the
-// truth), and those that come within a second after a not_found or ended are answered
-// the same without asking again.
+// one whose sale ended, ended; otherwise it has the sale state recovered
+// (RecoverVoucher.Start: set-if-absent, so instances racing to do it are safe) and,
+// once it is whole, tries the grab once more; while live orders' reservations are
+// still being restored it answers unavailable. The grabs of the voucher that come
+// meanwhile are answered unavailable at once (a retry tells the truth), and those that
+// come within a second after a not_found or ended are answered the same without
+// asking again.
 func (uc *GrabVoucher) rebuild(ctx context.Context, r domain.Reservation) error {
 	now := uc.clock.Now()
 	answer, first := uc.misses.begin(r.VoucherID, now)
 	if !first {
 		return answer
 	}
-	_, err := uc.warm.Rebuild(ctx, r.VoucherID)
+	whole, err := uc.recovery.Start(ctx, r.VoucherID)
 	switch {
 	case errors.Is(err, domain.ErrNotFound), errors.Is(err, domain.ErrEnded):
 		uc.misses.end(r.VoucherID, err, now)
@@ -117,6 +119,9 @@ func (uc *GrabVoucher) rebuild(ctx context.Context, r domain.Reservation) error 
 		return fmt.Errorf("rebuild the sale state of voucher %s: %w: %w", r.VoucherID, domain.ErrUnavailable, err)
 	}
 	uc.misses.end(r.VoucherID, nil, now)
+	if !whole {
+		return fmt.Errorf("voucher %s: %w: its sale state is being restored", r.VoucherID, domain.ErrUnavailable)
+	}
 	if err := uc.stock.Reserve(ctx, r); !errors.Is(err, domain.ErrNotFound) {
 		return err
 	}

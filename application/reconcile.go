@@ -22,19 +22,21 @@ type ReconcileCmd struct {
 // repairs where they do not. Every repair is idempotent and safe during a live sale.
 type Reconcile struct {
 	vouchers   ports.Vouchers
-	stock      ports.Stock
 	audit      ports.StockAudit
 	ledger     ports.OrderAudit
 	compensate *Compensate
+	recover    *RecoverVoucher
 	clock      ports.Clock
 	grace      time.Duration
 }
 
 // NewReconcile returns the use case. Reservations younger than grace are not judged:
-// their entries may still be on their way to the database.
-func NewReconcile(vouchers ports.Vouchers, stock ports.Stock, audit ports.StockAudit, ledger ports.OrderAudit,
-	compensate *Compensate, clock ports.Clock, grace time.Duration) *Reconcile {
-	return &Reconcile{vouchers: vouchers, stock: stock, audit: audit, ledger: ledger, compensate: compensate, clock: clock, grace: grace}
+// their entries may still be on their way to the database. A voucher's sale state is
+// rebuilt, or healed, by recovery.
+func NewReconcile(vouchers ports.Vouchers, audit ports.StockAudit, ledger ports.OrderAudit,
+	compensate *Compensate, recovery *RecoverVoucher, clock ports.Clock, grace time.Duration) *Reconcile {
+	return &Reconcile{vouchers: vouchers, audit: audit, ledger: ledger, compensate: compensate, recover: recovery,
+		clock: clock, grace: grace}
 }
 
 // Handle checks the vouchers cmd names and returns one finding per voucher. It
@@ -63,15 +65,12 @@ func (uc *Reconcile) Handle(ctx context.Context, cmd ReconcileCmd) ([]VoucherRec
 	return out, nil
 }
 
-// Heal repairs every voucher whose sale has not ended after Redis may have lost or
+// Heal recovers every voucher whose sale has not ended after Redis may have lost or
 // gone back on some of its state (it restarted from an older snapshot, or a replica
-// that was behind took over). Each one's grabs answer unavailable while the database
-// is made its truth again, whatever the age of what changed (no grace here): every
-// live order's reservation is recorded, every closed order's units released, and the
-// remaining units recounted — so no holder of an order can grab again and no phantom
-// unit is sold; then it takes grabs again. A voucher whose sale state is gone is left
-// to its first grab (GrabVoucher rebuilds it). It returns the first error; a voucher
-// it could not heal keeps answering unavailable until a later Heal succeeds.
+// that was behind took over): each one's grabs answer unavailable while the database
+// is made its truth again, whatever the age of what changed (no grace here; see
+// RecoverVoucher). It returns the first error; a voucher it could not heal keeps
+// answering unavailable until a later Heal succeeds.
 func (uc *Reconcile) Heal(ctx context.Context) error {
 	active, err := uc.vouchers.Active(ctx, uc.clock.Now())
 	if err != nil {
@@ -79,38 +78,13 @@ func (uc *Reconcile) Heal(ctx context.Context) error {
 	}
 	var first error
 	for _, v := range active {
-		first = cmp.Or(first, uc.heal(ctx, v.ID))
+		err := uc.recover.Handle(ctx, RecoverCmd{Voucher: v.ID, Reason: RecoverRestarted})
+		if errors.Is(err, domain.ErrEnded) {
+			continue // ended since it was listed: nothing to heal
+		}
+		first = cmp.Or(first, err)
 	}
 	return first
-}
-
-func (uc *Reconcile) heal(ctx context.Context, id domain.VoucherID) error {
-	if err := uc.audit.Restoring(ctx, id); err != nil {
-		return fmt.Errorf("voucher %s: %w", id, err)
-	}
-	ledger, err := uc.ledger.Ledger(ctx, id)
-	if err != nil {
-		return fmt.Errorf("voucher %s: %w", id, err)
-	}
-	if err := restoreLive(ctx, uc.audit, ledger); err != nil {
-		return err
-	}
-	for _, o := range ledger.Orders {
-		if o.Status.HoldsStock() {
-			continue
-		}
-		// Released only if the user's reservation still names it: once, however often.
-		if _, err := uc.compensate.Handle(ctx, o); err != nil {
-			return err
-		}
-	}
-	if _, err := uc.audit.Recount(ctx, id); err != nil && !errors.Is(err, domain.ErrNotFound) {
-		return fmt.Errorf("voucher %s: %w", id, err)
-	}
-	if err := uc.audit.Restored(ctx, id); err != nil {
-		return fmt.Errorf("voucher %s: %w", id, err)
-	}
-	return nil
 }
 
 func (uc *Reconcile) one(ctx context.Context, id domain.VoucherID, repair bool) (VoucherReconciliation, error) {
@@ -267,19 +241,15 @@ func (uc *Reconcile) repair(ctx context.Context, rec *VoucherReconciliation, sna
 		if recountErr != nil {
 			mark(DriftSaleStateMissing, fmt.Errorf("not rebuilt: %w", recountErr))
 		} else {
-			mark(DriftSaleStateMissing, rebuildSaleState(ctx, uc.stock, uc.audit, ledger))
+			mark(DriftSaleStateMissing, uc.recover.Handle(ctx, RecoverCmd{Voucher: id, Reason: RecoverMissing}))
 		}
 	}
 	if f.has(DriftOrderWithoutReservation) {
 		bare := f.orders[DriftOrderWithoutReservation]
-		rs := make([]domain.Reservation, len(bare))
-		for i, o := range bare {
-			rs[i] = reservationOf(o)
-		}
-		oks, err := uc.audit.Restore(ctx, rs...)
+		oks, err := uc.audit.Restore(ctx, bare...)
 		for i, o := range bare {
 			if err == nil && !oks[i] {
-				err = fmt.Errorf("order %s: user %s holds another reservation", o.ID, o.UserID)
+				err = fmt.Errorf("order %s: not restored (it closed since, or the sale state is gone)", o.ID)
 			}
 		}
 		mark(DriftOrderWithoutReservation, err)
@@ -303,45 +273,6 @@ func (uc *Reconcile) repair(ctx context.Context, rec *VoucherReconciliation, sna
 		_, err := uc.audit.Recount(ctx, id)
 		mark(DriftStockMismatch, err)
 	}
-}
-
-// rebuildSaleState loads a voucher whose sale state vanished from the database (only
-// if it is still absent): its stock less the units of live orders, and each live
-// order's reservation, so its users cannot grab it twice; then it opens it to grabs
-// (see ports.Stock.Warm).
-func rebuildSaleState(ctx context.Context, stock ports.Stock, audit ports.StockAudit, ledger ports.Ledger) error {
-	if _, err := stock.Warm(ctx, ledger.Voucher); err != nil {
-		return fmt.Errorf("warm voucher %s: %w", ledger.Voucher.ID, err)
-	}
-	if err := restoreLive(ctx, audit, ledger); err != nil {
-		return err
-	}
-	if err := audit.Restored(ctx, ledger.Voucher.ID); err != nil {
-		return fmt.Errorf("voucher %s: %w", ledger.Voucher.ID, err)
-	}
-	return nil
-}
-
-// restoreLive records the reservation of each live order of a ledger in Redis, in one
-// batched call (see ports.StockAudit.Restore).
-func restoreLive(ctx context.Context, audit ports.StockAudit, ledger ports.Ledger) error {
-	var rs []domain.Reservation
-	for _, o := range ledger.Orders {
-		if o.Status.HoldsStock() {
-			rs = append(rs, reservationOf(o))
-		}
-	}
-	if len(rs) == 0 {
-		return nil
-	}
-	if _, err := audit.Restore(ctx, rs...); err != nil {
-		return fmt.Errorf("voucher %s: restore live orders: %w", ledger.Voucher.ID, err)
-	}
-	return nil
-}
-
-func reservationOf(o domain.Order) domain.Reservation {
-	return domain.Reservation{OrderID: o.ID, VoucherID: o.VoucherID, UserID: o.UserID, Quantity: o.Quantity, At: o.CreatedAt}
 }
 
 func firstErr(errs []error) error {

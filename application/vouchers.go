@@ -3,6 +3,7 @@ package application
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -186,35 +187,28 @@ func withRemaining(ctx context.Context, stock ports.Stock, vs []domain.Voucher) 
 // WarmVouchers loads the sale state of every voucher whose sale has not ended, each
 // only if absent. Start-up runs it, and serve repeats it, so a voucher whose warm-up
 // failed at creation, or whose keys a Redis restart lost, goes (back) on sale: with
-// its stock less the units of its live orders, and their reservations recorded so
-// their users cannot grab it twice.
+// its stock less the units of its live orders, and — by RecoverVoucher — their
+// reservations recorded so their users cannot grab it twice.
 type WarmVouchers struct {
 	vouchers ports.Vouchers
 	stock    ports.Stock
-	audit    ports.StockAudit
-	ledger   ports.OrderAudit
+	recover  *RecoverVoucher
 	clock    ports.Clock
-
-	mu sync.Mutex
-	// restoring holds the vouchers whose reservations this process is restoring, so
-	// a voucher is restored by one goroutine at a time.
-	restoring map[domain.VoucherID]bool
 }
 
 // NewWarmVouchers returns the use case.
-func NewWarmVouchers(vouchers ports.Vouchers, stock ports.Stock, audit ports.StockAudit, ledger ports.OrderAudit, clock ports.Clock) *WarmVouchers {
-	return &WarmVouchers{vouchers: vouchers, stock: stock, audit: audit, ledger: ledger, clock: clock,
-		restoring: make(map[domain.VoucherID]bool)}
+func NewWarmVouchers(vouchers ports.Vouchers, stock ports.Stock, recovery *RecoverVoucher, clock ports.Clock) *WarmVouchers {
+	return &WarmVouchers{vouchers: vouchers, stock: stock, recover: recovery, clock: clock}
 }
 
 // Handle warms the active vouchers and returns how many it loaded (those already
 // loaded are left alone and not counted). It goes in two passes so that every voucher
 // serves as soon as it can: first it loads each missing sale state — at once open to
 // grabs when no live order holds units, else marked restoring (grabs answer
-// unavailable) — then it restores the live orders' reservations of those marked, the
-// vouchers with the fewest first, a few at a time, opening each as soon as it is
-// whole. A voucher that fails does not stop the others; the first error is
-// returned, and the next Handle (or a grab, see Rebuild) tries it again.
+// unavailable) — then it recovers those marked restoring (RecoverVoucher), the
+// vouchers with the fewest live units first, a few at a time, each opening as soon as
+// it is whole. A voucher that fails does not stop the others; the first error is
+// returned, and the next Handle (or a grab) tries it again.
 func (uc *WarmVouchers) Handle(ctx context.Context) (int, error) {
 	vs, err := uc.vouchers.Active(ctx, uc.clock.Now())
 	if err != nil {
@@ -224,19 +218,20 @@ func (uc *WarmVouchers) Handle(ctx context.Context) (int, error) {
 	var restoring []domain.Voucher
 	var first error
 	for _, v := range vs {
-		ok, err := uc.load(ctx, v)
+		warmed, err := uc.load(ctx, v)
 		if err != nil {
 			first = cmp.Or(first, err)
 			continue
 		}
-		if ok {
+		switch warmed {
+		case ports.WarmLoaded:
 			loaded++
-			if v.Sold > 0 {
-				restoring = append(restoring, v)
-			}
+		case ports.WarmRestoring:
+			loaded++
+			restoring = append(restoring, v)
 		}
 	}
-	// The fewest live orders first, a few vouchers at a time: the small ones open
+	// The fewest live units first, a few vouchers at a time: the small ones open
 	// within moments, whatever a big one costs.
 	slices.SortFunc(restoring, func(a, b domain.Voucher) int { return cmp.Compare(a.Sold, b.Sold) })
 	var (
@@ -248,7 +243,8 @@ func (uc *WarmVouchers) Handle(ctx context.Context) (int, error) {
 		slot <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slot }()
-			if err := uc.restore(ctx, v); err != nil {
+			err := uc.recover.Handle(ctx, RecoverCmd{Voucher: v.ID, Reason: RecoverMissing})
+			if err != nil && !errors.Is(err, domain.ErrEnded) {
 				mu.Lock()
 				first = cmp.Or(first, err)
 				mu.Unlock()
@@ -259,77 +255,24 @@ func (uc *WarmVouchers) Handle(ctx context.Context) (int, error) {
 	return loaded, first
 }
 
-// parallelRestores is how many vouchers' reservations Handle restores at once.
+// parallelRestores is how many vouchers Handle recovers at once.
 const parallelRestores = 4
 
-// Rebuild loads the sale state of voucher id from the database when it is missing (a
-// Redis that restarted empty, a flush, keys that expired), as Handle does for every
-// active voucher, and returns the voucher. A voucher whose live orders hold units is
-// loaded restoring — its grabs answer unavailable — and its reservations are restored
-// in the background, where no grab waits for them however many they are; it opens
-// once they are. It returns domain.ErrNotFound for a voucher the database does not
-// have, and domain.ErrEnded, loading nothing, for one whose sale has ended.
-func (uc *WarmVouchers) Rebuild(ctx context.Context, id domain.VoucherID) (domain.Voucher, error) {
-	v, err := uc.vouchers.Get(ctx, id)
+// load loads v's sale state only if absent and says what it found (see
+// ports.Stock.Warm).
+func (uc *WarmVouchers) load(ctx context.Context, v domain.Voucher) (ports.WarmOutcome, error) {
+	warmed, err := uc.stock.Warm(ctx, v)
 	if err != nil {
-		return domain.Voucher{}, err
+		return warmed, fmt.Errorf("warm voucher %s: %w", v.ID, err)
 	}
-	if !uc.clock.Now().Before(v.EndsAt) {
-		return v, domain.ErrEnded
-	}
-	ok, err := uc.load(ctx, v)
-	if ok && err == nil && v.Sold > 0 {
-		// The grab's context ends with its answer; the restore outlives it.
-		go func() { _ = uc.restore(context.WithoutCancel(ctx), v) }()
-	}
-	return v, err
-}
-
-// load loads v's sale state only if absent and reports whether it did (or found it
-// still restoring, see ports.Stock.Warm).
-func (uc *WarmVouchers) load(ctx context.Context, v domain.Voucher) (bool, error) {
-	ok, err := uc.stock.Warm(ctx, v)
-	if err != nil {
-		return false, fmt.Errorf("warm voucher %s: %w", v.ID, err)
-	}
-	if !ok {
+	if warmed == ports.WarmPresent {
 		// Already loaded: keep its paused flag in step with the database, in case
 		// PauseSale stored one but could not reach Redis.
 		if _, err := uc.stock.SetPaused(ctx, v.ID, v.Paused); err != nil {
-			return false, fmt.Errorf("voucher %s: %w", v.ID, err)
+			return warmed, fmt.Errorf("voucher %s: %w", v.ID, err)
 		}
-		return false, nil
 	}
-	return true, nil
-}
-
-// restore records the reservations of v's live orders and opens v to grabs, unless
-// another goroutine of this process is restoring v already (then it returns nil:
-// that one opens it).
-func (uc *WarmVouchers) restore(ctx context.Context, v domain.Voucher) error {
-	uc.mu.Lock()
-	busy := uc.restoring[v.ID]
-	uc.restoring[v.ID] = true
-	uc.mu.Unlock()
-	if busy {
-		return nil
-	}
-	defer func() {
-		uc.mu.Lock()
-		delete(uc.restoring, v.ID)
-		uc.mu.Unlock()
-	}()
-	ledger, err := uc.ledger.Ledger(ctx, v.ID)
-	if err != nil {
-		return fmt.Errorf("voucher %s: %w", v.ID, err)
-	}
-	if err := restoreLive(ctx, uc.audit, ledger); err != nil {
-		return err
-	}
-	if err := uc.audit.Restored(ctx, v.ID); err != nil {
-		return fmt.Errorf("voucher %s: %w", v.ID, err)
-	}
-	return nil
+	return warmed, nil
 }
 
 // PauseSale is the operator's kill switch: it stops (or resumes) a voucher's grabs.

@@ -75,7 +75,7 @@ func TestCreateVoucherReportsAFailedWarmUp(t *testing.T) {
 	}
 	// The voucher is kept; the periodic warm-up loads it once the stock is back.
 	stock.Err = nil
-	n, err := application.NewWarmVouchers(vouchers, stock, stock, memory.NewOrders(vouchers), memory.NewClock(t0)).Handle(context.Background())
+	n, err := newWarm(vouchers, stock, memory.NewClock(t0)).Handle(context.Background())
 	if err != nil || n != 1 {
 		t.Fatalf("warm = %d, %v; want 1 loaded", n, err)
 	}
@@ -90,7 +90,7 @@ func TestWarmVouchersNeverResetsALiveCounter(t *testing.T) {
 	if err := vouchers.Create(context.Background(), &v); err != nil {
 		t.Fatal(err)
 	}
-	n, err := application.NewWarmVouchers(vouchers, f.stock, f.stock, memory.NewOrders(vouchers), f.clock).Handle(context.Background())
+	n, err := newWarm(vouchers, f.stock, f.clock).Handle(context.Background())
 	if err != nil || n != 0 {
 		t.Fatalf("warm = %d, %v; want 0 loaded", n, err)
 	}
@@ -109,7 +109,7 @@ func TestWarmVouchersSkipsEndedSales(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	n, err := application.NewWarmVouchers(vouchers, stock, stock, memory.NewOrders(vouchers), memory.NewClock(t0)).Handle(context.Background())
+	n, err := newWarm(vouchers, stock, memory.NewClock(t0)).Handle(context.Background())
 	if err != nil || n != 1 {
 		t.Fatalf("warm = %d, %v; want 1", n, err)
 	}
@@ -173,10 +173,15 @@ func TestPauseSale(t *testing.T) {
 		t.Fatalf("pause with redis down: %v", err)
 	}
 	f.stock.Err = nil
-	if _, err := application.NewWarmVouchers(f.vouchers, f.stock, f.stock, memory.NewOrders(f.vouchers), f.clock).Handle(ctx); err != nil {
+	if _, err := newWarm(f.vouchers, f.stock, f.clock).Handle(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.grab.Handle(ctx, application.GrabVoucherCmd{VoucherID: f.id, UserID: 2, Quantity: 1}); !errors.Is(err, domain.ErrPaused) {
 		t.Fatalf("grab after the warm-up synced the flag: %v", err)
 	}
+}
+
+// newWarm is WarmVouchers over the fakes, with an order store of its own.
+func newWarm(vouchers *memory.Vouchers, stock *memory.Stock, clock *memory.Clock) *application.WarmVouchers {
+	return application.NewWarmVouchers(vouchers, stock, newRecover(vouchers, stock, memory.NewOrders(vouchers), clock), clock)
 }

@@ -116,6 +116,12 @@ type Order struct {
 	CreatedAt time.Time
 }
 
+// Reservation returns the reservation o was made from: its units held by its user
+// since its creation.
+func (o Order) Reservation() Reservation {
+	return Reservation{OrderID: o.ID, VoucherID: o.VoucherID, UserID: o.UserID, Quantity: o.Quantity, At: o.CreatedAt}
+}
+
 // ParseOrderID checks that s looks like an order id the application mints: a ULID, 26
 // characters of Crockford's base32. It returns a *ValidationError otherwise.
 func ParseOrderID(s string) (OrderID, error) {

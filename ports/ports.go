@@ -15,12 +15,12 @@ import (
 type Stock interface {
 	// Warm loads a voucher's sale state only if it is absent, so a live counter is
 	// never reset: stock v.Stock, remaining v.Stock - v.Sold (the units the database's
-	// live orders hold), never below 0. It reports whether it loaded anything. A state
-	// loaded with v.Sold above 0 may answer grabs with an error wrapping
-	// domain.ErrUnavailable until the live orders' reservations are restored
-	// (StockAudit.Restore, then StockAudit.Restored), so no user who holds an order can
-	// grab again meanwhile; Warm reports true again until they are.
-	Warm(ctx context.Context, v domain.Voucher) (bool, error)
+	// live orders hold), never below 0. It says what it found and did (WarmOutcome). A
+	// state loaded with v.Sold above 0 is loaded restoring: it answers grabs with an
+	// error wrapping domain.ErrUnavailable until the live orders' reservations are
+	// restored (RecoverVoucher), so no user who holds an order can grab again
+	// meanwhile; Warm reports WarmRestoring for it until they are.
+	Warm(ctx context.Context, v domain.Voucher) (WarmOutcome, error)
 	// Reserve takes r.Quantity units for r.UserID atomically and records the
 	// reservation for fulfillment. It returns domain.ErrSoldOut, an
 	// *domain.AlreadyPurchasedError naming the existing order, domain.ErrNotStarted,
@@ -34,11 +34,30 @@ type Stock interface {
 	// meanwhile). It reports false when the voucher has no sale state; Warm then loads
 	// the flag from the voucher.
 	SetPaused(ctx context.Context, id domain.VoucherID, paused bool) (bool, error)
-	// Release returns an order's units to the sale and forgets the user's reservation,
-	// only if that reservation still names o.ID; it reports whether it did. Applied
-	// twice it releases once. A voucher without sale state releases nothing.
+	// Release returns a closed order's units to the sale and forgets the user's
+	// reservation, only if that reservation still names o.ID; it reports whether it
+	// did. Applied twice it releases once. A voucher without sale state releases
+	// nothing. The order is closed for good: no later StockAudit.Restore records it
+	// again.
 	Release(ctx context.Context, o domain.Order) (bool, error)
 }
+
+// WarmOutcome is what Stock.Warm found of a voucher's sale state, and did.
+type WarmOutcome int
+
+// The outcomes of Stock.Warm.
+const (
+	// WarmPresent: the sale state was there and whole; nothing changed.
+	WarmPresent WarmOutcome = iota
+	// WarmLoaded: it was absent and is loaded, open to grabs (no live order holds
+	// units).
+	WarmLoaded
+	// WarmRestoring: it is marked restoring — loaded now because live orders hold
+	// units, or left so by a recovery that did not finish — and answers grabs
+	// unavailable until its reservations are restored and it is marked whole
+	// (StockAudit.Restored).
+	WarmRestoring
+)
 
 // Reservations reads what the grab path recorded and has not yet been persisted.
 type Reservations interface {
@@ -337,12 +356,18 @@ type StockAudit interface {
 	// Tally returns what Redis counts for a voucher, at a cost that does not grow with
 	// its reservations or its queue.
 	Tally(ctx context.Context, id domain.VoucherID) (StockTally, error)
-	// Restore records reservations that the database holds as live orders but Redis
-	// lost, each only if its user holds no reservation of its voucher, many at a time
-	// (a million take seconds, not a round trip each). It does not touch the remaining
-	// units (Recount does). It reports, per reservation in order, whether it recorded
-	// it; on an error some may have been recorded (restoring again is harmless).
-	Restore(ctx context.Context, rs ...domain.Reservation) ([]bool, error)
+	// Restore makes the stock agree with the database about the orders given, many
+	// at a time (a million take seconds, not a round trip each), whatever it held
+	// before. A live order's reservation becomes its user's, replacing one that named
+	// another order (a closed one an older snapshot remembers, or a reservation that
+	// can never be persisted beside the live order), except an order whose units were
+	// released since (Stock.Release: it closed after the caller read it live). A closed
+	// order is released for good: its reservation is forgotten while its user's still
+	// names it, without touching the remaining units. Recount sets those. It reports,
+	// per order, whether the stock agrees with it now (false without sale state, or for
+	// a live order released since); on an error some may have been written (restoring
+	// again is harmless).
+	Restore(ctx context.Context, os ...domain.Order) ([]bool, error)
 	// Holds reports which of orders hold a reservation of voucher id now: the
 	// targeted second look reconciliation takes before it calls anything drift.
 	Holds(ctx context.Context, id domain.VoucherID, orders []domain.OrderID) (map[domain.OrderID]bool, error)

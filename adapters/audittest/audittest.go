@@ -62,7 +62,7 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 		{"SnapshotReadsTheSale", testSnapshotReadsTheSale},
 		{"SnapshotOfAVoucherWithoutSaleState", testSnapshotWithoutSaleState},
 		{"RecountRepairsRemaining", testRecountRepairsRemaining},
-		{"RestoreRecordsOnlyWhenTheUserHoldsNothing", testRestore},
+		{"RestoreMakesTheLiveOrdersTheReservations", testRestore},
 		{"RequeueAppendsToTheQueue", testRequeue},
 		{"RestoringGatesGrabsUntilRestored", testRestoring},
 		{"RecountDuringGrabsAndReleasesStaysExact", testRecountDuringGrabsAndReleases},
@@ -152,13 +152,25 @@ func (f *fixture) tryRelease(r domain.Reservation) error {
 		}
 		return nil
 	}
-	o := domain.Order{ID: r.OrderID, VoucherID: r.VoucherID, UserID: r.UserID, Quantity: r.Quantity,
-		Status: domain.StatusCancelled, CreatedAt: r.At}
+	o := orderOf(r)
 	released, err := f.Stock.Release(f.ctx, o)
 	if err != nil || !released {
 		return fmt.Errorf("Release(order %s) = %v, %v; want true", o.ID, released, err)
 	}
 	return nil
+}
+
+// liveOrder is the order r became, awaiting payment, as the database holds it.
+func liveOrder(r domain.Reservation) domain.Order {
+	o := orderOf(r)
+	o.Status = domain.StatusAwaitingPayment
+	return o
+}
+
+// orderOf is the cancelled order r became, as the lifecycle hands it to Release.
+func orderOf(r domain.Reservation) domain.Order {
+	return domain.Order{ID: r.OrderID, VoucherID: r.VoucherID, UserID: r.UserID, Quantity: r.Quantity,
+		Status: domain.StatusCancelled, CreatedAt: r.At}
 }
 
 // snapshot returns the Audit's snapshot of voucher id.
@@ -289,9 +301,10 @@ func testRecountRepairsRemaining(t *testing.T, f *fixture) {
 	}
 }
 
-// restoreOne restores r alone and reports whether it was recorded.
+// restoreOne restores the live order r became alone and reports whether the stock
+// names it now.
 func (f *fixture) restoreOne(r domain.Reservation) (bool, error) {
-	got, err := f.Audit.Restore(f.ctx, r)
+	got, err := f.Audit.Restore(f.ctx, liveOrder(r))
 	if err != nil {
 		return false, err
 	}
@@ -308,18 +321,15 @@ func testRestore(t *testing.T, f *fixture) {
 	lost := grab(id, 7, 2)
 	lost.At = at0.Add(-time.Minute)
 	if f.Orders != nil {
-		restored, err := f.restoreOne(lost)
-		if err != nil || restored {
-			t.Fatalf("Restore where live orders are the reservations = %v, %v; want false", restored, err)
+		// The live order is the reservation: named by the stock; an order the
+		// database does not hold live is not.
+		got, err := f.Audit.Restore(f.ctx, liveOrder(holder), liveOrder(lost), orderOf(lost))
+		if err != nil || fmt.Sprint(got) != "[true false true]" {
+			t.Fatalf("Restore where live orders are the reservations = %v, %v; want [true false true]", got, err)
 		}
 		return
 	}
 
-	other := grab(id, 1, 2)
-	other.OrderID = "held-elsewhere"
-	if restored, err := f.restoreOne(other); err != nil || restored {
-		t.Fatalf("Restore for a user who holds a reservation = %v, %v; want false", restored, err)
-	}
 	if restored, err := f.restoreOne(lost); err != nil || !restored {
 		t.Fatalf("Restore = %v, %v; want true", restored, err)
 	}
@@ -333,12 +343,16 @@ func testRestore(t *testing.T, f *fixture) {
 			t.Fatalf("Read after a restore = %d entries, %v; want the holder's alone (nothing queued)", len(ds), err)
 		}
 	}
-	if restored, err := f.restoreOne(lost); err != nil || restored {
-		t.Fatalf("a second Restore = %v, %v; want false", restored, err)
+	before := f.snapshot(t, id)
+	if restored, err := f.restoreOne(lost); err != nil || !restored {
+		t.Fatalf("a second Restore = %v, %v; want true (named already)", restored, err)
+	}
+	if after := f.snapshot(t, id); fmt.Sprint(after.Reservations) != fmt.Sprint(before.Reservations) {
+		t.Fatalf("a second Restore changed the reservations: %v, then %v", before.Reservations, after.Reservations)
 	}
 
 	// The restored reservation is the user's like any other: a grab names it, Recount
-	// counts it, and a release of its order gives its units back.
+	// counts it.
 	err := f.Stock.Reserve(f.ctx, grab(id, 7, 1))
 	var ap *domain.AlreadyPurchasedError
 	if !errors.As(err, &ap) || ap.OrderID != lost.OrderID {
@@ -347,18 +361,73 @@ func testRestore(t *testing.T, f *fixture) {
 	if left, err := f.Audit.Recount(f.ctx, id); err != nil || left != 7 {
 		t.Fatalf("Recount = %d, %v; want 7", left, err)
 	}
-	f.release(t, lost)
-	if got, want := f.remaining(t, id), 9; got != want {
-		t.Fatalf("remaining = %d after releasing the restored order, want %d", got, want)
+
+	// The database's live order wins over whatever the user's entry named (a closed
+	// order an older snapshot remembers): the entry names the live order, the other
+	// order's units are no longer held.
+	live := grab(id, 1, 2)
+	live.OrderID = "live-order-of-user-1"
+	if restored, err := f.restoreOne(live); err != nil || !restored {
+		t.Fatalf("Restore over another order of the user = %v, %v; want true", restored, err)
+	}
+	wantReservations(t, "reservations after replacing user 1's", f.snapshot(t, id).Reservations, live, lost)
+	if left, err := f.Audit.Recount(f.ctx, id); err != nil || left != 6 {
+		t.Fatalf("Recount after replacing = %d, %v; want 6", left, err)
+	}
+	err = f.Stock.Reserve(f.ctx, grab(id, 1, 1))
+	if !errors.As(err, &ap) || ap.OrderID != live.OrderID {
+		t.Fatalf("Reserve by user 1 after the replace = %v, want already purchased %s", err, live.OrderID)
+	}
+	// The replaced order's release (it closed) cannot free the live order's unit.
+	if released, err := f.Stock.Release(f.ctx, orderOf(holder)); err != nil || released {
+		t.Fatalf("Release of the replaced order = %v, %v; want false", released, err)
+	}
+	if got, want := f.remaining(t, id), 6; got != want {
+		t.Fatalf("remaining = %d after releasing the replaced order, want %d", got, want)
 	}
 
-	// Several at once: each is judged alone, an earlier one of the same call included
-	// (a user's second is not recorded), and the answers follow the order given.
+	// An order released once (closed) is never restored again — not when a list of
+	// live orders read before it closed comes back, and not when it was released
+	// before its reservation was restored.
+	f.release(t, lost)
+	if got, want := f.remaining(t, id), 8; got != want {
+		t.Fatalf("remaining = %d after releasing the restored order, want %d", got, want)
+	}
+	if restored, err := f.restoreOne(lost); err != nil || restored {
+		t.Fatalf("Restore of a released order = %v, %v; want false", restored, err)
+	}
+	early := grab(id, 30, 1)
+	if released, err := f.Stock.Release(f.ctx, orderOf(early)); err != nil || released {
+		t.Fatalf("Release of an order never held = %v, %v; want false", released, err)
+	}
+	if restored, err := f.restoreOne(early); err != nil || restored {
+		t.Fatalf("Restore of an order released before it was restored = %v, %v; want false", restored, err)
+	}
+	wantReservations(t, "reservations after the releases", f.snapshot(t, id).Reservations, live)
+
+	// Several at once, in the order given: a user named twice holds the last.
 	a, b, again := grab(id, 20, 1), grab(id, 21, 1), grab(id, 20, 1)
 	again.OrderID = "second-of-user-20"
-	got, err := f.Audit.Restore(f.ctx, a, b, again, grab(unknown, 22, 1))
-	if err != nil || fmt.Sprint(got) != "[true true false false]" {
-		t.Fatalf("Restore of four = %v, %v; want [true true false false]", got, err)
+	got, err := f.Audit.Restore(f.ctx, liveOrder(a), liveOrder(b), liveOrder(again), liveOrder(grab(unknown, 22, 1)))
+	if err != nil || fmt.Sprint(got) != "[true true true false]" {
+		t.Fatalf("Restore of four = %v, %v; want [true true true false]", got, err)
+	}
+	wantReservations(t, "reservations after restoring several", f.snapshot(t, id).Reservations, live, b, again)
+
+	// A closed order: its reservation is forgotten (the units stay held until a
+	// Recount), an order its user no longer holds changes nothing, and neither is
+	// restored again.
+	left := f.remaining(t, id)
+	got, err = f.Audit.Restore(f.ctx, orderOf(b), orderOf(a))
+	if err != nil || fmt.Sprint(got) != "[true true]" {
+		t.Fatalf("Restore of two closed orders = %v, %v; want [true true]", got, err)
+	}
+	wantReservations(t, "reservations after restoring closed orders", f.snapshot(t, id).Reservations, live, again)
+	if got := f.remaining(t, id); got != left {
+		t.Fatalf("remaining = %d after restoring closed orders, want %d (untouched)", got, left)
+	}
+	if restored, err := f.restoreOne(b); err != nil || restored {
+		t.Fatalf("Restore of a live order restored closed before = %v, %v; want false", restored, err)
 	}
 	if got, err := f.Audit.Restore(f.ctx); err != nil || len(got) != 0 {
 		t.Fatalf("Restore of none = %v, %v; want none", got, err)
@@ -368,7 +437,7 @@ func testRestore(t *testing.T, f *fixture) {
 	if restored, err := f.restoreOne(grab(unknown, 1, 1)); err != nil || restored {
 		t.Fatalf("Restore without sale state = %v, %v; want false", restored, err)
 	}
-	if _, err := f.Audit.Restore(f.ctx, grab(id, 8, 0)); !errors.Is(err, domain.ErrInvalid) {
+	if _, err := f.Audit.Restore(f.ctx, liveOrder(grab(id, 8, 0))); !errors.Is(err, domain.ErrInvalid) {
 		t.Fatalf("Restore of quantity 0 = %v, want %v", err, domain.ErrInvalid)
 	}
 }
@@ -541,7 +610,7 @@ func testDown(t *testing.T, f *fixture) {
 	}
 	if f.Orders == nil { // the others have work to do
 		calls["Restore"] = func() error {
-			_, err := f.Audit.Restore(f.ctx, grab(id, 2, 1))
+			_, err := f.Audit.Restore(f.ctx, liveOrder(grab(id, 2, 1)))
 			return err
 		}
 		calls["Requeue"] = func() error { return f.Audit.Requeue(f.ctx, r) }

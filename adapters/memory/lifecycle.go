@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"sync"
@@ -237,12 +238,14 @@ func (s *Stock) Tally(ctx context.Context, id domain.VoucherID) (ports.StockTall
 	return t, nil
 }
 
-// Restore records each reservation unless its user holds one. An invalid one
+// Restore makes each live order its user's reservation, whatever the user held,
+// unless the order was released, and forgets each closed order's reservation (without
+// touching the remaining units), marking it released. An invalid one
 // (domain.Reservation.Validate) is refused before anything is recorded, as the Redis
 // adapter refuses it.
-func (s *Stock) Restore(_ context.Context, rs ...domain.Reservation) ([]bool, error) {
-	for _, r := range rs {
-		if err := r.Validate(); err != nil {
+func (s *Stock) Restore(_ context.Context, os ...domain.Order) ([]bool, error) {
+	for _, o := range os {
+		if err := o.Reservation().Validate(); err != nil {
 			return nil, err
 		}
 	}
@@ -251,20 +254,24 @@ func (s *Stock) Restore(_ context.Context, rs ...domain.Reservation) ([]bool, er
 	if s.Err != nil {
 		return nil, s.Err
 	}
-	out := make([]bool, len(rs))
-	for i, r := range rs {
-		sl, ok := s.sales[r.VoucherID]
-		if !ok {
-			continue
+	out := make([]bool, len(os))
+	for i, o := range os {
+		sl, ok := s.sales[o.VoucherID]
+		switch {
+		case !ok:
+		case !o.Status.HoldsStock():
+			sl.released[o.ID] = true
+			if sl.buyers[o.UserID] == o.ID {
+				delete(sl.buyers, o.UserID)
+			}
+			out[i] = true
+		case !sl.released[o.ID]:
+			sl.buyers[o.UserID] = o.ID
+			if !slices.ContainsFunc(s.Reserved, func(x domain.Reservation) bool { return x.OrderID == o.ID }) {
+				s.Reserved = append(s.Reserved, o.Reservation())
+			}
+			out[i] = true
 		}
-		if _, held := sl.buyers[r.UserID]; held {
-			continue
-		}
-		sl.buyers[r.UserID] = r.OrderID
-		if !slices.ContainsFunc(s.Reserved, func(x domain.Reservation) bool { return x.OrderID == r.OrderID }) {
-			s.Reserved = append(s.Reserved, r)
-		}
-		out[i] = true
 	}
 	return out, nil
 }
@@ -380,6 +387,29 @@ func (s *Stock) Drop(id domain.VoucherID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.sales, id)
+}
+
+// Save copies every voucher's sale state and returns what puts that copy back, as a
+// Redis that restarts from a snapshot taken now would come back with it.
+func (s *Stock) Save() (restore func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	saved := make(map[domain.VoucherID]sale, len(s.sales))
+	for id, sl := range s.sales {
+		c := *sl
+		c.buyers, c.released = maps.Clone(sl.buyers), maps.Clone(sl.released)
+		saved[id] = c
+	}
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.sales = make(map[domain.VoucherID]*sale, len(saved))
+		for id, sl := range saved {
+			c := sl
+			c.buyers, c.released = maps.Clone(sl.buyers), maps.Clone(sl.released)
+			s.sales[id] = &c
+		}
+	}
 }
 
 // Payments is a ports.Payments that records what it was asked.

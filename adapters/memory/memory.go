@@ -38,6 +38,9 @@ type sale struct {
 	v         domain.Voucher
 	remaining int
 	buyers    map[domain.UserID]domain.OrderID
+	// released holds the orders Release was called for: closed for good, never
+	// restored again.
+	released map[domain.OrderID]bool
 	// restoring gates grabs: set by Warm (live orders hold units) and by
 	// StockAudit.Restoring, cleared by Restored.
 	restoring bool
@@ -52,19 +55,26 @@ func NewStock() *Stock {
 
 // Warm loads v if absent, with v.Stock - v.Sold units left (never below 0); with
 // v.Sold above 0 it is loaded restoring, as the Redis adapter does: grabs answer
-// unavailable until Restored. It reports true again while it is restoring.
-func (s *Stock) Warm(_ context.Context, v domain.Voucher) (bool, error) {
+// unavailable until Restored. It reports ports.WarmRestoring while it is restoring.
+func (s *Stock) Warm(_ context.Context, v domain.Voucher) (ports.WarmOutcome, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.Err != nil {
-		return false, s.Err
+		return ports.WarmPresent, s.Err
 	}
-	if sl, ok := s.sales[v.ID]; ok {
-		return sl.restoring, nil
+	sl, ok := s.sales[v.ID]
+	if !ok {
+		sl = &sale{v: v, remaining: max(v.Stock-v.Sold, 0), buyers: map[domain.UserID]domain.OrderID{},
+			released: map[domain.OrderID]bool{}, restoring: v.Sold > 0}
+		s.sales[v.ID] = sl
+		if !sl.restoring {
+			return ports.WarmLoaded, nil
+		}
 	}
-	s.sales[v.ID] = &sale{v: v, remaining: max(v.Stock-v.Sold, 0), buyers: map[domain.UserID]domain.OrderID{},
-		restoring: v.Sold > 0}
-	return true, nil
+	if sl.restoring {
+		return ports.WarmRestoring, nil
+	}
+	return ports.WarmPresent, nil
 }
 
 // Reserve judges r by the grab rule (domain.Sale.Judge) against the loaded voucher,
@@ -136,7 +146,11 @@ func (s *Stock) Release(_ context.Context, o domain.Order) (bool, error) {
 		return false, s.Err
 	}
 	sl, ok := s.sales[o.VoucherID]
-	if !ok || sl.buyers[o.UserID] != o.ID {
+	if !ok {
+		return false, nil
+	}
+	sl.released[o.ID] = true
+	if sl.buyers[o.UserID] != o.ID {
 		return false, nil
 	}
 	delete(sl.buyers, o.UserID)

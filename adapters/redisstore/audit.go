@@ -224,29 +224,35 @@ func (a *Audit) pendingUpTo(ctx context.Context, stream, id string) ([]redis.XMe
 	}
 }
 
-// restoreScript records reservations the database holds but Redis lost, each unless
-// its user holds one; the remaining units are left alone. Its contract is at the top
-// of restore.lua.
+// restoreScript makes Redis name the database's live orders as their users'
+// reservations, replacing what the users' entries named, except orders released
+// since; the remaining units are left alone. Its contract is at the top of
+// restore.lua.
 //
 //go:embed restore.lua
 var restoreSrc string
 var restoreScript = newScript(restoreSrc)
 
-// Restore records each of rs (the user's order id and the order's record) as
-// reserve.lua does, only if its voucher has sale state and its user holds no
-// reservation of it (one earlier in rs included); it reports, per reservation, whether
-// it recorded it. It does not touch the remaining units (Recount does) and does not
-// queue (Requeue does). Applied twice it records once. It writes restoreChunk
-// reservations per script call (about a millisecond of Redis each) and pipelines
-// restorePipeline calls per round trip. It returns a *domain.ValidationError, before
-// writing anything, for a quantity below 1, an empty order id or a user id below 1.
-func (a *Audit) Restore(ctx context.Context, rs ...domain.Reservation) ([]bool, error) {
-	for _, r := range rs {
-		if err := r.Validate(); err != nil {
+// Restore makes Redis agree with the database about each of os: a live order is named
+// as its user's reservation, with its record, as reserve.lua writes them — an entry of
+// the user that named another order is replaced and that order's record dropped —
+// unless the order was released since (it is in the released set: Release put it
+// there when the order closed); a closed order joins the released set, and its entry
+// and record are dropped while its user's entry names it. It reports, per order,
+// whether Redis agrees with it now; false for every order of a voucher without sale
+// state. It does not touch the remaining units (Recount does) and does not queue
+// (Requeue does). Applied twice it changes nothing the second time. It writes
+// restoreChunk orders per script call (about a millisecond of Redis each) and
+// pipelines restorePipeline calls per round trip. It returns a *domain.ValidationError,
+// before writing anything, for a quantity below 1, an empty order id or a user id
+// below 1.
+func (a *Audit) Restore(ctx context.Context, os ...domain.Order) ([]bool, error) {
+	for _, o := range os {
+		if err := o.Reservation().Validate(); err != nil {
 			return nil, err
 		}
 	}
-	out, err := a.restoreBatched(ctx, rs)
+	out, err := a.restoreBatched(ctx, os)
 	if err != nil {
 		return out, fmt.Errorf("restore reservation: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
 )
 
 // The embedded server needs nothing installed, so these tests always run.
@@ -102,13 +103,13 @@ func TestEmbeddedRunsTheStockScripts(t *testing.T) {
 
 	loaded, err := s.Warm(ctx, v)
 	check(t, err)
-	if !loaded {
-		t.Fatal("first warm-up loaded nothing")
+	if loaded != ports.WarmLoaded {
+		t.Fatalf("first warm-up = %v, want WarmLoaded", loaded)
 	}
 	loaded, err = s.Warm(ctx, v)
 	check(t, err)
-	if loaded {
-		t.Fatal("second warm-up loaded the sale state again")
+	if loaded != ports.WarmPresent {
+		t.Fatalf("second warm-up = %v, want WarmPresent (nothing loaded again)", loaded)
 	}
 
 	first := grab(v.ID, 1, 1)

@@ -22,6 +22,12 @@ func (k Keys) Buyers(id domain.VoucherID) string { return k.key(id, "buyers") }
 // Orders returns the key of the hash from order id to "user_id:qty:at_ms".
 func (k Keys) Orders(id domain.VoucherID) string { return k.key(id, "orders") }
 
+// Released returns the key of the set of the voucher's order ids whose units were
+// released (their orders closed: cancelled, expired or failed). A closed order never
+// holds units again, so no restore may record it again, however old the list of live
+// orders it restores from. It expires with the sale state.
+func (k Keys) Released(id domain.VoucherID) string { return k.key(id, "released") }
+
 // Stream returns the key of the stream of the voucher's reservations, one entry with
 // fields order, voucher, user, qty and at (Unix ms) per reservation.
 func (k Keys) Stream(id domain.VoucherID) string { return k.key(id, "stream") }

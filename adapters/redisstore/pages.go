@@ -163,23 +163,23 @@ func (a *Audit) recountPaged(ctx context.Context, id domain.VoucherID) (left int
 	return 0, fmt.Errorf("voucher %d: %w: its reservations kept changing during %d counts", id, domain.ErrUnavailable, recountAttempts)
 }
 
-// restoreBatched runs restoreScript over rs: the reservations of each voucher in
-// chunks of restoreChunk, restorePipeline chunks per round trip. It returns whether
-// each was recorded, in rs's order.
-func (a *Audit) restoreBatched(ctx context.Context, rs []domain.Reservation) ([]bool, error) {
-	out := make([]bool, len(rs))
+// restoreBatched runs restoreScript over os: the orders of each voucher in chunks of
+// restoreChunk, restorePipeline chunks per round trip. It returns whether Redis agrees
+// with each now, in os's order.
+func (a *Audit) restoreBatched(ctx context.Context, os []domain.Order) ([]bool, error) {
+	out := make([]bool, len(os))
 	type chunk struct {
 		voucher domain.VoucherID
-		at      []int // indexes into rs
+		at      []int // indexes into os
 	}
 	var chunks []chunk
 	open := map[domain.VoucherID]int{} // voucher → its chunk being filled
-	for i, r := range rs {
-		c, ok := open[r.VoucherID]
+	for i, o := range os {
+		c, ok := open[o.VoucherID]
 		if !ok || len(chunks[c].at) == restoreChunk {
-			chunks = append(chunks, chunk{voucher: r.VoucherID})
+			chunks = append(chunks, chunk{voucher: o.VoucherID})
 			c = len(chunks) - 1
-			open[r.VoucherID] = c
+			open[o.VoucherID] = c
 		}
 		chunks[c].at = append(chunks[c].at, i)
 	}
@@ -188,11 +188,11 @@ func (a *Audit) restoreBatched(ctx context.Context, rs []domain.Reservation) ([]
 		pipe := a.client.Pipeline()
 		cmds := make([]*redis.Cmd, n)
 		for j, c := range chunks[:n] {
-			keys := []string{a.keys.Meta(c.voucher), a.keys.Buyers(c.voucher), a.keys.Orders(c.voucher)}
-			args := make([]any, 0, 3*len(c.at))
+			keys := []string{a.keys.Meta(c.voucher), a.keys.Buyers(c.voucher), a.keys.Orders(c.voucher), a.keys.Released(c.voucher)}
+			args := make([]any, 0, 4*len(c.at))
 			for _, i := range c.at {
-				r := rs[i]
-				args = append(args, r.UserID.String(), string(r.OrderID), encodeRecord(r))
+				o := os[i]
+				args = append(args, o.UserID.String(), string(o.ID), encodeRecord(o.Reservation()), luaFlag(o.Status.HoldsStock()))
 			}
 			// EVAL, not EVALSHA: a pipeline cannot fall back when the script is not
 			// cached. Redis caches it by its digest all the same.
@@ -206,7 +206,7 @@ func (a *Audit) restoreBatched(ctx context.Context, rs []domain.Reservation) ([]
 				return out, err
 			}
 			if len(flags) != len(c.at) {
-				return out, fmt.Errorf("voucher %d: restore answered %d flags for %d reservations", c.voucher, len(flags), len(c.at))
+				return out, fmt.Errorf("voucher %d: restore answered %d flags for %d orders", c.voucher, len(flags), len(c.at))
 			}
 			for k, i := range c.at {
 				out[i] = flags[k] == 1

@@ -48,7 +48,7 @@ func TestEveryScriptTakesAPartialHashForNoSaleState(t *testing.T) {
 	if _, err := a.Recount(ctx, v.ID); !errors.Is(err, domain.ErrNotFound) {
 		t.Errorf("Recount = %v, want %v", err, domain.ErrNotFound)
 	}
-	if ok, err := a.Restore(ctx, grab(v.ID, 3, 1)); len(ok) != 1 || ok[0] || err != nil {
+	if ok, err := a.Restore(ctx, live(grab(v.ID, 3, 1))...); len(ok) != 1 || ok[0] || err != nil {
 		t.Errorf("Restore = %v, %v; want [false]", ok, err)
 	}
 	if err := a.Requeue(ctx, r); !errors.Is(err, domain.ErrNotFound) {
@@ -75,7 +75,7 @@ func TestEveryScriptTakesAPartialHashForNoSaleState(t *testing.T) {
 	check(t, err)
 	meta, err = client.HGetAll(ctx, k.Meta(v.ID)).Result()
 	check(t, err)
-	if _, stray := meta["restoring"]; !loaded || stray || meta["stock"] != "10" {
+	if _, stray := meta["restoring"]; loaded != ports.WarmLoaded || stray || meta["stock"] != "10" {
 		t.Fatalf("Warm over a partial hash: loaded %v, meta %v; want it loaded whole, without the stray field", loaded, meta)
 	}
 	check(t, s.Reserve(ctx, grab(v.ID, 2, 1)))

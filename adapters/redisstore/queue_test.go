@@ -133,7 +133,7 @@ func TestWarmCreatesGroupAndRegistersVoucher(t *testing.T) {
 	for range 2 {
 		loaded, err := s.Warm(ctx, v)
 		check(t, err)
-		if loaded {
+		if loaded != ports.WarmPresent {
 			t.Fatal("a repeated warm-up loaded the sale state again")
 		}
 	}

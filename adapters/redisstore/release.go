@@ -20,7 +20,8 @@ var releaseScript = newScript(releaseSrc)
 // reservation, only if that reservation still names o.ID; it reports whether it did.
 // Applied twice, or to an order the user's reservation no longer names (the user has
 // grabbed again since), it changes nothing and reports false; so does a voucher without
-// sale state. A release that gives units back publishes o.VoucherID on the restock
+// sale state. Whenever the voucher has sale state, o.ID joins its released set
+// (Keys.Released), so no later Restore records the closed order again. A release that gives units back publishes o.VoucherID on the restock
 // channel (Keys.Restock, see SubscribeRestocks), in the same script. It returns a
 // *domain.ValidationError for a quantity below 1.
 func (s *Stock) Release(ctx context.Context, o domain.Order) (bool, error) {
@@ -28,7 +29,7 @@ func (s *Stock) Release(ctx context.Context, o domain.Order) (bool, error) {
 	if o.Quantity < 1 {
 		return false, domain.Invalid("quantity", "must be at least 1")
 	}
-	keys := []string{s.keys.Meta(o.VoucherID), s.keys.Buyers(o.VoucherID), s.keys.Orders(o.VoucherID)}
+	keys := []string{s.keys.Meta(o.VoucherID), s.keys.Buyers(o.VoucherID), s.keys.Orders(o.VoucherID), s.keys.Released(o.VoucherID)}
 	channel, sharded := restockChannel(s.keys, s.sharded, o.VoucherID)
 	released, err := releaseScript.Run(ctx, s.client, keys,
 		o.UserID.String(), string(o.ID), o.Quantity, channel, o.VoucherID.String(), sharded).Int()

@@ -48,6 +48,17 @@ func listen(t *testing.T, client redis.UniversalClient, channel string) func() [
 }
 
 // order returns the order r became, as the database would hand it to Release.
+// live returns the live orders (awaiting payment) rs became, as the database holds
+// them for Restore.
+func live(rs ...domain.Reservation) []domain.Order {
+	out := make([]domain.Order, len(rs))
+	for i, r := range rs {
+		out[i] = order(r)
+		out[i].Status = domain.StatusAwaitingPayment
+	}
+	return out
+}
+
 func order(r domain.Reservation) domain.Order {
 	return domain.Order{
 		ID:        r.OrderID,

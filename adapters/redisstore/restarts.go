@@ -175,13 +175,42 @@ func (r *Restarts) see(key string, now server) bool {
 	default:
 		return false
 	}
+	r.changedLocked()
+	return true
+}
+
+// changedLocked records a change to heal from; r.mu is held.
+func (r *Restarts) changedLocked() {
 	r.gen.Add(1)
 	r.healing.Store(true)
 	select {
 	case r.changed <- struct{}{}:
 	default:
 	}
-	return true
+}
+
+// Servers returns the run_id of each server watched, by its key (its node id on a
+// cluster, "" for the one server): what a heal done now makes whole. It is empty
+// until Watch.
+func (r *Restarts) Servers() map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]string, len(r.servers))
+	for key, s := range r.servers {
+		if s.runID != "" {
+			out[key] = s.runID
+		}
+	}
+	return out
+}
+
+// Suspect says the servers' sale state may be stale although no change was seen —
+// they were last healed under other run_ids (see sqlstore.Heals): Healing holds and
+// Changed is signaled, as for a change seen.
+func (r *Restarts) Suspect() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.changedLocked()
 }
 
 // Healing reports whether the server changed since the last Healed.
@@ -195,11 +224,14 @@ func (r *Restarts) Changed() <-chan struct{} { return r.changed }
 func (r *Restarts) Generation() uint64 { return r.gen.Load() }
 
 // Healed says the sale state is repaired as of generation gen: grabs are taken again,
-// unless the server changed again since gen (then another heal is due).
-func (r *Restarts) Healed(gen uint64) {
+// unless the server changed again since gen (then another heal is due). It reports
+// whether the heal stands.
+func (r *Restarts) Healed(gen uint64) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.gen.Load() == gen {
-		r.healing.Store(false)
+	if r.gen.Load() != gen {
+		return false
 	}
+	r.healing.Store(false)
+	return true
 }

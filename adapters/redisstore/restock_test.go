@@ -17,6 +17,7 @@ import (
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
 )
 
 // subscriber runs s.SubscribeRestocks until the test ends or stop is called; the ids
@@ -233,7 +234,7 @@ func TestSubscribeRestocksSurvivesARedisRestart(t *testing.T) {
 	v := voucher(6, 3, 1)
 	loaded, err := s.Warm(ctx, v)
 	check(t, err)
-	if !loaded {
+	if loaded != ports.WarmLoaded {
 		t.Fatal("warm-up after the restart loaded nothing")
 	}
 	r := grab(v.ID, 1, 1)

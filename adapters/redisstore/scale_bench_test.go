@@ -207,7 +207,7 @@ func BenchmarkMillionReservations(b *testing.B) {
 			rs[i].VoucherID = lost.ID
 		}
 		start = time.Now()
-		flags, err := a.Restore(ctx, rs...)
+		flags, err := a.Restore(ctx, live(rs...)...)
 		if err != nil {
 			b.Fatal(err)
 		}

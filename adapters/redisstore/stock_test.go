@@ -83,7 +83,7 @@ func warm(t testing.TB, client redis.UniversalClient, s *redisstore.Stock, v dom
 	cleanup(t, client, s, v.ID)
 	loaded, err := s.Warm(context.Background(), v)
 	check(t, err)
-	if !loaded {
+	if loaded == ports.WarmPresent {
 		t.Fatalf("warm %d loaded nothing", v.ID)
 	}
 }
@@ -309,18 +309,18 @@ func TestWarmWithLiveOrdersRestoresBeforeGrabs(t *testing.T) {
 	cleanup(t, client, s, v.ID)
 	loaded, err := s.Warm(ctx, v)
 	check(t, err)
-	if !loaded {
-		t.Fatal("Warm did not load a missing sale state")
+	if loaded != ports.WarmRestoring {
+		t.Fatalf("Warm of a missing sale state with live orders = %v, want WarmRestoring", loaded)
 	}
 	if err := s.Reserve(ctx, grab(v.ID, 7, 1)); !errors.Is(err, domain.ErrUnavailable) {
 		t.Fatalf("grab while restoring: %v, want ErrUnavailable", err)
 	}
-	if again, err := s.Warm(ctx, v); err != nil || !again {
-		t.Fatalf("Warm while still restoring = %v, %v; want true (finish the restore)", again, err)
+	if again, err := s.Warm(ctx, v); err != nil || again != ports.WarmRestoring {
+		t.Fatalf("Warm while still restoring = %v, %v; want WarmRestoring (finish the restore)", again, err)
 	}
 	held := grab(v.ID, 7, 1)
 	held.OrderID = "held"
-	if ok, err := first(audit.Restore(ctx, held)); err != nil || !ok {
+	if ok, err := first(audit.Restore(ctx, live(held)...)); err != nil || !ok {
 		t.Fatalf("restore = %v, %v", ok, err)
 	}
 	check(t, audit.Restored(ctx, v.ID))
@@ -329,7 +329,7 @@ func TestWarmWithLiveOrdersRestoresBeforeGrabs(t *testing.T) {
 		t.Fatalf("the holder's grab after the restore: %v, want already_purchased naming its order", err)
 	}
 	check(t, s.Reserve(ctx, grab(v.ID, 8, 1)))
-	if again, err := s.Warm(ctx, v); err != nil || again {
-		t.Fatalf("Warm of a whole sale state = %v, %v; want false", again, err)
+	if again, err := s.Warm(ctx, v); err != nil || again != ports.WarmPresent {
+		t.Fatalf("Warm of a whole sale state = %v, %v; want WarmPresent", again, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
 )
 
 // warmScript loads a voucher's sale state unless it already exists, and every time
@@ -20,26 +21,27 @@ var warmScript = newScript(warmSrc)
 
 // Warm loads v's sale state only if it is absent, so a live counter is never reset:
 // stock v.Stock and remaining v.Stock - v.Sold (never below 0), since the units the
-// database's live orders hold are not on sale again. It reports whether it loaded
-// anything. The keys expire at v.EndsAt plus the grace. With v.Sold above 0 the state
-// is loaded "restoring": grabs answer an error wrapping domain.ErrUnavailable until
-// Audit.Restored, after the live orders' reservations are restored (Audit.Restore); a
-// state still restoring makes Warm report true again, so a caller that died midway is
-// followed by one that finishes.
+// database's live orders hold are not on sale again. It reports what it found and did
+// (ports.WarmOutcome). The keys expire at v.EndsAt plus the grace. With v.Sold above 0
+// the state is loaded "restoring": grabs answer an error wrapping
+// domain.ErrUnavailable until Audit.Restored, after the live orders' reservations are
+// restored (Audit.Restore); a state still restoring makes Warm report
+// ports.WarmRestoring again, so a caller that died midway is followed by one that
+// finishes.
 // Whether or not it loaded, it creates the voucher's stream and consumer group if they
 // are missing, adds v.ID to the registry (Keys.Registry) and to the set of active
 // vouchers the queue takes the streams to read from (Keys.Active); all are idempotent,
 // so a repeated warm-up repairs a lost group and changes nothing else.
-func (s *Stock) Warm(ctx context.Context, v domain.Voucher) (bool, error) {
+func (s *Stock) Warm(ctx context.Context, v domain.Voucher) (ports.WarmOutcome, error) {
 	left := max(v.Stock-v.Sold, 0)
 	// Live orders hold units: their reservations must be restored before grabs are
 	// taken, so the state is loaded "restoring" until Audit.Restored.
-	restoring := pausedFlag(v.Sold > 0)
+	restoring := luaFlag(v.Sold > 0)
 	loaded, err := warmScript.Run(ctx, s.client, []string{s.keys.Meta(v.ID), s.keys.Stream(v.ID)},
 		v.Stock, left, v.BeginsAt.UnixMilli(), v.EndsAt.UnixMilli(), v.PerUserLimit,
-		v.EndsAt.Add(s.grace).UnixMilli(), s.group, pausedFlag(v.Paused), restoring).Int()
+		v.EndsAt.Add(s.grace).UnixMilli(), s.group, luaFlag(v.Paused), restoring).Int()
 	if err != nil {
-		return false, fmt.Errorf("warm stock: %w", err)
+		return ports.WarmPresent, fmt.Errorf("warm stock: %w", err)
 	}
 	// The registry and the set of active vouchers are in other slots, so they cannot
 	// join the script. They are written after the stream exists: the queue takes an id
@@ -48,7 +50,7 @@ func (s *Stock) Warm(ctx context.Context, v domain.Voucher) (bool, error) {
 	pipe.SAdd(ctx, s.keys.Registry(), v.ID.String())
 	pipe.ZAdd(ctx, s.keys.Active(), redis.Z{Score: float64(v.EndsAt.UnixMilli()), Member: v.ID.String()})
 	if _, err := pipe.Exec(ctx); err != nil {
-		return false, fmt.Errorf("warm stock: register voucher: %w", err)
+		return ports.WarmPresent, fmt.Errorf("warm stock: register voucher: %w", err)
 	}
 	if s.sharded {
 		select {
@@ -56,10 +58,17 @@ func (s *Stock) Warm(ctx context.Context, v domain.Voucher) (bool, error) {
 		default: // the subscriber is busy or absent: it looks at the active vouchers anyway
 		}
 	}
-	return loaded >= 1, nil
+	switch {
+	case loaded == 2, loaded == 1 && v.Sold > 0:
+		return ports.WarmRestoring, nil
+	case loaded == 1:
+		return ports.WarmLoaded, nil
+	}
+	return ports.WarmPresent, nil
 }
 
-func pausedFlag(p bool) string {
+// luaFlag is how the scripts take a yes or no: "1" or "0".
+func luaFlag(p bool) string {
 	if p {
 		return "1"
 	}
@@ -76,7 +85,7 @@ var pauseScript = newScript(pauseSrc)
 // SetPaused pauses or resumes the grab path of a voucher. It reports false when the
 // voucher has no sale state (Warm then loads the flag from the voucher).
 func (s *Stock) SetPaused(ctx context.Context, id domain.VoucherID, paused bool) (bool, error) {
-	set, err := pauseScript.Run(ctx, s.client, []string{s.keys.Meta(id)}, pausedFlag(paused)).Int()
+	set, err := pauseScript.Run(ctx, s.client, []string{s.keys.Meta(id)}, luaFlag(paused)).Int()
 	if err != nil {
 		return false, fmt.Errorf("pause sale: %w", err)
 	}

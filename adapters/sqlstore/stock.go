@@ -46,10 +46,10 @@ func NewStock(db *bun.DB) *Stock {
 	return &Stock{db: db}
 }
 
-// Warm loads nothing and reports false: the voucher's row, written when it was
-// created, is its sale state, and sold counts what its live orders hold.
-func (s *Stock) Warm(context.Context, domain.Voucher) (bool, error) {
-	return false, nil
+// Warm loads nothing and reports ports.WarmPresent: the voucher's row, written when it
+// was created, is its sale state, and sold counts what its live orders hold.
+func (s *Stock) Warm(context.Context, domain.Voucher) (ports.WarmOutcome, error) {
+	return ports.WarmPresent, nil
 }
 
 // Reserve takes r.Quantity units of r.VoucherID for r.UserID in one transaction:
@@ -249,10 +249,28 @@ func (s *Stock) Tally(ctx context.Context, id domain.VoucherID) (ports.StockTall
 	return ports.StockTally{Present: true, Stock: v.Stock, Remaining: v.Stock - v.Sold}, nil
 }
 
-// Restore records nothing and reports false for each: a live order is its own
-// reservation here, so none can be missing.
-func (s *Stock) Restore(_ context.Context, rs ...domain.Reservation) ([]bool, error) {
-	return make([]bool, len(rs)), nil
+// Restore writes nothing: a live order is its own reservation here, so none can be
+// missing and none can outlive its closing. It reports, for each order, whether the
+// database agrees with the status given: a live order is live (Holds), a closed one
+// is not.
+func (s *Stock) Restore(ctx context.Context, os ...domain.Order) ([]bool, error) {
+	out := make([]bool, len(os))
+	byVoucher := map[domain.VoucherID][]domain.OrderID{}
+	for _, o := range os {
+		byVoucher[o.VoucherID] = append(byVoucher[o.VoucherID], o.ID)
+	}
+	for id, orders := range byVoucher {
+		held, err := s.Holds(ctx, id, orders)
+		if err != nil {
+			return out, fmt.Errorf("restore reservation: %w", err)
+		}
+		for i, o := range os {
+			if o.VoucherID == id {
+				out[i] = held[o.ID] == o.Status.HoldsStock()
+			}
+		}
+	}
+	return out, nil
 }
 
 // Holds reports which of orders are live orders of voucher id: under this strategy a

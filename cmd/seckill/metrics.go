@@ -31,6 +31,7 @@ type metrics struct {
 	breakerOpen *prometheus.GaugeVec
 	drift       *prometheus.GaugeVec
 	unchecked   prometheus.Counter
+	recoveries  *prometheus.CounterVec
 }
 
 // breakerNames are the dependencies behind a circuit breaker, as the breakers name
@@ -60,11 +61,16 @@ func newMetrics() *metrics {
 			Name: "seckill_reconcile_drift",
 			Help: "Disagreements between Redis and the database the last periodic reconciliation found, by kind, summed over vouchers.",
 		}, []string{"kind"}),
+		recoveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_recoveries_total",
+			Help: "Recoveries of a voucher's sale state from the database, by why (missing: absent or unfinished; restarted: Redis restarted or failed over) and outcome (ok or error).",
+		}, []string{"reason", "outcome"}),
 	}
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.persisted, m.failed, m.deadLetters, m.expired, m.released, m.breakerOpen, m.drift, m.unchecked,
+		m.recoveries,
 	)
 	for _, name := range breakerNames {
 		m.breakerOpen.WithLabelValues(name)
@@ -72,7 +78,20 @@ func newMetrics() *metrics {
 	for _, kind := range application.DriftKinds {
 		m.drift.WithLabelValues(string(kind))
 	}
+	for _, reason := range application.RecoverReasons {
+		m.recoveries.WithLabelValues(string(reason), "ok")
+		m.recoveries.WithLabelValues(string(reason), "error")
+	}
 	return m
+}
+
+// recovered counts one recovery of a voucher's sale state.
+func (m *metrics) recovered(reason application.RecoverReason, err error) {
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	m.recoveries.WithLabelValues(string(reason), outcome).Inc()
 }
 
 // breaker records a breaker's state, then hands the change on to next.

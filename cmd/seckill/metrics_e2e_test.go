@@ -71,6 +71,9 @@ func TestServeExposesTheWorkersMetrics(t *testing.T) {
 	for _, k := range application.DriftKinds {
 		want = append(want, `seckill_reconcile_drift{kind="`+string(k)+`"}`)
 	}
+	for _, r := range application.RecoverReasons {
+		want = append(want, `seckill_recoveries_total{outcome="ok",reason="`+string(r)+`"}`)
+	}
 	for _, series := range want {
 		if _, ok := start[series]; !ok {
 			t.Errorf("%s is not exposed at start-up", series)

@@ -31,8 +31,10 @@ import (
 
 // app is everything serve runs.
 type app struct {
-	Redis       redis.UniversalClient
-	Restarts    *redisstore.Restarts
+	Redis    redis.UniversalClient
+	Restarts *redisstore.Restarts
+	// Heals records which Redis servers were last healed (suspectUnhealed).
+	Heals       *sqlstore.Heals
 	Idempotency ports.Idempotency
 	HTTP        *echo.Echo
 	Warm        *application.WarmVouchers
@@ -82,6 +84,7 @@ var databaseSet = wire.NewSet(
 	sqlstore.NewIdempotency,
 	wire.Bind(new(ports.Idempotency), new(*sqlstore.Idempotency)),
 	sqlstore.NewLeases,
+	sqlstore.NewHeals,
 )
 
 // systemSet provides the clock and the order id source.
@@ -103,6 +106,7 @@ var applicationSet = wire.NewSet(
 	grabOptions,
 	application.NewGrabVoucher,
 	application.NewWarmVouchers,
+	recoverVoucher,
 	application.NewGetOrder,
 	application.NewListOrders,
 	application.NewGetVoucherStats,
@@ -336,9 +340,17 @@ func expireOrders(lifecycle ports.OrderLifecycle, compensate *application.Compen
 	return application.NewExpireOrders(lifecycle, compensate, clock, cfg.PaymentTimeout)
 }
 
-func reconcile(vouchers ports.Vouchers, stock ports.Stock, audit ports.StockAudit, ledger ports.OrderAudit,
-	compensate *application.Compensate, clock ports.Clock, cfg Common) *application.Reconcile {
-	return application.NewReconcile(vouchers, stock, audit, ledger, compensate, clock, cfg.ReconcileGrace)
+func reconcile(vouchers ports.Vouchers, audit ports.StockAudit, ledger ports.OrderAudit,
+	compensate *application.Compensate, recovery *application.RecoverVoucher, clock ports.Clock, cfg Common) *application.Reconcile {
+	return application.NewReconcile(vouchers, audit, ledger, compensate, recovery, clock, cfg.ReconcileGrace)
+}
+
+// recoverVoucher counts each recovery of a voucher's sale state.
+func recoverVoucher(vouchers ports.Vouchers, stock ports.Stock, audit ports.StockAudit, ledger ports.OrderAudit,
+	clock ports.Clock, m *metrics) *application.RecoverVoucher {
+	uc := application.NewRecoverVoucher(vouchers, stock, audit, ledger, clock)
+	uc.Observe(m.recovered)
+	return uc
 }
 
 func fulfillOrder(orders ports.Orders, queue ports.Queue, compensate *application.Compensate, cfg Config) *application.FulfillOrder {

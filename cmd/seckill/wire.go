@@ -33,7 +33,7 @@ func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*applicat
 	wire.Build(
 		redisstore.NewRestarts, openRedis, stockOptions, redisstore.NewStock, redisstore.NewAudit,
 		configuredStrategy, strategySet,
-		databaseSet, systemSet, newMetrics, compensate, reconcile,
+		databaseSet, systemSet, newMetrics, compensate, recoverVoucher, reconcile,
 	)
 	return nil, nil, nil
 }

@@ -32,6 +32,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		cleanup()
 		return nil, nil, err
 	}
+	heals := sqlstore.NewHeals(db)
 	idempotency := sqlstore.NewIdempotency(db)
 	options := grabStockOptions(cfg, restarts)
 	rateLimiter := redisstore.NewRateLimiter(universalClient, options)
@@ -57,9 +58,9 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
 	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, sqlstoreStock)
 	orders := sqlstore.NewOrders(db)
-	warmVouchers := application.NewWarmVouchers(vouchers, portsStock, stockAudit, orders, clock)
+	applicationRecoverVoucher := recoverVoucher(vouchers, portsStock, stockAudit, orders, clock, mainMetrics)
 	applicationGrabOptions := grabOptions(cfg)
-	grabVoucher := application.NewGrabVoucher(portsStock, clock, uliDs, warmVouchers, applicationGrabOptions)
+	grabVoucher := application.NewGrabVoucher(portsStock, clock, uliDs, applicationRecoverVoucher, applicationGrabOptions)
 	reservations := redisstore.NewReservations(universalClient, options)
 	getOrder := application.NewGetOrder(orders, reservations)
 	listOrders := application.NewListOrders(orders, reservations)
@@ -84,17 +85,19 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	httpapiTokens := tokens(cfg)
 	v := readinessChecks(universalClient, db)
 	echo := httpapi.New(httpapiOptions, useCases, httpapiTokens, v, log)
+	warmVouchers := application.NewWarmVouchers(vouchers, portsStock, applicationRecoverVoucher, clock)
 	applicationFulfillOrder := fulfillOrder(orders, queue, applicationCompensate, cfg)
 	applicationWorkerOptions := workerOptions(cfg)
 	applicationWorkerObserver := workerObserver(log, mainMetrics, common)
 	worker := application.NewWorker(applicationFulfillOrder, queue, applicationWorkerOptions, applicationWorkerObserver)
 	applicationExpireOrders := expireOrders(orders, applicationCompensate, clock, cfg)
 	applicationReleaseClosed := application.NewReleaseClosed(orders, applicationCompensate)
-	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, applicationCompensate, clock, common)
+	applicationReconcile := reconcile(vouchers, stockAudit, orders, applicationCompensate, applicationRecoverVoucher, clock, common)
 	leases := sqlstore.NewLeases(db)
 	mainApp := &app{
 		Redis:       universalClient,
 		Restarts:    restarts,
+		Heals:       heals,
 		Idempotency: idempotency,
 		HTTP:        echo,
 		Warm:        warmVouchers,
@@ -132,6 +135,7 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 		cleanup()
 		return nil, nil, err
 	}
+	heals := sqlstore.NewHeals(db)
 	idempotency := sqlstore.NewIdempotency(db)
 	options := grabStockOptions(cfg, restarts)
 	rateLimiter := redisstore.NewRateLimiter(universalClient, options)
@@ -151,9 +155,9 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
 	stockAudit := selectStockAudit(strategy, redisstoreAudit, sqlstoreStock)
 	orders := sqlstore.NewOrders(db)
-	warmVouchers := application.NewWarmVouchers(vouchers, portsStock, stockAudit, orders, clock)
+	applicationRecoverVoucher := recoverVoucher(vouchers, portsStock, stockAudit, orders, clock, mainMetrics)
 	applicationGrabOptions := grabOptions(cfg)
-	grabVoucher := application.NewGrabVoucher(portsStock, clock, uliDs, warmVouchers, applicationGrabOptions)
+	grabVoucher := application.NewGrabVoucher(portsStock, clock, uliDs, applicationRecoverVoucher, applicationGrabOptions)
 	reservations := redisstore.NewReservations(universalClient, options)
 	getOrder := application.NewGetOrder(orders, reservations)
 	listOrders := application.NewListOrders(orders, reservations)
@@ -178,17 +182,19 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	httpapiTokens := tokens(cfg)
 	v := readinessChecks(universalClient, db)
 	echo := httpapi.New(httpapiOptions, useCases, httpapiTokens, v, log)
+	warmVouchers := application.NewWarmVouchers(vouchers, portsStock, applicationRecoverVoucher, clock)
 	applicationFulfillOrder := fulfillOrder(orders, queue, applicationCompensate, cfg)
 	applicationWorkerOptions := workerOptions(cfg)
 	applicationWorkerObserver := workerObserver(log, mainMetrics, common)
 	worker := application.NewWorker(applicationFulfillOrder, queue, applicationWorkerOptions, applicationWorkerObserver)
 	applicationExpireOrders := expireOrders(orders, applicationCompensate, clock, cfg)
 	applicationReleaseClosed := application.NewReleaseClosed(orders, applicationCompensate)
-	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, applicationCompensate, clock, common)
+	applicationReconcile := reconcile(vouchers, stockAudit, orders, applicationCompensate, applicationRecoverVoucher, clock, common)
 	leases := sqlstore.NewLeases(db)
 	mainApp := &app{
 		Redis:       universalClient,
 		Restarts:    restarts,
+		Heals:       heals,
 		Idempotency: idempotency,
 		HTTP:        echo,
 		Warm:        warmVouchers,
@@ -234,15 +240,16 @@ func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*applicat
 		return nil, nil, err
 	}
 	options := stockOptions(cfg)
-	stock := redisstore.NewStock(universalClient, options)
-	sqlstoreStock := sqlstore.NewStock(db)
-	portsStock := selectStock(stockStrategy, stock, sqlstoreStock)
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
-	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, sqlstoreStock)
+	stock := sqlstore.NewStock(db)
+	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, stock)
 	orders := sqlstore.NewOrders(db)
+	redisstoreStock := redisstore.NewStock(universalClient, options)
+	portsStock := selectStock(stockStrategy, redisstoreStock, stock)
 	applicationCompensate := compensate(portsStock, orders, mainMetrics)
 	clock := system.Clock{}
-	applicationReconcile := reconcile(vouchers, portsStock, stockAudit, orders, applicationCompensate, clock, cfg)
+	applicationRecoverVoucher := recoverVoucher(vouchers, portsStock, stockAudit, orders, clock, mainMetrics)
+	applicationReconcile := reconcile(vouchers, stockAudit, orders, applicationCompensate, applicationRecoverVoucher, clock, cfg)
 	return applicationReconcile, func() {
 		cleanup2()
 		cleanup()

@@ -1,0 +1,228 @@
+package application
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+// RecoverReason says why a voucher's sale state is recovered. The steps are the same
+// whatever the reason; it names the recovery in logs and metrics.
+type RecoverReason string
+
+// The reasons a voucher's sale state is recovered.
+const (
+	// RecoverMissing: the stock has no sale state, or a partial or unfinished one, for
+	// a voucher on sale (never warmed, lost with a Redis that came back empty, or a
+	// recovery that died midway): the warm-up, a grab or reconciliation found it so.
+	RecoverMissing RecoverReason = "missing"
+	// RecoverRestarted: the Redis server behind the stock changed — it restarted,
+	// perhaps from an older snapshot, or a replica that was behind took over — so
+	// whatever state it holds may be stale.
+	RecoverRestarted RecoverReason = "restarted"
+)
+
+// RecoverReasons lists every RecoverReason, for those who report each one.
+var RecoverReasons = []RecoverReason{RecoverMissing, RecoverRestarted}
+
+// RecoverCmd names the voucher to recover and why.
+type RecoverCmd struct {
+	Voucher domain.VoucherID
+	Reason  RecoverReason
+}
+
+// RecoverVoucher is the one way a voucher's sale state is healed: it makes the stock
+// equal to what the database says, whatever the stock held. Every path that finds a
+// sale state missing or suspect calls it — the warm-up, a grab that finds none,
+// reconciliation's repair, and the heal after Redis restarted or failed over.
+//
+// The steps, always in this order:
+//
+//  1. Warm: load the sale state if it is absent (stock, the units the database's live
+//     orders do not hold, the window, the limit, the paused flag). A state loaded
+//     with no unit held by a live order is whole at once, and the recovery ends.
+//  2. Restoring: grabs of the voucher answer unavailable from here to step 6, so no
+//     user who holds an order can grab again and no phantom unit is sold.
+//  3. Ledger: read every order of the voucher from the database — after step 1, so
+//     an order that closes from now on releases into this state (Stock.Release), and
+//     its release marks it closed for good there.
+//  4. Restore: make the stock agree with each order (StockAudit.Restore): a live
+//     order's reservation is its user's, replacing whatever the user's entry named; a
+//     closed order's is forgotten. An order that closed after step 3 was marked
+//     released by its own release and is not recorded again.
+//  5. Recount: remaining = stock − the units the recorded reservations hold.
+//  6. Restored: grabs are taken again.
+//
+// Each step is idempotent, and every run makes the stock agree with a database read
+// taken after it began, so two instances recovering the same voucher at once end in
+// the same state. In this process recoveries of one voucher run one at a time; a
+// caller whose request comes while one runs shares the next run, which starts after
+// its request, rather than the one in flight.
+type RecoverVoucher struct {
+	vouchers ports.Vouchers
+	stock    ports.Stock
+	audit    ports.StockAudit
+	ledger   ports.OrderAudit
+	clock    ports.Clock
+	runs     *recoveryRuns
+	observe  func(RecoverReason, error)
+}
+
+// NewRecoverVoucher returns the use case; clock tells whether a sale has ended.
+func NewRecoverVoucher(vouchers ports.Vouchers, stock ports.Stock, audit ports.StockAudit, ledger ports.OrderAudit, clock ports.Clock) *RecoverVoucher {
+	return &RecoverVoucher{vouchers: vouchers, stock: stock, audit: audit, ledger: ledger, clock: clock,
+		runs: newRecoveryRuns(), observe: func(RecoverReason, error) {}}
+}
+
+// Observe makes every recovery that ran report its reason and outcome to fn. Call it
+// before the use case is in use.
+func (uc *RecoverVoucher) Observe(fn func(RecoverReason, error)) {
+	uc.observe = fn
+}
+
+// Handle recovers the voucher cmd names and returns once its sale state is whole. It
+// returns domain.ErrNotFound for a voucher the database does not have and
+// domain.ErrEnded, loading nothing, for one whose sale has ended; on any other error
+// the voucher may be left answering grabs unavailable, until a later recovery
+// succeeds.
+func (uc *RecoverVoucher) Handle(ctx context.Context, cmd RecoverCmd) error {
+	v, err := uc.onSale(ctx, cmd.Voucher)
+	if err != nil {
+		return err
+	}
+	return uc.runs.do(v.ID, func() error {
+		err := uc.recover(ctx, v.ID)
+		uc.observe(cmd.Reason, err)
+		return err
+	})
+}
+
+// Start is Handle for a grab that found no sale state, which must answer at once: it
+// reads the voucher and, when no live order holds its units, recovers it (that is one
+// Warm) and reports whole. Otherwise restoring the live orders' reservations may take
+// a while: it starts the recovery in the background, where no grab waits for it,
+// and reports not whole (the grab answers unavailable; a retry is served once the
+// state is whole). It returns domain.ErrNotFound and domain.ErrEnded as Handle does.
+func (uc *RecoverVoucher) Start(ctx context.Context, id domain.VoucherID) (whole bool, err error) {
+	v, err := uc.onSale(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	cmd := RecoverCmd{Voucher: id, Reason: RecoverMissing}
+	if v.Sold == 0 {
+		return true, uc.Handle(ctx, cmd)
+	}
+	// The grab's context ends with its answer; the recovery outlives it.
+	go func() { _ = uc.Handle(context.WithoutCancel(ctx), cmd) }()
+	return false, nil
+}
+
+// onSale reads voucher id, or says it is unknown or its sale has ended.
+func (uc *RecoverVoucher) onSale(ctx context.Context, id domain.VoucherID) (domain.Voucher, error) {
+	v, err := uc.vouchers.Get(ctx, id)
+	if err != nil {
+		return domain.Voucher{}, err
+	}
+	if !uc.clock.Now().Before(v.EndsAt) {
+		return v, domain.ErrEnded
+	}
+	return v, nil
+}
+
+// recover runs the steps of RecoverVoucher on voucher id, read afresh: a run that
+// waited for another must not act on what its caller read before.
+func (uc *RecoverVoucher) recover(ctx context.Context, id domain.VoucherID) error {
+	v, err := uc.vouchers.Get(ctx, id)
+	if err != nil {
+		return fmt.Errorf("voucher %s: %w", id, err)
+	}
+	warmed, err := uc.stock.Warm(ctx, v)
+	if err != nil {
+		return fmt.Errorf("warm voucher %s: %w", id, err)
+	}
+	if warmed == ports.WarmLoaded {
+		// Loaded whole just now: no live order holds units, nothing to restore.
+		return nil
+	}
+	if err := uc.audit.Restoring(ctx, id); err != nil {
+		return fmt.Errorf("voucher %s: %w", id, err)
+	}
+	ledger, err := uc.ledger.Ledger(ctx, id)
+	if err != nil {
+		return fmt.Errorf("voucher %s: %w", id, err)
+	}
+	if len(ledger.Orders) > 0 {
+		if _, err := uc.audit.Restore(ctx, ledger.Orders...); err != nil {
+			return fmt.Errorf("voucher %s: restore its orders: %w", id, err)
+		}
+	}
+	if _, err := uc.audit.Recount(ctx, id); err != nil && !errors.Is(err, domain.ErrNotFound) {
+		return fmt.Errorf("voucher %s: %w", id, err)
+	}
+	if err := uc.audit.Restored(ctx, id); err != nil {
+		return fmt.Errorf("voucher %s: %w", id, err)
+	}
+	return nil
+}
+
+// recoveryRuns runs the recoveries of each voucher one at a time, and lets the
+// callers who ask while one runs share the next run.
+type recoveryRuns struct {
+	mu       sync.Mutex
+	vouchers map[domain.VoucherID]*recoveryRun
+}
+
+// recoveryRun is the state of one voucher's recoveries.
+type recoveryRun struct {
+	// requested counts the requests; started is the count a running run covers
+	// (every request up to it came before the run began); finished the count the
+	// last finished run covered, and err its outcome.
+	requested, started, finished uint64
+	running                      bool
+	err                          error
+	// waiters counts the callers inside do, so the entry is dropped with the last.
+	waiters int
+	changed *sync.Cond
+}
+
+func newRecoveryRuns() *recoveryRuns {
+	return &recoveryRuns{vouchers: make(map[domain.VoucherID]*recoveryRun)}
+}
+
+// do runs fn for voucher id unless a run that began after this call began finishes
+// first, and returns the outcome of the run that covered this call.
+func (r *recoveryRuns) do(id domain.VoucherID, fn func() error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	run, ok := r.vouchers[id]
+	if !ok {
+		run = &recoveryRun{changed: sync.NewCond(&r.mu)}
+		r.vouchers[id] = run
+	}
+	run.requested++
+	mine := run.requested
+	run.waiters++
+	defer func() {
+		run.waiters--
+		if run.waiters == 0 {
+			delete(r.vouchers, id)
+		}
+	}()
+	for run.finished < mine {
+		if run.running {
+			run.changed.Wait()
+			continue
+		}
+		run.running, run.started = true, run.requested
+		r.mu.Unlock()
+		err := fn()
+		r.mu.Lock()
+		run.running, run.finished, run.err = false, run.started, err
+		run.changed.Broadcast()
+	}
+	return run.err
+}

@@ -1,0 +1,1 @@
+DROP TABLE redis_heals;
