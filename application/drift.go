@@ -30,11 +30,15 @@ const (
 	DriftClosedStillReserved DriftKind = "closed_order_still_reserved"
 	// DriftSoldMismatch: the database's sold counter differs from its live orders.
 	DriftSoldMismatch DriftKind = "sold_mismatch"
+	// DriftEntriesUnread: the voucher's queue holds entries not yet acknowledged that
+	// no fulfillment worker reads (the voucher left the queues they read): they would
+	// never be persisted.
+	DriftEntriesUnread DriftKind = "entries_unread"
 )
 
 // DriftKinds lists every DriftKind, for those who report each one, zero included.
 var DriftKinds = []DriftKind{DriftSaleStateMissing, DriftStockMismatch, DriftReservationWithoutOrder,
-	DriftOrderWithoutReservation, DriftClosedStillReserved, DriftSoldMismatch}
+	DriftOrderWithoutReservation, DriftClosedStillReserved, DriftSoldMismatch, DriftEntriesUnread}
 
 // maxExamples bounds the examples a Drift carries.
 const maxExamples = 5

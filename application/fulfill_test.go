@@ -74,7 +74,7 @@ func TestFulfillPersistsAndAcknowledges(t *testing.T) {
 	}
 	for _, r := range []domain.Reservation{a, b} {
 		o := s.order(t, r.OrderID)
-		if o.Status != domain.StatusAwaitingPayment || o.Quantity != r.Quantity || o.UserID != r.UserID || !o.CreatedAt.Equal(r.At) {
+		if o.Status != domain.StatusAwaitingPayment || o.Quantity != r.Quantity || o.UserID != r.UserID || !o.CreatedAt.Equal(t0) {
 			t.Fatalf("order = %+v for %+v", o, r)
 		}
 	}

@@ -34,12 +34,12 @@ type GrabOptions struct {
 // (see rebuild), once per voucher at a time, so a live voucher is never answered
 // not_found and an ended one is answered ended.
 type GrabVoucher struct {
-	stock   ports.Stock
-	clock   ports.Clock
-	ids     ports.OrderIDs
-	soldOut *soldOutFlags
+	stock    ports.Stock
+	clock    ports.Clock
+	ids      ports.OrderIDs
+	soldOut  *soldOutFlags
 	recovery *RecoverVoucher
-	misses  *missFlights
+	misses   *missFlights
 }
 
 // NewGrabVoucher returns the use case. recovery rebuilds a voucher's missing sale
@@ -73,12 +73,14 @@ func (uc *GrabVoucher) Handle(ctx context.Context, cmd GrabVoucherCmd) (domain.R
 	if uc.soldOut.isSet(cmd.VoucherID, now) {
 		return domain.Reservation{}, domain.ErrSoldOut
 	}
+	// No time: the stock judges the grab by the sale's clock at the moment it judges
+	// it (see ports.Stock.Reserve), not by this instance's reading before the grab
+	// waited for its turn.
 	r := domain.Reservation{
 		OrderID:   uc.ids.NewOrderID(),
 		VoucherID: cmd.VoucherID,
 		UserID:    cmd.UserID,
 		Quantity:  cmd.Quantity,
-		At:        now,
 	}
 	err := uc.stock.Reserve(ctx, r)
 	if errors.Is(err, domain.ErrNotFound) && uc.recovery != nil {

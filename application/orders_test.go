@@ -19,7 +19,7 @@ func TestGetOrder(t *testing.T) {
 
 	// Reserved but not yet persisted: it reads queued, from the reservation.
 	o, err := get.Handle(ctx, application.Caller{User: 5}, r.OrderID)
-	if err != nil || o.Status != domain.StatusQueued || o.UserID != 5 || o.VoucherID != s.id || !o.CreatedAt.Equal(r.At) {
+	if err != nil || o.Status != domain.StatusQueued || o.UserID != 5 || o.VoucherID != s.id || !o.CreatedAt.Equal(t0) {
 		t.Fatalf("queued order = %+v, %v", o, err)
 	}
 	if _, err := s.fulfill.Handle(ctx, s.read(t)); err != nil {

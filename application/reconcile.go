@@ -12,11 +12,16 @@ import (
 )
 
 // ReconcileCmd says what to check: one voucher, or 0 for every voucher whose sale has
-// not ended; Repair fixes what it finds.
+// not ended or ended within recentlyEnded; Repair fixes what it finds.
 type ReconcileCmd struct {
 	Voucher domain.VoucherID
 	Repair  bool
 }
+
+// recentlyEnded is how long after its end a sale is still reconciled: the last grabs'
+// entries may still wait to be persisted, and an entry no worker reads shows only
+// after the sale ended (DriftEntriesUnread).
+const recentlyEnded = time.Hour
 
 // Reconcile proves, per voucher, that Redis and the database agree, and on request
 // repairs where they do not. Every repair is idempotent and safe during a live sale.
@@ -27,16 +32,25 @@ type Reconcile struct {
 	compensate *Compensate
 	recover    *RecoverVoucher
 	clock      ports.Clock
-	grace      time.Duration
+	opts       ReconcileOptions
 }
 
-// NewReconcile returns the use case. Reservations younger than grace are not judged:
-// their entries may still be on their way to the database. A voucher's sale state is
-// rebuilt, or healed, by recovery.
+// ReconcileOptions tune Reconcile.
+type ReconcileOptions struct {
+	// Grace: reservations younger than it are not judged, their entries may still be
+	// on their way to the database.
+	Grace time.Duration
+	// KeyGrace is how long a sale's state outlives its end in the stock: Heal heals
+	// the sales that ended within it too, whose stats still read that state.
+	KeyGrace time.Duration
+}
+
+// NewReconcile returns the use case. A voucher's sale state is rebuilt, or healed, by
+// recovery.
 func NewReconcile(vouchers ports.Vouchers, audit ports.StockAudit, ledger ports.OrderAudit,
-	compensate *Compensate, recovery *RecoverVoucher, clock ports.Clock, grace time.Duration) *Reconcile {
+	compensate *Compensate, recovery *RecoverVoucher, clock ports.Clock, opts ReconcileOptions) *Reconcile {
 	return &Reconcile{vouchers: vouchers, audit: audit, ledger: ledger, compensate: compensate, recover: recovery,
-		clock: clock, grace: grace}
+		clock: clock, opts: opts}
 }
 
 // Handle checks the vouchers cmd names and returns one finding per voucher. It
@@ -46,7 +60,7 @@ func (uc *Reconcile) Handle(ctx context.Context, cmd ReconcileCmd) ([]VoucherRec
 	if cmd.Voucher != 0 {
 		ids = []domain.VoucherID{cmd.Voucher}
 	} else {
-		active, err := uc.vouchers.Active(ctx, uc.clock.Now())
+		active, err := uc.vouchers.Active(ctx, uc.clock.Now().Add(-recentlyEnded))
 		if err != nil {
 			return nil, fmt.Errorf("active vouchers: %w", err)
 		}
@@ -65,14 +79,15 @@ func (uc *Reconcile) Handle(ctx context.Context, cmd ReconcileCmd) ([]VoucherRec
 	return out, nil
 }
 
-// Heal recovers every voucher whose sale has not ended after Redis may have lost or
-// gone back on some of its state (it restarted from an older snapshot, or a replica
-// that was behind took over): each one's grabs answer unavailable while the database
-// is made its truth again, whatever the age of what changed (no grace here; see
+// Heal recovers every voucher whose sale has not ended, or ended within the key
+// grace while its state is still there, after Redis may have lost or gone back on
+// some of its state (it restarted from an older snapshot, or a replica that was
+// behind took over): each one's grabs answer unavailable while the database is made
+// its truth again, whatever the age of what changed (no grace here; see
 // RecoverVoucher). It returns the first error; a voucher it could not heal keeps
 // answering unavailable until a later Heal succeeds.
 func (uc *Reconcile) Heal(ctx context.Context) error {
-	active, err := uc.vouchers.Active(ctx, uc.clock.Now())
+	active, err := uc.vouchers.Active(ctx, uc.clock.Now().Add(-uc.opts.KeyGrace))
 	if err != nil {
 		return fmt.Errorf("active vouchers: %w", err)
 	}
@@ -80,7 +95,7 @@ func (uc *Reconcile) Heal(ctx context.Context) error {
 	for _, v := range active {
 		err := uc.recover.Handle(ctx, RecoverCmd{Voucher: v.ID, Reason: RecoverRestarted})
 		if errors.Is(err, domain.ErrEnded) {
-			continue // ended since it was listed: nothing to heal
+			continue // ended, and its state is gone: nothing to heal
 		}
 		first = cmp.Or(first, err)
 	}
@@ -163,6 +178,10 @@ func (uc *Reconcile) compare(ctx context.Context, snap ports.StockSnapshot, ledg
 	if snap.Consistent && snap.Remaining+held != snap.Stock {
 		f.add(DriftStockMismatch, fmt.Sprintf("remaining %d + reserved %d != stock %d", snap.Remaining, held, snap.Stock))
 	}
+	if len(snap.Unacked) > 0 && !snap.Read {
+		f.add(DriftEntriesUnread, fmt.Sprintf("%d entries, the oldest of order %s", len(snap.Unacked), snap.Unacked[0].OrderID))
+		f.reservations[DriftEntriesUnread] = append(f.reservations[DriftEntriesUnread], snap.Unacked[0])
+	}
 	var (
 		lost         []domain.Reservation
 		closed, bare []domain.Order
@@ -171,7 +190,7 @@ func (uc *Reconcile) compare(ctx context.Context, snap ports.StockSnapshot, ledg
 	for _, r := range snap.Reservations {
 		o, persisted := orders[r.OrderID]
 		switch {
-		case !persisted && !queued[r.OrderID] && now.Sub(r.At) >= uc.grace:
+		case !persisted && !queued[r.OrderID] && now.Sub(r.At) >= uc.opts.Grace:
 			lost = append(lost, r)
 			lookAgain = append(lookAgain, r.OrderID)
 		case persisted && !o.Status.HoldsStock():
@@ -261,6 +280,12 @@ func (uc *Reconcile) repair(ctx context.Context, rec *VoucherReconciliation, sna
 			errs = append(errs, err)
 		}
 		mark(DriftClosedStillReserved, firstErr(errs))
+	}
+	if f.has(DriftEntriesUnread) {
+		// Requeued, the oldest entry puts the voucher back among the queues the
+		// workers read, and they read its other entries with it (persisting is
+		// idempotent, so the copy is harmless).
+		mark(DriftEntriesUnread, uc.audit.Requeue(ctx, f.reservations[DriftEntriesUnread][0]))
 	}
 	if f.has(DriftReservationWithoutOrder) {
 		var errs []error

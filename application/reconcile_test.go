@@ -26,7 +26,7 @@ func (r *recountFails) RecountSold(ctx context.Context, id domain.VoucherID) (in
 }
 
 func newReconcile(l lifecycle) *application.Reconcile {
-	return application.NewReconcile(l.vouchers, l.stock, l.orders, application.NewCompensate(l.stock, l.orders), newRecover(l.vouchers, l.stock, l.orders, l.clock), l.clock, time.Minute)
+	return application.NewReconcile(l.vouchers, l.stock, l.orders, application.NewCompensate(l.stock, l.orders), newRecover(l.vouchers, l.stock, l.orders, l.clock), l.clock, application.ReconcileOptions{Grace: time.Minute, KeyGrace: time.Hour})
 }
 
 func reconcileOnce(t *testing.T, rc *application.Reconcile, id domain.VoucherID, repair bool) application.VoucherReconciliation {
@@ -131,6 +131,33 @@ func TestReconcileRequeuesALostQueueEntry(t *testing.T) {
 	}
 }
 
+// TestReconcileFindsEntriesNoWorkerReads: a voucher left the queues the workers read
+// with an entry still in its queue (its sale judged ended by a clock that was ahead):
+// reconcile names it, and its repair has the entry read and persisted.
+func TestReconcileFindsEntriesNoWorkerReads(t *testing.T) {
+	ctx := context.Background()
+	l := newLifecycle(t, 10)
+	rc := newReconcile(l)
+	r := mustGrab(t, l.grabFixture, 1, 1)
+	l.stock.StopReading(l.id)
+	found := reconcileOnce(t, rc, l.id, false)
+	if got := kinds(found); !sameKinds(got, []application.DriftKind{application.DriftEntriesUnread}) || found.Consistent() {
+		t.Fatalf("found %+v, want the unread entry", found)
+	}
+	if repaired := reconcileOnce(t, rc, l.id, true); !repaired.Consistent() {
+		t.Fatalf("repair left drift: %+v", repaired)
+	}
+	if _, err := l.fulfill.Handle(ctx, l.read(t)); err != nil {
+		t.Fatal(err)
+	}
+	if o := l.order(t, r.OrderID); o.Status != domain.StatusAwaitingPayment {
+		t.Fatalf("order of the unread entry = %+v, want it persisted", o)
+	}
+	if after := reconcileOnce(t, rc, l.id, false); len(after.Drifts) != 0 {
+		t.Fatalf("after the repair: %+v", after)
+	}
+}
+
 func sameKinds(a, b []application.DriftKind) bool {
 	if len(a) != len(b) {
 		return false
@@ -158,7 +185,7 @@ func TestReconcileDoesNotRebuildWithoutASoldCount(t *testing.T) {
 	ctx := context.Background()
 	l := newLifecycle(t, 3)
 	audit := &recountFails{Orders: l.orders}
-	rc := application.NewReconcile(l.vouchers, l.stock, audit, application.NewCompensate(l.stock, l.orders), application.NewRecoverVoucher(l.vouchers, l.stock, l.stock, audit, l.clock), l.clock, time.Minute)
+	rc := application.NewReconcile(l.vouchers, l.stock, audit, application.NewCompensate(l.stock, l.orders), application.NewRecoverVoucher(l.vouchers, l.stock, l.stock, audit, l.clock), l.clock, application.ReconcileOptions{Grace: time.Minute, KeyGrace: time.Hour})
 	for user := range domain.UserID(3) {
 		l.persisted(t, user+1)
 	}

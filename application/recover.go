@@ -44,7 +44,9 @@ type RecoverCmd struct {
 //
 //  1. Warm: load the sale state if it is absent (stock, the units the database's live
 //     orders do not hold, the window, the limit, the paused flag). A state loaded
-//     with no unit held by a live order is whole at once, and the recovery ends.
+//     with no unit held by a live order is whole at once, and the recovery ends; one
+//     that was there takes the database's paused flag. A sale that has ended is not
+//     loaded again; while its state is still there it is healed all the same.
 //  2. Restoring: grabs of the voucher answer unavailable from here to step 6, so no
 //     user who holds an order can grab again and no phantom unit is sold.
 //  3. Ledger: read every order of the voucher from the database — after step 1, so
@@ -84,13 +86,14 @@ func (uc *RecoverVoucher) Observe(fn func(RecoverReason, error)) {
 	uc.observe = fn
 }
 
-// Handle recovers the voucher cmd names and returns once its sale state is whole. It
-// returns domain.ErrNotFound for a voucher the database does not have and
-// domain.ErrEnded, loading nothing, for one whose sale has ended; on any other error
-// the voucher may be left answering grabs unavailable, until a later recovery
-// succeeds.
+// Handle recovers the voucher cmd names and returns once its sale state is whole. A
+// voucher whose sale has ended is made whole only while its sale state is still there
+// (its keys outlive the sale a while, and its stats read them): nothing is loaded for
+// it. It returns domain.ErrNotFound for a voucher the database does not have and
+// domain.ErrEnded for an ended sale without sale state; on any other error the
+// voucher may be left answering grabs unavailable, until a later recovery succeeds.
 func (uc *RecoverVoucher) Handle(ctx context.Context, cmd RecoverCmd) error {
-	v, err := uc.onSale(ctx, cmd.Voucher)
+	v, err := uc.vouchers.Get(ctx, cmd.Voucher)
 	if err != nil {
 		return err
 	}
@@ -140,13 +143,28 @@ func (uc *RecoverVoucher) recover(ctx context.Context, id domain.VoucherID) erro
 	if err != nil {
 		return fmt.Errorf("voucher %s: %w", id, err)
 	}
-	warmed, err := uc.stock.Warm(ctx, v)
-	if err != nil {
-		return fmt.Errorf("warm voucher %s: %w", id, err)
+	if !uc.clock.Now().Before(v.EndsAt) {
+		// Ended: nothing is loaded again, but a state still there is made whole.
+		left, err := uc.stock.Remaining(ctx, id)
+		if err != nil {
+			return fmt.Errorf("voucher %s: %w", id, err)
+		}
+		if _, present := left[id]; !present {
+			return domain.ErrEnded
+		}
+	} else {
+		warmed, err := uc.stock.Warm(ctx, v)
+		if err != nil {
+			return fmt.Errorf("warm voucher %s: %w", id, err)
+		}
+		if warmed == ports.WarmLoaded {
+			// Loaded whole just now: no live order holds units, nothing to restore.
+			return nil
+		}
 	}
-	if warmed == ports.WarmLoaded {
-		// Loaded whole just now: no live order holds units, nothing to restore.
-		return nil
+	// A state that was there may be older than the paused flag the database holds.
+	if _, err := uc.stock.SetPaused(ctx, id, v.Paused); err != nil {
+		return fmt.Errorf("voucher %s: %w", id, err)
 	}
 	if err := uc.audit.Restoring(ctx, id); err != nil {
 		return fmt.Errorf("voucher %s: %w", id, err)

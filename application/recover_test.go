@@ -33,6 +33,7 @@ func newLostFixture(t *testing.T, v domain.Voucher) lostFixture {
 		t.Fatal(err)
 	}
 	stock, clock, orders := memory.NewStock(), memory.NewClock(t0), memory.NewOrders(vouchers)
+	stock.Clock = clock
 	return lostFixture{vouchers: vouchers, orders: orders, stock: stock, clock: clock, v: v,
 		grab: application.NewGrabVoucher(stock, clock, &memory.OrderIDs{}, newRecover(vouchers, stock, orders, clock), application.GrabOptions{})}
 }
@@ -314,5 +315,30 @@ func TestRecoverReportsEachRun(t *testing.T) {
 	}
 	if len(heard) != 2 || heard[0] != "restarted <nil>" || !strings.HasPrefix(heard[1], "missing ") || strings.HasSuffix(heard[1], "<nil>") {
 		t.Fatalf("observed %q, want a restarted success and a missing failure", heard)
+	}
+}
+
+// TestRecoverHealsAnEndedSaleWhoseStateIsThere: a sale that ended is not loaded again,
+// but a state still there (its keys outlive the sale, and its stats read them) is made
+// the database's after a restart from an older snapshot.
+func TestRecoverHealsAnEndedSaleWhoseStateIsThere(t *testing.T) {
+	ctx := context.Background()
+	f := newRecoverFixture(t, 10, nil)
+	for user := domain.UserID(1); user <= 3; user++ {
+		f.persisted(t, user)
+	}
+	restart := f.stock.Save()
+	f.persisted(t, 4)
+	restart()
+	f.clock.Set(window.EndsAt.Add(time.Minute))
+	if err := f.recover.Handle(ctx, application.RecoverCmd{Voucher: f.id, Reason: application.RecoverRestarted}); err != nil {
+		t.Fatalf("recover an ended sale whose state is there: %v", err)
+	}
+	if got, want := f.remaining(t), 10-4; got != want {
+		t.Fatalf("remaining after the recovery = %d, want %d", got, want)
+	}
+	snap, err := f.stock.Snapshot(ctx, f.id)
+	if err != nil || len(snap.Reservations) != 4 {
+		t.Fatalf("reservations after the recovery = %v, %v; want the 4 live orders'", snap.Reservations, err)
 	}
 }

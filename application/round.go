@@ -10,7 +10,7 @@ import (
 )
 
 // RoundCmd asks for one round of the periodic reconciliation: the vouchers whose sale
-// has not ended, by id, from the one after After, for as long as Budget allows.
+// has not ended or ended within recentlyEnded, by id, from the one after After, for as long as Budget allows.
 type RoundCmd struct {
 	// After is Next of the previous round; 0 starts from the first voucher.
 	After domain.VoucherID
@@ -47,7 +47,7 @@ type RoundResult struct {
 // not list the vouchers.
 func (uc *Reconcile) Round(ctx context.Context, cmd RoundCmd) (RoundResult, error) {
 	start := uc.clock.Now()
-	active, err := uc.vouchers.Active(ctx, start)
+	active, err := uc.vouchers.Active(ctx, start.Add(-recentlyEnded))
 	if err != nil {
 		return RoundResult{}, fmt.Errorf("active vouchers: %w", err)
 	}

@@ -22,7 +22,9 @@ type Stock interface {
 	// meanwhile; Warm reports WarmRestoring for it until they are.
 	Warm(ctx context.Context, v domain.Voucher) (WarmOutcome, error)
 	// Reserve takes r.Quantity units for r.UserID atomically and records the
-	// reservation for fulfillment. It returns domain.ErrSoldOut, an
+	// reservation for fulfillment. The grab is judged at r.At; a zero r.At is judged
+	// by the sale's clock at the moment the stock judges it (Redis's TIME, the clock
+	// every instance shares), which then stamps the reservation. It returns domain.ErrSoldOut, an
 	// *domain.AlreadyPurchasedError naming the existing order, domain.ErrNotStarted,
 	// domain.ErrEnded, domain.ErrNotFound (no sale state for the voucher) or a
 	// *domain.ValidationError (quantity below 1 or above the per-user limit).
@@ -328,6 +330,10 @@ type StockSnapshot struct {
 	// they may disagree with each other (a grab taken between the reads), so their sum
 	// proves nothing.
 	Consistent bool
+	// Read says that the fulfillment workers read the voucher's queue (it is among the
+	// queues they read). Entries in Unacked of a queue they do not read would never
+	// be persisted.
+	Read bool
 }
 
 // StockTally is what Redis counts for one voucher: the figures of its stats, kept as

@@ -243,6 +243,9 @@ func testSnapshotReadsTheSale(t *testing.T, f *fixture) {
 			snap.Present, snap.Stock, snap.Remaining, 20-held(live))
 	}
 	wantReservations(t, "reservations", snap.Reservations, live...)
+	if !snap.Read {
+		t.Fatal("snapshot of a voucher on sale: its queue is not read by the workers")
+	}
 	if f.Queue == nil {
 		wantReservations(t, "unacked with no queue", snap.Unacked)
 		return

@@ -198,7 +198,7 @@ func (s *Stock) Snapshot(_ context.Context, id domain.VoucherID) (ports.StockSna
 	if !ok {
 		return ports.StockSnapshot{}, nil
 	}
-	snap := ports.StockSnapshot{Present: true, Stock: sl.v.Stock, Remaining: sl.remaining, Consistent: true}
+	snap := ports.StockSnapshot{Present: true, Stock: sl.v.Stock, Remaining: sl.remaining, Consistent: true, Read: !sl.unread}
 	for _, r := range s.Reserved {
 		if r.VoucherID == id && sl.buyers[r.UserID] == r.OrderID {
 			snap.Reservations = append(snap.Reservations, r)
@@ -319,7 +319,21 @@ func (s *Stock) Requeue(_ context.Context, r domain.Reservation) error {
 	if s.Queue != nil {
 		s.Queue.Append(ports.Delivery{VoucherID: r.VoucherID, Reservation: r})
 	}
+	// As the Redis adapter puts the voucher back among the queues the workers read.
+	s.mu.Lock()
+	if sl, ok := s.sales[r.VoucherID]; ok {
+		sl.unread = false
+	}
+	s.mu.Unlock()
 	return nil
+}
+
+// StopReading has the workers no longer read a voucher's queue, as a Redis that took
+// the voucher out of the set the workers read with entries still in its stream would.
+func (s *Stock) StopReading(id domain.VoucherID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sales[id].unread = true
 }
 
 // Restoring makes a loaded voucher's grabs answer domain.ErrUnavailable until

@@ -27,6 +27,9 @@ type Stock struct {
 	// Queue, when set, receives every reservation, as the Redis script appends it to
 	// the voucher's stream.
 	Queue *Queue
+	// Clock, when set, judges the grabs that carry no time, as Redis's TIME does (the
+	// sale's clock); the host's clock when nil.
+	Clock ports.Clock
 	// DuringSnapshot, when set, is called by Snapshot (without the lock) after it
 	// read the remaining units and the reservations and before it reads the queue, as
 	// a grab or a release may come after the Redis adapter's pages passed its place;
@@ -41,6 +44,8 @@ type sale struct {
 	// released holds the orders Release was called for: closed for good, never
 	// restored again.
 	released map[domain.OrderID]bool
+	// unread: the workers do not read its queue (StopReading).
+	unread bool
 	// restoring gates grabs: set by Warm (live orders hold units) and by
 	// StockAudit.Restoring, cleared by Restored.
 	restoring bool
@@ -90,6 +95,12 @@ func (s *Stock) Reserve(_ context.Context, r domain.Reservation) error {
 	}
 	if s.Err != nil {
 		return s.Err
+	}
+	if r.At.IsZero() {
+		r.At = time.Now()
+		if s.Clock != nil {
+			r.At = s.Clock.Now()
+		}
 	}
 	sl, ok := s.sales[r.VoucherID]
 	if !ok {

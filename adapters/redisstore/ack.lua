@@ -17,7 +17,7 @@ for i = 2, #ARGV, 2 do
     end
   end
 end
-if entries > 0 and redis.call('EXISTS', KEYS[2]) == 1 then
+if entries > 0 and sale_state(KEYS[2]) then
   redis.call('HINCRBY', KEYS[2], 'queued', -units)
   redis.call('HINCRBY', KEYS[2], 'queued_entries', -entries)
 end

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -120,6 +121,13 @@ func (a *Audit) Snapshot(ctx context.Context, id domain.VoucherID) (ports.StockS
 		return ports.StockSnapshot{}, fmt.Errorf("snapshot stock: voucher %d: malformed sale state %v", id, values)
 	}
 	snap.Present, snap.Stock, snap.Remaining = true, stock, left
+	// The active set lives in a slot of its own: one command more.
+	switch err := a.client.ZScore(ctx, a.keys.Active(), id.String()).Err(); {
+	case err == nil:
+		snap.Read = true
+	case !errors.Is(err, redis.Nil):
+		return ports.StockSnapshot{}, fmt.Errorf("snapshot stock: %w", err)
+	}
 
 	var err error
 	if snap.Reservations, err = a.scanReservations(ctx, id); err != nil {

@@ -33,6 +33,9 @@ type QueueOptions struct {
 	// DiscoverEvery bounds how often the set of active vouchers is re-read to find the
 	// streams to consume; DefaultDiscoverEvery when zero.
 	DiscoverEvery time.Duration
+	// Clock is the sale's clock, which entries' ages are told by (OldestQueued) and
+	// which says when a sale may have ended; the host's clock when nil.
+	Clock ports.Clock
 }
 
 // Queue is a ports.Queue over the reservation streams of the active vouchers under its
@@ -57,6 +60,7 @@ type Queue struct {
 	group    string
 	consumer string
 	every    time.Duration
+	clock    ports.Clock
 	// cluster: one command cannot read the streams of several vouchers.
 	cluster bool
 
@@ -97,7 +101,16 @@ func NewQueue(client redis.UniversalClient, opts QueueOptions) *Queue {
 		group:    opts.Group,
 		consumer: opts.Consumer,
 		every:    opts.DiscoverEvery,
+		clock:    opts.Clock,
 	}
+}
+
+// now reads the queue's clock.
+func (q *Queue) now() time.Time {
+	if q.clock == nil {
+		return time.Now()
+	}
+	return q.clock.Now()
 }
 
 // Consumer returns this process's consumer name.

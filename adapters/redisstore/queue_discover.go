@@ -51,7 +51,8 @@ func (q *Queue) vouchers(ctx context.Context) ([]domain.VoucherID, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discover streams: %w", err)
 	}
-	now := float64(time.Now().UnixMilli())
+	// A candidate only: settle judges the end again by the sale's clock.
+	now := float64(q.now().UnixMilli())
 	ids := make([]domain.VoucherID, 0, len(members))
 	var ended []redis.Z
 	for _, m := range members {
@@ -146,17 +147,29 @@ func (q *Queue) adopt(ctx context.Context) error {
 	return q.client.ZAddNX(ctx, q.keys.Active(), add...).Err()
 }
 
-// settle takes the vouchers of ended sales out of the active set once their streams are
-// drained, and returns the others. A reservation requeued between the check and the
-// removal (Audit.Requeue appends it, then adds the voucher back) would be lost, so it
-// checks once more afterwards and puts back, and returns, those not drained by then.
+// settleScript says whether the queue is done with a voucher and, when it is, marks
+// its sale settled; its contract is at the top of settle.lua.
+//
+//go:embed settle.lua
+var settleSrc string
+var settleScript = newScript(settleSrc)
+
+// settle takes out of the active set the vouchers of ended sales that settle.lua finds
+// done — ended by the sale's clock (Redis's, whatever this host's says) with every
+// entry acknowledged, and from then on closed to grabs — and returns the others. A
+// reservation requeued between the check and the removal (Audit.Requeue appends it,
+// then adds the voucher back) would be lost, so it looks once more afterwards and puts
+// back, and returns, those not drained by then.
 func (q *Queue) settle(ctx context.Context, ended []redis.Z) ([]domain.VoucherID, error) {
 	ids := make([]domain.VoucherID, len(ended))
+	pipe := q.client.Pipeline()
+	cmds := make([]*redis.Cmd, len(ended))
 	for i, m := range ended {
 		ids[i], _ = domain.ParseVoucherID(m.Member.(string))
+		// EVAL, not EVALSHA: a pipeline cannot fall back when the script is not cached.
+		cmds[i] = settleScript.Eval(ctx, pipe, []string{q.keys.Meta(ids[i]), q.keys.Stream(ids[i])}, q.group)
 	}
-	drained, err := q.drained(ctx, ids)
-	if err != nil {
+	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, err
 	}
 	var busy []domain.VoucherID
@@ -164,7 +177,7 @@ func (q *Queue) settle(ctx context.Context, ended []redis.Z) ([]domain.VoucherID
 	var doneZ []redis.Z
 	var doneIDs []domain.VoucherID
 	for i, id := range ids {
-		if drained[i] {
+		if settled, _ := cmds[i].Int(); settled == 1 {
 			done = append(done, ended[i].Member)
 			doneZ = append(doneZ, ended[i])
 			doneIDs = append(doneIDs, id)
@@ -201,46 +214,21 @@ func (q *Queue) settle(ctx context.Context, ended []redis.Z) ([]domain.VoucherID
 	return busy, nil
 }
 
-// drained reports for each of ids whether its stream holds nothing left to persist: no
-// stream, or the group has delivered its last entry and has none pending. A stream
-// without the group is not drained (Read repairs it). Two commands per voucher, in one
-// round trip.
+// drained reports for each of ids whether its stream holds nothing left to persist
+// (unacked.lua): no stream, or every entry acknowledged. A stream without the group is
+// not drained (Read repairs it). One round trip.
 func (q *Queue) drained(ctx context.Context, ids []domain.VoucherID) ([]bool, error) {
-	pipe := q.client.Pipeline()
-	infos := make([]*redis.XInfoGroupsCmd, len(ids))
-	lasts := make([]*redis.XMessageSliceCmd, len(ids))
+	streams := make([]string, len(ids))
 	for i, id := range ids {
-		infos[i] = pipe.XInfoGroups(ctx, q.keys.Stream(id))
-		lasts[i] = pipe.XRevRangeN(ctx, q.keys.Stream(id), "+", "-", 1)
+		streams[i] = q.keys.Stream(id)
 	}
-	// Exec reports the first failed command; each is checked below.
-	_, _ = pipe.Exec(ctx)
+	ws, err := unackedOf(ctx, q.client, q.group, 1, streams)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]bool, len(ids))
-	for i := range ids {
-		groups, err := infos[i].Result()
-		if redis.HasErrorPrefix(err, "no such key") {
-			out[i] = true
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		last, err := lasts[i].Result()
-		if err != nil {
-			return nil, err
-		}
-		if len(last) == 0 {
-			out[i] = true
-			continue
-		}
-		for _, g := range groups {
-			if g.Name != q.group {
-				continue
-			}
-			delivered, err1 := parseStreamID(g.LastDeliveredID)
-			newest, err2 := parseStreamID(last[0].ID)
-			out[i] = err1 == nil && err2 == nil && g.Pending == 0 && !delivered.less(newest)
-		}
+	for i, w := range ws {
+		out[i] = w.total() == 0
 	}
 	return out, nil
 }

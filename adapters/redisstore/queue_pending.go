@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -185,73 +184,16 @@ func (q *Queue) DeadLetter(ctx context.Context, d ports.Delivery, reason string)
 }
 
 // OldestQueued returns how long the oldest entry not yet acknowledged has waited, over
-// the streams of the active vouchers (as Read sees them), by its entry id's time; 0
-// when every entry is acknowledged. The oldest pending entry (XPENDING's summary) is
-// older than any entry not yet delivered; a stream with none pending is asked for the
-// first entry after its group's last delivered one. Two round trips, a few commands per
-// active voucher, whatever the length of the streams.
+// the streams of the active vouchers (as Read sees them), by its entry id's time (the
+// sale's clock: Redis's) against the queue's clock; 0 when every entry is
+// acknowledged. See Backlog.
 func (q *Queue) OldestQueued(ctx context.Context) (time.Duration, error) {
-	ids, err := q.vouchers(ctx)
-	if err != nil || len(ids) == 0 {
-		if err != nil {
-			err = fmt.Errorf("oldest queued entry: %w", err)
-		}
-		return 0, err
+	b, err := q.Backlog(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("oldest queued entry: %w", err)
 	}
-	pipe := q.client.Pipeline()
-	infos := make([]*redis.XInfoGroupsCmd, len(ids))
-	pendings := make([]*redis.XPendingCmd, len(ids))
-	for i, id := range ids {
-		infos[i] = pipe.XInfoGroups(ctx, q.keys.Stream(id))
-		pendings[i] = pipe.XPending(ctx, q.keys.Stream(id), q.group)
-	}
-	// Exec reports the first failed command; each is checked below.
-	_, _ = pipe.Exec(ctx)
-
-	var oldest streamID
-	found := false
-	consider := func(s string) {
-		if id, err := parseStreamID(s); err == nil && (!found || id.less(oldest)) {
-			oldest, found = id, true
-		}
-	}
-	pipe = q.client.Pipeline()
-	var firsts []*redis.XMessageSliceCmd
-	for i, id := range ids {
-		groups, err := infos[i].Result()
-		if redis.HasErrorPrefix(err, "no such key") {
-			continue
-		}
-		if err != nil {
-			return 0, fmt.Errorf("oldest queued entry: %w", err)
-		}
-		if p, err := pendings[i].Result(); err == nil && p.Count > 0 {
-			consider(p.Lower)
-			continue
-		}
-		for _, g := range groups {
-			if g.Name != q.group {
-				continue
-			}
-			last, err := parseStreamID(g.LastDeliveredID)
-			if err != nil {
-				return 0, fmt.Errorf("oldest queued entry: %s: %w", q.keys.Stream(id), err)
-			}
-			firsts = append(firsts, pipe.XRangeN(ctx, q.keys.Stream(id), last.next().String(), "+", 1))
-		}
-	}
-	if len(firsts) > 0 {
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			return 0, fmt.Errorf("oldest queued entry: %w", err)
-		}
-		for _, f := range firsts {
-			if msgs := f.Val(); len(msgs) > 0 {
-				consider(msgs[0].ID)
-			}
-		}
-	}
-	if !found {
+	if b.Oldest.IsZero() {
 		return 0, nil
 	}
-	return max(time.Since(time.UnixMilli(int64(oldest.ms))), 0), nil
+	return max(q.now().Sub(b.Oldest), 0), nil
 }

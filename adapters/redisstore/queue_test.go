@@ -671,8 +671,10 @@ func endedVoucher(t *testing.T, client redis.UniversalClient, s *redisstore.Stoc
 		rs[i].At = at
 		check(t, s.Reserve(context.Background(), rs[i]))
 	}
+	// Ended by the sale's clock: Redis's, which the embedded server moves in steps.
 	testenv.Eventually(t, testenv.Patience, "the sale ended", func() (bool, string) {
-		return time.Now().After(v.EndsAt), ""
+		now, err := client.Time(context.Background()).Result()
+		return err == nil && !now.Before(v.EndsAt), fmt.Sprint(now, err)
 	})
 	return rs
 }
@@ -710,6 +712,17 @@ func TestQueueReadsEndedSalesUntilDrained(t *testing.T) {
 	}
 	if err := client.ZScore(ctx, k.Active(), "1").Err(); err != nil {
 		t.Fatalf("the live sale left the active set: %v", err)
+	}
+	// A grab judged inside the window — by an instance whose clock is slow, or one
+	// that waited for its turn — that reaches Redis after the sale left the set is
+	// refused as ended: no entry is appended that no worker would read.
+	late := grab(2, 9, 1)
+	late.At = ended[0].At
+	if err := s.Reserve(ctx, late); !errors.Is(err, domain.ErrEnded) {
+		t.Fatalf("a grab judged in the window after the sale settled = %v, want %v", err, domain.ErrEnded)
+	}
+	if n, err := client.XLen(ctx, k.Stream(2)).Result(); err != nil || n != 0 {
+		t.Fatalf("XLEN after a grab of a settled sale = %d, %v; want 0 (nothing appended)", n, err)
 	}
 
 	// Idle (the queue discovers on every call here): one command to discover, one to

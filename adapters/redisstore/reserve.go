@@ -37,7 +37,9 @@ var reserveSrc string
 var reserveScript = newScript(reserveSrc)
 
 // Reserve takes r.Quantity units of r.VoucherID for r.UserID atomically and appends
-// the reservation to the voucher's stream. The sale window is judged at r.At.
+// the reservation to the voucher's stream. The sale window and the user's rate are
+// judged at r.At — or, when r.At is zero, by the sale's clock (Redis's TIME) at the
+// moment the script runs, which also stamps the reservation (its order's created_at).
 // Concurrent Reserves of one voucher share Redis calls (see Options.MaxBatch): while
 // one call is in flight, the grabs that arrive go together in the next.
 // It returns domain.ErrSoldOut, an *domain.AlreadyPurchasedError naming the existing
@@ -112,7 +114,7 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 		if tps != nil {
 			tp = tps[i]
 		}
-		args = append(args, r.UserID.String(), string(r.OrderID), r.Quantity, r.At.UnixMilli(), tp)
+		args = append(args, r.UserID.String(), string(r.OrderID), r.Quantity, atMillis(r.At), tp)
 	}
 	if indexTTL > 0 {
 		for _, r := range rs {
@@ -192,6 +194,15 @@ func (s *Stock) runReserve(ctx context.Context, keys []string, args []any) ([]an
 		acked, _ := wait.Int()
 		return reply, acked, nil
 	}
+}
+
+// atMillis is how a script takes the time a grab is judged at: Unix ms, or 0 for the
+// sale's clock (sale_now in prelude.lua) when t is zero.
+func atMillis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
 }
 
 // reserveOutcome turns one grab's code and extra value from reserveScript into

@@ -15,15 +15,18 @@
 -- wrote the users' index itself, as on Redis Cluster, where a user's index lives in
 -- another slot; else each reservation is added to its user's index, which then expires
 -- after this long), then five per grab i, from ARGV[7+5(i-1)]: user_id, order_id, qty,
--- at_ms (the grab's own clock), traceparent ('' when untraced; else the entry's "tp"
--- field, so the batch that persists the entry links to the grab's trace).
+-- at_ms (when the grab is judged; '0': now, by the sale's clock — Redis's TIME, see
+-- sale_now), traceparent ('' when untraced; else the entry's "tp" field, so the batch
+-- that persists the entry links to the grab's trace).
 -- Returns {remaining, code_1, extra_1, code_2, extra_2, …}: the units left after the
 -- batch (-1 without sale state), then per grab 0 reserved (extra: order id), 1 already
 -- purchased (extra: the held order id), 2 sold out, 3 not started, 4 ended, 5 no sale
 -- state, 6 quantity above the per-user limit, 7 over the user's rate (extra: retry
 -- after, ms), 8 paused, 9 backlog over its bound, 10 sale state being restored (see
--- warm.lua); extra is '' where it says nothing.
-local m = sale_state(KEYS[1], 'paused', 'restoring')
+-- warm.lua); extra is '' where it says nothing. A sale the queue has settled
+-- (settle.lua: ended by the sale's clock, every entry persisted) answers ended to
+-- every grab, so no entry is appended that no worker would read.
+local m = sale_state(KEYS[1], 'paused', 'restoring', 'settled')
 local n = (#ARGV - 6) / 5
 local out = {-1}
 -- No sale state (see sale_state in prelude.lua). Go twin: saleState (watch.go).
@@ -48,8 +51,9 @@ local index_ttl, index_base = tonumber(ARGV[6]), 4
 if interval > 0 then
   index_base = 4 + n
 end
--- Entries not yet persisted (delivered and pending, or never read), counted once for
--- the batch and then kept up to date as it appends.
+-- Entries not yet persisted (see unacked in prelude.lua), counted once for the batch
+-- and then kept up to date as it appends. The stream's length bounds them: only past
+-- the bound are they counted.
 local backlog
 local function waiting()
   if backlog then
@@ -57,17 +61,20 @@ local function waiting()
   end
   backlog = redis.call('XLEN', KEYS[4])
   if backlog > bound then
-    for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[4])) do
-      local f = {}
-      for j = 1, #g, 2 do
-        f[g[j]] = g[j + 1]
-      end
-      if f['name'] == ARGV[5] then
-        backlog = f['pending'] + (tonumber(f['lag']) or 0)
-      end
-    end
+    local pending, undelivered = unacked(KEYS[4], ARGV[5], bound + 1)
+    backlog = pending + undelivered
   end
   return backlog
+end
+-- The sale's clock, read once for the batch when a grab asks for it.
+local clock
+local function at(i)
+  local given = ARGV[7 + 5 * (i - 1) + 3]
+  if given ~= '0' then
+    return tonumber(given), given
+  end
+  clock = clock or sale_now()
+  return clock, tostring(clock)
 end
 
 -- What the batch took so far, written once at the end: a user's order (so a second
@@ -83,19 +90,15 @@ local held = redis.call('HMGET', KEYS[2], unpack(users))
 
 local function judge(i)
   local base = 7 + 5 * (i - 1)
-  local user, order, qty, now = ARGV[base], ARGV[base + 1], tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3])
-  -- Per-user rate (GCRA): every attempt counts, whatever its answer.
-  -- Go twin: WatchStock.attempt (watch.go), before domain.Sale.Judge.
+  local user, order, qty = ARGV[base], ARGV[base + 1], tonumber(ARGV[base + 2])
+  local now, stamp = at(i)
+  -- Per-user rate (GCRA): every attempt counts, whatever its answer. The WATCH
+  -- strategy calls the same function before its transaction (rate.lua).
   if interval > 0 then
-    local tat = tonumber(redis.call('GET', KEYS[4 + i]) or now)
-    if tat < now then
-      tat = now
+    local wait = user_rate(KEYS[4 + i], now, interval, tolerance)
+    if wait > 0 then
+      return 7, tostring(wait)
     end
-    if now < tat - tolerance then
-      return 7, tostring(tat - tolerance - now)
-    end
-    tat = tat + interval
-    redis.call('SET', KEYS[4 + i], tat, 'PX', tat - now)
   end
   -- Go twin: domain.Sale.Judge, rule 1 (paused).
   if m.paused == '1' then
@@ -105,7 +108,7 @@ local function judge(i)
   if now < begins then
     return 3, ''
   end
-  if now >= ends then
+  if now >= ends or m.settled == '1' then
     return 4, ''
   end
   -- Go twin: domain.Sale.Judge, rule 3 (the per-user limit).
@@ -131,13 +134,13 @@ local function judge(i)
   buyers[#buyers + 1] = order
   orders[#orders + 1] = order
   -- The record and the entry have codec.go's shapes (encodeRecord, entryValues).
-  orders[#orders + 1] = user .. ':' .. ARGV[base + 2] .. ':' .. ARGV[base + 3]
+  orders[#orders + 1] = user .. ':' .. ARGV[base + 2] .. ':' .. stamp
   if ARGV[base + 4] == '' then
     redis.call('XADD', KEYS[4], '*',
-      'order', order, 'voucher', ARGV[1], 'user', user, 'qty', ARGV[base + 2], 'at', ARGV[base + 3])
+      'order', order, 'voucher', ARGV[1], 'user', user, 'qty', ARGV[base + 2], 'at', stamp)
   else
     redis.call('XADD', KEYS[4], '*',
-      'order', order, 'voucher', ARGV[1], 'user', user, 'qty', ARGV[base + 2], 'at', ARGV[base + 3],
+      'order', order, 'voucher', ARGV[1], 'user', user, 'qty', ARGV[base + 2], 'at', stamp,
       'tp', ARGV[base + 4])
   end
   if index_ttl > 0 then

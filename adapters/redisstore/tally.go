@@ -37,7 +37,7 @@ const (
 //
 //go:embed ack.lua
 var ackSrc string
-var ackScript = redis.NewScript(ackSrc)
+var ackScript = newScript(ackSrc)
 
 // ackTally queues on p the acknowledgement of ds, all of voucher id, that takes
 // them off the voucher's tally; a malformed delivery counts nothing.
@@ -61,67 +61,25 @@ func ackTally(ctx context.Context, p redis.Scripter, keys Keys, group string, id
 //
 //go:embed tally.lua
 var tallySrc string
-var tallyScript = redis.NewScript(tallySrc)
+var tallyScript = newScript(tallySrc)
 
-// Tally returns what Redis counts for voucher id, in two round trips whatever the
+// Tally returns what Redis counts for voucher id, in one round trip whatever the
 // number of its reservations and entries: the sale state's stock and remaining units,
-// its tally, and the queue's own count of entries not yet acknowledged (tally.lua,
-// which also forgets a tally the queue's count shows wrong: none waits); then the
-// oldest entry not yet acknowledged — the group's oldest pending entry (XPENDING's
-// summary) or, when none is pending, the first one after the group's last delivered
-// entry — whose "at" field says when it was reserved. Pending is the tally's count of
-// entries (the queue's own is not exact on every server: the embedded one reports the
-// stream's length as the lag). A voucher whose sale state is missing or partial is
-// not Present.
+// its tally, and when the oldest entry not yet acknowledged was reserved (tally.lua,
+// which also forgets a tally the queue's own count shows wrong: none waits). Pending
+// is the tally's count of entries. A voucher without sale state is not Present.
 func (a *Audit) Tally(ctx context.Context, id domain.VoucherID) (ports.StockTally, error) {
-	stream := a.keys.Stream(id)
-	reply, err := tallyScript.Run(ctx, a.client, []string{a.keys.Meta(id), stream}, a.group).Int64Slice()
+	reply, err := tallyScript.Run(ctx, a.client, []string{a.keys.Meta(id), a.keys.Stream(id)}, a.group).Int64Slice()
 	if err != nil {
 		return ports.StockTally{}, fmt.Errorf("tally stock: %w", err)
 	}
-	if len(reply) < 5 {
+	if len(reply) < 6 {
 		return ports.StockTally{}, nil
 	}
 	t := ports.StockTally{Present: true, Stock: int(reply[0]), Remaining: int(reply[1]),
 		Queued: max(int(reply[2]), 0), Pending: max(reply[3], 0)}
-	if t.Pending == 0 {
-		return t, nil
-	}
-
-	pipe := a.client.Pipeline()
-	groups := pipe.XInfoGroups(ctx, stream)
-	pending := pipe.XPending(ctx, stream, a.group)
-	// Exec reports the first failed command; XINFO and XPENDING fail on a missing
-	// stream or group, which only means no entry is pending.
-	_, _ = pipe.Exec(ctx)
-	var first *redis.XMessageSliceCmd
-	if p, err := pending.Result(); err == nil && p.Count > 0 {
-		first = a.client.XRangeN(ctx, stream, p.Lower, p.Lower, 1)
-	} else if gs, err := groups.Result(); err == nil {
-		for _, g := range gs {
-			if g.Name != a.group {
-				continue
-			}
-			last, err := parseStreamID(g.LastDeliveredID)
-			if err != nil {
-				return ports.StockTally{}, fmt.Errorf("tally stock: %s: %w", stream, err)
-			}
-			first = a.client.XRangeN(ctx, stream, last.next().String(), "+", 1)
-		}
-	}
-	if first == nil {
-		return t, nil
-	}
-	msgs, err := first.Result()
-	if err != nil {
-		return ports.StockTally{}, fmt.Errorf("tally stock: %w", err)
-	}
-	if len(msgs) == 1 {
-		if r, err := decodeFields(id, msgs[0].Values); err == nil {
-			t.Oldest = r.At
-		} else if sid, err := parseStreamID(msgs[0].ID); err == nil {
-			t.Oldest = time.UnixMilli(int64(sid.ms))
-		}
+	if t.Pending > 0 && reply[5] > 0 {
+		t.Oldest = time.UnixMilli(reply[5]).UTC()
 	}
 	return t, nil
 }

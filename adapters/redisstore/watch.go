@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -65,19 +66,16 @@ func (w *WatchStock) Reserve(ctx context.Context, r domain.Reservation) error {
 	}
 	k := w.keys
 	watched := []string{k.Meta(r.VoucherID), k.Buyers(r.VoucherID)}
-	if w.interval > 0 {
-		// The user's rate counter is read and moved too, so it is watched as well.
-		watched = append(watched, k.Rate(r.VoucherID, r.UserID))
-	}
 	// The user's index first, as on a cluster (Stock.indexGrabs): the transaction
 	// watches the voucher's keys only.
 	if err := w.indexGrabs(ctx, []domain.Reservation{r}); err != nil {
 		return fmt.Errorf("reserve stock: %w", err)
 	}
+	g := &watchGrab{r: r}
 	for attempt := 1; attempt <= w.attempts; attempt++ {
 		var answer error
 		err := w.client.Watch(ctx, func(tx *redis.Tx) error {
-			return w.attempt(ctx, tx, r, &answer)
+			return w.attempt(ctx, tx, g, &answer)
 		}, watched...)
 		switch {
 		case err == nil:
@@ -96,22 +94,38 @@ func (w *WatchStock) Reserve(ctx context.Context, r domain.Reservation) error {
 		r.VoucherID, domain.ErrUnavailable, w.attempts)
 }
 
+// watchGrab is one grab across its optimistic attempts: it is judged at one moment,
+// and counted against its user's rate once, however many attempts it takes.
+type watchGrab struct {
+	r       domain.Reservation
+	counted bool
+}
+
+// rateScript counts a grab against its user's rate with reserve.lua's limiter; its
+// contract is at the top of rate.lua.
+//
+//go:embed rate.lua
+var rateSrc string
+var rateScript = newScript(rateSrc)
+
 // attempt is one optimistic transaction on a connection that watches the voucher's
-// meta and buyers (and the user's rate counter). It sets *answer to the grab's answer
-// (nil: reserved) and returns nil, or returns an error: redis.TxFailedErr when a
-// watched key changed, so nothing was written and the grab must be judged again. It
-// judges in the order of reserve.lua — the rate, the grab rule (domain.Sale.Judge),
-// the backlog — and like the script writes nothing for a refusal but the rate counter.
-func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, r domain.Reservation, answer *error) error {
+// meta and buyers. It sets *answer to the grab's answer (nil: reserved) and returns
+// nil, or returns an error: redis.TxFailedErr when a watched key changed, so nothing
+// was written and the grab must be judged again. It judges in the order of
+// reserve.lua — the rate (by rate.lua, reserve.lua's own limiter, once per grab), the
+// grab rule (domain.Sale.Judge), the backlog — and writes nothing for a refusal. A
+// grab without a time is judged by the sale's clock (Redis's TIME), read with the
+// state.
+func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, g *watchGrab, answer *error) error {
 	k := w.keys
-	user, now := r.UserID.String(), r.At.UnixMilli()
 	var meta *redis.SliceCmd
-	var held, rate *redis.StringCmd
+	var held *redis.StringCmd
+	var clock *redis.TimeCmd
 	_, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
-		meta = p.HMGet(ctx, k.Meta(r.VoucherID), grabFields...)
-		held = p.HGet(ctx, k.Buyers(r.VoucherID), user)
-		if w.interval > 0 {
-			rate = p.Get(ctx, k.Rate(r.VoucherID, r.UserID))
+		meta = p.HMGet(ctx, k.Meta(g.r.VoucherID), grabFields...)
+		held = p.HGet(ctx, k.Buyers(g.r.VoucherID), g.r.UserID.String())
+		if g.r.At.IsZero() {
+			clock = p.Time(ctx)
 		}
 		return nil
 	})
@@ -121,6 +135,14 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, r domain.Reserva
 	if err := meta.Err(); err != nil {
 		return err
 	}
+	if clock != nil {
+		now, err := clock.Result()
+		if err != nil {
+			return err
+		}
+		g.r.At = now.Truncate(time.Millisecond).UTC()
+	}
+	r := g.r
 	m, ok, err := saleState(meta.Val())
 	if err != nil {
 		return err
@@ -135,47 +157,31 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, r domain.Reserva
 		*answer = reserveOutcome(r, restoring, "")
 		return nil
 	}
-
-	// Per-user rate (GCRA), as the script keeps it: every attempt that passes counts,
-	// whatever its answer, so the counter is written with the answer below.
-	var writeRate func(redis.Pipeliner)
-	if w.interval > 0 {
-		tat := now
-		if s, err := rate.Result(); err == nil {
-			if tat, err = strconv.ParseInt(s, 10, 64); err != nil {
-				return fmt.Errorf("rate counter %q: %w", s, err)
-			}
-		} else if !errors.Is(err, redis.Nil) {
+	if w.interval > 0 && !g.counted {
+		ms, err := rateScript.Run(ctx, w.client, []string{k.Rate(r.VoucherID, r.UserID)}, w.interval, w.tolerance, atMillis(r.At)).Int64()
+		if err != nil {
 			return err
 		}
-		tat = max(tat, now)
-		if now < tat-w.tolerance {
-			*answer = &domain.RateLimitedError{RetryAfter: time.Duration(tat-w.tolerance-now) * time.Millisecond}
+		g.counted = true
+		if ms > 0 {
+			*answer = &domain.RateLimitedError{RetryAfter: time.Duration(ms) * time.Millisecond}
 			return nil
 		}
-		tat += w.interval
-		writeRate = func(p redis.Pipeliner) {
-			p.Set(ctx, k.Rate(r.VoucherID, r.UserID), tat, time.Duration(tat-now)*time.Millisecond)
-		}
 	}
-	refuse := func(refusal error) error {
-		if writeRate != nil {
-			if _, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error { writeRate(p); return nil }); err != nil {
-				return err
-			}
-		}
-		*answer = refusal
-		return nil
-	}
-
-	existing, err := held.Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
+	existing, err := heldOrder(held)
+	if err != nil {
 		return err
 	}
 	state := domain.Sale{Paused: m.paused, BeginsAt: time.UnixMilli(m.begins), EndsAt: time.UnixMilli(m.ends),
 		PerUserLimit: int(m.limit), Remaining: int(m.remaining)}
-	if refusal := state.Judge(r, domain.OrderID(existing)); refusal != nil {
-		return refuse(refusal)
+	if m.settled {
+		// The queue is done with the sale (settle.lua): its window has closed, as the
+		// script judges it.
+		state.EndsAt = r.At
+	}
+	if refusal := state.Judge(r, existing); refusal != nil {
+		*answer = refusal
+		return nil //nolint:nilerr // the refusal is the grab's answer, not the transaction's failure
 	}
 	if w.maxBacklog > 0 {
 		over, err := w.backlogged(ctx, tx, r.VoucherID)
@@ -183,19 +189,17 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, r domain.Reserva
 			return err
 		}
 		if over {
-			return refuse(fmt.Errorf("reserve stock: voucher %s: %w: too many reservations wait to be persisted", r.VoucherID, domain.ErrUnavailable))
+			*answer = reserveOutcome(r, backlogged, "")
+			return nil
 		}
 	}
 
 	_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		if writeRate != nil {
-			writeRate(p)
-		}
 		p.HIncrBy(ctx, k.Meta(r.VoucherID), "remaining", -int64(r.Quantity))
 		p.HIncrBy(ctx, k.Meta(r.VoucherID), "gen", 1)
 		p.HIncrBy(ctx, k.Meta(r.VoucherID), tallyUnits, int64(r.Quantity))
 		p.HIncrBy(ctx, k.Meta(r.VoucherID), tallyEntries, 1)
-		p.HSet(ctx, k.Buyers(r.VoucherID), user, string(r.OrderID))
+		p.HSet(ctx, k.Buyers(r.VoucherID), r.UserID.String(), string(r.OrderID))
 		p.HSet(ctx, k.Orders(r.VoucherID), string(r.OrderID), encodeRecord(r))
 		p.XAdd(ctx, &redis.XAddArgs{Stream: k.Stream(r.VoucherID), Values: entryValues(r, traceParent(ctx))})
 		for _, key := range []string{k.Buyers(r.VoucherID), k.Orders(r.VoucherID), k.Stream(r.VoucherID)} {
@@ -210,36 +214,40 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, r domain.Reserva
 	return nil
 }
 
+// heldOrder is the order a user's buyer entry names, "" when it names none.
+func heldOrder(held *redis.StringCmd) (domain.OrderID, error) {
+	order, err := held.Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return domain.OrderID(order), err
+}
+
 // backlogged reports whether more of the voucher's reservations wait to be persisted
-// than Options.MaxBacklog allows, as reserve.lua counts them: the stream's length, and
-// when that is over the bound, the group's pending entries plus its lag. It is read,
+// than Options.MaxBacklog allows, as reserve.lua counts them: the stream's length
+// bounds them, and only past the bound are they counted (unacked.lua). It is read,
 // not watched: the bound is a brake, not a promise.
 func (w *WatchStock) backlogged(ctx context.Context, tx *redis.Tx, id domain.VoucherID) (bool, error) {
 	n, err := tx.XLen(ctx, w.keys.Stream(id)).Result()
 	if err != nil || n <= int64(w.maxBacklog) {
 		return false, err
 	}
-	groups, err := tx.XInfoGroups(ctx, w.keys.Stream(id)).Result()
+	ws, err := unackedOf(ctx, tx, w.group, int64(w.maxBacklog)+1, []string{w.keys.Stream(id)})
 	if err != nil {
 		return false, err
 	}
-	for _, g := range groups {
-		if g.Name == w.group {
-			n = g.Pending + max(g.Lag, 0)
-		}
-	}
-	return n > int64(w.maxBacklog), nil
+	return ws[0].total() > int64(w.maxBacklog), nil
 }
 
 // saleMeta is a voucher's sale state as the meta hash holds it (see Keys.Meta).
 type saleMeta struct {
 	remaining, begins, ends, limit, expire int64
-	paused, restoring                      bool
+	paused, restoring, settled             bool
 }
 
 // grabFields are the fields of the meta hash a grab reads, in saleState's order; the
 // stock is read for its presence only.
-var grabFields = []string{"remaining", "begins", "ends", "limit", "expire", "paused", "stock", "restoring"}
+var grabFields = []string{"remaining", "begins", "ends", "limit", "expire", "paused", "stock", "restoring", "settled"}
 
 // saleState decodes HMGET meta grabFields…. It reports false when there is no sale
 // state: like the scripts (sale_state in prelude.lua), it takes a hash missing any of
@@ -266,6 +274,7 @@ func saleState(vals []any) (saleMeta, bool, error) {
 	}
 	paused, _ := vals[5].(string)
 	restoring, _ := vals[7].(string)
+	settled, _ := vals[8].(string)
 	return saleMeta{remaining: n[0], begins: n[1], ends: n[2], limit: n[3], expire: n[4],
-		paused: paused == "1", restoring: restoring == "1"}, true, nil
+		paused: paused == "1", restoring: restoring == "1", settled: settled == "1"}, true, nil
 }

@@ -38,12 +38,14 @@ var (
 // Switch a running sale between this strategy and a Redis one only once its stream is
 // drained: reservations still queued in Redis are not in sold yet.
 type Stock struct {
-	db *bun.DB
+	db    *bun.DB
+	clock ports.Clock
 }
 
-// NewStock returns a Stock that keeps the sale state in db.
-func NewStock(db *bun.DB) *Stock {
-	return &Stock{db: db}
+// NewStock returns a Stock that keeps the sale state in db and judges a grab without
+// a time by clock (the sale's clock).
+func NewStock(db *bun.DB, clock ports.Clock) *Stock {
+	return &Stock{db: db, clock: clock}
 }
 
 // Warm loads nothing and reports ports.WarmPresent: the voucher's row, written when it
@@ -60,14 +62,17 @@ func (s *Stock) Warm(context.Context, domain.Voucher) (ports.WarmOutcome, error)
 //
 // (the row lock is the one the UPDATE takes anyway; unlike FOR UPDATE it does not block
 // the foreign-key checks of other transactions' orders). The order is stored under
-// r.OrderID with created_at r.At. It judges by the grab rule (domain.Sale.Judge), at
-// r.At to the millisecond, and answers as the Redis script does: domain.ErrPaused,
+// r.OrderID with created_at r.At (the clock's time when r.At is zero). It judges by the
+// grab rule (domain.Sale.Judge), at that time to the millisecond, and answers as the Redis script does: domain.ErrPaused,
 // domain.ErrNotStarted, domain.ErrEnded, a *domain.ValidationError (quantity below 1
 // or above the per-user limit, an empty order id, a user below 1), an
 // *domain.AlreadyPurchasedError naming the user's live order, domain.ErrSoldOut, or
 // domain.ErrNotFound for an unknown voucher. An unreachable or overloaded database is
 // an error wrapping domain.ErrUnavailable.
 func (s *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
+	if r.At.IsZero() {
+		r.At = s.clock.Now()
+	}
 	if err := r.Validate(); err != nil {
 		return err
 	}
@@ -222,8 +227,10 @@ func (s *Stock) Snapshot(ctx context.Context, id domain.VoucherID) (ports.StockS
 	snap := ports.StockSnapshot{
 		Present:    true,
 		Consistent: true,
-		Stock:      ledger.Voucher.Stock,
-		Remaining:  ledger.Voucher.Stock - ledger.Voucher.Sold,
+		// No queue: the orders are the reservations.
+		Read:      true,
+		Stock:     ledger.Voucher.Stock,
+		Remaining: ledger.Voucher.Stock - ledger.Voucher.Sold,
 	}
 	for _, o := range ledger.Orders {
 		if o.Status.HoldsStock() {

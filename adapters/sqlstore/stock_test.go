@@ -9,6 +9,7 @@ import (
 
 	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/adapters/stocktest"
+	"github.com/seckill/seckill/adapters/system"
 	"github.com/seckill/seckill/domain"
 	"github.com/seckill/seckill/ports"
 )
@@ -23,7 +24,7 @@ type stockFixture struct {
 func newStockFixture(t *testing.T) stockFixture {
 	t.Helper()
 	f := newOrderFixture(t)
-	return stockFixture{orderFixture: f, stock: sqlstore.NewStock(f.db)}
+	return stockFixture{orderFixture: f, stock: sqlstore.NewStock(f.db, system.Clock{})}
 }
 
 // onSale creates a voucher of stock units, limit units per user, on sale from t0 for

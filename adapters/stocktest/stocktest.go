@@ -104,6 +104,7 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 		{"ReleaseQuantityBelowOne", testReleaseQuantityBelowOne},
 		{"ReleaseOnceUnderConcurrency", testReleaseOnceUnderConcurrency},
 		{"ConcurrentGrabsSellExactlyTheStock", testConcurrentGrabsSellExactlyTheStock},
+		{"GrabWithoutATimeIsJudgedByTheSaleClock", testGrabWithoutATimeIsJudgedByTheSaleClock},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -732,4 +733,36 @@ func testConcurrentGrabsSellExactlyTheStock(t *testing.T, f *fixture) {
 			f.reserve(t, again, domain.ErrSoldOut, "")
 		}
 	}
+}
+
+// testGrabWithoutATimeIsJudgedByTheSaleClock: a grab that carries no time (as the grab
+// path sends them) is judged by the sale's clock at the moment the stock judges it —
+// here the host's, which Redis's TIME and every stock follow within a moment — and its
+// reservation is stamped with that moment.
+func testGrabWithoutATimeIsJudgedByTheSaleClock(t *testing.T, f *fixture) {
+	now := time.Now()
+	window := func(begins, ends time.Duration) domain.Voucher {
+		v := voucher(5, 1)
+		v.BeginsAt, v.EndsAt = now.Add(begins), now.Add(ends)
+		return f.sell(t, v)
+	}
+	untimed := func(id domain.VoucherID, user domain.UserID) domain.Reservation {
+		r := grab(id, user, 1, fmt.Sprintf("untimed-%d", user))
+		r.At = time.Time{}
+		return r
+	}
+	live := window(-time.Hour, time.Hour)
+	before := time.Now()
+	f.reserve(t, untimed(live.ID, 1), nil, "")
+	after := time.Now()
+	rec := f.Recorded(t, live.ID)
+	// Generous bounds: the stock's clock and this host's may differ by the time a
+	// busy machine takes to answer, never by minutes.
+	if len(rec) != 1 || rec[0].At.Before(before.Add(-time.Minute)) || rec[0].At.After(after.Add(time.Minute)) {
+		t.Fatalf("recorded %+v for a grab judged between %v and %v, want it stamped with the moment it was judged", rec, before, after)
+	}
+	ended := window(-time.Hour, -time.Minute)
+	f.reserve(t, untimed(ended.ID, 2), domain.ErrEnded, "")
+	upcoming := window(time.Hour, 2*time.Hour)
+	f.reserve(t, untimed(upcoming.ID, 3), domain.ErrNotStarted, "")
 }

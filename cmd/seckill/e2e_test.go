@@ -34,7 +34,10 @@ var (
 )
 
 // seckillBinary builds the command once per test run; the end-to-end tests run it as
-// a separate process, exactly as an operator would.
+// a separate process, exactly as an operator would. It is built with the
+// seckilltestclock tag, so a test can play a host whose clock is off
+// (SECKILL_TEST_CLOCK_SKEW, testclock.go); without that variable it is the release
+// build.
 func seckillBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -44,7 +47,7 @@ func seckillBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "seckill")
-		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		out, err := exec.Command("go", "build", "-tags", "seckilltestclock", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -216,9 +219,15 @@ func (in *instance) call(method, path, token string, body any) (int, map[string]
 func (in *instance) createVoucher(stock, limit int) string {
 	in.t.Helper()
 	now := time.Now().UTC()
+	return in.createSale(stock, limit, now.Add(-time.Minute), now.Add(time.Hour))
+}
+
+// createSale puts a voucher on sale from begins to ends and returns its id.
+func (in *instance) createSale(stock, limit int, begins, ends time.Time) string {
+	in.t.Helper()
 	status, v := in.call(http.MethodPost, "/api/v1/vouchers", in.token(1, true), map[string]any{
 		"title": "Flash", "stock": stock, "per_user_limit": limit,
-		"begins_at": now.Add(-time.Minute), "ends_at": now.Add(time.Hour),
+		"begins_at": begins.UTC(), "ends_at": ends.UTC(),
 	})
 	if status != http.StatusCreated {
 		in.t.Fatalf("create voucher: %d %v", status, v)

@@ -59,10 +59,11 @@ func (fi *fulfillInstance) voucherID(id string) domain.VoucherID {
 
 // dbOrder is a row of the orders table.
 type dbOrder struct {
-	ID       string `bun:"id"`
-	User     int64  `bun:"user_id"`
-	Quantity int    `bun:"quantity"`
-	Status   string `bun:"status"`
+	ID        string    `bun:"id"`
+	User      int64     `bun:"user_id"`
+	Quantity  int       `bun:"quantity"`
+	Status    string    `bun:"status"`
+	CreatedAt time.Time `bun:"created_at"`
 }
 
 // openStore opens the instance's database, PostgreSQL or SQLite, for one look.
@@ -81,7 +82,7 @@ func (fi *fulfillInstance) dbOrders(voucher string) ([]dbOrder, error) {
 	}
 	defer db.Close()
 	var orders []dbOrder
-	err = db.NewRaw("SELECT id, user_id, quantity, status FROM orders WHERE voucher_id = ? ORDER BY id", voucher).
+	err = db.NewRaw("SELECT id, user_id, quantity, status, created_at FROM orders WHERE voucher_id = ? ORDER BY id", voucher).
 		Scan(ctx, &orders)
 	return orders, err
 }

@@ -32,6 +32,7 @@ type metrics struct {
 	drift       *prometheus.GaugeVec
 	unchecked   prometheus.Counter
 	recoveries  *prometheus.CounterVec
+	clockOffset prometheus.Gauge
 }
 
 // breakerNames are the dependencies behind a circuit breaker, as the breakers name
@@ -61,6 +62,10 @@ func newMetrics() *metrics {
 			Name: "seckill_reconcile_drift",
 			Help: "Disagreements between Redis and the database the last periodic reconciliation found, by kind, summed over vouchers.",
 		}, []string{"kind"}),
+		clockOffset: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "seckill_clock_offset_seconds",
+			Help: "Redis's time (the sale's clock) minus this host's clock, at the last measurement: positive when this host is behind. The service tells time by Redis's; past " + clockWarnOffset.String() + " it logs a warning.",
+		}),
 		recoveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_recoveries_total",
 			Help: "Recoveries of a voucher's sale state from the database, by why (missing: absent or unfinished; restarted: Redis restarted or failed over) and outcome (ok or error).",
@@ -70,7 +75,7 @@ func newMetrics() *metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.persisted, m.failed, m.deadLetters, m.expired, m.released, m.breakerOpen, m.drift, m.unchecked,
-		m.recoveries,
+		m.recoveries, m.clockOffset,
 	)
 	for _, name := range breakerNames {
 		m.breakerOpen.WithLabelValues(name)

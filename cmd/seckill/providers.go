@@ -33,6 +33,8 @@ import (
 type app struct {
 	Redis    redis.UniversalClient
 	Restarts *redisstore.Restarts
+	// Clock is the sale's clock, measured again every few seconds (syncClock).
+	Clock *redisstore.Clock
 	// Heals records which Redis servers were last healed (suspectUnhealed).
 	Heals       *sqlstore.Heals
 	Idempotency ports.Idempotency
@@ -87,10 +89,10 @@ var databaseSet = wire.NewSet(
 	sqlstore.NewHeals,
 )
 
-// systemSet provides the clock and the order id source.
+// systemSet provides the sale's clock and the order id source.
 var systemSet = wire.NewSet(
-	wire.Struct(new(system.Clock)),
-	wire.Bind(new(ports.Clock), new(system.Clock)),
+	saleClock,
+	wire.Bind(new(ports.Clock), new(*redisstore.Clock)),
 	wire.Struct(new(system.ULIDs)),
 	wire.Bind(new(ports.OrderIDs), new(system.ULIDs)),
 	wire.Struct(new(system.AcceptPayments)),
@@ -279,6 +281,24 @@ func openDatabase(ctx context.Context, cfg Common, log *zap.Logger, m *metrics) 
 	return db, func() { _ = db.Close() }, nil
 }
 
+// hostClock is this host's clock, the base the sale's clock is carried forward on. A
+// test build shifts it (testclock.go) to play a host whose clock is off.
+var hostClock ports.Clock = system.Clock{}
+
+// saleClock is the clock every use case reads: Redis's time, as the scripts judge the
+// sale by it (redisstore.Clock), measured once here and every few seconds by serve
+// (syncClock). A Redis that does not answer now leaves it on the host's clock until
+// it does.
+func saleClock(ctx context.Context, client redis.UniversalClient, log *zap.Logger) *redisstore.Clock {
+	c := redisstore.NewClock(client, hostClock)
+	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := c.Sync(syncCtx); err != nil {
+		log.Warn("measure the sale clock (redis's time); the host's clock stands in until it can be", zap.Error(err))
+	}
+	return c
+}
+
 // stockOptions are the Redis adapters' settings for reading and repairing, as
 // reconcile uses them.
 func stockOptions(cfg Common) redisstore.Options {
@@ -310,8 +330,9 @@ const (
 	discoverEvery = 250 * time.Millisecond
 )
 
-func queueOptions(cfg Config) redisstore.QueueOptions {
-	return redisstore.QueueOptions{Prefix: cfg.KeyPrefix, Consumer: consumerName(cfg.Consumer), DiscoverEvery: discoverEvery}
+func queueOptions(cfg Config, clock *redisstore.Clock) redisstore.QueueOptions {
+	return redisstore.QueueOptions{Prefix: cfg.KeyPrefix, Consumer: consumerName(cfg.Consumer), DiscoverEvery: discoverEvery,
+		Clock: clock}
 }
 
 // consumerName is the configured name, or one unique to this process: host, pid and
@@ -342,7 +363,8 @@ func expireOrders(lifecycle ports.OrderLifecycle, compensate *application.Compen
 
 func reconcile(vouchers ports.Vouchers, audit ports.StockAudit, ledger ports.OrderAudit,
 	compensate *application.Compensate, recovery *application.RecoverVoucher, clock ports.Clock, cfg Common) *application.Reconcile {
-	return application.NewReconcile(vouchers, audit, ledger, compensate, recovery, clock, cfg.ReconcileGrace)
+	return application.NewReconcile(vouchers, audit, ledger, compensate, recovery, clock,
+		application.ReconcileOptions{Grace: cfg.ReconcileGrace, KeyGrace: cfg.KeyGrace})
 }
 
 // recoverVoucher counts each recovery of a voucher's sale state.

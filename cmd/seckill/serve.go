@@ -184,6 +184,12 @@ func serve(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Config, 
 		})
 	}
 	g.Go(func() error { healAfterRestarts(gctx, a, log); return nil })
+	g.Go(func() error {
+		off := false
+		syncClock(gctx, a, &off, log)
+		every(gctx, clockSyncEvery, func() { syncClock(gctx, a, &off, log) })
+		return nil
+	})
 	// On a cluster a failover can promote a replica the client already holds a
 	// connection to: every master is read again each second (redisstore.Restarts). A
 	// master that does not answer is the breaker's concern, not this loop's.
@@ -320,6 +326,38 @@ func suspectUnhealed(ctx context.Context, a *app, log *zap.Logger) {
 			log.Warn("heal redis servers not healed since they started; grabs wait, and the heal is retried", zap.Error(err))
 		}
 		return
+	}
+}
+
+// clockSyncEvery is how often the sale's clock is measured against Redis again. The
+// host's monotonic clock carries it in between: drift over a few seconds is
+// microseconds.
+const clockSyncEvery = 2 * time.Second
+
+// clockWarnOffset is how far off Redis's time this host's clock may be before serve
+// says so. The service tells time by Redis's, so an instance off by more keeps every
+// promise; but other hosts' logs and its own disagree, and a host that far off is a
+// host whose NTP has stopped.
+const clockWarnOffset = 500 * time.Millisecond
+
+// syncClock measures the sale's clock (Redis's time) again, records how far this
+// host's clock is from it (seckill_clock_offset_seconds), and logs when that goes past
+// clockWarnOffset or comes back within it (*off says which side it was on).
+func syncClock(ctx context.Context, a *app, off *bool, log *zap.Logger) {
+	offset, err := a.Clock.Sync(ctx)
+	if err != nil {
+		log.Debug("measure the sale clock; the last measurement stands", zap.Error(err))
+		return
+	}
+	a.Metrics.clockOffset.Set(offset.Seconds())
+	if now := offset.Abs() > clockWarnOffset; now != *off {
+		*off = now
+		if now {
+			log.Warn("this host's clock is off redis's time (the sale's clock) by more than "+clockWarnOffset.String()+
+				"; the service tells time by redis's, but keep the host's clock synchronized (NTP)", zap.Duration("offset", offset))
+		} else {
+			log.Info("this host's clock is back within "+clockWarnOffset.String()+" of redis's time", zap.Duration("offset", offset))
+		}
 	}
 }
 

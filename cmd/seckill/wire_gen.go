@@ -27,6 +27,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	if err != nil {
 		return nil, nil, err
 	}
+	clock := saleClock(ctx, universalClient, log)
 	db, cleanup2, err := openDatabase(ctx, common, log, mainMetrics)
 	if err != nil {
 		cleanup()
@@ -36,7 +37,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	idempotency := sqlstore.NewIdempotency(db)
 	options := grabStockOptions(cfg, restarts)
 	rateLimiter := redisstore.NewRateLimiter(universalClient, options)
-	redisstoreQueueOptions := queueOptions(cfg)
+	redisstoreQueueOptions := queueOptions(cfg, clock)
 	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
 	httpapiMetrics := httpMetrics(mainMetrics, universalClient, db, queue, log)
 	httpapiOptions := httpOptions(cfg, rateLimiter, idempotency, httpapiMetrics, queue)
@@ -48,9 +49,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		return nil, nil, err
 	}
 	stock := redisstore.NewStock(universalClient, options)
-	sqlstoreStock := sqlstore.NewStock(db)
+	sqlstoreStock := sqlstore.NewStock(db, clock)
 	portsStock := selectStock(stockStrategy, stock, sqlstoreStock)
-	clock := system.Clock{}
 	createVoucher := application.NewCreateVoucher(vouchers, portsStock, clock)
 	getVoucher := application.NewGetVoucher(vouchers, portsStock)
 	listVouchers := application.NewListVouchers(vouchers, portsStock, clock)
@@ -97,6 +97,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	mainApp := &app{
 		Redis:       universalClient,
 		Restarts:    restarts,
+		Clock:       clock,
 		Heals:       heals,
 		Idempotency: idempotency,
 		HTTP:        echo,
@@ -130,6 +131,7 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	if err != nil {
 		return nil, nil, err
 	}
+	clock := saleClock(ctx, universalClient, log)
 	db, cleanup2, err := openDatabase(ctx, common, log, mainMetrics)
 	if err != nil {
 		cleanup()
@@ -139,15 +141,14 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	idempotency := sqlstore.NewIdempotency(db)
 	options := grabStockOptions(cfg, restarts)
 	rateLimiter := redisstore.NewRateLimiter(universalClient, options)
-	redisstoreQueueOptions := queueOptions(cfg)
+	redisstoreQueueOptions := queueOptions(cfg, clock)
 	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
 	httpapiMetrics := httpMetrics(mainMetrics, universalClient, db, queue, log)
 	httpapiOptions := httpOptions(cfg, rateLimiter, idempotency, httpapiMetrics, queue)
 	vouchers := sqlstore.NewVouchers(db)
 	stock := redisstore.NewStock(universalClient, options)
-	sqlstoreStock := sqlstore.NewStock(db)
+	sqlstoreStock := sqlstore.NewStock(db, clock)
 	portsStock := selectStock(strategy, stock, sqlstoreStock)
-	clock := system.Clock{}
 	createVoucher := application.NewCreateVoucher(vouchers, portsStock, clock)
 	getVoucher := application.NewGetVoucher(vouchers, portsStock)
 	listVouchers := application.NewListVouchers(vouchers, portsStock, clock)
@@ -194,6 +195,7 @@ func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	mainApp := &app{
 		Redis:       universalClient,
 		Restarts:    restarts,
+		Clock:       clock,
 		Heals:       heals,
 		Idempotency: idempotency,
 		HTTP:        echo,
@@ -241,13 +243,13 @@ func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*applicat
 	}
 	options := stockOptions(cfg)
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
-	stock := sqlstore.NewStock(db)
+	clock := saleClock(ctx, universalClient, log)
+	stock := sqlstore.NewStock(db, clock)
 	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, stock)
 	orders := sqlstore.NewOrders(db)
 	redisstoreStock := redisstore.NewStock(universalClient, options)
 	portsStock := selectStock(stockStrategy, redisstoreStock, stock)
 	applicationCompensate := compensate(portsStock, orders, mainMetrics)
-	clock := system.Clock{}
 	applicationRecoverVoucher := recoverVoucher(vouchers, portsStock, stockAudit, orders, clock, mainMetrics)
 	applicationReconcile := reconcile(vouchers, stockAudit, orders, applicationCompensate, applicationRecoverVoucher, clock, cfg)
 	return applicationReconcile, func() {

@@ -2,9 +2,10 @@
 // answer received, and the state the service settled in — against the promises
 // seckill makes, whatever faults were injected while it ran: every 202 is exactly one
 // order, no user holds two live orders, nothing is oversold, a sale whose demand
-// exceeded its stock sells all of it, the stats add up, pay and cancel answers are
-// borne out by the orders, and an answer lost to a fault (a 503, a timeout, a killed
-// instance) left nothing behind that asking again would not report.
+// exceeded its stock sells all of it, every 202 was a grab inside the sale's window by
+// the sale's clock, the stats add up, pay and cancel answers are borne out by the
+// orders, and an answer lost to a fault (a 503, a timeout, a killed instance) left
+// nothing behind that asking again would not report.
 //
 // A fault-injection run records a History as it goes and passes it to Check once the
 // service has settled (nothing queued, nothing pending): Check returns every
@@ -17,6 +18,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Op is the kind of request a Request records.
@@ -61,6 +63,9 @@ type Order struct {
 	// Status is the contract's: queued, awaiting_payment, paid, cancelled, expired
 	// or failed.
 	Status string
+	// CreatedAt is when the grab was judged, by the sale's clock (the stock stamps
+	// it).
+	CreatedAt time.Time
 }
 
 // live reports whether the order holds units (awaiting payment or paid; a queued
@@ -78,10 +83,12 @@ type Stats struct {
 // History is one voucher's sale: what was asked and answered, in the order sent
 // (per user at least), and what the service settled in.
 type History struct {
-	Stock    int
-	Requests []Request
-	Orders   []Order
-	Stats    Stats
+	Stock int
+	// BeginsAt and EndsAt are the sale's window.
+	BeginsAt, EndsAt time.Time
+	Requests         []Request
+	Orders           []Order
+	Stats            Stats
 	// Drifts are what `seckill reconcile --json` reported for the voucher at the end;
 	// none when Redis and the database agree.
 	Drifts []string
@@ -101,6 +108,7 @@ func (v Violation) String() string { return v.Kind + ": " + v.Detail }
 const (
 	NotSettled         = "not settled"
 	AcceptedWithoutRow = "202 without exactly one order"
+	OutsideTheWindow   = "202 for a grab outside the sale's window"
 	OrderIDReused      = "one order id for two grabs"
 	DuplicateOrderRow  = "order row twice"
 	TwoLiveOrders      = "two live orders for one user"
@@ -165,6 +173,9 @@ func Violations(h History) []Violation {
 			add(AcceptedWithoutRow, "user %d got 202 for order %s, which is not in the database", r.User, r.OrderID)
 		case o.User != r.User:
 			add(AcceptedWithoutRow, "user %d got 202 for order %s, which the database gives user %d", r.User, r.OrderID, o.User)
+		case o.CreatedAt.Before(h.BeginsAt) || !o.CreatedAt.Before(h.EndsAt):
+			add(OutsideTheWindow, "user %d got 202 for order %s, judged at %s, outside [%s, %s)", r.User, r.OrderID,
+				o.CreatedAt.Format(time.RFC3339Nano), h.BeginsAt.Format(time.RFC3339Nano), h.EndsAt.Format(time.RFC3339Nano))
 		}
 	}
 

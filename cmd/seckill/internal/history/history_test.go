@@ -3,7 +3,14 @@ package history
 import (
 	"slices"
 	"testing"
+	"time"
 )
+
+// begins is when the sale of good opens; it lasts an hour.
+var begins = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+
+// at is a moment inside the window of good.
+func at(minute int) time.Time { return begins.Add(time.Duration(minute) * time.Minute) }
 
 // good is a settled sale of 3 units that kept every promise, through faults: four
 // users wanted it; user 1 grabbed, and paid; user 2's grab was cut off (status 0) but
@@ -12,7 +19,9 @@ import (
 // and grabbed again.
 func good() History {
 	return History{
-		Stock: 3,
+		Stock:    3,
+		BeginsAt: begins,
+		EndsAt:   begins.Add(time.Hour),
 		Requests: []Request{
 			{Op: OpGrab, User: 1, Status: 202, OrderID: "A"},
 			{Op: OpGrab, User: 2, Status: 0},
@@ -27,11 +36,11 @@ func good() History {
 			{Op: OpPay, User: 2, Status: 409, Code: "invalid_state", OrderID: "B"},
 		},
 		Orders: []Order{
-			{ID: "A", User: 1, Quantity: 1, Status: "paid"},
-			{ID: "B", User: 2, Quantity: 1, Status: "awaiting_payment"},
-			{ID: "C", User: 3, Quantity: 1, Status: "failed"},
-			{ID: "D", User: 4, Quantity: 1, Status: "cancelled"},
-			{ID: "E", User: 4, Quantity: 1, Status: "awaiting_payment"},
+			{ID: "A", User: 1, Quantity: 1, Status: "paid", CreatedAt: begins},
+			{ID: "B", User: 2, Quantity: 1, Status: "awaiting_payment", CreatedAt: at(1)},
+			{ID: "C", User: 3, Quantity: 1, Status: "failed", CreatedAt: at(2)},
+			{ID: "D", User: 4, Quantity: 1, Status: "cancelled", CreatedAt: at(3)},
+			{ID: "E", User: 4, Quantity: 1, Status: "awaiting_payment", CreatedAt: at(59)},
 		},
 		Stats: Stats{Stock: 3, Remaining: 0, AwaitingPayment: 2, Paid: 1, Cancelled: 1, Failed: 1},
 	}
@@ -47,7 +56,7 @@ func TestAGoodHistoryPasses(t *testing.T) {
 	h.Requests = append(h.Requests,
 		Request{Op: OpGrab, User: 6, Status: 0},
 		Request{Op: OpGrab, User: 6, Status: 409, Code: "paused"})
-	h.Orders = append(h.Orders, Order{ID: "F", User: 6, Quantity: 1, Status: "failed"})
+	h.Orders = append(h.Orders, Order{ID: "F", User: 6, Quantity: 1, Status: "failed", CreatedAt: at(30)})
 	h.Stats.Failed = 2
 	if err := Check(h); err != nil {
 		t.Fatalf("an unreported failed order: %v", err)
@@ -64,12 +73,12 @@ func TestBrokenHistoriesFail(t *testing.T) {
 	}{
 		{"oversold: a fourth live unit", func(h *History) {
 			h.Requests = append(h.Requests, Request{Op: OpGrab, User: 6, Status: 202, OrderID: "F"})
-			h.Orders = append(h.Orders, Order{ID: "F", User: 6, Quantity: 1, Status: "awaiting_payment"})
+			h.Orders = append(h.Orders, Order{ID: "F", User: 6, Quantity: 1, Status: "awaiting_payment", CreatedAt: at(30)})
 			h.Stats.AwaitingPayment, h.Stats.Remaining = 3, -1
 		}, []string{Oversold}},
 		{"duplicate live order", func(h *History) {
 			h.Requests = append(h.Requests, Request{Op: OpGrab, User: 1, Status: 202, OrderID: "F"})
-			h.Orders = append(h.Orders, Order{ID: "F", User: 1, Quantity: 1, Status: "awaiting_payment"})
+			h.Orders = append(h.Orders, Order{ID: "F", User: 1, Quantity: 1, Status: "awaiting_payment", CreatedAt: at(30)})
 			h.Stock, h.Stats.Stock, h.Stats.AwaitingPayment = 4, 4, 3
 		}, []string{TwoLiveOrders}},
 		{"202 without an order", func(h *History) {
@@ -89,12 +98,14 @@ func TestBrokenHistoriesFail(t *testing.T) {
 		}, []string{StatsDisagree}},
 		{"sold out answered, units left, none returned", func(h *History) {
 			*h = History{
-				Stock: 2,
+				Stock:    2,
+				BeginsAt: begins,
+				EndsAt:   begins.Add(time.Hour),
 				Requests: []Request{
 					{Op: OpGrab, User: 1, Status: 202, OrderID: "A"},
 					{Op: OpGrab, User: 2, Status: 409, Code: "sold_out"},
 				},
-				Orders: []Order{{ID: "A", User: 1, Quantity: 1, Status: "awaiting_payment"}},
+				Orders: []Order{{ID: "A", User: 1, Quantity: 1, Status: "awaiting_payment", CreatedAt: at(1)}},
 				Stats:  Stats{Stock: 2, Remaining: 1, AwaitingPayment: 1},
 			}
 		}, []string{NotSoldOut}},
@@ -102,14 +113,14 @@ func TestBrokenHistoriesFail(t *testing.T) {
 			h.Requests = append(h.Requests,
 				Request{Op: OpGrab, User: 6, Status: 503, Code: "unavailable"},
 				Request{Op: OpGrab, User: 6, Status: 409, Code: "paused"})
-			h.Orders = append(h.Orders, Order{ID: "F", User: 6, Quantity: 1, Status: "expired"})
+			h.Orders = append(h.Orders, Order{ID: "F", User: 6, Quantity: 1, Status: "expired", CreatedAt: at(30)})
 			h.Stats.Expired = 1
 		}, []string{UnreportedOrder}},
 		{"a list that does not show the order", func(h *History) {
 			h.Requests = append(h.Requests,
 				Request{Op: OpGrab, User: 6, Status: 0},
 				Request{Op: OpList, User: 6, Status: 200})
-			h.Orders = append(h.Orders, Order{ID: "F", User: 6, Quantity: 1, Status: "expired"})
+			h.Orders = append(h.Orders, Order{ID: "F", User: 6, Quantity: 1, Status: "expired", CreatedAt: at(30)})
 			h.Stats.Expired = 1
 		}, []string{UnreportedOrder}},
 		{"already_purchased naming a stranger's order", func(h *History) {
@@ -126,6 +137,12 @@ func TestBrokenHistoriesFail(t *testing.T) {
 		{"not settled", func(h *History) {
 			h.Stats.Pending = 4
 		}, []string{NotSettled}},
+		{"a 202 judged at the sale's end", func(h *History) {
+			h.Orders[4].CreatedAt = h.EndsAt
+		}, []string{OutsideTheWindow}},
+		{"a 202 judged before the sale began", func(h *History) {
+			h.Orders[0].CreatedAt = begins.Add(-time.Millisecond)
+		}, []string{OutsideTheWindow}},
 		{"reconcile drift", func(h *History) {
 			h.Drifts = []string{"stock_mismatch: remaining 1 + reserved 3 != stock 3"}
 		}, []string{ReconcileDrift}},

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/adapters/testenv"
+	"github.com/seckill/seckill/cmd/seckill/internal/history"
+	"github.com/seckill/seckill/domain"
+)
+
+// TestInstancesWhoseClocksDisagreeKeepOneSaleClock: three instances sell one sale —
+// one on time, one whose host clock is 10 s fast, one 10 s slow (the test build
+// shifts their clocks) — with grabs sent to each from before the sale opens to after
+// it ends. The sale is judged by one clock, Redis's, whatever each host says: every
+// 202 is persisted and stamped inside the window, each instance answers not_started
+// before it and ended after it, no voucher leaves the workers' set with an entry
+// unread (reconcile is clean), unpaid orders expire after the payment timeout and not
+// before, a user's rate is one rate across instances, and each instance reports how
+// far its host is off (seckill_clock_offset_seconds) and warns about it.
+func TestInstancesWhoseClocksDisagreeKeepOneSaleClock(t *testing.T) {
+	const timeout = 4 * time.Second
+	a := startFulfillInstance(t, "SECKILL_PAYMENT_TIMEOUT="+timeout.String())
+	fast := a.another("SECKILL_TEST_CLOCK_SKEW=10s")
+	slow := a.another("SECKILL_TEST_CLOCK_SKEW=-10s")
+	instances := []*fulfillInstance{a, fast, slow}
+	ctx := context.Background()
+
+	for i, want := range []float64{0, -10, 10} {
+		testenv.Eventually(t, 30*time.Second, fmt.Sprintf("instance %d's clock offset", i), func() (bool, string) {
+			got := scrapeURL(t, instances[i].base+"/metrics")["seckill_clock_offset_seconds"]
+			return math.Abs(got-want) < 1, fmt.Sprint(got)
+		})
+	}
+	for i, in := range instances[1:] {
+		if !strings.Contains(in.logs.String(), "clock is off redis's time") {
+			t.Errorf("instance %d, 10 s off, did not warn:\n%s", i+1, in.logs)
+		}
+	}
+
+	redisNow := func() time.Time {
+		now, err := a.redis.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return now
+	}
+	start := redisNow()
+	begins, ends := start.Add(2*time.Second).Truncate(time.Millisecond), start.Add(8*time.Second).Truncate(time.Millisecond)
+	id := a.createSale(1000, 1, begins, ends)
+
+	// Grabs through each instance, a fresh user each, every 100 ms from before the
+	// sale opens until two seconds after it ends.
+	type answer struct {
+		instance int
+		user     int64
+		status   int
+		code     string
+		order    string
+	}
+	var (
+		mu      sync.Mutex
+		answers []answer
+		wg      sync.WaitGroup
+		rec     recorder
+	)
+	after := ends.Add(2 * time.Second)
+	for i, in := range instances {
+		wg.Go(func() {
+			for n := int64(0); ; n++ {
+				if now, err := a.redis.Time(ctx).Result(); err == nil && now.After(after) {
+					return
+				}
+				user := int64(i+1)*100_000 + n
+				token, _ := a.tokens.Mint(domain.UserID(user), false, time.Hour)
+				r := rec.do(http.DefaultClient, history.OpGrab, user, token, http.MethodPost, in.base+"/api/v1/vouchers/"+id+"/grab")
+				mu.Lock()
+				answers = append(answers, answer{instance: i, user: user, status: r.Status, code: r.Code, order: r.OrderID})
+				mu.Unlock()
+				// The pace of the grabs, not a wait for anything.
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+
+	accepted := map[string]answer{}
+	seen := map[int]map[string]bool{}
+	for _, an := range answers {
+		if seen[an.instance] == nil {
+			seen[an.instance] = map[string]bool{}
+		}
+		switch {
+		case an.status == http.StatusAccepted:
+			accepted[an.order] = an
+			seen[an.instance]["reserved"] = true
+		case an.status == http.StatusConflict && (an.code == "not_started" || an.code == "ended"):
+			seen[an.instance][an.code] = true
+		default:
+			t.Fatalf("instance %d answered user %d: %d %q", an.instance, an.user, an.status, an.code)
+		}
+	}
+	for i := range instances {
+		for _, want := range []string{"not_started", "reserved", "ended"} {
+			if !seen[i][want] {
+				t.Fatalf("instance %d never answered %s: %v", i, want, seen[i])
+			}
+		}
+	}
+
+	// Every 202 is one order, judged inside the window by the sale's clock.
+	a.waitSettled(id, len(accepted), 30*time.Second)
+	rows, err := a.dbOrders(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(accepted) {
+		t.Fatalf("%d orders for %d grabs answered 202", len(rows), len(accepted))
+	}
+	var first dbOrder
+	for _, o := range rows {
+		an, ok := accepted[o.ID]
+		if !ok || an.user != o.User {
+			t.Fatalf("order %s of user %d answers no 202 of that user", o.ID, o.User)
+		}
+		if o.CreatedAt.Before(begins) || !o.CreatedAt.Before(ends) {
+			t.Fatalf("order %s (instance %d) judged at %s, outside [%s, %s)", o.ID, an.instance,
+				o.CreatedAt.Format(time.RFC3339Nano), begins.Format(time.RFC3339Nano), ends.Format(time.RFC3339Nano))
+		}
+		if first.ID == "" || o.CreatedAt.Before(first.CreatedAt) {
+			first = o
+		}
+	}
+	// The workers read every entry however the instances' clocks judged the end.
+	if code, report := a.reconcileCLI(id, false); code != 0 {
+		t.Fatalf("reconcile after the sale: exit %d %v", code, report)
+	}
+
+	// An unpaid order expires once the timeout has passed by the sale's clock, not
+	// when a fast host's sweeper thinks so.
+	testenv.Eventually(t, 30*time.Second, "the first order expired", func() (bool, string) {
+		status, o := a.call(http.MethodGet, "/api/v1/orders/"+first.ID, a.token(domain.UserID(first.User), false), nil)
+		if status != http.StatusOK || o["status"] != "expired" {
+			return false, fmt.Sprintf("%d %v", status, o)
+		}
+		if seen := redisNow(); seen.Before(first.CreatedAt.Add(timeout)) {
+			t.Fatalf("order created at %s expired by %s, before the %v payment timeout", first.CreatedAt, seen, timeout)
+		}
+		return true, ""
+	})
+
+	// One user's rate across instances: a grab through the fast instance then one
+	// through the slow are two grabs, within the burst.
+	other := a.createVoucher(10, 1)
+	token := a.token(7, false)
+	if status, body := fast.call(http.MethodPost, "/api/v1/vouchers/"+other+"/grab", token, nil); status != http.StatusAccepted {
+		t.Fatalf("grab through the fast instance: %d %v", status, body)
+	}
+	status, body := slow.call(http.MethodPost, "/api/v1/vouchers/"+other+"/grab", token, nil)
+	if e, _ := body["error"].(map[string]any); status != http.StatusConflict || e["code"] != "already_purchased" {
+		t.Fatalf("the same user's next grab through the slow instance: %d %v, want 409 already_purchased", status, body)
+	}
+}
