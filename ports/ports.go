@@ -431,7 +431,9 @@ type Receipt[T any] struct {
 // at least a day, so a repeated request is answered as the first one was without
 // doing the work again. A request in progress holds its key under a lease; a retry
 // that finds the lease passed takes the key over, and every later write of the old
-// holder's is refused (it is conditional on the claim's token).
+// holder's is refused (it is conditional on the claim's token). Every method returns
+// an error wrapping domain.ErrUnavailable when the store cannot be reached; a claim
+// whose Complete or Release failed so lapses with its lease.
 type Idempotency interface {
 	// Claim starts the request fingerprint of user under key at now, holding the key
 	// until now + lease. It returns the claim (Held) when the key is free: never used,
