@@ -22,12 +22,14 @@ func NewPayOrder(get *GetOrder, lifecycle ports.OrderLifecycle, payments ports.P
 	return &PayOrder{get: get, lifecycle: lifecycle, payments: payments}
 }
 
-// Handle authorizes the payment and marks the order paid. Only its owner may pay it.
-// It returns domain.ErrNotFound (no such order of the caller), domain.ErrInvalidState
-// (not awaiting payment: still queued, already paid, cancelled or expired — also when
-// it expired while the payment was being authorized, in which case the authorization
-// is voided), or the gateway's error.
-func (uc *PayOrder) Handle(ctx context.Context, user domain.UserID, id domain.OrderID) (domain.Order, error) {
+// Handle authorizes the payment and marks the order paid, keeping receipt's answer
+// (nil: none) in the same transaction. Only its owner may pay it. It returns
+// domain.ErrNotFound (no such order of the caller), domain.ErrInvalidState (not
+// awaiting payment: still queued, already paid, cancelled or expired — also when it
+// expired while the payment was being authorized), ports.ErrClaimLost (the receipt's
+// claim no longer holds its key: the order is left as it was), or the gateway's error.
+// When the order could not be marked paid, the authorization is voided.
+func (uc *PayOrder) Handle(ctx context.Context, user domain.UserID, id domain.OrderID, receipt *ports.Receipt[domain.Order]) (domain.Order, error) {
 	o, err := uc.get.Handle(ctx, Caller{User: user}, id)
 	if err != nil {
 		return domain.Order{}, err
@@ -38,7 +40,7 @@ func (uc *PayOrder) Handle(ctx context.Context, user domain.UserID, id domain.Or
 	if err := uc.payments.Authorize(ctx, o); err != nil {
 		return domain.Order{}, fmt.Errorf("authorize payment: %w", err)
 	}
-	paid, err := uc.lifecycle.Transition(ctx, id, user, domain.StatusPaid)
+	paid, err := uc.lifecycle.Transition(ctx, id, user, domain.StatusPaid, receipt)
 	if err != nil {
 		if verr := uc.payments.Void(ctx, o); verr != nil {
 			return domain.Order{}, errors.Join(err, fmt.Errorf("void payment: %w", verr))
@@ -60,11 +62,14 @@ func NewCancelOrder(get *GetOrder, lifecycle ports.OrderLifecycle, compensate *C
 	return &CancelOrder{get: get, lifecycle: lifecycle, compensate: compensate}
 }
 
-// Handle cancels the caller's order awaiting payment in the database, then returns its
-// units to the sale. If the release fails (Redis down) the order stays cancelled and
-// ReleaseClosed retries the release until it succeeds. It returns domain.ErrNotFound
-// or domain.ErrInvalidState (not awaiting payment).
-func (uc *CancelOrder) Handle(ctx context.Context, user domain.UserID, id domain.OrderID) (domain.Order, error) {
+// Handle cancels the caller's order awaiting payment in the database, keeping
+// receipt's answer (nil: none) in the same transaction, then — only once that has
+// committed — returns its units to the sale. If the release fails (Redis down) the
+// order stays cancelled and ReleaseClosed retries the release until it succeeds. It
+// returns domain.ErrNotFound, domain.ErrInvalidState (not awaiting payment) or
+// ports.ErrClaimLost (the receipt's claim no longer holds its key: nothing changed,
+// nothing released).
+func (uc *CancelOrder) Handle(ctx context.Context, user domain.UserID, id domain.OrderID, receipt *ports.Receipt[domain.Order]) (domain.Order, error) {
 	o, err := uc.get.Handle(ctx, Caller{User: user}, id)
 	if err != nil {
 		return domain.Order{}, err
@@ -72,7 +77,7 @@ func (uc *CancelOrder) Handle(ctx context.Context, user domain.UserID, id domain
 	if o.Status != domain.StatusAwaitingPayment {
 		return domain.Order{}, fmt.Errorf("cancel order %s (%s): %w", id, o.Status, domain.ErrInvalidState)
 	}
-	cancelled, err := uc.lifecycle.Transition(ctx, id, user, domain.StatusCancelled)
+	cancelled, err := uc.lifecycle.Transition(ctx, id, user, domain.StatusCancelled, receipt)
 	if err != nil {
 		return domain.Order{}, err
 	}

@@ -51,22 +51,22 @@ func TestPayOrder(t *testing.T) {
 	ctx := context.Background()
 	l := newLifecycle(t, 10)
 	id := l.persisted(t, 5)
-	if _, err := l.pay.Handle(ctx, 6, id); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := l.pay.Handle(ctx, 6, id, nil); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("another user pays: %v, want ErrNotFound", err)
 	}
-	o, err := l.pay.Handle(ctx, 5, id)
+	o, err := l.pay.Handle(ctx, 5, id, nil)
 	if err != nil || o.Status != domain.StatusPaid {
 		t.Fatalf("pay: %+v, %v", o, err)
 	}
-	if _, err := l.pay.Handle(ctx, 5, id); !errors.Is(err, domain.ErrInvalidState) {
+	if _, err := l.pay.Handle(ctx, 5, id, nil); !errors.Is(err, domain.ErrInvalidState) {
 		t.Fatalf("pay twice: %v, want ErrInvalidState", err)
 	}
-	if _, err := l.cancel.Handle(ctx, 5, id); !errors.Is(err, domain.ErrInvalidState) {
+	if _, err := l.cancel.Handle(ctx, 5, id, nil); !errors.Is(err, domain.ErrInvalidState) {
 		t.Fatalf("cancel a paid order: %v, want ErrInvalidState", err)
 	}
 	// A queued order cannot be paid yet.
 	queued := mustGrab(t, l.grabFixture, 6, 1)
-	if _, err := l.pay.Handle(ctx, 6, queued.OrderID); !errors.Is(err, domain.ErrInvalidState) {
+	if _, err := l.pay.Handle(ctx, 6, queued.OrderID, nil); !errors.Is(err, domain.ErrInvalidState) {
 		t.Fatalf("pay a queued order: %v, want ErrInvalidState", err)
 	}
 	if len(l.payments.Authorized) != 1 {
@@ -75,7 +75,7 @@ func TestPayOrder(t *testing.T) {
 	// A gateway that refuses leaves the order awaiting payment.
 	other := l.persisted(t, 7)
 	l.payments.Err = errors.New("card declined")
-	if _, err := l.pay.Handle(ctx, 7, other); err == nil {
+	if _, err := l.pay.Handle(ctx, 7, other, nil); err == nil {
 		t.Fatal("pay with a declined card succeeded")
 	}
 	if o := l.order(t, other); o.Status != domain.StatusAwaitingPayment {
@@ -90,10 +90,10 @@ func TestCancelOrderReturnsTheUnitsAndTheUserMayGrabAgain(t *testing.T) {
 	if got := l.remaining(t); got != 0 {
 		t.Fatalf("remaining = %d", got)
 	}
-	if _, err := l.cancel.Handle(ctx, 6, id); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := l.cancel.Handle(ctx, 6, id, nil); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("another user cancels: %v", err)
 	}
-	o, err := l.cancel.Handle(ctx, 5, id)
+	o, err := l.cancel.Handle(ctx, 5, id, nil)
 	if err != nil || o.Status != domain.StatusCancelled {
 		t.Fatalf("cancel: %+v, %v", o, err)
 	}
@@ -103,7 +103,7 @@ func TestCancelOrderReturnsTheUnitsAndTheUserMayGrabAgain(t *testing.T) {
 	if v, _ := l.vouchers.Get(ctx, l.id); v.Sold != 0 {
 		t.Fatalf("sold = %d after cancel", v.Sold)
 	}
-	if _, err := l.cancel.Handle(ctx, 5, id); !errors.Is(err, domain.ErrInvalidState) {
+	if _, err := l.cancel.Handle(ctx, 5, id, nil); !errors.Is(err, domain.ErrInvalidState) {
 		t.Fatalf("cancel twice: %v", err)
 	}
 	if n, _ := l.release.Handle(ctx); n != 0 {
@@ -120,7 +120,7 @@ func TestCancelWhileRedisIsDownReleasesLater(t *testing.T) {
 	l := newLifecycle(t, 1)
 	id := l.persisted(t, 5)
 	l.stock.Err = domain.ErrUnavailable
-	if _, err := l.cancel.Handle(ctx, 5, id); err != nil {
+	if _, err := l.cancel.Handle(ctx, 5, id, nil); err != nil {
 		t.Fatalf("cancel while Redis is down: %v", err)
 	}
 	if _, err := l.release.Handle(ctx); !errors.Is(err, domain.ErrUnavailable) {
@@ -167,7 +167,7 @@ func TestExpireOrders(t *testing.T) {
 	if got := l.remaining(t); got != 9 {
 		t.Fatalf("remaining = %d, want 9", got)
 	}
-	if _, err := l.pay.Handle(ctx, 5, early); !errors.Is(err, domain.ErrInvalidState) {
+	if _, err := l.pay.Handle(ctx, 5, early, nil); !errors.Is(err, domain.ErrInvalidState) {
 		t.Fatalf("pay an expired order: %v", err)
 	}
 }
@@ -187,7 +187,7 @@ func TestPayVersusExpire(t *testing.T) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			_, err := l.pay.Handle(ctx, domain.UserID(100+i), id)
+			_, err := l.pay.Handle(ctx, domain.UserID(100+i), id, nil)
 			paid[i] = err == nil
 		}()
 		go func() {

@@ -230,7 +230,7 @@ func TestReconcileCallsNothingInFlightDrift(t *testing.T) {
 			l.persisted(t, 3)
 		}},
 		{"cancelled and released after the scan passed", func(t *testing.T, l lifecycle, ids []domain.OrderID) {
-			if _, err := l.cancel.Handle(ctx, 1, ids[0]); err != nil {
+			if _, err := l.cancel.Handle(ctx, 1, ids[0], nil); err != nil {
 				t.Fatal(err)
 			}
 		}},

@@ -29,7 +29,7 @@ type lostFixture struct {
 func newLostFixture(t *testing.T, v domain.Voucher) lostFixture {
 	t.Helper()
 	vouchers := memory.NewVouchers()
-	if err := vouchers.Create(context.Background(), &v); err != nil {
+	if err := vouchers.Create(context.Background(), &v, nil); err != nil {
 		t.Fatal(err)
 	}
 	stock, clock, orders := memory.NewStock(), memory.NewClock(t0), memory.NewOrders(vouchers)
@@ -132,7 +132,7 @@ func TestWarmVouchersLoadsAllThenRestores(t *testing.T) {
 	ctx := context.Background()
 	f := newLostFixture(t, window)
 	other := window
-	if err := f.vouchers.Create(ctx, &other); err != nil {
+	if err := f.vouchers.Create(ctx, &other, nil); err != nil {
 		t.Fatal(err)
 	}
 	held := domain.Reservation{OrderID: "held", VoucherID: f.v.ID, UserID: 7, Quantity: 1, At: t0}
@@ -194,7 +194,7 @@ func TestRecoverAfterARestartFromAnOlderSnapshot(t *testing.T) {
 		f.persisted(t, user)
 	}
 	restart := f.stock.Save()
-	cancelled, err := f.cancel.Handle(ctx, 1, first)
+	cancelled, err := f.cancel.Handle(ctx, 1, first, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestRecoverDoesNotResurrectAnOrderThatClosesMeanwhile(t *testing.T) {
 	order := f.persisted(t, 1)
 	f.persisted(t, 2)
 	ledger.close = func() {
-		if _, err := f.cancel.Handle(ctx, 1, order); err != nil {
+		if _, err := f.cancel.Handle(ctx, 1, order, nil); err != nil {
 			t.Errorf("cancel: %v", err)
 		}
 	}

@@ -29,6 +29,9 @@ type CreateVoucherCmd struct {
 	BeginsAt     time.Time
 	EndsAt       time.Time
 	PerUserLimit int
+	// Receipt, when set, is the request's idempotency key: the voucher and the
+	// request's answer are stored together, or neither.
+	Receipt *ports.Receipt[domain.Voucher]
 }
 
 // CreateVoucher stores a new voucher and loads its stock for the grab path.
@@ -43,9 +46,11 @@ func NewCreateVoucher(vouchers ports.Vouchers, stock ports.Stock, clock ports.Cl
 	return &CreateVoucher{vouchers: vouchers, stock: stock, clock: clock}
 }
 
-// Handle validates and stores the voucher, then warms its stock (only if absent, so a
-// live counter is never reset). It returns a *domain.ValidationError for a bad command,
-// a sale that has ended already included. Once the voucher is stored the creation has succeeded: if warming fails, the voucher
+// Handle validates and stores the voucher (with the receipt's answer, when the command
+// has one), then warms its stock (only if absent, so a live counter is never reset).
+// It returns a *domain.ValidationError for a bad command, a sale that has ended already
+// included, and ports.ErrClaimLost when the receipt's claim no longer holds its key.
+// Once the voucher is stored the creation has succeeded: if warming fails, the voucher
 // is returned all the same, Warming reports it, and the sale state is loaded later —
 // by the first grab (GrabVoucher rebuilds a missing state, answering unavailable
 // meanwhile) or by the periodic warm-up (WarmVouchers), whichever comes first. So an
@@ -61,7 +66,7 @@ func (uc *CreateVoucher) Handle(ctx context.Context, cmd CreateVoucherCmd) (Live
 	if err := v.ValidateNew(uc.clock.Now()); err != nil {
 		return LiveVoucher{}, err
 	}
-	if err := uc.vouchers.Create(ctx, &v); err != nil {
+	if err := uc.vouchers.Create(ctx, &v, cmd.Receipt); err != nil {
 		return LiveVoucher{}, fmt.Errorf("create voucher: %w", err)
 	}
 	live := LiveVoucher{Voucher: v, Remaining: v.Stock}

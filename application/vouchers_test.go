@@ -87,7 +87,7 @@ func TestWarmVouchersNeverResetsALiveCounter(t *testing.T) {
 	vouchers := memory.NewVouchers()
 	v := window
 	v.ID = f.id
-	if err := vouchers.Create(context.Background(), &v); err != nil {
+	if err := vouchers.Create(context.Background(), &v, nil); err != nil {
 		t.Fatal(err)
 	}
 	n, err := newWarm(vouchers, f.stock, f.clock).Handle(context.Background())
@@ -105,7 +105,7 @@ func TestWarmVouchersSkipsEndedSales(t *testing.T) {
 	ended := domain.Voucher{Title: "old", Stock: 1, BeginsAt: t0.Add(-2 * time.Hour), EndsAt: t0.Add(-time.Hour), PerUserLimit: 1}
 	live := domain.Voucher{Title: "new", Stock: 1, BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: 1}
 	for _, v := range []*domain.Voucher{&ended, &live} {
-		if err := vouchers.Create(context.Background(), v); err != nil {
+		if err := vouchers.Create(context.Background(), v, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -136,7 +136,7 @@ func TestGetAndListVouchersShowLiveRemaining(t *testing.T) {
 
 	// A voucher without sale state reads stock - sold from the database.
 	cold := domain.Voucher{Title: "cold", Stock: 10, Sold: 3, BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: 1}
-	if err := f.vouchers.Create(ctx, &cold); err != nil {
+	if err := f.vouchers.Create(ctx, &cold, nil); err != nil {
 		t.Fatal(err)
 	}
 	page, err := application.NewListVouchers(f.vouchers, f.stock, f.clock).Handle(ctx, application.ListVouchersQuery{})

@@ -105,7 +105,7 @@ func (f *fixture) sell(t *testing.T, stock, limit int) domain.VoucherID {
 		BeginsAt: at0.Add(-time.Hour), EndsAt: at0.Add(time.Hour),
 	}
 	if f.Vouchers != nil {
-		if err := f.Vouchers.Create(f.ctx, &v); err != nil {
+		if err := f.Vouchers.Create(f.ctx, &v, nil); err != nil {
 			t.Fatalf("create voucher: %v", err)
 		}
 	} else {
@@ -147,7 +147,7 @@ func (f *fixture) release(t *testing.T, r domain.Reservation) {
 // tryRelease is release for any goroutine: it returns what went wrong.
 func (f *fixture) tryRelease(r domain.Reservation) error {
 	if f.Orders != nil {
-		if _, err := f.Orders.Transition(f.ctx, r.OrderID, r.UserID, domain.StatusCancelled); err != nil {
+		if _, err := f.Orders.Transition(f.ctx, r.OrderID, r.UserID, domain.StatusCancelled, nil); err != nil {
 			return fmt.Errorf("cancel order %s: %w", r.OrderID, err)
 		}
 		return nil

@@ -26,6 +26,7 @@ import (
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
 )
 
 const secret = "test-secret-0123456789"
@@ -45,6 +46,9 @@ type api struct {
 
 	// vouchers stores a voucher the API would refuse to create (one that has ended).
 	vouchers *sqlstore.Vouchers
+	// idempotency keeps the API's Idempotency-Keys; dbURL names its database.
+	idempotency ports.Idempotency
+	dbURL       string
 }
 
 // setup is what a test may adjust before newAPI wires the API. Every limit is off by
@@ -59,7 +63,8 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	t.Helper()
 	ctx := context.Background()
 	rdb := testenv.Redis(t)
-	db, err := sqlstore.Open(ctx, testenv.DatabaseURL(t))
+	dbURL := testenv.DatabaseURL(t)
+	db, err := sqlstore.Open(ctx, dbURL)
 	if err != nil {
 		t.Fatalf("open database: %v", err)
 	}
@@ -116,7 +121,7 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	a := &api{t: t, url: srv.URL, redis: rdb, stock: stock, vouchers: vouchers, tokens: tokens, queue: queue, grab: grab, e: e,
-		fulfill: application.NewFulfillOrder(orders, queue, compensate, 5)}
+		fulfill: application.NewFulfillOrder(orders, queue, compensate, 5), idempotency: cfg.http.Idempotency, dbURL: dbURL}
 	a.admin = a.token(1, true)
 	return a
 }
@@ -235,7 +240,7 @@ func (a *api) createVoucher(stock, limit int) string {
 func (a *api) storeVoucher(v domain.Voucher) string {
 	a.t.Helper()
 	ctx := context.Background()
-	if err := a.vouchers.Create(ctx, &v); err != nil {
+	if err := a.vouchers.Create(ctx, &v, nil); err != nil {
 		a.t.Fatalf("store voucher: %v", err)
 	}
 	if _, err := a.stock.Warm(ctx, v); err != nil {

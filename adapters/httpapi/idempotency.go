@@ -2,14 +2,17 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
 
 	"github.com/seckill/seckill/domain"
 	"github.com/seckill/seckill/ports"
@@ -23,10 +26,17 @@ const IdempotencyKeyHeader = "Idempotency-Key"
 // same caller with the same key and the same request is answered with the kept status
 // and body, marked Idempotent-Replayed, without doing the work again; the same key with
 // another request — or while the first is still in progress — answers
-// 409 idempotency_conflict. An answer of 5xx is not kept (nothing was done, or the
-// outcome is unknown): a retry does the work. Without the header nothing changes. It
-// runs after authentication: keys are the caller's own.
-func idempotent(store ports.Idempotency) echo.MiddlewareFunc {
+// 409 idempotency_conflict. Without the header nothing changes. It runs after
+// authentication: keys are the caller's own.
+//
+// A request holds its key for lease (see IdempotencyLease); a retry that finds the
+// lease passed with no answer kept takes the key over. Where the work is a database
+// write, the handler passes its claim down (receiptFor) and the answer is kept in the
+// write's own transaction; any other answer is kept once the handler is done (settle).
+// An answer of 5xx, or none (the client left), is not kept: nothing was done, or the
+// outcome is unknown, and a retry does the work — unless the write committed, whose
+// answer stands.
+func idempotent(store ports.Idempotency, lease time.Duration, log *zap.Logger) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			key := c.Request().Header.Get(IdempotencyKeyHeader)
@@ -41,20 +51,82 @@ func idempotent(store ports.Idempotency) echo.MiddlewareFunc {
 				return err
 			}
 			ctx, user := c.Request().Context(), principal(c).User
-			kept, first, err := store.Claim(ctx, user, key, fingerprint, time.Now())
+			claim, kept, err := store.Claim(ctx, user, key, fingerprint, time.Now(), lease)
 			if err != nil {
 				return err
 			}
-			if !first {
+			if !claim.Held() {
 				return replay(c, kept, fingerprint)
 			}
-			status, body := captured(c, next)
-			if status >= http.StatusInternalServerError {
-				return store.Release(ctx, user, key)
-			}
-			return store.Complete(ctx, user, key, status, body)
+			c.Set(claimKey, claim)
+			status, body, send := captured(c, next)
+			settle(context.WithoutCancel(ctx), store, claim, status, body, log)
+			return send()
 		}
 	}
+}
+
+// IdempotencyLease is how long a request holds its Idempotency-Key before a retry may
+// take it over, for requests whose deadline is requestTimeout: the longest a live
+// request can hold it (its deadline, then settleTimeout to keep or release it) and
+// leaseSlack more. A request that outlives it anyway (a process paused, a clock far
+// off) loses nothing but its own answer: every write under its claim is refused.
+func IdempotencyLease(requestTimeout time.Duration) time.Duration {
+	return requestTimeout + settleTimeout + leaseSlack
+}
+
+const (
+	// settleTimeout bounds keeping or releasing a key once its handler is done.
+	settleTimeout = 2 * time.Second
+	// leaseSlack is the lease beyond the longest a live request holds its key: for the
+	// clocks of instances that disagree a little and the delays of a busy machine.
+	leaseSlack = 3 * time.Second
+)
+
+// claimKey is where idempotent leaves the request's claim for its handler.
+const claimKey = "idempotency-claim"
+
+// receiptFor returns the receipt under which a handler's database write keeps its
+// answer, rendered by answer, in the write's own transaction; nil when the request
+// holds no idempotency key.
+func receiptFor[T any](c echo.Context, answer func(T) (int, []byte, error)) *ports.Receipt[T] {
+	claim, ok := c.Get(claimKey).(ports.KeyClaim)
+	if !ok {
+		return nil
+	}
+	return &ports.Receipt[T]{Claim: claim, Answer: answer}
+}
+
+// settle keeps the answer of the request that held claim, or releases the key when
+// the answer is not worth keeping: a 5xx, or none sent because the client left (see
+// idempotent). It runs on ctx, which outlives the request's own context — cancelled
+// when the client left, past its deadline on a 503, the very cases whose key must not
+// stay claimed — under settleTimeout. Both are conditional on the claim, so an answer
+// kept by the handler's write stands, and a holder whose key was taken over changes
+// nothing. A failure is logged: the key is free again once its lease passes.
+func settle(ctx context.Context, store ports.Idempotency, claim ports.KeyClaim, status int, body []byte, log *zap.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
+	defer cancel()
+	var err error
+	if status >= http.StatusInternalServerError || status == StatusClientClosedRequest {
+		err = store.Release(ctx, claim)
+	} else {
+		_, err = store.Complete(ctx, claim, status, body)
+	}
+	if err != nil {
+		log.Warn("settle an idempotency key; it is free again once its lease passes", zap.Error(err))
+	}
+}
+
+// rendered is status with v encoded as c.JSON encodes it (encoding/json, newline
+// included): the answers a handler sends and, under an idempotency key, keeps in its
+// write's transaction, so a replay is byte for byte the first answer.
+func rendered(status int, v any) (int, []byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0, nil, fmt.Errorf("encode the answer: %w", err)
+	}
+	return status, append(b, '\n'), nil
 }
 
 // validIdempotencyKey reports whether key is 1–255 printable ASCII characters.
@@ -108,28 +180,35 @@ type errIdempotencyConflict string
 
 func (e errIdempotencyConflict) Error() string { return string(e) }
 
-// captured runs the handler and answers the request — an error through the error
-// handler, as Echo would — and returns the status and body it sent.
-func captured(c echo.Context, next echo.HandlerFunc) (int, []byte) {
+// captured runs the handler and returns the status and body of its answer (an error
+// answered through the error handler, as Echo would), held back from the client until
+// send: so the key is settled before the client can see the answer and retry.
+func captured(c echo.Context, next echo.HandlerFunc) (status int, body []byte, send func() error) {
 	res := c.Response()
-	tee := &teeWriter{ResponseWriter: res.Writer}
-	res.Writer = tee
-	defer func() { res.Writer = tee.ResponseWriter }()
+	h := &heldWriter{ResponseWriter: res.Writer}
+	res.Writer = h
+	defer func() { res.Writer = h.ResponseWriter }()
 	if err := next(c); err != nil {
 		c.Error(err)
 	}
-	return res.Status, tee.body.Bytes()
+	send = func() error {
+		if !res.Committed {
+			return nil // nothing was answered; neither is anything now
+		}
+		h.ResponseWriter.WriteHeader(res.Status)
+		_, err := h.ResponseWriter.Write(h.body.Bytes())
+		return err
+	}
+	return res.Status, h.body.Bytes(), send
 }
 
-// teeWriter keeps a copy of what is written through it.
-type teeWriter struct {
+// heldWriter keeps an answer from reaching the client: its status is Echo's Response
+// one, its body is kept here. It has no Unwrap, so nothing flushes past it.
+type heldWriter struct {
 	http.ResponseWriter
 	body bytes.Buffer
 }
 
-func (t *teeWriter) Write(p []byte) (int, error) {
-	t.body.Write(p)
-	return t.ResponseWriter.Write(p)
-}
+func (h *heldWriter) WriteHeader(int) {}
 
-func (t *teeWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
+func (h *heldWriter) Write(p []byte) (int, error) { return h.body.Write(p) }

@@ -1,9 +1,18 @@
 package httpapi_test
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/seckill/seckill/adapters/httpapi"
+	"github.com/seckill/seckill/adapters/testenv"
 )
 
 // TestIdempotentCreateVoucher: a create repeated with its Idempotency-Key answers the
@@ -71,4 +80,114 @@ func TestIdempotentPayAndCancel(t *testing.T) {
 	if cancel.Status != http.StatusConflict || cancel.code() != "idempotency_conflict" {
 		t.Fatalf("cancel under the pay's key: %d %s, want 409 idempotency_conflict", cancel.Status, cancel.Raw)
 	}
+}
+
+// TestIdempotencyKeyOfADeadRequest: a key held by a request that never settled it (its
+// process died) answers 409 while the holder's lease runs, and is taken over by a
+// retry once it has passed: the retry does the work, and the dead holder can keep no
+// answer of its own.
+func TestIdempotencyKeyOfADeadRequest(t *testing.T) {
+	a := newAPI(t)
+	ctx := t.Context()
+	lease := httpapi.IdempotencyLease(2 * time.Second) // newAPI's RequestTimeout
+	body := `{"title":"dead","stock":5,"begins_at":"2026-01-01T00:00:00Z","ends_at":"2099-01-01T00:00:00Z"}`
+	create := func(key string) response {
+		return a.serveFrom(http.MethodPost, "/api/v1/vouchers", a.admin, body, "192.0.2.1:1", "Idempotency-Key", key)
+	}
+	// The admin's token is user 1's.
+	if _, _, err := a.idempotency.Claim(ctx, 1, "live", "a dead request's", time.Now(), lease); err != nil {
+		t.Fatal(err)
+	}
+	if r := create("live"); r.Status != http.StatusConflict || r.code() != "idempotency_conflict" {
+		t.Fatalf("a key whose holder's lease runs: %d %s, want 409 idempotency_conflict", r.Status, r.Raw)
+	}
+	dead, _, err := a.idempotency.Claim(ctx, 1, "lapsed", "a dead request's", time.Now().Add(-lease), lease)
+	if err != nil || !dead.Held() {
+		t.Fatalf("claim: %+v, %v", dead, err)
+	}
+	retry := create("lapsed")
+	if retry.Status != http.StatusCreated || retry.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("a key whose holder's lease passed: %d %s, want 201 from doing the work", retry.Status, retry.Raw)
+	}
+	if kept, err := a.idempotency.Complete(ctx, dead, http.StatusInternalServerError, []byte("{}")); err != nil || kept {
+		t.Fatalf("the dead holder's Complete = %v, %v; want nothing kept", kept, err)
+	}
+	if again := create("lapsed"); again.Status != http.StatusCreated || again.Raw != retry.Raw || again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("repeat: %d %s, want the retry's 201 replayed", again.Status, again.Raw)
+	}
+	if vs, _ := a.do(http.MethodGet, "/api/v1/vouchers", "", "").Body["vouchers"].([]any); len(vs) != 1 {
+		t.Fatalf("%d vouchers, want the retry's one", len(vs))
+	}
+}
+
+// TestIdempotentHolderTakenOverKeepsNothing: a create still running when its key is
+// taken over (it outlived its lease: its process was paused, say) keeps neither its
+// voucher nor its answer — its transaction is rolled back and it answers 503 — and
+// the key stays the retry's. PostgreSQL only: a lock held by the test keeps the create
+// waiting, which on SQLite would stop every other statement too.
+func TestIdempotentHolderTakenOverKeepsNothing(t *testing.T) {
+	testenv.AdminDatabaseURL(t) // skips in the SQLite pass
+	const timeout = 30 * time.Second
+	a := newAPI(t, func(s *setup) { s.http.RequestTimeout = timeout })
+	ctx := t.Context()
+	lease := httpapi.IdempotencyLease(timeout)
+	conn, watch := pgxConn(t, a.dbURL), pgxConn(t, a.dbURL)
+	lock, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lock.Exec(ctx, "LOCK TABLE vouchers IN EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+
+	body := `{"title":"outlived","stock":5,"begins_at":"2026-01-01T00:00:00Z","ends_at":"2099-01-01T00:00:00Z"}`
+	answered := make(chan response, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, a.url+"/api/v1/vouchers", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+a.admin)
+		req.Header.Set("Idempotency-Key", "k")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- response{Raw: err.Error()}
+			return
+		}
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		answered <- response{Status: res.StatusCode, Raw: string(raw)}
+	}()
+	testenv.Eventually(t, testenv.Patience, "the create waiting for the table", func() (bool, string) {
+		// Not on conn: in its transaction the statistics are a snapshot.
+		var n int
+		err := watch.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+			AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO "vouchers"%'`).Scan(&n)
+		return err == nil && n == 1, fmt.Sprintf("%d waiting, %v", n, err)
+	})
+	taken, _, err := a.idempotency.Claim(ctx, 1, "k", "a retry's", time.Now().Add(lease+time.Second), lease)
+	if err != nil || !taken.Held() {
+		t.Fatalf("take the key over: %+v, %v", taken, err)
+	}
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	if r := <-answered; r.Status != http.StatusServiceUnavailable || !strings.Contains(r.Raw, `"unavailable"`) {
+		t.Fatalf("the create whose key was taken over: %d %s, want 503 unavailable", r.Status, r.Raw)
+	}
+	if vs, _ := a.do(http.MethodGet, "/api/v1/vouchers", "", "").Body["vouchers"].([]any); len(vs) != 0 {
+		t.Fatalf("%d vouchers, want none: the create's insert must roll back", len(vs))
+	}
+	if kept, err := a.idempotency.Complete(ctx, taken, http.StatusCreated, []byte("the retry's")); err != nil || !kept {
+		t.Fatalf("the retry's Complete = %v, %v; want its answer kept", kept, err)
+	}
+}
+
+// pgxConn connects to the database at url, until the test ends.
+func pgxConn(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
 )
 
 // orderJSON is the contract's order.
@@ -57,17 +58,27 @@ func (h handlers) cancelOrder(c echo.Context) error {
 	return h.transition(c, h.uc.CancelOrder.Handle)
 }
 
-// transition runs a change of an order's state on behalf of its owner.
-func (h handlers) transition(c echo.Context, change func(context.Context, domain.UserID, domain.OrderID) (domain.Order, error)) error {
+// transition runs a change of an order's state on behalf of its owner; under an
+// idempotency key the answer is kept with the change.
+func (h handlers) transition(c echo.Context, change func(context.Context, domain.UserID, domain.OrderID, *ports.Receipt[domain.Order]) (domain.Order, error)) error {
 	id, err := domain.ParseOrderID(c.Param("id"))
 	if err != nil {
 		return err
 	}
-	o, err := change(c.Request().Context(), principal(c).User, id)
+	o, err := change(c.Request().Context(), principal(c).User, id, receiptFor(c, changedOrder))
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toOrderJSON(o))
+	status, body, err := changedOrder(o)
+	if err != nil {
+		return err
+	}
+	return c.JSONBlob(status, body)
+}
+
+// changedOrder is the answer to a change of order o's state: 200 with the order.
+func changedOrder(o domain.Order) (int, []byte, error) {
+	return rendered(http.StatusOK, toOrderJSON(o))
 }
 
 func (h handlers) listOrders(c echo.Context) error {

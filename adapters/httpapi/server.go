@@ -164,7 +164,7 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	// Writes a client may retry safely with an Idempotency-Key.
 	once := func(m ...echo.MiddlewareFunc) []echo.MiddlewareFunc {
 		if opts.Idempotency != nil {
-			m = append(m, idempotent(opts.Idempotency))
+			m = append(m, idempotent(opts.Idempotency, IdempotencyLease(opts.RequestTimeout), log))
 		}
 		return m
 	}

@@ -70,6 +70,7 @@ func (h handlers) createVoucher(c echo.Context) error {
 	}
 	v, err := h.uc.CreateVoucher.Handle(c.Request().Context(), application.CreateVoucherCmd{
 		Title: *req.Title, Stock: *req.Stock, BeginsAt: *req.BeginsAt, EndsAt: *req.EndsAt, PerUserLimit: limit,
+		Receipt: receiptFor(c, createdVoucher),
 	})
 	if err != nil {
 		return err
@@ -79,7 +80,17 @@ func (h handlers) createVoucher(c echo.Context) error {
 		// periodic warm-up (grabs answer 503 until then).
 		h.log.Warn("voucher created; its sale state will be loaded later", zap.String("voucher", v.ID.String()), zap.Error(v.Warming))
 	}
-	return c.JSON(http.StatusCreated, toVoucherJSON(v))
+	status, body, err := createdVoucher(v.Voucher)
+	if err != nil {
+		return err
+	}
+	return c.JSONBlob(status, body)
+}
+
+// createdVoucher is the answer to creating voucher v: 201 with the voucher, every unit
+// on sale.
+func createdVoucher(v domain.Voucher) (int, []byte, error) {
+	return rendered(http.StatusCreated, toVoucherJSON(application.LiveVoucher{Voucher: v, Remaining: v.Stock}))
 }
 
 // voucherListJSON is the contract's page of vouchers.

@@ -23,8 +23,10 @@ var (
 )
 
 // Transition moves an awaiting order, as the PostgreSQL adapter does: only from a
-// status the domain's state machine lets become to (domain.OrderStatus.CanBecome).
-func (r *Orders) Transition(_ context.Context, id domain.OrderID, user domain.UserID, to domain.OrderStatus) (domain.Order, error) {
+// status the domain's state machine lets become to (domain.OrderStatus.CanBecome),
+// keeping receipt's answer with the change (ports.ErrClaimLost, nothing changed, when
+// its claim no longer holds its key).
+func (r *Orders) Transition(_ context.Context, id domain.OrderID, user domain.UserID, to domain.OrderStatus, receipt *ports.Receipt[domain.Order]) (domain.Order, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.Err != nil {
@@ -40,7 +42,12 @@ func (r *Orders) Transition(_ context.Context, id domain.OrderID, user domain.Us
 	if !o.Status.CanBecome(to) {
 		return domain.Order{}, fmt.Errorf("order %s is %s: %w", id, o.Status, domain.ErrInvalidState)
 	}
-	return r.move(o, to), nil
+	moved := o
+	moved.Status = to
+	if err := answer(r.vouchers.Idempotency, receipt, moved, func() { moved = r.move(o, to) }); err != nil {
+		return domain.Order{}, fmt.Errorf("transition order %s: %w", id, err)
+	}
+	return moved, nil
 }
 
 // move sets o's status, giving its units back to the sold counter when it closes.

@@ -224,23 +224,34 @@ type Vouchers struct {
 	mu     sync.Mutex
 	byID   map[domain.VoucherID]domain.Voucher
 	nextID domain.VoucherID
+	// Idempotency keeps the answers of the receipts Create and the Orders over these
+	// vouchers are given.
+	Idempotency *Idempotency
 }
 
 var _ ports.Vouchers = (*Vouchers)(nil)
 
-// NewVouchers returns an empty repository.
+// NewVouchers returns an empty repository, with an empty store of idempotency keys.
 func NewVouchers() *Vouchers {
-	return &Vouchers{byID: map[domain.VoucherID]domain.Voucher{}}
+	return &Vouchers{byID: map[domain.VoucherID]domain.Voucher{}, Idempotency: NewIdempotency()}
 }
 
-// Create stores v with the next id.
-func (r *Vouchers) Create(_ context.Context, v *domain.Voucher) error {
+// Create stores v with the next id, and r's answer with it (ports.ErrClaimLost,
+// nothing stored, when r's claim no longer holds its key).
+func (r *Vouchers) Create(_ context.Context, v *domain.Voucher, receipt *ports.Receipt[domain.Voucher]) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.nextID++
-	v.ID = r.nextID
-	v.CreatedAt = time.Unix(int64(v.ID), 0).UTC()
-	r.byID[v.ID] = *v
+	stored := *v
+	stored.ID = r.nextID + 1
+	stored.CreatedAt = time.Unix(int64(stored.ID), 0).UTC()
+	err := answer(r.Idempotency, receipt, stored, func() {
+		r.nextID = stored.ID
+		r.byID[stored.ID] = stored
+	})
+	if err != nil {
+		return err
+	}
+	*v = stored
 	return nil
 }
 

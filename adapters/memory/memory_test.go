@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/adapters/audittest"
+	"github.com/seckill/seckill/adapters/idemtest"
 	"github.com/seckill/seckill/adapters/memory"
 	"github.com/seckill/seckill/adapters/ordertest"
 	"github.com/seckill/seckill/adapters/queuetest"
@@ -61,6 +62,15 @@ func TestOrderStoreContract(t *testing.T) {
 			},
 			Break: func(*testing.T) { orders.SetErr(errDown) },
 		}
+	})
+}
+
+// TestIdempotencyContract holds the fake idempotency keys, and the receipts its
+// vouchers and orders keep, to the contract the SQL adapter meets.
+func TestIdempotencyContract(t *testing.T) {
+	idemtest.Run(t, func(*testing.T) idemtest.Subject {
+		vouchers := memory.NewVouchers()
+		return idemtest.Subject{Idempotency: vouchers.Idempotency, Vouchers: vouchers, Orders: memory.NewOrders(vouchers)}
 	})
 }
 

@@ -29,10 +29,10 @@ func testLedger(t *testing.T, f *fixture) {
 		reserve(5, v, 5, 1),
 	}
 	f.persist(t, rs...)
-	if _, err := f.Store.Transition(f.ctx, rs[2].OrderID, 0, domain.StatusPaid); err != nil {
+	if _, err := f.Store.Transition(f.ctx, rs[2].OrderID, 0, domain.StatusPaid, nil); err != nil {
 		t.Fatalf("pay: %v", err)
 	}
-	if _, err := f.Store.Transition(f.ctx, rs[4].OrderID, 0, domain.StatusCancelled); err != nil {
+	if _, err := f.Store.Transition(f.ctx, rs[4].OrderID, 0, domain.StatusCancelled, nil); err != nil {
 		t.Fatalf("cancel: %v", err)
 	}
 
@@ -101,7 +101,7 @@ func testLedgerIsOneSnapshot(t *testing.T, f *fixture) {
 				return
 			}
 			for _, r := range batch[:2] {
-				if _, err := f.Store.Transition(f.ctx, r.OrderID, 0, domain.StatusCancelled); err != nil {
+				if _, err := f.Store.Transition(f.ctx, r.OrderID, 0, domain.StatusCancelled, nil); err != nil {
 					writeErr = err
 					return
 				}
@@ -130,10 +130,10 @@ func testRecountSold(t *testing.T, f *fixture) {
 		reserve(3, v, 3, 1),
 		reserve(4, v, 1, 1), // fails: user 1 holds order 1
 	)
-	if _, err := f.Store.Transition(f.ctx, orderID(2), 0, domain.StatusPaid); err != nil {
+	if _, err := f.Store.Transition(f.ctx, orderID(2), 0, domain.StatusPaid, nil); err != nil {
 		t.Fatalf("pay: %v", err)
 	}
-	if _, err := f.Store.Transition(f.ctx, orderID(3), 0, domain.StatusCancelled); err != nil {
+	if _, err := f.Store.Transition(f.ctx, orderID(3), 0, domain.StatusCancelled, nil); err != nil {
 		t.Fatalf("cancel: %v", err)
 	}
 	const live = 2 + 3
@@ -181,7 +181,7 @@ func testRecountSoldConcurrently(t *testing.T, f *fixture) {
 					writeErrs[w] = err
 					return
 				}
-				if _, err := f.Store.Transition(f.ctx, batch[0].OrderID, 0, domain.StatusCancelled); err != nil {
+				if _, err := f.Store.Transition(f.ctx, batch[0].OrderID, 0, domain.StatusCancelled, nil); err != nil {
 					writeErrs[w] = err
 					return
 				}

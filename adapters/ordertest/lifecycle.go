@@ -34,7 +34,7 @@ func testTransition(t *testing.T, f *fixture, to domain.OrderStatus, byOwner boo
 		user = owner
 	}
 
-	got, err := f.Store.Transition(f.ctx, r.OrderID, user, to)
+	got, err := f.Store.Transition(f.ctx, r.OrderID, user, to, nil)
 	if err != nil {
 		t.Fatalf("Transition to %s: %v", to, err)
 	}
@@ -46,11 +46,11 @@ func testTransition(t *testing.T, f *fixture, to domain.OrderStatus, byOwner boo
 	// anyone) finds it in the wrong state, another user does not find it.
 	for _, next := range []domain.OrderStatus{domain.StatusPaid, domain.StatusCancelled, domain.StatusExpired} {
 		for _, u := range []domain.UserID{owner, 0} {
-			if _, err := f.Store.Transition(f.ctx, r.OrderID, u, next); !errors.Is(err, domain.ErrInvalidState) {
+			if _, err := f.Store.Transition(f.ctx, r.OrderID, u, next, nil); !errors.Is(err, domain.ErrInvalidState) {
 				t.Fatalf("%s order to %s by user %d: %v, want domain.ErrInvalidState", to, next, u, err)
 			}
 		}
-		if _, err := f.Store.Transition(f.ctx, r.OrderID, owner+1, next); !errors.Is(err, domain.ErrNotFound) {
+		if _, err := f.Store.Transition(f.ctx, r.OrderID, owner+1, next, nil); !errors.Is(err, domain.ErrNotFound) {
 			t.Fatalf("%s order to %s by another user: %v, want domain.ErrNotFound", to, next, err)
 		}
 	}
@@ -73,7 +73,7 @@ func testTransitionRefusals(t *testing.T, f *fixture) {
 
 	t.Run("another user's order", func(t *testing.T) {
 		for _, to := range []domain.OrderStatus{domain.StatusPaid, domain.StatusCancelled, domain.StatusExpired} {
-			if _, err := f.Store.Transition(f.ctx, r.OrderID, owner+1, to); !errors.Is(err, domain.ErrNotFound) {
+			if _, err := f.Store.Transition(f.ctx, r.OrderID, owner+1, to, nil); !errors.Is(err, domain.ErrNotFound) {
 				t.Fatalf("to %s: %v, want domain.ErrNotFound", to, err)
 			}
 		}
@@ -81,19 +81,19 @@ func testTransitionRefusals(t *testing.T, f *fixture) {
 	})
 	t.Run("unknown order", func(t *testing.T) {
 		for _, user := range []domain.UserID{owner, 0} {
-			if _, err := f.Store.Transition(f.ctx, orderID(99), user, domain.StatusPaid); !errors.Is(err, domain.ErrNotFound) {
+			if _, err := f.Store.Transition(f.ctx, orderID(99), user, domain.StatusPaid, nil); !errors.Is(err, domain.ErrNotFound) {
 				t.Fatalf("user %d: %v, want domain.ErrNotFound", user, err)
 			}
 		}
 	})
 	t.Run("failed order", func(t *testing.T) {
-		if _, err := f.Store.Transition(f.ctx, failed.OrderID, owner, domain.StatusCancelled); !errors.Is(err, domain.ErrInvalidState) {
+		if _, err := f.Store.Transition(f.ctx, failed.OrderID, owner, domain.StatusCancelled, nil); !errors.Is(err, domain.ErrInvalidState) {
 			t.Fatalf("cancel a failed order: %v, want domain.ErrInvalidState", err)
 		}
 	})
 	t.Run("target status", func(t *testing.T) {
 		for _, to := range []domain.OrderStatus{domain.StatusQueued, domain.StatusAwaitingPayment, domain.StatusFailed, "", "refunded"} {
-			_, err := f.Store.Transition(f.ctx, r.OrderID, owner, to)
+			_, err := f.Store.Transition(f.ctx, r.OrderID, owner, to, nil)
 			var verr *domain.ValidationError
 			if !errors.As(err, &verr) || verr.Field != "status" {
 				t.Fatalf("to %q: %v, want a *domain.ValidationError on status", to, err)
@@ -140,7 +140,7 @@ func testTransitionPayVersusExpire(t *testing.T, f *fixture) {
 			expired          []domain.Order
 		)
 		race(
-			func() { pay, payErr = f.Store.Transition(f.ctx, r.OrderID, r.UserID, domain.StatusPaid) },
+			func() { pay, payErr = f.Store.Transition(f.ctx, r.OrderID, r.UserID, domain.StatusPaid, nil) },
 			func() { expired, sweepErr = f.Store.ExpireDue(f.ctx, cutoff, 1) },
 		)
 		if sweepErr != nil {
@@ -184,7 +184,7 @@ func testTransitionPayVersusExpireBurst(t *testing.T, f *fixture) {
 	for i, r := range rs {
 		wg.Go(func() {
 			<-start
-			_, payErrs[i] = f.Store.Transition(f.ctx, r.OrderID, r.UserID, domain.StatusPaid)
+			_, payErrs[i] = f.Store.Transition(f.ctx, r.OrderID, r.UserID, domain.StatusPaid, nil)
 		})
 	}
 	swept := make([][]domain.Order, sweepers)
@@ -252,8 +252,10 @@ func testTransitionPayVersusCancel(t *testing.T, f *fixture) {
 			payErr, cancelErr error
 		)
 		race(
-			func() { pay, payErr = f.Store.Transition(f.ctx, r.OrderID, r.UserID, domain.StatusPaid) },
-			func() { cancel, cancelErr = f.Store.Transition(f.ctx, r.OrderID, r.UserID, domain.StatusCancelled) },
+			func() { pay, payErr = f.Store.Transition(f.ctx, r.OrderID, r.UserID, domain.StatusPaid, nil) },
+			func() {
+				cancel, cancelErr = f.Store.Transition(f.ctx, r.OrderID, r.UserID, domain.StatusCancelled, nil)
+			},
 		)
 		want := domain.StatusPaid
 		switch {
@@ -283,7 +285,7 @@ func testExpireDue(t *testing.T, f *fixture) {
 		reserve(5, v, 1, 1), reserve(6, w, 6, 2), reserve(7, v, 7, 1), reserve(8, w, 8, 1),
 	}
 	f.persist(t, rs...)
-	if _, err := f.Store.Transition(f.ctx, rs[1].OrderID, 0, domain.StatusPaid); err != nil {
+	if _, err := f.Store.Transition(f.ctx, rs[1].OrderID, 0, domain.StatusPaid, nil); err != nil {
 		t.Fatalf("pay: %v", err)
 	}
 	cutoff := rs[6].At // created_at < cutoff: order 7 itself is not due

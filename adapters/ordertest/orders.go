@@ -448,7 +448,7 @@ func testDown(t *testing.T, f *fixture) {
 			return err
 		},
 		"Transition": func() error {
-			_, err := f.Store.Transition(f.ctx, r.OrderID, r.UserID, domain.StatusPaid)
+			_, err := f.Store.Transition(f.ctx, r.OrderID, r.UserID, domain.StatusPaid, nil)
 			return err
 		},
 		"ExpireDue": func() error {

@@ -39,7 +39,7 @@ func testUnreleasedMarkReleased(t *testing.T, f *fixture) {
 	wantOrders(t, "after Persist, Unreleased", unreleased(10), failed2, failed4)
 
 	// Closing orders adds them, in the order they closed.
-	if _, err := f.Store.Transition(f.ctx, r1.OrderID, 1, domain.StatusCancelled); err != nil {
+	if _, err := f.Store.Transition(f.ctx, r1.OrderID, 1, domain.StatusCancelled, nil); err != nil {
 		t.Fatalf("cancel: %v", err)
 	}
 	if _, err := f.Store.ExpireDue(f.ctx, t0.Add(time.Hour), 10); err != nil {
@@ -53,7 +53,7 @@ func testUnreleasedMarkReleased(t *testing.T, f *fixture) {
 	// when it closes later.
 	r5, r6 := reserve(5, v, 5, 1), reserve(6, v, 6, 1)
 	f.persisted(t, r5, r6)
-	if _, err := f.Store.Transition(f.ctx, r5.OrderID, 5, domain.StatusPaid); err != nil {
+	if _, err := f.Store.Transition(f.ctx, r5.OrderID, 5, domain.StatusPaid, nil); err != nil {
 		t.Fatalf("pay: %v", err)
 	}
 	mark(r5.OrderID, r6.OrderID, orderID(99))
@@ -66,7 +66,7 @@ func testUnreleasedMarkReleased(t *testing.T, f *fixture) {
 	wantOrders(t, "after marking again, Unreleased", unreleased(10), failed4, expired3)
 
 	// The live order that was not marked shows up once it closes.
-	if _, err := f.Store.Transition(f.ctx, r6.OrderID, 6, domain.StatusCancelled); err != nil {
+	if _, err := f.Store.Transition(f.ctx, r6.OrderID, 6, domain.StatusCancelled, nil); err != nil {
 		t.Fatalf("cancel: %v", err)
 	}
 	mark(r4.OrderID, r3.OrderID)

@@ -56,7 +56,7 @@ func TestLifecycleLostConnectionsAreUnavailable(t *testing.T) {
 
 	calls := map[string]func() error{
 		"Transition": func() error {
-			_, err := f.orders.Transition(ctx, r.OrderID, r.UserID, domain.StatusPaid)
+			_, err := f.orders.Transition(ctx, r.OrderID, r.UserID, domain.StatusPaid, nil)
 			return err
 		},
 		"ExpireDue": func() error {

@@ -59,8 +59,10 @@ func becoming(to domain.OrderStatus) (string, any) {
 //
 // The change is one conditional update on the status, so of two racing transitions
 // (a payment and the expiry sweeper, a payment and a cancellation) exactly one wins
-// and the other finds the order no longer awaiting payment.
-func (s *Orders) Transition(ctx context.Context, id domain.OrderID, user domain.UserID, to domain.OrderStatus) (domain.Order, error) {
+// and the other finds the order no longer awaiting payment. With a receipt, its answer
+// is kept in the same transaction, after the change: ports.ErrClaimLost (nothing
+// changed) when the claim no longer holds its key.
+func (s *Orders) Transition(ctx context.Context, id domain.OrderID, user domain.UserID, to domain.OrderStatus, r *ports.Receipt[domain.Order]) (domain.Order, error) {
 	switch to {
 	case domain.StatusPaid, domain.StatusCancelled, domain.StatusExpired:
 	default:
@@ -69,8 +71,10 @@ func (s *Orders) Transition(ctx context.Context, id domain.OrderID, user domain.
 	var o domain.Order
 	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
 		var err error
-		o, err = transitionTx(ctx, tx, id, user, to)
-		return err
+		if o, err = transitionTx(ctx, tx, id, user, to); err != nil {
+			return err
+		}
+		return answerTx(ctx, tx, r, o)
 	})
 	if err != nil {
 		return domain.Order{}, fmt.Errorf("transition order %s to %s: %w", id, to, classify(err))

@@ -71,7 +71,7 @@ func TestStatusConditionFollowsTheStateMachine(t *testing.T) {
 	f.persisted(t, awaiting, paid, cancelled, expired)
 	byID := map[domain.OrderID]domain.OrderStatus{awaiting.OrderID: domain.StatusAwaitingPayment}
 	for r, to := range map[domain.Reservation]domain.OrderStatus{paid: domain.StatusPaid, cancelled: domain.StatusCancelled, expired: domain.StatusExpired} {
-		if _, err := f.orders.Transition(ctx, r.OrderID, 0, to); err != nil {
+		if _, err := f.orders.Transition(ctx, r.OrderID, 0, to, nil); err != nil {
 			t.Fatalf("move order %s to %s: %v", r.OrderID, to, err)
 		}
 		byID[r.OrderID] = to

@@ -138,7 +138,7 @@ func TestStockReleaseReportsUntilMarked(t *testing.T) {
 	if got, want := f.remaining(t, v.ID), 1; got != want {
 		t.Fatalf("remaining after releasing a live order = %d, want %d", got, want)
 	}
-	cancelled, err := f.orders.Transition(ctx, first.OrderID, 1, domain.StatusCancelled)
+	cancelled, err := f.orders.Transition(ctx, first.OrderID, 1, domain.StatusCancelled, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,10 +59,10 @@ func TestUnitCountersFollowEveryChange(t *testing.T) {
 	f.wantCounted(t, v, w)
 	fold(1) // part of the changes only
 	f.wantCounted(t, v, w)
-	if _, err := f.orders.Transition(ctx, orderID(2), 2, domain.StatusPaid); err != nil {
+	if _, err := f.orders.Transition(ctx, orderID(2), 2, domain.StatusPaid, nil); err != nil {
 		t.Fatalf("pay: %v", err)
 	}
-	if _, err := f.orders.Transition(ctx, orderID(1), 1, domain.StatusCancelled); err != nil {
+	if _, err := f.orders.Transition(ctx, orderID(1), 1, domain.StatusCancelled, nil); err != nil {
 		t.Fatalf("cancel: %v", err)
 	}
 	f.wantCounted(t, v, w)
@@ -105,7 +105,7 @@ func TestUnitCountersUnderConcurrentWriters(t *testing.T) {
 					errs <- fmt.Errorf("persist: %w", err)
 				}
 				// Another goroutine may have expired it first.
-				_, err := f.orders.Transition(ctx, rs[0].OrderID, rs[0].UserID, domain.StatusPaid)
+				_, err := f.orders.Transition(ctx, rs[0].OrderID, rs[0].UserID, domain.StatusPaid, nil)
 				if err != nil && !errors.Is(err, domain.ErrInvalidState) {
 					errs <- fmt.Errorf("pay: %w", err)
 				}

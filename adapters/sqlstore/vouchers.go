@@ -58,8 +58,10 @@ func (r voucherRow) voucher() domain.Voucher {
 // Create inserts v and refreshes it from the stored row: ID and Sold (0) come from the
 // database, CreatedAt is now, and the times read back in UTC at the databases'
 // microsecond precision. A value a CHECK constraint rejects returns a
-// *domain.ValidationError, though the use case validates before it gets here.
-func (s *Vouchers) Create(ctx context.Context, v *domain.Voucher) error {
+// *domain.ValidationError, though the use case validates before it gets here. With a
+// receipt, the insert and the receipt's answer are one transaction: ports.ErrClaimLost
+// (nothing stored) when the claim no longer holds its key.
+func (s *Vouchers) Create(ctx context.Context, v *domain.Voucher, r *ports.Receipt[domain.Voucher]) error {
 	row := voucherRow{
 		Title:        v.Title,
 		Stock:        v.Stock,
@@ -69,14 +71,28 @@ func (s *Vouchers) Create(ctx context.Context, v *domain.Voucher) error {
 		Paused:       v.Paused,
 		CreatedAt:    now(),
 	}
-	// id and sold are the database's to set.
-	_, err := s.db.NewInsert().
-		Model(&row).
-		Column("title", "stock", "begins_at", "ends_at", "per_user_limit", "paused", "created_at").
-		Returning("id, title, stock, sold, begins_at, ends_at, per_user_limit, paused, created_at").
-		Exec(ctx)
+	insert := func(ctx context.Context, db bun.IDB) error {
+		// id and sold are the database's to set.
+		_, err := db.NewInsert().
+			Model(&row).
+			Column("title", "stock", "begins_at", "ends_at", "per_user_limit", "paused", "created_at").
+			Returning("id, title, stock, sold, begins_at, ends_at, per_user_limit, paused, created_at").
+			Exec(ctx)
+		return voucherCheckError(err)
+	}
+	var err error
+	if r == nil {
+		err = insert(ctx, s.db)
+	} else {
+		err = s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+			if err := insert(ctx, tx); err != nil {
+				return err
+			}
+			return answerTx(ctx, tx, r, row.voucher())
+		})
+	}
 	if err != nil {
-		return fmt.Errorf("insert voucher: %w", classify(voucherCheckError(err)))
+		return fmt.Errorf("insert voucher: %w", classify(err))
 	}
 	*v = row.voucher()
 	return nil

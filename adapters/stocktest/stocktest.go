@@ -162,7 +162,7 @@ func order(r domain.Reservation, status domain.OrderStatus) domain.Order {
 func (f *fixture) sell(t *testing.T, v domain.Voucher) domain.Voucher {
 	t.Helper()
 	if f.Vouchers != nil {
-		if err := f.Vouchers.Create(f.ctx, &v); err != nil {
+		if err := f.Vouchers.Create(f.ctx, &v, nil); err != nil {
 			t.Fatalf("create voucher %q: %v", v.Title, err)
 		}
 	} else {
@@ -290,7 +290,7 @@ func (f *fixture) close(t *testing.T, r domain.Reservation) domain.Order {
 	if f.Orders == nil {
 		return order(r, domain.StatusCancelled)
 	}
-	o, err := f.Orders.Transition(f.ctx, r.OrderID, r.UserID, domain.StatusCancelled)
+	o, err := f.Orders.Transition(f.ctx, r.OrderID, r.UserID, domain.StatusCancelled, nil)
 	if err != nil {
 		t.Fatalf("cancel order %s: %v", r.OrderID, err)
 	}

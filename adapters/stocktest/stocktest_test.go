@@ -15,6 +15,7 @@ func TestOnlyTestsImportIt(t *testing.T) {
 		module + "/adapters/ordertest": true,
 		module + "/adapters/queuetest": true,
 		module + "/adapters/audittest": true,
+		module + "/adapters/idemtest":  true,
 	}
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", module+"/...").Output()
 	if err != nil {

@@ -171,17 +171,7 @@ func TestCreateWhileRedisIsFrozen(t *testing.T) {
 		raw, _ := io.ReadAll(res.Body)
 		return res.StatusCode, string(raw)
 	}
-	if err := signalPIDFile(redisPID, syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	thawed := false
-	thaw := func() {
-		if !thawed {
-			thawed = true
-			_ = signalPIDFile(redisPID, syscall.SIGCONT)
-		}
-	}
-	t.Cleanup(thaw)
+	thaw := freezeRedis(t, redisPID)
 	status, plain := create("")
 	if status != http.StatusCreated {
 		t.Fatalf("create while Redis is frozen: %d %s, want 201 (stored)", status, plain)
@@ -215,6 +205,25 @@ func TestCreateWhileRedisIsFrozen(t *testing.T) {
 	if n != 2 {
 		t.Fatalf("vouchers titled frozen: %d, want 2 (one without a key, one for the key)", n)
 	}
+}
+
+// freezeRedis stops the throwaway Redis whose pid file is pidFile (SIGSTOP), as a
+// server that no longer answers, and returns the function that thaws it (SIGCONT),
+// which also runs when the test ends.
+func freezeRedis(t *testing.T, pidFile string) (thaw func()) {
+	t.Helper()
+	if err := signalPIDFile(pidFile, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	thaw = func() {
+		if !thawed {
+			thawed = true
+			_ = signalPIDFile(pidFile, syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(thaw)
+	return thaw
 }
 
 // TestGrabAfterTheSaleIsEndedWithOrWithoutKeys: after ends_at a grab answers 409 ended
