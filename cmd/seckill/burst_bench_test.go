@@ -13,8 +13,8 @@ import (
 
 	"github.com/seckill/seckill/adapters/httpapi"
 	"github.com/seckill/seckill/adapters/testenv"
-	"github.com/seckill/seckill/cmd/seckill/internal/burst"
-	"github.com/seckill/seckill/cmd/seckill/internal/load"
+	"github.com/seckill/seckill/cmd/internal/burst"
+	"github.com/seckill/seckill/cmd/internal/load"
 	"github.com/seckill/seckill/domain"
 )
 

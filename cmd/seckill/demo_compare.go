@@ -14,7 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/seckill/seckill/cmd/seckill/internal/load"
+	"github.com/seckill/seckill/cmd/internal/load"
 )
 
 // comparison is one strategy's row of `demo --compare`: the sale's report, with the

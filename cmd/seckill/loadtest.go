@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/adapters/httpapi"
-	"github.com/seckill/seckill/cmd/seckill/internal/load"
+	"github.com/seckill/seckill/cmd/internal/load"
 	"github.com/seckill/seckill/domain"
 )
 
