@@ -52,7 +52,7 @@ func BenchmarkBurst(b *testing.B) {
 		if err := migrateUp(context.Background(), cfg.DatabaseURL); err != nil {
 			b.Fatal(err)
 		}
-		svc, err := startDemo(context.Background(), cfg, StrategyLua, zap.NewNop())
+		svc, err := startDemo(context.Background(), cfg, zap.NewNop())
 		if err != nil {
 			b.Fatal(err)
 		}

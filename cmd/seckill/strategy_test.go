@@ -13,7 +13,6 @@ import (
 
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/sqlstore"
-	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
 )
 
@@ -67,7 +66,7 @@ func TestStrategySelectsTheAdapters(t *testing.T) {
 func TestStrategyBadValueStopsTheDemoInOneLine(t *testing.T) {
 	bin := seckillBinary(t)
 	out, err := runCmd(bin, append(os.Environ(), "SECKILL_REDIS_URL=redis://127.0.0.1:1/0",
-		"SECKILL_DATABASE_URL=postgres://u@127.0.0.1:1/db", "SECKILL_STOCK_STRATEGY=bogus"), "demo", "--compare")
+		"SECKILL_DATABASE_URL=postgres://u@127.0.0.1:1/db", "SECKILL_STOCK_STRATEGY=bogus"), "demo")
 	var exit *exec.ExitError
 	if err == nil || !errors.As(err, &exit) || exit.ExitCode() != 2 {
 		t.Fatalf("demo with a bad strategy: err %v, output %q", err, out)
@@ -167,80 +166,6 @@ func TestStrategyServe(t *testing.T) {
 				t.Fatalf("reconcile found drift: %s", out)
 			}
 		})
-	}
-}
-
-func TestDemoCompareKeepsThePromisesWithEveryStrategy(t *testing.T) {
-	seckillBinary(t)
-	prefix := "c" + testenv.Unique()
-	cleanDemoKeys(t, prefix)
-	env := append(os.Environ(),
-		"SECKILL_REDIS_URL="+testenv.RedisURL(t),
-		"SECKILL_DATABASE_URL="+testenv.PostgresURL(t),
-		"SECKILL_KEY_PREFIX="+prefix,
-	)
-	stdout, stderr, status := runSplit(t, env, 3*time.Minute, "demo", "--compare", "--users", "1000", "--stock", "50", "--json")
-	if status != 0 {
-		t.Fatalf("demo --compare exited %d\nstdout %s\nstderr %s", status, stdout, stderr)
-	}
-	if got, want := strings.Count(stdout, "\n"), 1; got != want {
-		t.Fatalf("stdout has %d lines, want %d:\n%s", got, want, stdout)
-	}
-	var rows []map[string]any
-	if err := json.Unmarshal([]byte(stdout), &rows); err != nil {
-		t.Fatalf("stdout is not a JSON array: %v\n%s", err, stdout)
-	}
-	if got, want := len(rows), 3; got != want {
-		t.Fatalf("%d rows, want %d: %s", got, want, stdout)
-	}
-	vouchers := map[any]bool{}
-	for i, strategy := range []string{"lua", "watch", "postgres"} {
-		m := rows[i]
-		if got, want := m["strategy"], strategy; got != want {
-			t.Fatalf("row %d is strategy %v, want %s", i, got, want)
-		}
-		wantCounts(t, m, map[string]float64{
-			"requests": 1010, "reserved": 50, "oversold": 0, "duplicates": 0, "orders_persisted": 50, "stock": 50,
-		})
-		if got, want := m["broken"], false; got != want {
-			t.Fatalf("%s: broken = %v", strategy, got)
-		}
-		for _, k := range []string{"avg_ms", "p99_ms", "rps"} {
-			if v, ok := m[k].(float64); !ok || v <= 0 {
-				t.Fatalf("%s: %s = %v, want a positive number", strategy, k, m[k])
-			}
-		}
-		if m["avg_ms"].(float64) > m["max_ms"].(float64) {
-			t.Fatalf("%s: avg %v above max %v", strategy, m["avg_ms"], m["max_ms"])
-		}
-		// The Redis strategies leave the database to fulfillment and the background
-		// jobs; the database strategy runs every grab through it.
-		perGrab := m["db_statements_per_grab"].(float64)
-		if strategy == "postgres" {
-			if perGrab < 0.25 {
-				t.Fatalf("postgres: %v statements per grab, want each of 50 orders to cost several", perGrab)
-			}
-		} else if perGrab > 0.1 {
-			t.Fatalf("%s: %v statements per grab, want about none", strategy, perGrab)
-		}
-		vouchers[m["voucher_id"]] = true
-	}
-	if got, want := len(vouchers), 3; got != want {
-		t.Fatalf("%d distinct vouchers sold, want a fresh one per strategy", got)
-	}
-
-	// The table names every strategy and says the promises were kept.
-	stdout, stderr, status = runSplit(t, env, 3*time.Minute, "demo", "--compare", "--users", "200", "--stock", "20", "--concurrency", "50")
-	if status != 0 {
-		t.Fatalf("demo --compare exited %d\nstdout %s\nstderr %s", status, stdout, stderr)
-	}
-	for _, want := range []string{"\n  lua ", "\n  watch ", "\n  postgres ", "all promises kept by every strategy"} {
-		if !strings.Contains(stdout, want) {
-			t.Fatalf("table lacks %q:\n%s", want, stdout)
-		}
-	}
-	if strings.Contains(stdout, "BROKEN") {
-		t.Fatalf("table:\n%s", stdout)
 	}
 }
 
