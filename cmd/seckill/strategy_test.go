@@ -13,6 +13,7 @@ import (
 
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/sqlstore"
+	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
 )
 
@@ -103,17 +104,16 @@ func TestStrategyServe(t *testing.T) {
 			}
 
 			// Persisted: at once under postgres, by the worker under watch.
-			deadline := time.Now().Add(10 * time.Second)
-			for {
+			persisted := func() (bool, string) {
 				status, o := in.call(http.MethodGet, "/api/v1/orders/"+order, in.token(1, false), nil)
-				if status == http.StatusOK && o["status"] == "awaiting_payment" {
-					break
-				}
-				if strategy == StrategyPostgres || time.Now().After(deadline) {
-					t.Fatalf("order %s: %d %v, want awaiting_payment", order, status, o)
-				}
-				time.Sleep(20 * time.Millisecond)
+				return status == http.StatusOK && o["status"] == "awaiting_payment", fmt.Sprintf("%d %v", status, o)
 			}
+			if strategy == StrategyPostgres {
+				if ok, state := persisted(); !ok {
+					t.Fatalf("order %s: %s, want awaiting_payment at once", order, state)
+				}
+			}
+			testenv.Eventually(t, 30*time.Second, "order "+order+" persisted", persisted)
 			wantStream := int64(2)
 			if strategy == StrategyPostgres {
 				wantStream = 0 // no Redis on the grab path
@@ -127,28 +127,18 @@ func TestStrategyServe(t *testing.T) {
 			if status, o := in.call(http.MethodPost, "/api/v1/orders/"+order+"/cancel", in.token(1, false), nil); status != http.StatusOK || o["status"] != "cancelled" {
 				t.Fatalf("cancel: %d %v", status, o)
 			}
-			deadline = time.Now().Add(10 * time.Second)
-			for {
+			testenv.Eventually(t, 30*time.Second, "user 3 grabs the unit put back", func() (bool, string) {
 				status, body := grab(3)
-				if status == http.StatusAccepted {
-					break
-				}
-				if errorField(body, "code") != "sold_out" || time.Now().After(deadline) {
+				if status != http.StatusAccepted && errorField(body, "code") != "sold_out" {
 					t.Fatalf("grab by user 3 after the cancellation: %d %v", status, body)
 				}
-				time.Sleep(50 * time.Millisecond)
-			}
-			deadline = time.Now().Add(10 * time.Second)
-			for {
+				return status == http.StatusAccepted, fmt.Sprintf("%d %v", status, body)
+			})
+			testenv.Eventually(t, 30*time.Second, "stats settled", func() (bool, string) {
 				status, s := in.call(http.MethodGet, "/api/v1/vouchers/"+id+"/stats", in.token(1, true), nil)
-				if status == http.StatusOK && s["remaining"] == 0.0 && s["awaiting_payment"] == 2.0 && s["cancelled"] == 1.0 && s["queued"] == 0.0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("stats: %d %v", status, s)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+				return status == http.StatusOK && s["remaining"] == 0.0 && s["awaiting_payment"] == 2.0 && s["cancelled"] == 1.0 && s["queued"] == 0.0,
+					fmt.Sprintf("%d %v", status, s)
+			})
 
 			out, err := runCmd(seckillBinary(t), in.env, "reconcile", "--voucher", id, "--json")
 			if err != nil {
