@@ -275,39 +275,11 @@ func (c *compareCmd) start(ctx context.Context, strategy, dbURL string) (*servic
 		_ = svc.cmd.Wait()
 		close(svc.exited)
 	}()
-	if err := svc.waitReady(ctx); err != nil {
+	if err := load.WaitReady(ctx, svc.base, readyTimeout, svc.exited); err != nil {
 		_ = svc.stop()
-		return nil, err
+		return nil, fmt.Errorf("seckill serve: %w:\n%s", err, svc.logs)
 	}
 	return svc, nil
-}
-
-// waitReady polls GET /readyz until it answers 200, serve exits, or time runs out.
-func (s *service) waitReady(ctx context.Context) error {
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(readyTimeout)
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/readyz", nil)
-		if err != nil {
-			return err
-		}
-		if res, err := client.Do(req); err == nil {
-			_ = res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("seckill serve was not ready within %v:\n%s", readyTimeout, s.logs)
-		}
-		select {
-		case <-s.exited:
-			return fmt.Errorf("seckill serve stopped before it was ready (%v):\n%s", s.cmd.ProcessState, s.logs)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }
 
 // stop sends serve SIGTERM and waits for it to exit: an error when it does not within

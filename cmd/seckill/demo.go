@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -133,9 +132,12 @@ func startDemo(ctx context.Context, cfg Config, log *zap.Logger) (*demoService, 
 			return errors.New("the demo service did not stop in time")
 		}
 	}
-	if err := waitReady(ctx, base, served, &serveErr); err != nil {
+	if err := load.WaitReady(ctx, base, demoReadyTimeout, served); err != nil {
 		_ = stop()
-		return nil, err
+		if errors.Is(err, load.ErrStopped) && serveErr != nil {
+			err = serveErr
+		}
+		return nil, fmt.Errorf("the demo service: %w", err)
 	}
 	return &demoService{base: base, app: a, stop: stop}, nil
 }
@@ -198,35 +200,4 @@ func migrateUp(ctx context.Context, dsn string) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
-}
-
-// waitReady polls GET /readyz until it answers 200, serve fails, or time runs out.
-func waitReady(ctx context.Context, base string, served <-chan struct{}, serveErr *error) error {
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(demoReadyTimeout)
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", nil)
-		if err != nil {
-			return err
-		}
-		if res, err := client.Do(req); err == nil {
-			_ = res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the demo service was not ready within %v", demoReadyTimeout)
-		}
-		select {
-		case <-served:
-			if *serveErr == nil {
-				return errors.New("the demo service stopped before it was ready")
-			}
-			return fmt.Errorf("the demo service: %w", *serveErr)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }

@@ -45,6 +45,39 @@ func Healthy(ctx context.Context, base string, timeout time.Duration) error {
 	return nil
 }
 
+// ErrStopped is WaitReady's error when the service stopped before it was ready.
+var ErrStopped = errors.New("stopped before it was ready")
+
+// WaitReady polls GET /readyz at base until it answers 200. It returns an error when
+// timeout passes first, when ctx ends, or, wrapping ErrStopped, when stopped is closed
+// (the service exited).
+func WaitReady(ctx context.Context, base string, timeout time.Duration, stopped <-chan struct{}) error {
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(timeout)
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/readyz", nil)
+		if err != nil {
+			return err
+		}
+		if res, err := client.Do(req); err == nil {
+			_ = res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready within %v", timeout)
+		}
+		select {
+		case <-stopped:
+			return ErrStopped
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // Voucher is the contract's voucher.
 type Voucher struct {
 	ID           string    `json:"id"`

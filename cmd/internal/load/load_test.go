@@ -742,3 +742,26 @@ func TestSellAnExistingVoucher(t *testing.T) {
 		t.Fatalf("During's end heard %+v", during)
 	}
 }
+
+func TestWaitReady(t *testing.T) {
+	var ready atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" || !ready.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	never := make(chan struct{})
+	if err := WaitReady(context.Background(), srv.URL, 100*time.Millisecond, never); err == nil || !strings.Contains(err.Error(), "not ready within 100ms") {
+		t.Fatalf("a service answering 503: %v, want not ready", err)
+	}
+	stopped := make(chan struct{})
+	close(stopped)
+	if err := WaitReady(context.Background(), srv.URL, time.Hour, stopped); !errors.Is(err, ErrStopped) {
+		t.Fatalf("a service that stopped: %v, want ErrStopped", err)
+	}
+	ready.Store(true)
+	if err := WaitReady(context.Background(), srv.URL+"/", time.Hour, never); err != nil {
+		t.Fatalf("a ready service: %v", err)
+	}
+}
