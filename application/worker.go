@@ -77,7 +77,7 @@ func NewWorker(fulfill *FulfillOrder, queue ports.Queue, opts WorkerOptions, obs
 func (w *Worker) Run(ctx context.Context) error {
 	// A batch in hand is finished even after shutdown begins.
 	work := context.WithoutCancel(ctx)
-	backoff := w.opts.MinBackoff
+	backoff := w.newBackoff()
 	nextClaim := time.Now()
 	for ctx.Err() == nil {
 		var ds []ports.Delivery
@@ -90,21 +90,20 @@ func (w *Worker) Run(ctx context.Context) error {
 			ds, err = w.queue.Read(ctx, w.opts.Batch, w.opts.Block)
 		}
 		if err == nil && len(ds) > 0 {
-			err = w.finish(ctx, work, ds, &backoff)
+			err = w.finish(ctx, work, ds, backoff)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil //nolint:nilerr // a call cut short by the shutdown is no failure of Run
 			}
 			w.setHealth(err)
-			if !sleep(ctx, jitter(backoff)) {
+			if !backoff.wait(ctx) {
 				return nil
 			}
-			backoff = min(2*backoff, w.opts.MaxBackoff)
 			continue
 		}
 		w.setHealth(nil)
-		backoff = w.opts.MinBackoff
+		backoff.reset()
 	}
 	return nil
 }
@@ -117,7 +116,7 @@ func (w *Worker) Drain(ctx context.Context) error {
 	if err := w.queue.Refresh(ctx); err != nil {
 		return fmt.Errorf("drain the queue: %w", err)
 	}
-	backoff := w.opts.MinBackoff
+	backoff := w.newBackoff()
 	for {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("drain the queue: %w", err)
@@ -130,16 +129,10 @@ func (w *Worker) Drain(ctx context.Context) error {
 			return nil
 		}
 		if err == nil {
-			err = w.finish(ctx, ctx, ds, &backoff)
+			err = w.finish(ctx, ctx, ds, backoff)
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("drain the queue: %w", ctx.Err())
-			}
-			if !sleep(ctx, jitter(backoff)) {
-				return fmt.Errorf("drain the queue: %w", ctx.Err())
-			}
-			backoff = min(2*backoff, w.opts.MaxBackoff)
+		if err != nil && (ctx.Err() != nil || !backoff.wait(ctx)) {
+			return fmt.Errorf("drain the queue: %w", ctx.Err())
 		}
 	}
 }
@@ -147,7 +140,7 @@ func (w *Worker) Drain(ctx context.Context) error {
 // finish persists one batch, retrying while a dependency is down. It gives up only
 // when shutdown begins during an outage: the batch then stays pending, and it returns
 // ctx's error — not nil, which would read as the outage being over.
-func (w *Worker) finish(ctx, work context.Context, ds []ports.Delivery, backoff *time.Duration) error {
+func (w *Worker) finish(ctx, work context.Context, ds []ports.Delivery, backoff *backoff) error {
 	for {
 		// Every step of Handle is idempotent, so the whole batch is simply retried.
 		pctx, done := w.observe.Persisting(work, ds)
@@ -161,10 +154,9 @@ func (w *Worker) finish(ctx, work context.Context, ds []ports.Delivery, backoff 
 			return err
 		}
 		w.setHealth(err)
-		if !sleep(ctx, jitter(*backoff)) {
+		if !backoff.wait(ctx) {
 			return fmt.Errorf("batch left pending: %w", ctx.Err())
 		}
-		*backoff = min(2**backoff, w.opts.MaxBackoff)
 	}
 }
 
@@ -176,6 +168,30 @@ func (w *Worker) setHealth(err error) {
 	w.healthy = healthy
 	w.observe.Health(healthy, err)
 }
+
+// backoff is the pause after a dependency failed: each wait is jittered, and the next
+// one is twice as long, up to a bound.
+type backoff struct {
+	next, least, most time.Duration
+}
+
+// newBackoff returns a back-off from MinBackoff to MaxBackoff.
+func (w *Worker) newBackoff() *backoff {
+	return &backoff{next: w.opts.MinBackoff, least: w.opts.MinBackoff, most: w.opts.MaxBackoff}
+}
+
+// wait pauses for the current back-off, jittered, or until ctx ends, and doubles the
+// next one; it reports whether the full pause elapsed.
+func (b *backoff) wait(ctx context.Context) bool {
+	if !sleep(ctx, jitter(b.next)) {
+		return false
+	}
+	b.next = min(2*b.next, b.most)
+	return true
+}
+
+// reset starts the back-off over from its least pause, after a success.
+func (b *backoff) reset() { b.next = b.least }
 
 // jitter spreads d over [d/2, d) so that workers recovering together do not retry in
 // lockstep.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The figures of BENCHMARKS.md's "Redis Cluster" section, each next to its baseline in
 # the same run: the grab path (the reserve script, the HTTP endpoint, a burst and
-# sustained grabs through `seckill loadtest`) on a three-master Redis Cluster against
+# sustained grabs through `seckill-lab loadtest`) on a three-master Redis Cluster against
 # one Redis server, and what idle instances cost Redis with 10,000 registered but ended
 # vouchers (against BASELINE_REF's, when given). Takes about ten minutes.
 #   bash scripts/bench-cluster.sh
@@ -27,7 +27,7 @@ export SECKILL_TEST_REDIS_URL=$single
 # loadtest_on URL LABEL: one `serve` of this tree on the Redis at URL and a database of
 # its own; a burst (5,000 users, 1% twice, 100 units, 1,000 in flight) and sustained
 # grabs (20,000 users, 20,000 units: every grab a reservation, 200 in flight), each
-# followed to the database by `seckill loadtest`.
+# followed to the database by `seckill-lab loadtest`.
 loadtest_on() {
 	local url=$1 label=$2 addr name pid
 	name=load_$RANDOM
@@ -41,18 +41,18 @@ loadtest_on() {
 	pid=$!
 	for _ in $(seq 1 100); do curl -sf "http://$addr/readyz" >/dev/null && break; sleep 0.1; done
 	echo "-- $label: burst"
-	"$bin" loadtest --url "http://$addr" --users 5000 --stock 100 --dup 0.01 --concurrency 1000
+	"$lab" loadtest --url "http://$addr" --users 5000 --stock 100 --dup 0.01 --concurrency 1000
 	echo "-- $label: sustained"
-	"$bin" loadtest --url "http://$addr" --users 20000 --stock 20000 --dup 0 --concurrency 200
+	"$lab" loadtest --url "http://$addr" --users 20000 --stock 20000 --dup 0 --concurrency 200
 	kill "$pid"
 	wait "$pid" 2>/dev/null || true
 	unset SECKILL_REDIS_URL SECKILL_DATABASE_URL SECKILL_JWT_SECRET SECKILL_LOG_LEVEL SECKILL_KEY_PREFIX SECKILL_USER_RATE SECKILL_IP_RATE
 }
 
-bin="$SVC_DIR/seckill"
-go build -o "$bin" ./cmd/seckill
+bin="$SVC_DIR/seckill" lab="$SVC_DIR/seckill-lab"
+go build -o "$SVC_DIR/" ./cmd/seckill ./cmd/seckill-lab
 echo
-echo "== seckill loadtest against one serve: one Redis server, then the cluster, twice"
+echo "== seckill-lab loadtest against one serve: one Redis server, then the cluster, twice"
 for round in 1 2; do
 	loadtest_on "$single" "one server (round $round)"
 	loadtest_on "$SECKILL_TEST_REDIS_CLUSTER_URL" "cluster (round $round)"

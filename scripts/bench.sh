@@ -68,15 +68,15 @@ echo "== wrk: sustained grabs on keep-alive connections vs a hello-world Echo PO
 bash scripts/bench/wrk.sh
 
 echo
-echo "== the classic comparison: seckill demo --compare"
-bin="$SVC_DIR/seckill"
-go build -o "$bin" ./cmd/seckill
+echo "== the classic comparison: seckill-lab compare"
+bin="$SVC_DIR/seckill" lab="$SVC_DIR/seckill-lab"
+go build -o "$SVC_DIR/" ./cmd/seckill ./cmd/seckill-lab
 export SECKILL_REDIS_URL="$SECKILL_TEST_REDIS_URL"
 psql -q "$db" -c 'CREATE DATABASE demo'
 export SECKILL_DATABASE_URL="postgres://postgres@127.0.0.1:$SVC_PG_PORT/demo?sslmode=disable"
 "$bin" migrate up >/dev/null
-"$bin" demo --compare --users 5000 --stock 100
-"$bin" demo --compare --users 50000 --stock 10000 --timeout 120s
+"$lab" compare --users 5000 --stock 100
+"$lab" compare --users 50000 --stock 10000 --timeout 120s
 
 echo
 echo "== the zero-setup mode: SQLite and the in-process Redis next to the real servers"
@@ -89,4 +89,4 @@ for run in 1 2 3; do echo "real servers: $(demo_json)"; done
 for run in 1 2 3; do echo "zero setup:   $(unset SECKILL_REDIS_URL SECKILL_DATABASE_URL; demo_json)"; done
 # The classic comparison with nothing installed: the "postgres" strategy runs its
 # transaction on the SQLite file.
-(unset SECKILL_REDIS_URL SECKILL_DATABASE_URL; "$bin" demo --compare --users 5000 --stock 100 2>/dev/null)
+(unset SECKILL_REDIS_URL SECKILL_DATABASE_URL; "$lab" compare --users 5000 --stock 100 2>/dev/null)

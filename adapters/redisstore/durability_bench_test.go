@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -79,15 +80,9 @@ func setAOF(b *testing.B, client redis.UniversalClient, appendonly, fsync string
 	ctx := context.Background()
 	check(b, client.ConfigSet(ctx, "appendfsync", fsync).Err())
 	check(b, client.ConfigSet(ctx, "appendonly", appendonly).Err())
-	deadline := time.Now().Add(time.Minute)
-	for {
+	testenv.Eventually(b, time.Minute, "AOF "+appendonly+" settled", func() (bool, string) {
 		info := infoFields(b, client, "persistence")
-		if info["aof_rewrite_in_progress"] == "0" && info["aof_rewrite_scheduled"] == "0" && info["aof_enabled"] == map[string]string{"yes": "1", "no": "0"}[appendonly] {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("AOF %s did not settle within a minute: %v", appendonly, info)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return info["aof_rewrite_in_progress"] == "0" && info["aof_rewrite_scheduled"] == "0" && info["aof_enabled"] == map[string]string{"yes": "1", "no": "0"}[appendonly],
+			fmt.Sprint(info)
+	})
 }

@@ -20,7 +20,7 @@ const importChunk = 200
 // number: the vouchers' expiry, then every record and the expiry of the hashes it
 // wrote. It leaves the remaining units alone (Warm loaded them less the vouchers'
 // sold units) and queues nothing (the orders are persisted already). It is for
-// generated data (`seckill seed`), not for a live sale: it would overwrite a user's
+// generated data (`seckill-lab seed`), not for a live sale: it would overwrite a user's
 // reservation. It returns an error wrapping domain.ErrNotFound when a voucher has no
 // sale state.
 func (a *Audit) Import(ctx context.Context, rs []domain.Reservation) error {

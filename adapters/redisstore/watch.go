@@ -32,7 +32,7 @@ const DefaultWatchAttempts = 10
 // state, so of all the transactions racing for one voucher only one commits per round
 // and the rest read and try again. Each attempt is three round trips (WATCH, the
 // reads, then MULTI … EXEC, or UNWATCH for a refusal) where the script takes one. It
-// exists to measure that against the script (`seckill demo --compare`).
+// exists to measure that against the script (`seckill-lab compare`).
 type WatchStock struct {
 	*Stock
 	attempts int

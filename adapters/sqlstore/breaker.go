@@ -171,9 +171,28 @@ func (g *guardedConnector) call(fn func() error) error {
 	return ferr
 }
 
-// bound gives ctx the call deadline when it has none; cancel is nil when it added none.
-func (g *guardedConnector) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	return breaker.Bound(ctx, g.callTimeout)
+// guarded runs one round trip through the breaker, under ctx given the call deadline
+// when it has none. On success it also returns the function that releases that
+// deadline, which the caller calls once the result is done with: at once for a
+// statement or a ping, at COMMIT or ROLLBACK for a transaction (pgx keeps BEGIN's
+// context for them), when they are closed for rows (read under the query's context).
+// On an error the deadline is released already.
+func guarded[T any](ctx context.Context, g *guardedConnector, fn func(context.Context) (T, error)) (T, context.CancelFunc, error) {
+	ctx, cancel := breaker.Bound(ctx, g.callTimeout)
+	if cancel == nil {
+		cancel = func() {}
+	}
+	var v T
+	err := g.call(func() (err error) {
+		v, err = fn(ctx)
+		return err
+	})
+	if err != nil {
+		cancel()
+		var zero T
+		return zero, nil, err
+	}
+	return v, cancel, nil
 }
 
 // guardedConn is one pgx connection whose round trips go through the breaker.
@@ -187,16 +206,14 @@ func (c *guardedConn) Prepare(query string) (driver.Stmt, error) {
 }
 
 func (c *guardedConn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
-	ctx, cancel := c.g.bound(ctx)
-	if cancel != nil {
-		defer cancel()
-	}
-	var stmt driver.Stmt
-	err := c.g.call(func() (err error) {
-		stmt, err = c.inner.PrepareContext(ctx, query)
-		return err
+	stmt, release, err := guarded(ctx, c.g, func(ctx context.Context) (driver.Stmt, error) {
+		return c.inner.PrepareContext(ctx, query)
 	})
-	return stmt, err
+	if err != nil {
+		return nil, err
+	}
+	release()
+	return stmt, nil
 }
 
 func (c *guardedConn) Close() error { return c.inner.Close() }
@@ -205,73 +222,59 @@ func (c *guardedConn) Begin() (driver.Tx, error) {
 	return c.BeginTx(context.Background(), driver.TxOptions{})
 }
 
-// BeginTx starts a transaction through the breaker. pgx keeps the context for COMMIT
-// and ROLLBACK, so a deadline added here covers the whole transaction and is released
-// when it ends.
+// BeginTx starts a transaction through the breaker; a deadline added here covers the
+// whole transaction and is released when it ends.
 func (c *guardedConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	ctx, cancel := c.g.bound(ctx)
-	var tx driver.Tx
-	err := c.g.call(func() (err error) {
-		tx, err = c.inner.BeginTx(ctx, opts)
-		return err
+	tx, release, err := guarded(ctx, c.g, func(ctx context.Context) (driver.Tx, error) {
+		return c.inner.BeginTx(ctx, opts)
 	})
-	if cancel == nil {
-		return tx, err
-	}
 	if err != nil {
-		cancel()
 		return nil, err
 	}
-	return &boundTx{Tx: tx, cancel: cancel}, nil
+	return &boundTx{Tx: tx, cancel: release}, nil
 }
 
 func (c *guardedConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	ctx, cancel := c.g.bound(ctx)
-	if cancel != nil {
-		defer cancel()
-	}
-	var res driver.Result
-	err := c.g.call(func() (err error) {
-		res, err = c.inner.ExecContext(ctx, query, args)
-		return err
+	res, release, err := guarded(ctx, c.g, func(ctx context.Context) (driver.Result, error) {
+		return c.inner.ExecContext(ctx, query, args)
 	})
-	return res, err
+	if err != nil {
+		return nil, err
+	}
+	release()
+	return res, nil
 }
 
-// QueryContext runs a query through the breaker. The rows are read under the same
-// context, so a deadline added here is released when they are closed.
+// QueryContext runs a query through the breaker; a deadline added here is released
+// when the rows are closed.
 func (c *guardedConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	ctx, cancel := c.g.bound(ctx)
-	var rows driver.Rows
-	err := c.g.call(func() (err error) {
-		rows, err = c.inner.QueryContext(ctx, query, args)
-		return err
+	rows, release, err := guarded(ctx, c.g, func(ctx context.Context) (driver.Rows, error) {
+		return c.inner.QueryContext(ctx, query, args)
 	})
-	if cancel == nil {
-		return rows, err
-	}
 	if err != nil {
-		cancel()
 		return nil, err
 	}
 	if pr, ok := rows.(pgxRows); ok {
-		return &boundRows{pgxRows: pr, cancel: cancel}, nil
+		return &boundRows{pgxRows: pr, cancel: release}, nil
 	}
-	return &boundPlainRows{Rows: rows, cancel: cancel}, nil
+	return &boundPlainRows{Rows: rows, cancel: release}, nil
 }
 
 func (c *guardedConn) Ping(ctx context.Context) error {
-	ctx, cancel := c.g.bound(ctx)
-	if cancel != nil {
-		defer cancel()
+	_, release, err := guarded(ctx, c.g, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, c.inner.Ping(ctx)
+	})
+	if err != nil {
+		return err
 	}
-	return c.g.call(func() error { return c.inner.Ping(ctx) })
+	release()
+	return nil
 }
 
 // ResetSession may ping a connection idle for a while; it is bounded but not counted,
 // since its failure only makes database/sql take another connection.
 func (c *guardedConn) ResetSession(ctx context.Context) error {
-	ctx, cancel := c.g.bound(ctx)
+	ctx, cancel := breaker.Bound(ctx, c.g.callTimeout)
 	if cancel != nil {
 		defer cancel()
 	}

@@ -150,6 +150,25 @@ func TestGuardedDatabaseDeadlines(t *testing.T) {
 	if got := list(t, vs); len(got) != 1 || got[0].Title != "tx" {
 		t.Fatalf("after the transaction: %+v", got)
 	}
+	// The deadline runs from BEGIN, not per statement: statements that each end within
+	// CallTimeout, but not all of them together, leave nothing committed.
+	err = db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO vouchers (title, stock, begins_at, ends_at, per_user_limit) VALUES ('late', 1, now(), now() + interval '1 hour', 1)"); err != nil {
+			return err
+		}
+		for range 3 {
+			if _, err := tx.ExecContext(ctx, "SELECT pg_sleep(0.2)"); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		t.Fatalf("a transaction of 600 ms under a %v call timeout committed", callTimeout)
+	}
+	if got := list(t, vs); len(got) != 1 {
+		t.Fatalf("after a transaction past the call timeout: %+v, want only the first voucher", got)
+	}
 
 	// A fresh pool to a server that accepts but never answers: the dsn's 120 s
 	// connect_timeout is capped at ConnectTimeout.

@@ -11,7 +11,7 @@ import (
 
 // Import stores generated vouchers as they are — sold included — in one multi-row
 // INSERT, and returns them with the ids and creation times the database gave them,
-// in the same order. It is for generated data (`seckill seed`), not for the API: it
+// in the same order. It is for generated data (`seckill-lab seed`), not for the API: it
 // checks nothing the schema does not.
 func (s *Vouchers) Import(ctx context.Context, vs []domain.Voucher) ([]domain.Voucher, error) {
 	if len(vs) == 0 {
@@ -38,7 +38,7 @@ func (s *Vouchers) Import(ctx context.Context, vs []domain.Voucher) ([]domain.Vo
 // Import stores generated orders as they are, in one multi-row INSERT; closed ones
 // are stored released (their units are back on sale already). The vouchers' sold
 // counters are not moved: Vouchers.Import stores them as generated. It is for
-// generated data (`seckill seed`), not for the API.
+// generated data (`seckill-lab seed`), not for the API.
 func (s *Orders) Import(ctx context.Context, os []domain.Order) error {
 	if len(os) == 0 {
 		return nil

@@ -13,8 +13,8 @@ import (
 
 	"github.com/seckill/seckill/adapters/httpapi"
 	"github.com/seckill/seckill/adapters/testenv"
-	"github.com/seckill/seckill/cmd/seckill/internal/burst"
-	"github.com/seckill/seckill/cmd/seckill/internal/load"
+	"github.com/seckill/seckill/cmd/internal/burst"
+	"github.com/seckill/seckill/cmd/internal/load"
 	"github.com/seckill/seckill/domain"
 )
 
@@ -52,7 +52,7 @@ func BenchmarkBurst(b *testing.B) {
 		if err := migrateUp(context.Background(), cfg.DatabaseURL); err != nil {
 			b.Fatal(err)
 		}
-		svc, err := startDemo(context.Background(), cfg, StrategyLua, zap.NewNop())
+		svc, err := startDemo(context.Background(), cfg, zap.NewNop())
 		if err != nil {
 			b.Fatal(err)
 		}

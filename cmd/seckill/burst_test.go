@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/seckill/seckill/adapters/testenv"
-	"github.com/seckill/seckill/cmd/seckill/internal/burst"
+	"github.com/seckill/seckill/cmd/internal/burst"
 	"github.com/seckill/seckill/domain"
 )
 

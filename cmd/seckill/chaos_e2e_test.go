@@ -21,7 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/adapters/testenv"
-	"github.com/seckill/seckill/cmd/seckill/internal/history"
+	"github.com/seckill/seckill/cmd/internal/history"
 	"github.com/seckill/seckill/domain"
 )
 

@@ -44,33 +44,6 @@ func TestUnreachableRedisIsOneLine(t *testing.T) {
 	}
 }
 
-// demo --compare with nothing configured sells every strategy on a temporary
-// database — never the working directory's seckill.db — and says how far it is.
-func TestDemoCompareWithNothingInstalled(t *testing.T) {
-	seckillBinary(t)
-	dir, tmp := t.TempDir(), t.TempDir()
-	stdout, stderr, status := runSplitIn(t, dir, zeroSetupEnv("TMPDIR="+tmp), 3*time.Minute,
-		"demo", "--compare", "--users", "200", "--stock", "20", "--concurrency", "20")
-	if status != 0 {
-		t.Fatalf("demo --compare exited %d\nstdout %s\nstderr %s", status, stdout, stderr)
-	}
-	if !strings.Contains(stdout, "all promises kept by every strategy") {
-		t.Fatalf("table:\n%s", stdout)
-	}
-	for i, strategy := range []string{"lua", "watch", "postgres"} {
-		for _, want := range []string{fmt.Sprintf("%s (%d of 3)", strategy, i+1), "  " + strategy + ": 202 requests answered"} {
-			if !strings.Contains(stderr, want) {
-				t.Errorf("progress lacks %q:\n%s", want, stderr)
-			}
-		}
-	}
-	for _, d := range []string{dir, tmp} {
-		if left, _ := os.ReadDir(d); len(left) != 0 {
-			t.Fatalf("demo --compare left %d files in %s (%s)", len(left), d, left[0].Name())
-		}
-	}
-}
-
 // SECKILL_OTEL_EXPORTER=stdout writes the spans of a grab and of the batch that
 // persisted it (flushed at exit); an unknown exporter stops serve with one line.
 func TestServeTracesToStdout(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/adapters/testenv"
-	"github.com/seckill/seckill/cmd/seckill/internal/history"
+	"github.com/seckill/seckill/cmd/internal/history"
 	"github.com/seckill/seckill/domain"
 )
 

@@ -7,46 +7,38 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	"github.com/alecthomas/kong"
-	"github.com/uptrace/bun"
 	"go.uber.org/zap"
 
 	"github.com/seckill/seckill/adapters/sqlstore"
+	"github.com/seckill/seckill/cmd/internal/load"
 )
 
 type demoCmd struct {
-	Common    `embed:""`
-	LoadFlags `embed:""`
-	Compare   bool `name:"compare" help:"Fire the same sale at each stock strategy in turn (lua, watch, postgres), each on a fresh voucher and key prefix, and print them side by side."`
+	Common     `embed:""`
+	load.Flags `embed:""`
 
-	cfg      Config        // serve's configuration for the demo, made by Validate
-	strategy StockStrategy // the stock strategy of a single run
+	cfg Config // serve's configuration for the demo, made by Validate
 }
 
 // Validate checks the flags and the serve settings the demo uses before Run (kong
 // calls it; a failure exits 2).
 func (c *demoCmd) Validate() error {
-	if err := c.LoadFlags.check(); err != nil {
+	if err := c.Flags.Check(); err != nil {
 		return err
 	}
 	if err := c.Common.validate(); err != nil {
-		return err
-	}
-	strategy, err := configuredStrategy(c.Common)
-	if err != nil {
 		return err
 	}
 	cfg, err := demoConfig(c.Common)
 	if err != nil {
 		return err
 	}
-	c.cfg, c.strategy = cfg, strategy
+	c.cfg = cfg
 	return nil
 }
 
@@ -55,8 +47,8 @@ const demoReadyTimeout = 15 * time.Second
 
 // Run migrates the database, starts the service on an ephemeral loopback port with a
 // fresh secret and key prefix, fires the flash sale at it over HTTP, prints the
-// report and shuts the service down. It fails when a promise was broken. With
-// --compare it does so once per stock strategy (see compare).
+// report and shuts the service down. It fails when a promise was broken, nothing was
+// served, or the orders persisted could not be counted.
 func (c *demoCmd) Run(ctx context.Context) error {
 	level := c.LogLevel
 	if level == "info" { // the default: the demo's own report is what matters
@@ -68,42 +60,36 @@ func (c *demoCmd) Run(ctx context.Context) error {
 	}
 	defer func() { _ = log.Sync() }()
 
-	if c.cfg.DatabaseURL == "" {
+	cfg := c.cfg
+	if cfg.DatabaseURL == "" {
 		// Nothing configured: a SQLite file of the demo's own, gone when it ends.
 		dir, err := os.MkdirTemp("", "seckill-demo-")
 		if err != nil {
 			return fmt.Errorf("make a directory for the demo's database: %w", err)
 		}
 		defer os.RemoveAll(dir)
-		c.cfg.DatabaseURL = sqlstore.SQLiteScheme + filepath.Join(dir, "demo.db")
+		cfg.DatabaseURL = sqlstore.SQLiteScheme + filepath.Join(dir, "demo.db")
 	}
-	if err := migrateUp(ctx, c.cfg.DatabaseURL); err != nil {
+	if err := migrateUp(ctx, cfg.DatabaseURL); err != nil {
 		return err
 	}
-	if c.Compare {
-		return c.compare(ctx, log)
-	}
-	cfg := c.cfg
-	svc, err := startDemo(ctx, cfg, c.strategy, log)
+	svc, err := startDemo(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "seckill demo: service on %s (key prefix %s, stock strategy %s): %d users grab %d units, %d in flight\n",
-		svc.base, cfg.KeyPrefix, c.strategy, c.Users, c.Stock, c.Concurrency)
-	saleErr := runSale(ctx, sale{
-		base: svc.base, tokens: mintWith(cfg.JWTSecret), flags: c.LoadFlags,
-		stdout: os.Stdout, progress: terminal(os.Stderr),
-	})
+		svc.base, cfg.KeyPrefix, cfg.StockStrategy, c.Users, c.Stock, c.Concurrency)
+	_, rep, saleErr := load.Sell(ctx, load.Target{
+		Base: svc.base, Title: "seckill load test " + time.Now().UTC().Format(time.RFC3339),
+		Tokens: load.Minter(cfg.JWTSecret), Progress: load.Terminal(os.Stderr),
+	}, c.Flags)
+	if saleErr == nil {
+		saleErr = rep.Print(os.Stdout, c.JSON)
+	}
 	if err := svc.stop(); err != nil && saleErr == nil {
 		return fmt.Errorf("shut down the demo service: %w", err)
 	}
 	return saleErr
-}
-
-// demoApp is serve's object graph and the database it uses.
-type demoApp struct {
-	App *app
-	DB  *bun.DB
 }
 
 // demoService is the service a demo runs on a loopback port.
@@ -111,23 +97,17 @@ type demoService struct {
 	base string
 	// app is the service's object graph.
 	app *app
-	// statements counts the statements the service sent to its database so far.
-	statements *statementCounter
 	// stop shuts the service down and closes its connections.
 	stop func() error
 }
 
-// startDemo builds serve's graph from cfg with the given stock strategy, serves it on
-// cfg.HTTPAddr and returns once it is ready.
-func startDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap.Logger) (*demoService, error) {
-	d, cleanup, err := buildDemo(ctx, cfg, strategy, log)
+// startDemo builds serve's graph from cfg, serves it on cfg.HTTPAddr and returns once
+// it is ready.
+func startDemo(ctx context.Context, cfg Config, log *zap.Logger) (*demoService, error) {
+	a, cleanup, err := buildApp(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	// Added before anything runs: bun does not guard its list of hooks against
-	// queries in flight.
-	statements := &statementCounter{}
-	d.DB.AddQueryHook(statements) //nolint:staticcheck // WithQueryHook returns a copy, which the service built on d.DB would never use
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		cleanup()
@@ -140,7 +120,7 @@ func startDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 	var serveErr error
 	go func() {
 		defer close(served)
-		serveErr = serve(serveCtx, d.App, ln, nil, cfg, log)
+		serveErr = serve(serveCtx, a, ln, nil, cfg, log)
 	}()
 	stop := func() error {
 		defer cleanup()
@@ -152,33 +132,15 @@ func startDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap
 			return errors.New("the demo service did not stop in time")
 		}
 	}
-	if err := waitReady(ctx, base, served, &serveErr); err != nil {
+	if err := load.WaitReady(ctx, base, demoReadyTimeout, served); err != nil {
 		_ = stop()
-		return nil, err
+		if errors.Is(err, load.ErrStopped) && serveErr != nil {
+			err = serveErr
+		}
+		return nil, fmt.Errorf("the demo service: %w", err)
 	}
-	return &demoService{base: base, app: d.App, statements: statements, stop: stop}, nil
+	return &demoService{base: base, app: a, stop: stop}, nil
 }
-
-// statementCounter is a bun query hook that counts the statements sent to the
-// database, BEGIN and COMMIT included.
-type statementCounter struct {
-	n atomic.Int64
-}
-
-var _ bun.QueryHook = (*statementCounter)(nil)
-
-// BeforeQuery does nothing.
-func (c *statementCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
-	return ctx
-}
-
-// AfterQuery counts one statement.
-func (c *statementCounter) AfterQuery(context.Context, *bun.QueryEvent) {
-	c.n.Add(1)
-}
-
-// count returns the statements counted so far.
-func (c *statementCounter) count() int64 { return c.n.Load() }
 
 // demoConfig is serve's configuration for a demo: c's Redis, PostgreSQL and logging,
 // a key prefix of its own (so demos never share keys with each other or a running
@@ -238,35 +200,4 @@ func migrateUp(ctx context.Context, dsn string) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
-}
-
-// waitReady polls GET /readyz until it answers 200, serve fails, or time runs out.
-func waitReady(ctx context.Context, base string, served <-chan struct{}, serveErr *error) error {
-	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(demoReadyTimeout)
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", nil)
-		if err != nil {
-			return err
-		}
-		if res, err := client.Do(req); err == nil {
-			_ = res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the demo service was not ready within %v", demoReadyTimeout)
-		}
-		select {
-		case <-served:
-			if *serveErr == nil {
-				return errors.New("the demo service stopped before it was ready")
-			}
-			return fmt.Errorf("the demo service: %w", *serveErr)
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/adapters/testenv"
-	"github.com/seckill/seckill/cmd/seckill/internal/burst"
+	"github.com/seckill/seckill/cmd/internal/burst"
 	"github.com/seckill/seckill/domain"
 )
 

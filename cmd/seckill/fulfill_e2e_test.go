@@ -23,7 +23,7 @@ import (
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/adapters/testenv"
-	"github.com/seckill/seckill/cmd/seckill/internal/burst"
+	"github.com/seckill/seckill/cmd/internal/burst"
 	"github.com/seckill/seckill/domain"
 )
 

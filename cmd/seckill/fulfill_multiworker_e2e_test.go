@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os/exec"
 	"syscall"
@@ -14,6 +15,24 @@ import (
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/testenv"
 )
+
+// entryOf returns the id of the entry of stream that carries order.
+func entryOf(t *testing.T, rdb redis.UniversalClient, stream, order string) string {
+	t.Helper()
+	entries, err := rdb.XRange(context.Background(), stream, "-", "+").Result()
+	if err != nil {
+		t.Fatalf("xrange %s: %v", stream, err)
+	}
+	for _, e := range entries {
+		for _, v := range e.Values {
+			if v == order {
+				return e.ID
+			}
+		}
+	}
+	t.Fatalf("no entry of %s carries order %s", stream, order)
+	return ""
+}
 
 // startWorkerOnly starts one more `seckill serve` with SECKILL_ROLES=worker on fi's
 // database and prefix (so a consumer of its own); it is stopped with SIGTERM when the
@@ -57,10 +76,10 @@ func (fi *fulfillInstance) startWorkerOnly() *exec.Cmd {
 // SECKILL_MAX_DELIVERIES=1 (in general: more workers than the delivery limit) and a
 // short claim idle, and grabs once while PostgreSQL is down. The worker that read the
 // reservation holds it, retrying; the idle one claims it once it has been idle for
-// SECKILL_CLAIM_IDLE, which counts as another delivery. An outage is not a poison
-// message: once the database is back the reservation must be one live order, Redis and
-// PostgreSQL must agree on the units, and the user's repeated grab must answer with
-// that order.
+// SECKILL_CLAIM_IDLE, which counts as another delivery — the test waits for that
+// redelivery. An outage is not a poison message: nothing is dead-lettered, and once the
+// database is back the reservation must be one live order, Redis and PostgreSQL must
+// agree on the units, and the user's repeated grab must answer with that order.
 func TestFulfillOutageWithMoreWorkersThanTheDeliveryLimit(t *testing.T) {
 	stopPG, startPG := pgOutage(t)
 	fi := startFulfillInstance(t, "SECKILL_CLAIM_IDLE=1s", "SECKILL_MAX_DELIVERIES=1")
@@ -94,27 +113,37 @@ func TestFulfillOutageWithMoreWorkersThanTheDeliveryLimit(t *testing.T) {
 	}
 	g.reserved[order], g.holder[buyer] = buyer, order
 
-	// Give the idle worker the time to claim it (claim idle 1s, claims every 1s): wait
-	// until it was delivered a second time or dead-lettered, at most 3 s; a service that
-	// does neither is fine too.
+	// The reservation's entry is delivered to one worker, which holds it, retrying,
+	// while the database is down. Once it has been idle there for SECKILL_CLAIM_IDLE,
+	// the other worker claims it: a second delivery, past the delivery limit, to
+	// another consumer — and no dead letter.
 	stream := fi.keys.Stream(vid)
-	began := time.Now()
-	for time.Since(began) < 3*time.Second {
-		dead, _ := fi.redis.XLen(ctx, fi.keys.Dead(vid)).Result()
-		p, _ := fi.redis.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: stream, Group: redisstore.DefaultGroup,
-			Start: "-", End: "+", Count: 100}).Result()
-		redelivered := false
-		for _, e := range p {
-			redelivered = redelivered || e.RetryCount >= 2
+	entry := entryOf(t, fi.redis, stream, order)
+	pending := func() (redis.XPendingExt, bool) {
+		p, err := fi.redis.XPendingExt(ctx, &redis.XPendingExtArgs{Stream: stream, Group: redisstore.DefaultGroup,
+			Start: entry, End: entry, Count: 1}).Result()
+		if err != nil || len(p) == 0 {
+			return redis.XPendingExt{}, false
 		}
-		if dead > 0 || redelivered {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
+		return p[0], true
 	}
-	deadDuring, _ := fi.redis.XRange(ctx, fi.keys.Dead(vid), "-", "+").Result()
+	var first redis.XPendingExt
+	testenv.Eventually(t, 30*time.Second, "the reservation delivered to a worker", func() (bool, string) {
+		p, ok := pending()
+		first = p
+		return ok, fmt.Sprintf("pending %v, queue %v", p, fi.queueState(id))
+	})
+	testenv.Eventually(t, 60*time.Second, "the reservation redelivered to the other worker", func() (bool, string) {
+		if dead, _ := fi.redis.XLen(ctx, fi.keys.Dead(vid)).Result(); dead > 0 {
+			t.Fatalf("the outage dead-lettered %d reservations (an outage is not a poison message)", dead)
+		}
+		p, ok := pending()
+		// Seen first at its first delivery, the claim moves it to the other worker.
+		moved := first.RetryCount >= 2 || p.Consumer != first.Consumer
+		return ok && p.RetryCount >= 2 && moved, fmt.Sprintf("first %v, now %v", first, p)
+	})
 	remaining, _ := fi.redis.HGet(ctx, fi.keys.Meta(vid), "remaining").Result()
-	t.Logf("%v into the outage: redis remaining %s, queue %v, dead letters %v", time.Since(began), remaining, fi.queueState(id), deadDuring)
+	t.Logf("redelivered during the outage: redis remaining %s, queue %v", remaining, fi.queueState(id))
 
 	if err := startDB(); err != nil {
 		t.Fatal(err)

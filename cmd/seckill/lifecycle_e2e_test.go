@@ -212,15 +212,15 @@ func TestReconcileRepairsInjectedDrift(t *testing.T) {
 		fi.prime(id, 1, g)
 		g.merge(fi.fireGrabs(id, burstUsers(10, 4, 0)))
 		fi.waitSettled(id, 5, 30*time.Second)
-		time.Sleep(time.Second) // past the reconcile grace
 		if code, report := fi.reconcileCLI(id, false); code != 0 {
 			t.Fatalf("%s: before the drift: exit %d, %v", tt.name, code, report)
 		}
 		tt.inject(id, vid, g)
-		code, report := fi.reconcileCLI(id, false)
-		if code != 1 || !contains(driftKinds(report), tt.want) {
-			t.Fatalf("%s: after the drift: exit %d, kinds %v, want %s", tt.name, code, driftKinds(report), tt.want)
-		}
+		// Found once the reservations are past the reconcile grace.
+		testenv.Eventually(t, 30*time.Second, tt.name+": "+tt.want+" found", func() (bool, string) {
+			code, report := fi.reconcileCLI(id, false)
+			return code == 1 && contains(driftKinds(report), tt.want), fmt.Sprintf("exit %d, kinds %v", code, driftKinds(report))
+		})
 		if code, report := fi.reconcileCLI(id, true); code != 0 {
 			t.Fatalf("%s: repair: exit %d, %v", tt.name, code, report)
 		}
@@ -260,11 +260,11 @@ func TestReconcileRequeuesALostStreamEntry(t *testing.T) {
 		t.Fatalf("stream: %v, %v", entries, err)
 	}
 	fi.redis.XDel(ctx, fi.keys.Stream(vid), entries[0].ID)
-	time.Sleep(time.Second) // past the reconcile grace
-	code, report := fi.reconcileCLI(id, false)
-	if code != 1 || !contains(driftKinds(report), "reservation_without_order") {
-		t.Fatalf("lost entry: exit %d, %v", code, report)
-	}
+	// Found once the reservation is past the reconcile grace.
+	testenv.Eventually(t, 30*time.Second, "the lost entry found", func() (bool, string) {
+		code, report := fi.reconcileCLI(id, false)
+		return code == 1 && contains(driftKinds(report), "reservation_without_order"), fmt.Sprintf("exit %d, %v", code, report)
+	})
 	if code, report := fi.reconcileCLI(id, true); code != 0 {
 		t.Fatalf("repair: exit %d, %v", code, report)
 	}

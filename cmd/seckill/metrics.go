@@ -33,6 +33,7 @@ type metrics struct {
 	unchecked   prometheus.Counter
 	recoveries  *prometheus.CounterVec
 	clockOffset prometheus.Gauge
+	statements  prometheus.Counter
 }
 
 // breakerNames are the dependencies behind a circuit breaker, as the breakers name
@@ -54,6 +55,7 @@ func newMetrics() *metrics {
 		expired:     counter("seckill_orders_expired_total", "Orders expired unpaid by this instance."),
 		released:    counter("seckill_units_released_total", "Units put back on sale (cancelled, expired or failed orders, reconciliation repairs)."),
 		unchecked:   counter("seckill_reconcile_unchecked_total", "Vouchers the periodic reconciliation could not check (Redis or the database failed for them); each is checked again at the next pass."),
+		statements:  counter("seckill_db_statements_total", "Statements this process sent to the database, BEGIN and COMMIT included."),
 		breakerOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "seckill_breaker_open",
 			Help: "1 while the circuit breaker of a dependency is open (calls fail at once), else 0.",
@@ -75,7 +77,7 @@ func newMetrics() *metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.persisted, m.failed, m.deadLetters, m.expired, m.released, m.breakerOpen, m.drift, m.unchecked,
-		m.recoveries, m.clockOffset,
+		m.recoveries, m.clockOffset, m.statements,
 	)
 	for _, name := range breakerNames {
 		m.breakerOpen.WithLabelValues(name)
@@ -110,6 +112,20 @@ func (m *metrics) breaker(next func(name, from, to string)) func(name, from, to 
 		next(name, from, to)
 	}
 }
+
+// statementCounter is a bun query hook that counts the statements sent to the
+// database in seckill_db_statements_total.
+type statementCounter struct{ n prometheus.Counter }
+
+var _ bun.QueryHook = statementCounter{}
+
+// BeforeQuery does nothing.
+func (c statementCounter) BeforeQuery(ctx context.Context, _ *bun.QueryEvent) context.Context {
+	return ctx
+}
+
+// AfterQuery counts one statement.
+func (c statementCounter) AfterQuery(context.Context, *bun.QueryEvent) { c.n.Inc() }
 
 // fulfilled adds up what one FulfillOrder call did.
 func (m *metrics) fulfilled(r application.FulfillReport) {

@@ -62,7 +62,7 @@ func TestServeExposesTheWorkersMetrics(t *testing.T) {
 	want := []string{
 		`seckill_reservations_persisted_total`, `seckill_reservations_failed_total`,
 		`seckill_dead_letters_total`, `seckill_orders_expired_total`, `seckill_units_released_total`,
-		`seckill_reconcile_unchecked_total`,
+		`seckill_reconcile_unchecked_total`, `seckill_db_statements_total`,
 		`seckill_fulfilment_lag_seconds`, `seckill_queue_pending`,
 		`seckill_breaker_open{dependency="redis"}`, `seckill_breaker_open{dependency="postgres"}`,
 		`seckill_grab_requests_total{outcome="reserved"}`,
@@ -103,6 +103,10 @@ func TestServeExposesTheWorkersMetrics(t *testing.T) {
 	}
 	if got := m[`seckill_grab_requests_total{outcome="reserved"}`]; got != stock {
 		t.Errorf("reserved = %v, want %d", got, stock)
+	}
+	// Persisting them took statements: at least a BEGIN, an INSERT and a COMMIT.
+	if got, before := m[`seckill_db_statements_total`], start[`seckill_db_statements_total`]; got < before+3 {
+		t.Errorf("database statements = %v after persisting %d orders, %v at start; want at least 3 more", got, stock, before)
 	}
 	if status, body := in.call(http.MethodPost, "/api/v1/orders/"+first+"/cancel", in.token(101, false), nil); status != http.StatusOK {
 		t.Fatalf("cancel: %d %v", status, body)

@@ -245,7 +245,8 @@ func logBreaker(log *zap.Logger) func(name, from, to string) {
 }
 
 // openDatabase connects to cfg.DatabaseURL with short connect timeouts, a deadline on
-// every call that has none, and a circuit breaker like Redis's. When it names a SQLite
+// every call that has none, and a circuit breaker like Redis's; every statement is
+// counted (seckill_db_statements_total). When it names a SQLite
 // file — by default, with SECKILL_DATABASE_URL unset — it says that this is for trying
 // and testing, and applies the pending migrations, as the zero-setup mode has no
 // separate step for them.
@@ -257,6 +258,7 @@ func openDatabase(ctx context.Context, cfg Common, log *zap.Logger, m *metrics) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to database %s: %w", redactURL(url), err)
 	}
+	db = db.WithQueryHook(statementCounter{m.statements})
 	if cfg.tracing() {
 		db = db.WithQueryHook(bunotel.NewQueryHook(bunotel.WithDBName("seckill")))
 	}

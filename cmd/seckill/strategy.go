@@ -12,7 +12,7 @@ import (
 )
 
 // StockStrategy names an implementation of the stock port: how a grab takes units.
-// All keep the three promises; they differ in speed (`seckill demo --compare`).
+// All keep the three promises; they differ in speed (`seckill-lab compare`).
 type StockStrategy string
 
 // The stock strategies.
@@ -27,7 +27,7 @@ const (
 	StrategyPostgres StockStrategy = "postgres"
 )
 
-// stockStrategies lists every strategy, in the order `demo --compare` runs them.
+// stockStrategies lists every strategy.
 var stockStrategies = []StockStrategy{StrategyLua, StrategyWatch, StrategyPostgres}
 
 // strategyEnv is the variable that selects the stock strategy.

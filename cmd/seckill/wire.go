@@ -19,15 +19,6 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	return nil, nil, nil
 }
 
-// buildDemo assembles serve's object graph for one run of `seckill demo` with the
-// given stock strategy, and hands out the database too, so the demo can count the
-// statements each strategy costs.
-func buildDemo(ctx context.Context, cfg Config, strategy StockStrategy, log *zap.Logger) (*demoApp, func(), error) {
-	wire.Build(commonSet, redisSet, databaseSet, systemSet, applicationSet, metricsSet, httpSet,
-		strategySet, wire.Struct(new(app), "*"), wire.Struct(new(demoApp), "*"))
-	return nil, nil, nil
-}
-
 // buildReconcile assembles what `seckill reconcile` needs.
 func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*application.Reconcile, func(), error) {
 	wire.Build(

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a routine operation costs as history grows: `seckill seed` fills a throwaway
+# What a routine operation costs as history grows: `seckill-lab seed` fills a throwaway
 # PostgreSQL and Redis with 10 vouchers / 1,000 orders, then 10,000 vouchers /
 # 1,000,000 orders (all in the first voucher, the popular sale), and for each this
 # measures, against `seckill serve`:
@@ -22,7 +22,7 @@ dir=$(mktemp -d /tmp/seckill-scale.XXXXXX)
 serve_pid=
 cleanup() { [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$dir"; stop_services; }
 trap cleanup EXIT
-go build -o "$dir/seckill" ./cmd/seckill
+go build -o "$dir/" ./cmd/seckill ./cmd/seckill-lab
 rcli() { redis-cli -p "$SVC_REDIS_PORT" "$@"; }
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 now_ms() { date +%s%3N; }
@@ -80,7 +80,7 @@ for scale in $scales; do
 	rcli config set latency-monitor-threshold 10 >/dev/null
 	rcli slowlog reset >/dev/null; rcli latency reset >/dev/null
 	t=$(now_ms)
-	seed=$("$dir/seckill" seed --vouchers "$nv" --orders "$no")
+	seed=$("$dir/seckill-lab" seed --vouchers "$nv" --orders "$no")
 	echo "== $nv vouchers / $no orders"
 	echo "seed: $(($(now_ms) - t)) ms $seed; slowest redis command: $(slowest)"
 	hot=$(echo "$seed" | python3 -c 'import json,sys; print(json.load(sys.stdin)["hot_voucher"])')

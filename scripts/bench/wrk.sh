@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The HTTP benchmarks with wrk as the client (installed with apt-get when missing and
-# root): a hello-world Echo server (cmd/seckill/internal/hello) as the baseline, then
+# root): a hello-world Echo server (cmd/internal/hello) as the baseline, then
 # `seckill serve` with its default settings answering grabs, every request a fresh
 # user's (scripts/bench/wrk-grab.lua), then the sold-out answers of a voucher that
 # sold out, to 1,000 users pressing again and to a fresh user each time. Expects the
@@ -23,7 +23,7 @@ cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm 
 trap cleanup EXIT
 
 go build -o "$dir/seckill" ./cmd/seckill
-go build -o "$dir/hello" ./cmd/seckill/internal/hello
+go build -o "$dir/hello" ./cmd/internal/hello
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 hello_addr=127.0.0.1:$(port) api_addr=127.0.0.1:$(port)
 

@@ -45,6 +45,39 @@ func Healthy(ctx context.Context, base string, timeout time.Duration) error {
 	return nil
 }
 
+// ErrStopped is WaitReady's error when the service stopped before it was ready.
+var ErrStopped = errors.New("stopped before it was ready")
+
+// WaitReady polls GET /readyz at base until it answers 200. It returns an error when
+// timeout passes first, when ctx ends, or, wrapping ErrStopped, when stopped is closed
+// (the service exited).
+func WaitReady(ctx context.Context, base string, timeout time.Duration, stopped <-chan struct{}) error {
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(timeout)
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/readyz", nil)
+		if err != nil {
+			return err
+		}
+		if res, err := client.Do(req); err == nil {
+			_ = res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready within %v", timeout)
+		}
+		select {
+		case <-stopped:
+			return ErrStopped
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // Voucher is the contract's voucher.
 type Voucher struct {
 	ID           string    `json:"id"`
@@ -117,8 +150,13 @@ type Persistence struct {
 	Stats Stats
 }
 
-// ErrNotPersisted is returned (wrapped) when the orders were not all persisted in time.
-var ErrNotPersisted = errors.New("orders not persisted in time")
+// The errors of WaitPersisted that still come with what it saw: ErrNotPersisted when
+// the stats said the orders were not all persisted in time, ErrNoStats when the last
+// attempt to read them failed (the service stopped answering, say), so nobody knows.
+var (
+	ErrNotPersisted = errors.New("orders not persisted in time")
+	ErrNoStats      = errors.New("stats not readable")
+)
 
 // pollEvery is how often WaitPersisted reads the stats.
 const pollEvery = 25 * time.Millisecond
@@ -126,8 +164,9 @@ const pollEvery = 25 * time.Millisecond
 // WaitPersisted polls the voucher's stats until awaiting_payment+paid reaches want
 // (passing it ends the wait too: the report shows the excess) with no reservation
 // pending, and returns how long that took. After timeout it returns the last count
-// seen and an error wrapping ErrNotPersisted; a failing stats call is retried until
-// then, but a refused one (4xx) ends the wait at once. Each call has its own deadline
+// seen and an error wrapping ErrNotPersisted, or ErrNoStats when the last stats call
+// failed; a failing stats call is retried until then, but a refused one (4xx) ends the
+// wait at once. A timeout of 0 reads the stats once. Each call has its own deadline
 // (a call in flight when the timeout passes is let finish), so a slow machine still
 // gets an answer to report.
 func WaitPersisted(ctx context.Context, base, voucher, adminToken string, want int, timeout time.Duration) (Persistence, error) {
@@ -154,12 +193,11 @@ func WaitPersisted(ctx context.Context, base, voucher, adminToken string, want i
 		}
 		if time.Now().Add(pollEvery).After(deadline) {
 			last.Took = time.Since(start)
-			err := fmt.Errorf("%w after %v: %d of %d orders persisted (queued %d, pending %d, failed %d)",
-				ErrNotPersisted, timeout.Round(time.Millisecond), last.Orders, want, last.Stats.Queued, last.Stats.Pending, last.Stats.Failed)
 			if lastErr != nil {
-				err = fmt.Errorf("%w; last stats call: %v", err, lastErr)
+				return last, fmt.Errorf("%w within %v: %v", ErrNoStats, timeout.Round(time.Millisecond), lastErr)
 			}
-			return last, err
+			return last, fmt.Errorf("%w after %v: %d of %d orders persisted (queued %d, pending %d, failed %d)",
+				ErrNotPersisted, timeout.Round(time.Millisecond), last.Orders, want, last.Stats.Queued, last.Stats.Pending, last.Stats.Failed)
 		}
 		select {
 		case <-ctx.Done():

@@ -32,6 +32,16 @@ type fakeSeckill struct {
 	oversell, duplicate bool
 	// fail answers 500 for these users; drop closes their connection unanswered.
 	fail, drop map[int64]bool
+	// dieAfter, when set, makes the service stop answering (every request's
+	// connection closed unanswered) once it reserved that many; downAfterStats closes
+	// its listener, refusing every new connection, after the first stats call, and
+	// answers 503 to stats from then on; others are orders another seller persisted
+	// for the same voucher, which the stats count once this one reserved any.
+	dieAfter       int
+	dead           atomic.Bool
+	downAfterStats bool
+	listener       net.Listener
+	others         int
 
 	inFlight, maxInFlight atomic.Int64
 	conns                 atomic.Int64
@@ -47,6 +57,7 @@ func newFake(t *testing.T, stock int) (*fakeSeckill, *httptest.Server) {
 		}
 	}
 	srv.Start()
+	f.listener = srv.Listener
 	t.Cleanup(srv.Close)
 	return f, srv
 }
@@ -69,11 +80,30 @@ func conflict(w http.ResponseWriter, code, order string) {
 	writeJSON(w, http.StatusConflict, map[string]any{"error": map[string]any{"code": code, "message": code, "order_id": order}})
 }
 
+// hangUp closes the request's connection unanswered.
+func hangUp(w http.ResponseWriter) {
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err == nil {
+		_ = conn.Close()
+	}
+}
+
 func (f *fakeSeckill) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	auth := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if f.dead.Load() {
+		hangUp(w)
+		return
+	}
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == "/healthz":
 		w.WriteHeader(http.StatusOK)
+	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/vouchers":
+		writeJSON(w, http.StatusCreated, map[string]any{"id": "7", "stock": f.stock, "remaining": f.stock, "per_user_limit": 1})
+	case r.Method == http.MethodGet && r.URL.Path == "/api/v1/vouchers/7":
+		f.mu.Lock()
+		remaining := f.stock - f.reserved
+		f.mu.Unlock()
+		writeJSON(w, http.StatusOK, map[string]any{"id": "7", "stock": f.stock, "remaining": remaining, "per_user_limit": 1})
 	case r.Method == http.MethodPost && r.URL.Path == "/api/v1/vouchers/7/grab":
 		n := f.inFlight.Add(1)
 		defer f.inFlight.Add(-1)
@@ -97,11 +127,22 @@ func (f *fakeSeckill) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		f.mu.Lock()
 		f.statCalls++
+		calls := f.statCalls
 		persisted := min(f.reserved, f.statCalls*f.persistPerCall)
 		queued := f.reserved - persisted
-		stock := f.stock
+		if f.reserved > 0 {
+			persisted += f.others
+		}
+		stock, reserved := f.stock, f.reserved
 		f.mu.Unlock()
-		writeJSON(w, http.StatusOK, map[string]any{"stock": stock, "awaiting_payment": persisted, "queued": queued, "pending": queued})
+		if f.downAfterStats && calls > 1 {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]any{"code": "unavailable"}})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"stock": stock, "remaining": stock - reserved, "awaiting_payment": persisted, "queued": queued, "pending": queued})
+		if f.downAfterStats {
+			_ = f.listener.Close()
+		}
 	default:
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{"code": "not_found"}})
 	}
@@ -109,10 +150,7 @@ func (f *fakeSeckill) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (f *fakeSeckill) grab(w http.ResponseWriter, user int64) {
 	if f.drop[user] {
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err == nil {
-			_ = conn.Close()
-		}
+		hangUp(w)
 		return
 	}
 	if f.fail[user] {
@@ -121,6 +159,10 @@ func (f *fakeSeckill) grab(w http.ResponseWriter, user int64) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.dead.Load() {
+		hangUp(w)
+		return
+	}
 	if order, ok := f.orders[user]; ok && !f.duplicate {
 		conflict(w, "already_purchased", order)
 		return
@@ -133,6 +175,9 @@ func (f *fakeSeckill) grab(w http.ResponseWriter, user int64) {
 	order := fmt.Sprintf("o%d", f.reserved)
 	f.orders[user] = order
 	writeJSON(w, http.StatusAccepted, map[string]any{"order_id": order, "voucher_id": "7", "quantity": 1, "status": "queued"})
+	if f.dieAfter > 0 && f.reserved >= f.dieAfter {
+		f.dead.Store(true)
+	}
 }
 
 func TestPlanRepeatsAFractionOfUsersInterleaved(t *testing.T) {
@@ -324,7 +369,7 @@ func TestRunDetectsOversellAndDuplicates(t *testing.T) {
 	if got, want := res.Duplicates(), 5; got != want {
 		t.Fatalf("duplicates = %d, want %d", got, want)
 	}
-	rep := NewReport(Sale{Voucher: "7", Stock: 10, Users: 100, Concurrency: 8}, res, 105, time.Millisecond)
+	rep := NewReport(Sale{Voucher: "7", Stock: 10, Users: 100, Concurrency: 8}, res, 105, time.Millisecond, nil)
 	if got, want := rep.Broken(), true; got != want {
 		t.Fatalf("broken = %v, want %v", got, want)
 	}
@@ -470,7 +515,7 @@ func TestReportJSONHasTheIssuesKeys(t *testing.T) {
 	for i := range 100 {
 		res.Reservations = append(res.Reservations, Reservation{User: int64(i + 1), OrderID: fmt.Sprint(i)})
 	}
-	rep := NewReport(Sale{Voucher: "42", Stock: 100, Users: 5000, Concurrency: 500}, res, 100, 320*time.Millisecond)
+	rep := NewReport(Sale{Voucher: "42", Stock: 100, Users: 5000, Concurrency: 500}, res, 100, 320*time.Millisecond, nil)
 	var buf bytes.Buffer
 	if err := rep.WriteJSON(&buf); err != nil {
 		t.Fatal(err)
@@ -534,18 +579,189 @@ func TestReportBrokenWhenAPromiseIs(t *testing.T) {
 		{"an order lost", func(r *Report) { r.OrdersPersisted = 99 }, true},
 		{"an extra order", func(r *Report) { r.OrdersPersisted = 101 }, true},
 		{"an answer lost, not its order", func(r *Report) { r.Reserved = 99 }, false},
+		{"orders not counted", func(r *Report) { r.OrdersPersisted, r.Unverified = 0, "stats not readable" }, false},
+		{"orders not counted, oversold", func(r *Report) { r.Reserved, r.Oversold, r.Unverified = 101, 1, "stats not readable" }, true},
+		{"nothing served", func(r *Report) { r.Reserved, r.OrdersPersisted, r.Other = 0, 0, 100 }, false},
 	} {
 		r := base
 		c.mutate(&r)
 		if got := r.Broken(); got != c.broken {
 			t.Fatalf("%s: broken = %v, want %v", c.name, got, c.broken)
 		}
+		if got := errors.Is(r.Err(), ErrBroken); got != c.broken {
+			t.Fatalf("%s: verdict %v, want broken = %v", c.name, r.Err(), c.broken)
+		}
 		var buf bytes.Buffer
 		if err := r.WriteTable(&buf); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := strings.Contains(buf.String(), "PROMISE BROKEN"), c.broken; got != want {
-			t.Fatalf("%s: table says broken = %v:\n%s", c.name, got, buf.String())
+		// The marks and the last line agree with the verdict.
+		table := buf.String()
+		if got, want := strings.Contains(table, "PROMISE BROKEN"), c.broken; got != want {
+			t.Fatalf("%s: table says broken = %v:\n%s", c.name, got, table)
 		}
+		if got, want := strings.Contains(table, "BROKEN\n"), c.broken; got != want {
+			t.Fatalf("%s: table marks a row BROKEN = %v:\n%s", c.name, got, table)
+		}
+		if got, want := strings.Contains(table, "all promises kept"), r.Err() == nil; got != want {
+			t.Fatalf("%s: table says all kept = %v, verdict %v:\n%s", c.name, got, r.Err(), table)
+		}
+	}
+}
+
+// sell runs Sell against srv and returns the report, the table and the JSON it prints.
+func sell(t *testing.T, ctx context.Context, srv *httptest.Server, f Flags) (Report, string, map[string]any) {
+	t.Helper()
+	_, rep, err := Sell(ctx, Target{Base: srv.URL, Title: "t", Tokens: tokens}, f)
+	if err != nil {
+		t.Fatalf("sell: %v", err)
+	}
+	var table, js bytes.Buffer
+	if err := rep.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(js.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	return rep, table.String(), m
+}
+
+// A service that stops answering in the middle of the burst leaves the orders
+// persisted unknown: the verdict is "could not verify", not a lost order (it once
+// counted the stats it could not read as no order persisted, and called every
+// reservation lost).
+func TestSellCannotVerifyWhenTheServiceStopsMidBurst(t *testing.T) {
+	f, srv := newFake(t, 1000)
+	f.dieAfter = 30
+	rep, table, m := sell(t, context.Background(), srv, Flags{Users: 200, Stock: 1000, Concurrency: 8, Timeout: 300 * time.Millisecond})
+	if got, want := rep.Reserved, 30; got != want {
+		t.Fatalf("reserved = %d, want %d", got, want)
+	}
+	if rep.Other == 0 {
+		t.Fatalf("other = 0: the requests after the service stopped were answered?")
+	}
+	if err := rep.Err(); !errors.Is(err, ErrUnverified) || errors.Is(err, ErrBroken) {
+		t.Fatalf("verdict %v, want could not verify", err)
+	}
+	if !strings.Contains(rep.Err().Error(), "stats not readable") {
+		t.Fatalf("verdict %v does not say why", rep.Err())
+	}
+	for _, want := range []string{"  orders persisted                ?  UNVERIFIED\n", "\nCOULD NOT VERIFY that every reservation became an order: stats not readable"} {
+		if !strings.Contains(table, want) {
+			t.Fatalf("table lacks %q:\n%s", want, table)
+		}
+	}
+	if strings.Contains(table, "BROKEN") || strings.Contains(table, "all promises kept") {
+		t.Fatalf("table:\n%s", table)
+	}
+	if m["verdict"] != "unverified" || m["broken"] != false || m["unverified"] == nil {
+		t.Fatalf("JSON: %v", m)
+	}
+}
+
+// A service that is down once the sale begins — every grab's connection refused —
+// served nothing: that fails, whatever else (it once called the refusals "other
+// answers" and all promises kept). Nothing to wait for then: one look at the stats.
+func TestSellFailsWhenNothingWasServed(t *testing.T) {
+	f, srv := newFake(t, 100)
+	f.downAfterStats = true
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rep, table, m := sell(t, ctx, srv, Flags{Users: 300, Dup: 0.1, Stock: 100, Concurrency: 8, Timeout: time.Hour})
+	if got, want := rep.Other, 330; got != want {
+		t.Fatalf("other = %d, want every request's %d (%v)", got, want, rep.OtherExamples)
+	}
+	if !strings.Contains(strings.Join(rep.OtherExamples, "|"), "connection refused") {
+		t.Fatalf("examples %v, want a refused connection", rep.OtherExamples)
+	}
+	if err := rep.Err(); !errors.Is(err, ErrNotServed) || !strings.Contains(err.Error(), "none of the 330 requests got a sale's answer") {
+		t.Fatalf("verdict %v, want nothing served", err)
+	}
+	if !strings.Contains(table, "\nNOTHING SERVED: none of the 330 requests") || strings.Contains(table, "all promises kept") {
+		t.Fatalf("table:\n%s", table)
+	}
+	if m["verdict"] != "not_served" || m["broken"] != false {
+		t.Fatalf("JSON: %v", m)
+	}
+}
+
+// Two instances selling one voucher, each with its own load: each run sees the other's
+// orders persisted too. That is more orders than its 202s, which breaks no promise, and
+// every line of the table says so (it once marked the row BROKEN and then said all
+// promises were kept).
+func TestSellBesideAnotherSellerIsConsistent(t *testing.T) {
+	f, srv := newFake(t, 100)
+	f.others = 25
+	rep, table, m := sell(t, context.Background(), srv, Flags{Users: 50, Stock: 100, Concurrency: 4, Timeout: 5 * time.Second})
+	if got, want := rep.OrdersPersisted, 75; got != want {
+		t.Fatalf("orders persisted = %d, want %d", got, want)
+	}
+	if err := rep.Err(); err != nil {
+		t.Fatalf("verdict %v, want every promise kept", err)
+	}
+	for _, want := range []string{"  orders persisted               75  ok\n", "  note: 25 orders more than this run's 202s", "\nall promises kept"} {
+		if !strings.Contains(table, want) {
+			t.Fatalf("table lacks %q:\n%s", want, table)
+		}
+	}
+	if strings.Contains(table, "BROKEN") {
+		t.Fatalf("table contradicts itself:\n%s", table)
+	}
+	if m["verdict"] != "kept" || m["broken"] != false {
+		t.Fatalf("JSON: %v", m)
+	}
+}
+
+// Sell sells an existing voucher's units left, and hands the tally to During's end.
+func TestSellAnExistingVoucher(t *testing.T) {
+	f, srv := newFake(t, 40)
+	var during []Result
+	_, rep, err := Sell(context.Background(), Target{Base: srv.URL, Voucher: "7", Tokens: tokens,
+		During: func() func(Result) {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if f.reserved != 0 {
+				t.Errorf("During began after %d grabs", f.reserved)
+			}
+			return func(r Result) { during = append(during, r) }
+		}}, Flags{Users: 60, Stock: 1, Concurrency: 4, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rep.Stock, 40; got != want {
+		t.Fatalf("stock = %d, want the voucher's %d units left (not --stock)", got, want)
+	}
+	if rep.Reserved != 40 || rep.OrdersPersisted != 40 || rep.Err() != nil {
+		t.Fatalf("report %+v, verdict %v", rep, rep.Err())
+	}
+	if len(during) != 1 || during[0].Requests != 60 {
+		t.Fatalf("During's end heard %+v", during)
+	}
+}
+
+func TestWaitReady(t *testing.T) {
+	var ready atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/readyz" || !ready.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	never := make(chan struct{})
+	if err := WaitReady(context.Background(), srv.URL, 100*time.Millisecond, never); err == nil || !strings.Contains(err.Error(), "not ready within 100ms") {
+		t.Fatalf("a service answering 503: %v, want not ready", err)
+	}
+	stopped := make(chan struct{})
+	close(stopped)
+	if err := WaitReady(context.Background(), srv.URL, time.Hour, stopped); !errors.Is(err, ErrStopped) {
+		t.Fatalf("a service that stopped: %v, want ErrStopped", err)
+	}
+	ready.Store(true)
+	if err := WaitReady(context.Background(), srv.URL+"/", time.Hour, never); err != nil {
+		t.Fatalf("a ready service: %v", err)
 	}
 }

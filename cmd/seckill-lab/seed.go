@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
+	"github.com/uptrace/bun"
 
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/sqlstore"
@@ -17,7 +19,10 @@ import (
 )
 
 type seedCmd struct {
-	Common `embed:""`
+	RedisURL    string        `name:"redis-url" env:"SECKILL_REDIS_URL" help:"Redis URL (one server, or any node of a Redis Cluster), e.g. redis://127.0.0.1:6379/0; required."`
+	DatabaseURL string        `name:"database-url" env:"SECKILL_DATABASE_URL" help:"The migrated database: a PostgreSQL URL, e.g. postgres://user@127.0.0.1:5432/seckill?sslmode=disable, or sqlite:PATH; required."`
+	KeyPrefix   string        `name:"key-prefix" env:"SECKILL_KEY_PREFIX" default:"seckill" help:"Prefix of every Redis key, as the service has it."`
+	KeyGrace    time.Duration `name:"key-grace" env:"SECKILL_KEY_GRACE" default:"24h" help:"How long a voucher's Redis keys outlive the end of its sale, as the service has it."`
 
 	Vouchers int `name:"vouchers" default:"10" help:"How many vouchers on sale to make."`
 	Orders   int `name:"orders" default:"1000" help:"How many orders the first voucher made (the popular sale) holds."`
@@ -26,19 +31,30 @@ type seedCmd struct {
 // seedBatch is how many rows or reservations one statement or pipeline carries.
 const seedBatch = 5000
 
-// Validate checks the flags before Run.
+// Validate checks the flags before Run (kong calls it; a failure exits 2).
 func (c *seedCmd) Validate() error {
 	switch {
 	case c.Vouchers < 1:
 		return errors.New("--vouchers: must be at least 1")
 	case c.Orders < 0:
 		return errors.New("--orders: must not be negative")
-	case c.embeddedRedis():
-		// The in-process Redis lives inside serve; there is nothing to fill.
-		return errors.New("SECKILL_REDIS_URL (--redis-url) or SECKILL_REDIS_SENTINELS (--redis-sentinels): is required by seed")
+	case c.RedisURL == "":
+		return errors.New("SECKILL_REDIS_URL (--redis-url): is required by seed")
+	case c.DatabaseURL == "":
+		return errors.New("SECKILL_DATABASE_URL (--database-url): is required by seed")
+	case c.KeyPrefix == "" || strings.ContainsAny(c.KeyPrefix, "{} \t\n"):
+		return fmt.Errorf("SECKILL_KEY_PREFIX (--key-prefix): %q must be non-empty, without braces or spaces", c.KeyPrefix)
+	case c.KeyGrace <= 0:
+		return errors.New("SECKILL_KEY_GRACE (--key-grace): must be greater than 0")
 	}
-	return c.Common.validate()
+	if _, _, err := redisstore.ParseURL(c.RedisURL); err != nil {
+		return fmt.Errorf("SECKILL_REDIS_URL (--redis-url): %v", err)
+	}
+	return nil
 }
+
+// connectTimeout bounds the connection to Redis and to the database.
+const connectTimeout = 5 * time.Second
 
 // Run fills the database and Redis with consistent generated sales: --vouchers live
 // vouchers (stock 100 each, on sale from an hour ago for a day), the first of which
@@ -48,24 +64,21 @@ func (c *seedCmd) Validate() error {
 // its live orders, as a warm-up would leave it, and its stock is 10% above the live
 // units. It prints what it made and how long each part took, as JSON.
 func (c *seedCmd) Run(ctx context.Context) error {
-	log, err := newLogger(c.LogLevel, c.LogFormat)
+	db, err := c.openDatabase(ctx)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = log.Sync() }()
-	m := newMetrics()
-	db, closeDB, err := openDatabase(ctx, c.Common, log, m)
+	defer db.Close()
+	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	client, err := redisstore.NewClient(connectCtx, c.RedisURL, redisstore.TuneClientOptions)
 	if err != nil {
-		return err
+		return fmt.Errorf("connect to redis: %w", err)
 	}
-	defer closeDB()
-	client, closeRedis, err := openRedis(ctx, c.Common, log, m, redisstore.NewRestarts())
-	if err != nil {
-		return err
-	}
-	defer closeRedis()
-	stock := redisstore.NewStock(client, stockOptions(c.Common))
-	audit := redisstore.NewAudit(client, stockOptions(c.Common))
+	defer client.Close()
+	opts := redisstore.Options{Prefix: c.KeyPrefix, Grace: c.KeyGrace}
+	stock := redisstore.NewStock(client, opts)
+	audit := redisstore.NewAudit(client, opts)
 	orders := sqlstore.NewOrders(db)
 	report := map[string]any{"vouchers": c.Vouchers, "orders": c.Orders}
 	lap := func(name string, start time.Time) { report[name+"_ms"] = time.Since(start).Milliseconds() }
@@ -156,6 +169,22 @@ func (c *seedCmd) Run(ctx context.Context) error {
 	report["hot_voucher"] = hot.ID.String()
 	enc := json.NewEncoder(os.Stdout)
 	return enc.Encode(report)
+}
+
+// openDatabase connects to the database and checks that its schema is the one this
+// build knows.
+func (c *seedCmd) openDatabase(ctx context.Context) (*bun.DB, error) {
+	connectCtx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	db, err := sqlstore.Open(connectCtx, c.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	if err := sqlstore.CheckSchema(connectCtx, db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("database: %w; run `seckill migrate up` first", err)
+	}
+	return db, nil
 }
 
 // span is a batch's range of indexes, from inclusive, to exclusive.

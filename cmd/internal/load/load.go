@@ -1,9 +1,10 @@
 // Package load fires a flash sale over real HTTP at a running seckill and measures it:
 // every user grabs one voucher (a fraction of them twice), a bounded number of
 // requests in flight over a pool of keep-alive connections, and the answers are
-// tallied, timed and checked against the three promises. It creates nothing itself:
-// the voucher, the tokens and the service come from the caller (`seckill demo` and
-// `seckill loadtest`).
+// tallied, timed and checked against the three promises (Run, Report). Sell puts a
+// voucher on sale and does all of it; the service and the secret come from the
+// caller: `seckill demo` runs the service in its own process, `seckill-lab loadtest`
+// is given one, `seckill-lab compare` starts one per stock strategy.
 package load
 
 import (
@@ -355,6 +356,11 @@ func Percentile(sorted []time.Duration, p float64) time.Duration {
 	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
 	return sorted[min(max(rank, 1), len(sorted))-1]
 }
+
+// Served is the number of requests answered as a sale answers: reserved, sold out or
+// already purchased. None means the sale was never served (the service was down, or
+// failed every request), whatever else the answers were.
+func (r Result) Served() int { return r.Reserved + r.SoldOut + r.AlreadyPurchased }
 
 // Oversold is the number of units reserved beyond stock.
 func (r Result) Oversold(stock int) int {

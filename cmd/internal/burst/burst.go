@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/seckill/seckill/cmd/seckill/internal/load"
+	"github.com/seckill/seckill/cmd/internal/load"
 )
 
 // Request is one grab to send.
