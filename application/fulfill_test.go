@@ -63,6 +63,7 @@ func (s sale) remaining(t *testing.T) int {
 }
 
 func TestFulfillPersistsAndAcknowledges(t *testing.T) {
+	t.Parallel()
 	s := newSale(t, 10, 2)
 	a, b := mustGrab(t, s.grabFixture, 1, 1), mustGrab(t, s.grabFixture, 2, 2)
 	rep, err := s.fulfill.Handle(context.Background(), s.read(t))
@@ -88,6 +89,7 @@ func TestFulfillPersistsAndAcknowledges(t *testing.T) {
 }
 
 func TestFulfillRedeliveryCreatesNothingNew(t *testing.T) {
+	t.Parallel()
 	s := newSale(t, 10, 1)
 	mustGrab(t, s.grabFixture, 1, 1)
 	ds := s.read(t)
@@ -110,6 +112,7 @@ func TestFulfillRedeliveryCreatesNothingNew(t *testing.T) {
 }
 
 func TestFulfillAcknowledgesNothingWhileTheDatabaseIsDown(t *testing.T) {
+	t.Parallel()
 	s := newSale(t, 10, 1)
 	mustGrab(t, s.grabFixture, 1, 1)
 	mustGrab(t, s.grabFixture, 2, 1)
@@ -129,6 +132,7 @@ func TestFulfillAcknowledgesNothingWhileTheDatabaseIsDown(t *testing.T) {
 }
 
 func TestFulfillIsolatesAPoisonReservation(t *testing.T) {
+	t.Parallel()
 	s := newSale(t, 10, 1)
 	good := mustGrab(t, s.grabFixture, 1, 1)
 	bad := mustGrab(t, s.grabFixture, 2, 1)
@@ -175,6 +179,7 @@ func TestFulfillIsolatesAPoisonReservation(t *testing.T) {
 // TestFulfillNeverDeadLettersForDeliveriesAlone: entries re-claimed many times during
 // an outage are persisted once the database is back, not dead-lettered.
 func TestFulfillNeverDeadLettersForDeliveriesAlone(t *testing.T) {
+	t.Parallel()
 	s := newSale(t, 10, 1)
 	r := mustGrab(t, s.grabFixture, 1, 1)
 	ds := s.read(t)
@@ -204,6 +209,7 @@ func TestFulfillNeverDeadLettersForDeliveriesAlone(t *testing.T) {
 }
 
 func TestFulfillDeadLettersWhatTheStoreRefuses(t *testing.T) {
+	t.Parallel()
 	s := newSale(t, 10, 1)
 	good := mustGrab(t, s.grabFixture, 1, 1)
 	bad := mustGrab(t, s.grabFixture, 2, 1)
@@ -219,6 +225,7 @@ func TestFulfillDeadLettersWhatTheStoreRefuses(t *testing.T) {
 }
 
 func TestFulfillDeadLettersMalformedEntries(t *testing.T) {
+	t.Parallel()
 	s := newSale(t, 10, 1)
 	s.queue.Append(ports.Delivery{VoucherID: s.id, Malformed: `field "qty": not a positive integer`})
 	r := mustGrab(t, s.grabFixture, 1, 1)
@@ -233,6 +240,7 @@ func TestFulfillDeadLettersMalformedEntries(t *testing.T) {
 }
 
 func TestFulfillFailsADuplicateAndReturnsItsUnits(t *testing.T) {
+	t.Parallel()
 	s := newSale(t, 10, 1)
 	first := mustGrab(t, s.grabFixture, 1, 1)
 	if _, err := s.fulfill.Handle(context.Background(), s.read(t)); err != nil {
@@ -257,6 +265,7 @@ func TestFulfillFailsADuplicateAndReturnsItsUnits(t *testing.T) {
 }
 
 func TestFulfillRetriesTheReleaseOfAFailedOrder(t *testing.T) {
+	t.Parallel()
 	s := newSale(t, 1, 1)
 	r := mustGrab(t, s.grabFixture, 1, 1)
 	ds := s.read(t)
@@ -287,6 +296,7 @@ func TestFulfillRetriesTheReleaseOfAFailedOrder(t *testing.T) {
 }
 
 func TestFulfillDeadLettersAReservationWhoseVoucherIsGone(t *testing.T) {
+	t.Parallel()
 	s := newSale(t, 10, 1)
 	s.queue.Append(ports.Delivery{VoucherID: 77, Reservation: domain.Reservation{OrderID: "gone", VoucherID: 77, UserID: 1, Quantity: 1, At: t0}})
 	rep, err := s.fulfill.Handle(context.Background(), s.read(t))

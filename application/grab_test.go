@@ -40,6 +40,7 @@ func newGrabFixture(t *testing.T, v domain.Voucher) grabFixture {
 }
 
 func TestGrabVoucherOutcomes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tests := []struct {
 		name    string
@@ -100,6 +101,7 @@ func TestGrabVoucherOutcomes(t *testing.T) {
 }
 
 func TestGrabVoucherAlreadyPurchasedNamesTheOrder(t *testing.T) {
+	t.Parallel()
 	f := newGrabFixture(t, window)
 	first := mustGrab(t, f, 7, 1)
 	_, err := f.grab.Handle(context.Background(), application.GrabVoucherCmd{VoucherID: f.id, UserID: 7, Quantity: 1})
@@ -113,6 +115,7 @@ func TestGrabVoucherAlreadyPurchasedNamesTheOrder(t *testing.T) {
 }
 
 func TestGrabVoucherStockDown(t *testing.T) {
+	t.Parallel()
 	f := newGrabFixture(t, window)
 	f.stock.Err = domain.ErrUnavailable
 	_, err := f.grab.Handle(context.Background(), application.GrabVoucherCmd{VoucherID: f.id, UserID: 7, Quantity: 1})
@@ -137,6 +140,7 @@ func mustGrab(t *testing.T, f grabFixture, user domain.UserID, qty int) domain.R
 }
 
 func TestGrabVoucherSoldOutShortCut(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newGrabFixture(t, window)
 	mustGrab(t, f, 1, 2)

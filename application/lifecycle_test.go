@@ -48,6 +48,7 @@ func (l lifecycle) persisted(t *testing.T, user domain.UserID) domain.OrderID {
 }
 
 func TestPayOrder(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l := newLifecycle(t, 10)
 	id := l.persisted(t, 5)
@@ -84,6 +85,7 @@ func TestPayOrder(t *testing.T) {
 }
 
 func TestCancelOrderReturnsTheUnitsAndTheUserMayGrabAgain(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l := newLifecycle(t, 1)
 	id := l.persisted(t, 5)
@@ -116,6 +118,7 @@ func TestCancelOrderReturnsTheUnitsAndTheUserMayGrabAgain(t *testing.T) {
 }
 
 func TestCancelWhileRedisIsDownReleasesLater(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l := newLifecycle(t, 1)
 	id := l.persisted(t, 5)
@@ -144,6 +147,7 @@ func TestCancelWhileRedisIsDownReleasesLater(t *testing.T) {
 }
 
 func TestExpireOrders(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l := newLifecycle(t, 10)
 	early := l.persisted(t, 5)
@@ -174,6 +178,7 @@ func TestExpireOrders(t *testing.T) {
 
 // TestPayVersusExpire runs both at once many times: exactly one wins each time.
 func TestPayVersusExpire(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l := newLifecycle(t, 200)
 	ids := make([]domain.OrderID, 100)

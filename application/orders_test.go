@@ -12,6 +12,7 @@ import (
 )
 
 func TestGetOrder(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newSale(t, 10, 1)
 	get := application.NewGetOrder(s.orders, memory.Reservations{Stock: s.stock})
@@ -47,6 +48,7 @@ func TestGetOrder(t *testing.T) {
 }
 
 func TestListOrders(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newSale(t, 10, 1)
 	r := mustGrab(t, s.grabFixture, 5, 1)
@@ -73,6 +75,7 @@ func TestListOrders(t *testing.T) {
 }
 
 func TestVoucherStatsAddUp(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := newSale(t, 10, 2)
 	stats := application.NewGetVoucherStats(s.vouchers, s.orders, s.stock, s.clock)

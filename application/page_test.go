@@ -90,6 +90,7 @@ func walkOrders(t *testing.T, list *application.ListOrders, user domain.UserID, 
 }
 
 func TestListOrdersPages(t *testing.T) {
+	t.Parallel()
 	s := newSale(t, 10, 1)
 	vs := append([]domain.VoucherID{s.id}, s.moreVouchers(t, 4)...)
 	var rs []domain.Reservation
@@ -144,6 +145,7 @@ func TestListOrdersPages(t *testing.T) {
 // A reservation still queued behind newer orders already persisted is listed in its
 // place, on a later page, not first.
 func TestListOrdersQueuedBehindRows(t *testing.T) {
+	t.Parallel()
 	s := newSale(t, 10, 1)
 	vs := append([]domain.VoucherID{s.id}, s.moreVouchers(t, 2)...)
 	newer := s.grabAt(t, vs[1], 5, 3*time.Second)
@@ -162,6 +164,7 @@ func TestListOrdersQueuedBehindRows(t *testing.T) {
 }
 
 func TestListOrdersRefusesBadPages(t *testing.T) {
+	t.Parallel()
 	s := newSale(t, 10, 1)
 	for range 3 {
 		s.grabAt(t, s.moreVouchers(t, 1)[0], 5, time.Second)
@@ -202,6 +205,7 @@ func TestListOrdersRefusesBadPages(t *testing.T) {
 }
 
 func TestListVouchersPages(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	vouchers, stock, clock := memory.NewVouchers(), memory.NewStock(), memory.NewClock(t0)
 	create := application.NewCreateVoucher(vouchers, stock, clock)

@@ -48,6 +48,7 @@ func wantAnswer(t *testing.T, keys ports.Idempotency, user domain.UserID, key st
 // and loads nothing into the stock; the holder's create stores the voucher with its
 // answer.
 func TestCreateVoucherUnderALostClaim(t *testing.T) {
+	t.Parallel()
 	vouchers, stock := memory.NewVouchers(), memory.NewStock()
 	create := application.NewCreateVoucher(vouchers, stock, memory.NewClock(t0))
 	lost, held := takenOver(t, vouchers.Idempotency, 1, "create")
@@ -73,6 +74,7 @@ func TestCreateVoucherUnderALostClaim(t *testing.T) {
 // TestPayUnderALostClaimVoidsThePayment: a pay whose key was taken over leaves the
 // order unpaid and voids the payment it authorized.
 func TestPayUnderALostClaimVoidsThePayment(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l := newLifecycle(t, 10)
 	id := l.persisted(t, 5)
@@ -93,6 +95,7 @@ func TestPayUnderALostClaimVoidsThePayment(t *testing.T) {
 // the order as it was and its units held — nothing goes back on sale for a change
 // that did not happen.
 func TestCancelUnderALostClaimReleasesNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l := newLifecycle(t, 1)
 	id := l.persisted(t, 5)

@@ -50,6 +50,7 @@ func kinds(r application.VoucherReconciliation) []application.DriftKind {
 // was consistent, checks that reconcile names it, repairs it, and that the sale is
 // consistent again afterwards.
 func TestReconcileFindsAndRepairsEachDrift(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tests := []struct {
 		name   string
@@ -103,6 +104,7 @@ func TestReconcileFindsAndRepairsEachDrift(t *testing.T) {
 }
 
 func TestReconcileRequeuesALostQueueEntry(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l := newLifecycle(t, 10)
 	rc := newReconcile(l)
@@ -135,6 +137,7 @@ func TestReconcileRequeuesALostQueueEntry(t *testing.T) {
 // with an entry still in its queue (its sale judged ended by a clock that was ahead):
 // reconcile names it, and its repair has the entry read and persisted.
 func TestReconcileFindsEntriesNoWorkerReads(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l := newLifecycle(t, 10)
 	rc := newReconcile(l)
@@ -182,6 +185,7 @@ func sameKinds(a, b []application.DriftKind) bool {
 // rebuilding with the full stock would sell units live orders hold — and the drift
 // stays, with the error, until a repair can count.
 func TestReconcileDoesNotRebuildWithoutASoldCount(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	l := newLifecycle(t, 3)
 	audit := &recountFails{Orders: l.orders}
@@ -221,6 +225,7 @@ func TestReconcileDoesNotRebuildWithoutASoldCount(t *testing.T) {
 // as a live sale does between the pages of the Redis adapter: what the snapshot missed
 // or still shows is not drift once Redis is looked at again, and nothing is repaired.
 func TestReconcileCallsNothingInFlightDrift(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tests := []struct {
 		name   string

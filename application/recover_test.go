@@ -51,6 +51,7 @@ func (f lostFixture) grabAs(user domain.UserID) error {
 // TestGrabRebuildsALostSaleState: the first grab of a live voucher whose sale state is
 // gone rebuilds it from the database and is judged as usual — never not_found.
 func TestGrabRebuildsALostSaleState(t *testing.T) {
+	t.Parallel()
 	f := newLostFixture(t, window)
 	if err := f.grabAs(7); err != nil {
 		t.Fatalf("grab of a live voucher without sale state: %v, want reserved", err)
@@ -65,6 +66,7 @@ func TestGrabRebuildsALostSaleState(t *testing.T) {
 // in the background before any grab is judged: meanwhile grabs answer unavailable,
 // then a user who holds an order is answered with it.
 func TestGrabOfALostSaleRestoresItsBuyers(t *testing.T) {
+	t.Parallel()
 	f := newLostFixture(t, window)
 	held := domain.Reservation{OrderID: "held", VoucherID: f.v.ID, UserID: 7, Quantity: 1, At: t0}
 	if _, err := f.orders.Persist(context.Background(), []domain.Reservation{held}); err != nil {
@@ -90,6 +92,7 @@ func TestGrabOfALostSaleRestoresItsBuyers(t *testing.T) {
 // TestGrabOfAnEndedSaleWithoutStateIsEnded: once its keys expired, an ended sale is
 // answered ended, not not_found, and the database is asked once for many grabs.
 func TestGrabOfAnEndedSaleWithoutStateIsEnded(t *testing.T) {
+	t.Parallel()
 	f := newLostFixture(t, window)
 	f.clock.Set(window.EndsAt.Add(48 * time.Hour))
 	for range 3 {
@@ -104,6 +107,7 @@ func TestGrabOfAnEndedSaleWithoutStateIsEnded(t *testing.T) {
 
 // TestGrabOfAnUnknownVoucherIsNotFound: a voucher the database does not have either.
 func TestGrabOfAnUnknownVoucherIsNotFound(t *testing.T) {
+	t.Parallel()
 	f := newLostFixture(t, window)
 	_, err := f.grab.Handle(context.Background(), application.GrabVoucherCmd{VoucherID: f.v.ID + 1, UserID: 7, Quantity: 1})
 	if !errors.Is(err, domain.ErrNotFound) {
@@ -114,6 +118,7 @@ func TestGrabOfAnUnknownVoucherIsNotFound(t *testing.T) {
 // TestGrabWhileTheRebuildFailsIsUnavailable: a rebuild that cannot reach the stock
 // answers unavailable (a retry tells the truth), never not_found.
 func TestGrabWhileTheRebuildFailsIsUnavailable(t *testing.T) {
+	t.Parallel()
 	f := newLostFixture(t, window)
 	f.stock.Err = domain.ErrUnavailable
 	err := f.grabAs(7)
@@ -129,6 +134,7 @@ func TestGrabWhileTheRebuildFailsIsUnavailable(t *testing.T) {
 // TestWarmVouchersLoadsAllThenRestores: after a loss, one Handle opens the voucher
 // without live orders and restores the buyers of the one with them.
 func TestWarmVouchersLoadsAllThenRestores(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newLostFixture(t, window)
 	other := window
@@ -187,6 +193,7 @@ func (f recoverFixture) wantHeld(t *testing.T, user domain.UserID, order domain.
 // the remaining units are what no live order holds; and the cancelled order's release,
 // retried later, cannot free the live order's unit.
 func TestRecoverAfterARestartFromAnOlderSnapshot(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newRecoverFixture(t, 10, nil)
 	first := f.persisted(t, 1)
@@ -238,6 +245,7 @@ func (c *closesAfterReading) Ledger(ctx context.Context, id domain.VoucherID) (p
 // recovery is cancelled, and released, before the recovery writes it. It is not
 // recorded again: its user may grab again and its unit is on sale.
 func TestRecoverDoesNotResurrectAnOrderThatClosesMeanwhile(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	ledger := &closesAfterReading{}
 	f := newRecoverFixture(t, 3, ledger)
@@ -264,6 +272,7 @@ func TestRecoverDoesNotResurrectAnOrderThatClosesMeanwhile(t *testing.T) {
 // recovery that marked the voucher restoring and never finished leaves its grabs
 // answering unavailable; the next warm-up finds it so and recovers it.
 func TestRecoverFinishesARecoveryThatDiedMidway(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newRecoverFixture(t, 3, nil)
 	order := f.persisted(t, 1)
@@ -285,6 +294,7 @@ func TestRecoverFinishesARecoveryThatDiedMidway(t *testing.T) {
 
 // TestRecoverAnswersForUnknownAndEndedVouchers: nothing to recover, nothing loaded.
 func TestRecoverAnswersForUnknownAndEndedVouchers(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newRecoverFixture(t, 3, nil)
 	if err := f.recover.Handle(ctx, application.RecoverCmd{Voucher: f.id + 1, Reason: application.RecoverMissing}); !errors.Is(err, domain.ErrNotFound) {
@@ -302,6 +312,7 @@ func TestRecoverAnswersForUnknownAndEndedVouchers(t *testing.T) {
 
 // TestRecoverReportsEachRun: the observer hears each run's reason and outcome.
 func TestRecoverReportsEachRun(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newRecoverFixture(t, 3, nil)
 	var heard []string
@@ -322,6 +333,7 @@ func TestRecoverReportsEachRun(t *testing.T) {
 // but a state still there (its keys outlive the sale, and its stats read them) is made
 // the database's after a restart from an older snapshot.
 func TestRecoverHealsAnEndedSaleWhoseStateIsThere(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newRecoverFixture(t, 10, nil)
 	for user := domain.UserID(1); user <= 3; user++ {

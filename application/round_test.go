@@ -28,6 +28,7 @@ func (c *tickingClock) Now() time.Time {
 }
 
 func TestReconcileRoundsCarryOnWhereTheyStopped(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	vouchers, stock := memory.NewVouchers(), memory.NewStock()
 	orders := memory.NewOrders(vouchers)

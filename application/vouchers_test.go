@@ -13,6 +13,7 @@ import (
 )
 
 func TestCreateVoucher(t *testing.T) {
+	t.Parallel()
 	good := application.CreateVoucherCmd{Title: "Coffee", Stock: 100, BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: 1}
 	tests := []struct {
 		name  string
@@ -66,6 +67,7 @@ func TestCreateVoucher(t *testing.T) {
 }
 
 func TestCreateVoucherReportsAFailedWarmUp(t *testing.T) {
+	t.Parallel()
 	vouchers, stock := memory.NewVouchers(), memory.NewStock()
 	stock.Err = domain.ErrUnavailable
 	v, err := application.NewCreateVoucher(vouchers, stock, memory.NewClock(t0)).Handle(context.Background(),
@@ -82,6 +84,7 @@ func TestCreateVoucherReportsAFailedWarmUp(t *testing.T) {
 }
 
 func TestWarmVouchersNeverResetsALiveCounter(t *testing.T) {
+	t.Parallel()
 	f := newGrabFixture(t, window)
 	mustGrab(t, f, 7, 1)
 	vouchers := memory.NewVouchers()
@@ -101,6 +104,7 @@ func TestWarmVouchersNeverResetsALiveCounter(t *testing.T) {
 }
 
 func TestWarmVouchersSkipsEndedSales(t *testing.T) {
+	t.Parallel()
 	vouchers, stock := memory.NewVouchers(), memory.NewStock()
 	ended := domain.Voucher{Title: "old", Stock: 1, BeginsAt: t0.Add(-2 * time.Hour), EndsAt: t0.Add(-time.Hour), PerUserLimit: 1}
 	live := domain.Voucher{Title: "new", Stock: 1, BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: 1}
@@ -120,6 +124,7 @@ func TestWarmVouchersSkipsEndedSales(t *testing.T) {
 }
 
 func TestGetAndListVouchersShowLiveRemaining(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newGrabFixture(t, window)
 	mustGrab(t, f, 7, 2)
@@ -150,6 +155,7 @@ func TestGetAndListVouchersShowLiveRemaining(t *testing.T) {
 }
 
 func TestPauseSale(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newGrabFixture(t, window)
 	pause := application.NewPauseSale(f.vouchers, f.stock)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestParseIDs(t *testing.T) {
+	t.Parallel()
 	good := map[string]int64{"1": 1, "42": 42, "9223372036854775807": 1<<63 - 1}
 	for s, want := range good {
 		if id, err := domain.ParseVoucherID(s); err != nil || int64(id) != want {
@@ -30,6 +31,7 @@ func TestParseIDs(t *testing.T) {
 }
 
 func TestVoucherValidate(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	ok := domain.Voucher{Title: "x", Stock: 10, BeginsAt: t0, EndsAt: t0.Add(time.Minute), PerUserLimit: 1}
 	if err := ok.Validate(); err != nil {
@@ -53,6 +55,7 @@ func TestVoucherValidate(t *testing.T) {
 }
 
 func TestVoucherTitle(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, title := range []string{"x", "Café au lait", "咖啡", "👨\u200d👩\u200d👧 family", strings.Repeat("é", domain.MaxTitleLength), "tab-free title"} {
 		v := domain.Voucher{Title: title, Stock: 1, BeginsAt: t0, EndsAt: t0.Add(time.Minute), PerUserLimit: 1}
@@ -70,6 +73,7 @@ func TestVoucherTitle(t *testing.T) {
 }
 
 func TestVoucherValidateNew(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	v := domain.Voucher{Title: "x", Stock: 1, BeginsAt: t0.Add(-time.Hour), EndsAt: t0.Add(time.Minute), PerUserLimit: 1}
 	if err := v.ValidateNew(t0); err != nil {
@@ -89,6 +93,7 @@ func TestVoucherValidateNew(t *testing.T) {
 }
 
 func TestVoucherWindow(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	v := domain.Voucher{BeginsAt: t0, EndsAt: t0.Add(time.Minute)}
 	cases := []struct {
@@ -108,6 +113,7 @@ func TestVoucherWindow(t *testing.T) {
 }
 
 func TestOrderTransitions(t *testing.T) {
+	t.Parallel()
 	allowed := map[[2]domain.OrderStatus]bool{
 		{domain.StatusQueued, domain.StatusAwaitingPayment}:    true,
 		{domain.StatusQueued, domain.StatusFailed}:             true,
@@ -138,6 +144,7 @@ func TestOrderTransitions(t *testing.T) {
 }
 
 func TestAlreadyPurchasedError(t *testing.T) {
+	t.Parallel()
 	var err error = &domain.AlreadyPurchasedError{OrderID: "o1"}
 	if !errors.Is(err, domain.ErrAlreadyPurchased) || errors.Is(err, domain.ErrSoldOut) {
 		t.Fatalf("errors.Is wrong for %v", err)
@@ -145,6 +152,7 @@ func TestAlreadyPurchasedError(t *testing.T) {
 }
 
 func TestVoucherTimesInRange(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for field, edit := range map[string]func(*domain.Voucher){
 		"begins_at": func(v *domain.Voucher) { v.BeginsAt = time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC) },

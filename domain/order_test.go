@@ -10,6 +10,7 @@ import (
 )
 
 func TestOrderStatusReachableFrom(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		to   domain.OrderStatus
 		from []domain.OrderStatus
@@ -39,6 +40,7 @@ func TestOrderStatusReachableFrom(t *testing.T) {
 // TestOrderStatusNoReturn holds the promise the stores' retries rely on: a status an
 // order has left is never reached again.
 func TestOrderStatusNoReturn(t *testing.T) {
+	t.Parallel()
 	for _, start := range allStatuses {
 		seen := map[domain.OrderStatus]bool{start: true}
 		walk := []domain.OrderStatus{start}
@@ -62,6 +64,7 @@ func TestOrderStatusNoReturn(t *testing.T) {
 }
 
 func TestReservationValidate(t *testing.T) {
+	t.Parallel()
 	ok := domain.Reservation{OrderID: "o1", VoucherID: 1, UserID: 1, Quantity: 1, At: time.Unix(0, 0)}
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("a valid reservation: %v", err)

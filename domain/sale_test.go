@@ -48,6 +48,7 @@ func wantAnswer(t *testing.T, what string, err, want error, held domain.OrderID)
 }
 
 func TestSaleJudgeEachRule(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		sale func(*domain.Sale)
@@ -88,6 +89,7 @@ func TestSaleJudgeEachRule(t *testing.T) {
 // TestSaleJudgeRuleOrder breaks every combination of the rules at once and checks
 // that the first rule broken, in Judge's order, is the answer.
 func TestSaleJudgeRuleOrder(t *testing.T) {
+	t.Parallel()
 	type grab struct {
 		sale domain.Sale
 		r    domain.Reservation

@@ -54,6 +54,7 @@ func assertOverloaded(t *testing.T, rec *httptest.ResponseRecorder) {
 // TestAdmissionBoundsInflight holds requests in the handler: beyond the bound the
 // next is refused at once, and a slot given back admits the next one.
 func TestAdmissionBoundsInflight(t *testing.T) {
+	t.Parallel()
 	const bound = 2
 	entered, release := make(chan struct{}), make(chan struct{})
 	e := gated(httpapi.NewAdmission(httpapi.AdmissionOptions{MaxInflight: bound}), func(c echo.Context) error {
@@ -87,6 +88,7 @@ func TestAdmissionBoundsInflight(t *testing.T) {
 }
 
 func TestAdmissionTokenBucket(t *testing.T) {
+	t.Parallel()
 	// One token every 1000 s: nothing refills while the test runs.
 	e := gated(httpapi.NewAdmission(httpapi.AdmissionOptions{PerSecond: 0.001, Burst: 2}), func(c echo.Context) error {
 		return c.NoContent(http.StatusNoContent)
@@ -102,6 +104,7 @@ func TestAdmissionTokenBucket(t *testing.T) {
 // TestAdmissionRefusalSpendsNoToken: a request refused for want of a slot leaves the
 // bucket as it was.
 func TestAdmissionRefusalSpendsNoToken(t *testing.T) {
+	t.Parallel()
 	entered, release := make(chan struct{}), make(chan struct{})
 	e := gated(httpapi.NewAdmission(httpapi.AdmissionOptions{MaxInflight: 1, PerSecond: 0.001, Burst: 2}), func(c echo.Context) error {
 		if c.QueryParam("hold") != "" {
@@ -131,6 +134,7 @@ func TestAdmissionRefusalSpendsNoToken(t *testing.T) {
 }
 
 func TestAdmissionOff(t *testing.T) {
+	t.Parallel()
 	a := httpapi.NewAdmission(httpapi.AdmissionOptions{})
 	if a.Enabled() {
 		t.Fatal("an admission without bounds says it is enabled")
@@ -147,6 +151,7 @@ func TestAdmissionOff(t *testing.T) {
 // tenth — once for all those that end within one target of each other, never below the
 // floor — and each request answered in time gives one slot back, up to the maximum.
 func TestAdmissionLimitAdapts(t *testing.T) {
+	t.Parallel()
 	var clock atomic.Int64 // ns
 	a := httpapi.NewAdmission(httpapi.AdmissionOptions{
 		MaxInflight: 100, MinInflight: 80, Target: time.Second,
@@ -204,6 +209,7 @@ func TestAdmissionLimitAdapts(t *testing.T) {
 // TestSlowBodyHoldsNoSlot: a client that trickles its body in holds no slot — another
 // grab is admitted meanwhile — and the server's read deadline ends it with a 4xx.
 func TestSlowBodyHoldsNoSlot(t *testing.T) {
+	t.Parallel()
 	e := echo.New()
 	e.POST("/grab", func(c echo.Context) error {
 		body, _ := io.ReadAll(c.Request().Body)

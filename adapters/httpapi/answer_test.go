@@ -26,6 +26,7 @@ var jsonStrings = []string{
 
 // The hand-written answers are byte for byte what encoding/json writes for them.
 func TestAnswersEncodeAsEncodingJSON(t *testing.T) {
+	t.Parallel()
 	for _, s := range jsonStrings {
 		for _, v := range []jsonAnswer{
 			grabResponse{OrderID: s, VoucherID: "42", Quantity: 3, Status: "queued"},
@@ -55,6 +56,7 @@ func FuzzJSONString(f *testing.F) {
 // answerJSON answers as c.JSON does: same status, Content-Type and body; with a query
 // string (?pretty) it leaves the answer to c.JSON.
 func TestAnswerJSONIsEchosJSON(t *testing.T) {
+	t.Parallel()
 	e := echo.New()
 	v := grabResponse{OrderID: "o<1>", VoucherID: "7", Quantity: 1, Status: "queued"}
 	for _, target := range []string{"/", "/?pretty", "/?x=1"} {

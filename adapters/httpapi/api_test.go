@@ -15,6 +15,7 @@ import (
 )
 
 func TestCreateAndReadVouchers(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	r := a.do(http.MethodPost, "/api/v1/vouchers", a.admin,
 		`{"title":"Coffee","stock":100,"begins_at":"2026-01-01T00:00:00Z","ends_at":"2099-01-01T00:00:00+02:00"}`)
@@ -45,6 +46,7 @@ func TestCreateAndReadVouchers(t *testing.T) {
 }
 
 func TestGrab(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	id := a.createVoucher(3, 2)
 	alice, bob, carol := a.token(10, false), a.token(11, false), a.token(12, false)
@@ -79,6 +81,7 @@ func TestGrab(t *testing.T) {
 }
 
 func TestGrabOutsideTheWindow(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	now := time.Now().UTC()
 	body, _ := json.Marshal(map[string]any{"title": "x", "stock": 1, "begins_at": now.Add(time.Hour), "ends_at": now.Add(2 * time.Hour)})
@@ -100,6 +103,7 @@ func TestGrabOutsideTheWindow(t *testing.T) {
 // TestBadInputChangesNothing sends every kind of bad request and checks each gets the
 // contract's 4xx and code, and that stock, stream and the voucher list are untouched.
 func TestBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	id := a.createVoucher(10, 2)
 	user := a.token(20, false)
@@ -182,6 +186,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 }
 
 func TestHealthAndReadiness(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	if r := a.do(http.MethodGet, "/healthz", "", ""); r.Status != http.StatusOK {
 		t.Fatalf("healthz: %d %s", r.Status, r.Raw)
@@ -216,6 +221,7 @@ func assertJSON(t *testing.T, got, want map[string]any) {
 
 // A stalled fulfillment shows on /readyz, which still answers 200: the API can serve.
 func TestReadinessShowsAStalledFulfillment(t *testing.T) {
+	t.Parallel()
 	var stalled atomic.Bool
 	a := newAPI(t, func(s *setup) {
 		s.http.Fulfillment = func(context.Context) (bool, error) { return stalled.Load(), nil }

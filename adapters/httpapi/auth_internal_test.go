@@ -13,6 +13,7 @@ import (
 // authenticate reads the Authorization header as echo-jwt's middleware did: any case
 // of "Bearer ", each value tried in turn, up to the first at or after the twentieth.
 func TestAuthorizationHeaderForms(t *testing.T) {
+	t.Parallel()
 	tokens := NewTokens([]byte("secret"))
 	good, err := tokens.Mint(7, false, time.Hour)
 	if err != nil {

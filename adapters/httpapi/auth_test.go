@@ -9,6 +9,7 @@ import (
 )
 
 func TestTokensRoundTrip(t *testing.T) {
+	t.Parallel()
 	tokens := httpapi.NewTokens([]byte(secret))
 	tok, err := tokens.Mint(42, true, time.Hour)
 	if err != nil {
@@ -31,6 +32,7 @@ func TestTokensRoundTrip(t *testing.T) {
 // TestRememberedTokensStillExpire: a token verified while valid is refused once it
 // has expired, even though it was remembered.
 func TestRememberedTokensStillExpire(t *testing.T) {
+	t.Parallel()
 	tokens := httpapi.NewTokens([]byte(secret))
 	tok, err := tokens.Mint(7, false, 1100*time.Millisecond) // exp has whole-second precision
 	if err != nil {

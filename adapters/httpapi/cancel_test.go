@@ -20,6 +20,7 @@ import (
 // TestClientCancellationIsNoError: a request whose client disconnects while a use
 // case waits is no failure: it is logged at debug, recorded as 499, never 500.
 func TestClientCancellationIsNoError(t *testing.T) {
+	t.Parallel()
 	core, logs := observer.New(zapcore.DebugLevel)
 	log := zap.New(core)
 	e := echo.New()
@@ -71,6 +72,7 @@ func TestClientCancellationIsNoError(t *testing.T) {
 // TestDeadlineIsStillUnavailable: a request that outlives its own deadline, with the
 // client still there, is answered 503 as before.
 func TestDeadlineIsStillUnavailable(t *testing.T) {
+	t.Parallel()
 	e := echo.New()
 	e.HTTPErrorHandler = errorHandler(zap.NewNop())
 	e.GET("/slow", func(c echo.Context) error {

@@ -16,6 +16,7 @@ import (
 // TestJSONErrorsBelowEcho sends requests net/http answers by itself and checks each
 // answer carries the JSON error body, while well-formed requests pass untouched.
 func TestJSONErrorsBelowEcho(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 // Every error names the request it answers, as the X-Request-ID header does, so a
 // client's report can be matched with the server's log line.
 func TestErrorsCarryTheRequestID(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	for _, tc := range []struct{ method, path, token string }{
 		{http.MethodGet, "/api/v1/orders", ""},
@@ -27,6 +28,7 @@ func TestErrorsCarryTheRequestID(t *testing.T) {
 
 // A voucher says whether its sale is paused.
 func TestVouchersSayWhetherTheyArePaused(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	id := a.createVoucher(3, 1)
 	if r := a.do(http.MethodGet, "/api/v1/vouchers/"+id, "", ""); r.Body["paused"] != false {

@@ -19,6 +19,7 @@ import (
 // first 201 again and stores one voucher; the key with another body is a conflict;
 // another admin's same key is theirs; a malformed key is a 400.
 func TestIdempotentCreateVoucher(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	body := `{"title":"once","stock":5,"begins_at":"2026-01-01T00:00:00Z","ends_at":"2099-01-01T00:00:00Z"}`
 	first := a.serveFrom(http.MethodPost, "/api/v1/vouchers", a.admin, body, "192.0.2.1:1", "Idempotency-Key", "create-1")
@@ -52,6 +53,7 @@ func TestIdempotentCreateVoucher(t *testing.T) {
 // with a key that paid is a conflict (another request), and a client error is kept
 // and answered again too.
 func TestIdempotentPayAndCancel(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	id := a.createVoucher(5, 1)
 	user := a.token(7, false)
@@ -87,6 +89,7 @@ func TestIdempotentPayAndCancel(t *testing.T) {
 // retry once it has passed: the retry does the work, and the dead holder can keep no
 // answer of its own.
 func TestIdempotencyKeyOfADeadRequest(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	ctx := t.Context()
 	lease := httpapi.IdempotencyLease(2 * time.Second) // newAPI's RequestTimeout
@@ -126,6 +129,7 @@ func TestIdempotencyKeyOfADeadRequest(t *testing.T) {
 // the key stays the retry's. PostgreSQL only: a lock held by the test keeps the create
 // waiting, which on SQLite would stop every other statement too.
 func TestIdempotentHolderTakenOverKeepsNothing(t *testing.T) {
+	t.Parallel()
 	testenv.AdminDatabaseURL(t) // skips in the SQLite pass
 	const timeout = 30 * time.Second
 	a := newAPI(t, func(s *setup) { s.http.RequestTimeout = timeout })

@@ -15,6 +15,7 @@ import (
 )
 
 func TestPauseAndResume(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	id := a.createVoucher(5, 1)
 	user := a.token(10, false)
@@ -51,6 +52,7 @@ func TestPauseAndResume(t *testing.T) {
 }
 
 func TestUserRateLimit(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, func(s *setup) { s.stock.UserRate, s.stock.UserBurst = 1, 3 })
 	id := a.createVoucher(5, 1)
 	hammer, other := a.token(10, false), a.token(11, false)
@@ -100,6 +102,7 @@ func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 // without a single Redis call, until units come back and the restock signal clears
 // the flag.
 func TestSoldOutShortCut(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	a := newAPI(t)
@@ -144,6 +147,7 @@ func TestSoldOutShortCut(t *testing.T) {
 // TestMalformedGrabsNeverReachRedis: a burst of bad grabs is refused by the cheapest
 // layer that can, without a single Redis call.
 func TestMalformedGrabsNeverReachRedis(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	id := a.createVoucher(5, 1)
 	counter := &commandCounter{}

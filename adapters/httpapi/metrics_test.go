@@ -47,6 +47,7 @@ func grabSeries(outcome string) string {
 
 // Every outcome is exposed from the start, at zero, so a dashboard sees zeros, not gaps.
 func TestMetricsExposeEveryOutcomeFromTheStart(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	m := a.scrape()
 	for _, o := range httpapi.GrabOutcomes {
@@ -65,6 +66,7 @@ func TestMetricsExposeEveryOutcomeFromTheStart(t *testing.T) {
 // theirs, and the duration histogram counts the grabs under the route's pattern, never
 // a raw path.
 func TestBurstMovesTheGrabCountersExactly(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	const stock, users = 25, 120
 	id := a.createVoucher(stock, 1)

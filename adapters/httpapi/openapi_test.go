@@ -98,6 +98,7 @@ func pathOf(echoPath string) string {
 // The document and the router name the same operations: a route missing from the
 // document fails, and so does a documented operation the router lacks.
 func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
+	t.Parallel()
 	doc, _ := spec(t)
 	e := httpapi.New(httpapi.Options{BodyLimit: "4K", RequestTimeout: time.Second}, httpapi.UseCases{},
 		httpapi.NewTokens([]byte(secret)), nil, testLogger(t))
@@ -128,6 +129,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 
 // GET /openapi.json serves the committed document.
 func TestOpenAPIIsServed(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	r := a.do(http.MethodGet, "/openapi.json", "", "")
 	if r.Status != http.StatusOK || r.Raw != string(httpapi.OpenAPI) {

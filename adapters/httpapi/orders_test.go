@@ -6,6 +6,7 @@ import (
 )
 
 func TestOrders(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	id := a.createVoucher(10, 2)
 	other := a.createVoucher(10, 1)
@@ -77,6 +78,7 @@ func TestOrders(t *testing.T) {
 }
 
 func TestVoucherStats(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	id := a.createVoucher(10, 2)
 	a.do(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", a.token(10, false), `{"quantity":2}`)
@@ -98,6 +100,7 @@ func TestVoucherStats(t *testing.T) {
 }
 
 func TestPayAndCancel(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	id := a.createVoucher(2, 1)
 	alice, bob := a.token(10, false), a.token(11, false)

@@ -59,6 +59,7 @@ func (a *api) walk(path, token, key, idField string) [][]string {
 }
 
 func TestListVouchersPages(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	now := time.Now().UTC()
 	store := func(begins, ends time.Duration) string {
@@ -115,6 +116,7 @@ func TestListVouchersPages(t *testing.T) {
 }
 
 func TestListOrdersPages(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	alice, bob := a.token(10, false), a.token(11, false)
 	var vouchers, orders []string

@@ -26,6 +26,7 @@ func limits(o httpapi.Options) func(*setup) {
 // Retry-After on the voucher reads, whatever X-Forwarded-For says; other addresses,
 // health checks and authenticated calls are not affected.
 func TestIPLimitOnPublicReads(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, limits(httpapi.Options{IPLimit: 1, IPBurst: 2}))
 	const hammer, other, other6 = "192.0.2.1:5000", "192.0.2.2:5000", "[2001:db8::1]:5000"
 	id := a.createVoucher(10, 1)
@@ -69,6 +70,7 @@ func TestIPLimitOnPublicReads(t *testing.T) {
 // the client X-Forwarded-For names (the right-most untrusted hop); the same header
 // from any other address — a private one included — is ignored.
 func TestIPLimitBehindTrustedProxies(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, limits(httpapi.Options{IPLimit: 1, IPBurst: 1,
 		TrustedProxies: []*net.IPNet{mustCIDR(t, "192.0.2.0/24"), mustCIDR(t, "2001:db8::/32")}}))
 	const proxy, proxy6, untrusted, private = "192.0.2.10:443", "[2001:db8::10]:443", "203.0.113.9:5000", "10.0.0.1:5000"
@@ -129,6 +131,7 @@ func mustCIDR(t *testing.T, s string) *net.IPNet {
 
 // TestIPLimitFailsOpen: with the limiter's Redis unreachable, reads still answer.
 func TestIPLimitFailsOpen(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -152,6 +155,7 @@ func TestIPLimitFailsOpen(t *testing.T) {
 // authentication, so an anonymous request spends nothing, and beyond it a grab gets
 // 503 with Retry-After while the reads are not affected.
 func TestGrabAdmission(t *testing.T) {
+	t.Parallel()
 	// One token every 1000 s: nothing refills while the test runs.
 	a := newAPI(t, limits(httpapi.Options{MaxInflight: 100, GrabRate: 0.001, GrabBurst: 1}))
 	const addr = "192.0.2.1:5000"

@@ -18,6 +18,7 @@ import (
 // The request log line carries the status the client got, also when a handler or a
 // middleware answered with an error.
 func TestRequestLogHasTheAnsweredStatus(t *testing.T) {
+	t.Parallel()
 	core, logs := observer.New(zapcore.InfoLevel)
 	tokens := httpapi.NewTokens([]byte(secret))
 	e := httpapi.New(httpapi.Options{BodyLimit: "4K", RequestTimeout: time.Second}, httpapi.UseCases{}, tokens, nil, zap.New(core))
@@ -59,6 +60,7 @@ func TestRequestLogHasTheAnsweredStatus(t *testing.T) {
 // At the info level the request lines of one route and status are sampled, so a flood
 // does not write a line per request; 5xx answers are always logged.
 func TestRequestLogIsSampledButNeverFor5xx(t *testing.T) {
+	t.Parallel()
 	core, logs := observer.New(zapcore.InfoLevel)
 	down := []httpapi.Check{{Name: "redis", Ping: func(context.Context) error { return errors.New("down") }}}
 	e := httpapi.New(httpapi.Options{BodyLimit: "4K", RequestTimeout: time.Second}, httpapi.UseCases{},

@@ -13,6 +13,7 @@ import (
 // TestStrictInput sends the requests a lenient decoder would accept, or answer 500,
 // and checks each is refused with the contract's 4xx, changing nothing.
 func TestStrictInput(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	id := a.createVoucher(10, 2)
 	user := a.token(20, false)

@@ -21,6 +21,7 @@ import (
 // field, and the worker's "fulfill batch" span links to it, with the batch's own Redis
 // calls beneath that span.
 func TestTraceRunsFromTheGrabToItsPersistSpan(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))

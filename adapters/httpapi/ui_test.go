@@ -21,6 +21,7 @@ import (
 
 // The page's files are served from the binary, with their types; nothing else is.
 func TestUIServesItsFiles(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	for _, tc := range []struct{ path, ctype, contains string }{
 		{"/ui/", "text/html", `<script src="app.js">`},
@@ -164,6 +165,7 @@ func waitShown(t *testing.T, ctx context.Context, id string, what string, ok fun
 // remaining count falling while a burst of grabs sells it; with an admin token it
 // shows the voucher's stats and the grab counts, and its pause button pauses the sale.
 func TestUIShowsTheSaleLiveInChromium(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t)
 	const stock = 40
 	id := a.createVoucher(stock, 1)
