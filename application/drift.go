@@ -73,6 +73,19 @@ func (r VoucherReconciliation) Consistent() bool {
 	return true
 }
 
+// mark records whether the repair of every drift of kind succeeded (err nil) or why
+// it failed.
+func (r *VoucherReconciliation) mark(kind DriftKind, err error) {
+	for i := range r.Drifts {
+		if r.Drifts[i].Kind == kind {
+			r.Drifts[i].Repaired = err == nil
+			if err != nil {
+				r.Drifts[i].RepairError = err.Error()
+			}
+		}
+	}
+}
+
 // findings collects drifts with their subjects.
 type findings struct {
 	order        []DriftKind

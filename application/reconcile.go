@@ -137,7 +137,7 @@ func (uc *Reconcile) one(ctx context.Context, id domain.VoucherID, repair bool) 
 
 	rec := VoucherReconciliation{VoucherID: id, Drifts: f.drifts()}
 	if repair && len(rec.Drifts) > 0 {
-		uc.repair(ctx, &rec, snap, ledger, &f)
+		uc.repair(ctx, &rec, snap, &f)
 	}
 	return rec, nil
 }
@@ -230,39 +230,43 @@ func (uc *Reconcile) compare(ctx context.Context, snap ports.StockSnapshot, ledg
 }
 
 // repair fixes what one voucher's findings name, in an order where each fix leaves
-// the next one's inputs right: the database's counter first (warm-up and restores read
-// it), then Redis's records, then Redis's remaining count from its records.
-func (uc *Reconcile) repair(ctx context.Context, rec *VoucherReconciliation, snap ports.StockSnapshot, ledger ports.Ledger, f *findings) {
-	mark := func(kind DriftKind, err error) {
-		for i := range rec.Drifts {
-			if rec.Drifts[i].Kind == kind {
-				rec.Drifts[i].Repaired = err == nil
-				if err != nil {
-					rec.Drifts[i].RepairError = err.Error()
-				}
-			}
-		}
+// the next one's inputs right: the database's counter first (a rebuild reads it), then
+// Redis's records, then Redis's remaining count from its records.
+func (uc *Reconcile) repair(ctx context.Context, rec *VoucherReconciliation, snap ports.StockSnapshot, f *findings) {
+	uc.repairCounterAndState(ctx, rec, f)
+	uc.repairRecords(ctx, rec, f)
+	if snap.Present && (f.has(DriftStockMismatch) || f.has(DriftOrderWithoutReservation)) {
+		_, err := uc.audit.Recount(ctx, rec.VoucherID)
+		rec.mark(DriftStockMismatch, err)
 	}
-	id := rec.VoucherID
-	var recountErr error
-	if f.has(DriftSoldMismatch) || f.has(DriftSaleStateMissing) {
-		sold, err := uc.ledger.RecountSold(ctx, id)
-		if err != nil {
-			recountErr = fmt.Errorf("recount sold units: %w", err)
-		} else {
-			ledger.Voucher.Sold = sold
-		}
-		mark(DriftSoldMismatch, recountErr)
+}
+
+// repairCounterAndState recounts the database's sold counter, then rebuilds a sale
+// state that vanished: the rebuilt stock is the voucher's stock less its sold units,
+// so without a trustworthy count it would put units held by live orders back on sale.
+func (uc *Reconcile) repairCounterAndState(ctx context.Context, rec *VoucherReconciliation, f *findings) {
+	if !f.has(DriftSoldMismatch) && !f.has(DriftSaleStateMissing) {
+		return
 	}
-	if f.has(DriftSaleStateMissing) {
-		// The rebuilt stock is the voucher's stock less its sold units: without a
-		// trustworthy count it would put units held by live orders back on sale.
-		if recountErr != nil {
-			mark(DriftSaleStateMissing, fmt.Errorf("not rebuilt: %w", recountErr))
-		} else {
-			mark(DriftSaleStateMissing, uc.recover.Handle(ctx, RecoverCmd{Voucher: id, Reason: RecoverMissing}))
-		}
+	_, err := uc.ledger.RecountSold(ctx, rec.VoucherID)
+	if err != nil {
+		err = fmt.Errorf("recount sold units: %w", err)
 	}
+	rec.mark(DriftSoldMismatch, err)
+	if !f.has(DriftSaleStateMissing) {
+		return
+	}
+	if err != nil {
+		rec.mark(DriftSaleStateMissing, fmt.Errorf("not rebuilt: %w", err))
+		return
+	}
+	rec.mark(DriftSaleStateMissing, uc.recover.Handle(ctx, RecoverCmd{Voucher: rec.VoucherID, Reason: RecoverMissing}))
+}
+
+// repairRecords fixes Redis's records: a live order's reservation restored, a closed
+// order's units released, a queue no worker reads read again, a lost reservation
+// queued again.
+func (uc *Reconcile) repairRecords(ctx context.Context, rec *VoucherReconciliation, f *findings) {
 	if f.has(DriftOrderWithoutReservation) {
 		bare := f.orders[DriftOrderWithoutReservation]
 		oks, err := uc.audit.Restore(ctx, bare...)
@@ -271,7 +275,7 @@ func (uc *Reconcile) repair(ctx context.Context, rec *VoucherReconciliation, sna
 				err = fmt.Errorf("order %s: not restored (it closed since, or the sale state is gone)", o.ID)
 			}
 		}
-		mark(DriftOrderWithoutReservation, err)
+		rec.mark(DriftOrderWithoutReservation, err)
 	}
 	if f.has(DriftClosedStillReserved) {
 		var errs []error
@@ -279,24 +283,20 @@ func (uc *Reconcile) repair(ctx context.Context, rec *VoucherReconciliation, sna
 			_, err := uc.compensate.Handle(ctx, o)
 			errs = append(errs, err)
 		}
-		mark(DriftClosedStillReserved, firstErr(errs))
+		rec.mark(DriftClosedStillReserved, firstErr(errs))
 	}
 	if f.has(DriftEntriesUnread) {
 		// Requeued, the oldest entry puts the voucher back among the queues the
 		// workers read, and they read its other entries with it (persisting is
 		// idempotent, so the copy is harmless).
-		mark(DriftEntriesUnread, uc.audit.Requeue(ctx, f.reservations[DriftEntriesUnread][0]))
+		rec.mark(DriftEntriesUnread, uc.audit.Requeue(ctx, f.reservations[DriftEntriesUnread][0]))
 	}
 	if f.has(DriftReservationWithoutOrder) {
 		var errs []error
 		for _, r := range f.reservations[DriftReservationWithoutOrder] {
 			errs = append(errs, uc.audit.Requeue(ctx, r))
 		}
-		mark(DriftReservationWithoutOrder, firstErr(errs))
-	}
-	if snap.Present && (f.has(DriftStockMismatch) || f.has(DriftOrderWithoutReservation)) {
-		_, err := uc.audit.Recount(ctx, id)
-		mark(DriftStockMismatch, err)
+		rec.mark(DriftReservationWithoutOrder, firstErr(errs))
 	}
 }
 

@@ -95,6 +95,34 @@ type Check struct {
 	Ping func(context.Context) error
 }
 
+// globalMiddleware are the middleware every request passes through, in order; routes
+// tells the metrics which paths are routes.
+func globalMiddleware(opts Options, metrics *Metrics, routes func() map[string]bool, log *zap.Logger) []echo.MiddlewareFunc {
+	global := []echo.MiddlewareFunc{
+		metrics.observe(routes, &requestLogger{log: log}),
+		middleware.RecoverWithConfig(middleware.RecoverConfig{
+			LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+				log.Error("panic", zap.Error(err), zap.ByteString("stack", stack), zap.String("path", c.Path()))
+				return err
+			},
+		}),
+		assignRequestID,
+		middleware.BodyLimit(opts.BodyLimit),
+		// The grab's own deadline is kept by the door and the stock's queue instead
+		// (AdmissionOptions.BodyTimeout, redisstore.Options.MaxWait): a timer for each
+		// of a burst's thousands of grabs is a cost the hot path need not pay.
+		middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{
+			Timeout: opts.RequestTimeout,
+			Skipper: func(c echo.Context) bool { return c.Path() == grabRoute },
+		}),
+		strictQuery,
+	}
+	if opts.TracerProvider != nil {
+		global = append(global, otelecho.Middleware("seckill", otelecho.WithTracerProvider(opts.TracerProvider)))
+	}
+	return global
+}
+
 // New returns the API as an Echo instance, ready to serve. Its middleware are all
 // given here: one added later with Use would not run.
 func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Logger) *echo.Echo {
@@ -117,28 +145,7 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	// router found (the route's own chain, or Echo's not-found and method-not-allowed
 	// answers), and each route's handler is wrapped in its own middleware when it is
 	// added (see route).
-	global := []echo.MiddlewareFunc{
-		metrics.observe(func() map[string]bool { return routes }, &requestLogger{log: log}),
-		middleware.RecoverWithConfig(middleware.RecoverConfig{
-			LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
-				log.Error("panic", zap.Error(err), zap.ByteString("stack", stack), zap.String("path", c.Path()))
-				return err
-			},
-		}),
-		assignRequestID,
-		middleware.BodyLimit(opts.BodyLimit),
-		// The grab's own deadline is kept by the door and the stock's queue instead
-		// (AdmissionOptions.BodyTimeout, redisstore.Options.MaxWait): a timer for each
-		// of a burst's thousands of grabs is a cost the hot path need not pay.
-		middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{
-			Timeout: opts.RequestTimeout,
-			Skipper: func(c echo.Context) bool { return c.Path() == grabRoute },
-		}),
-		strictQuery,
-	}
-	if opts.TracerProvider != nil {
-		global = append(global, otelecho.Middleware("seckill", otelecho.WithTracerProvider(opts.TracerProvider)))
-	}
+	global := globalMiddleware(opts, metrics, func() map[string]bool { return routes }, log)
 	everyRequest := chain(func(c echo.Context) error { return c.Handler()(c) }, global...)
 	// Echo hands this middleware the handler the router found, which everyRequest
 	// runs itself.

@@ -147,6 +147,18 @@ func (a *Audit) Snapshot(ctx context.Context, id domain.VoucherID) (ports.StockS
 	if err != nil {
 		return ports.StockSnapshot{}, fmt.Errorf("snapshot stock: %w", err)
 	}
+	if snap.Unacked, err = a.unackedEntries(ctx, id, gs); err != nil {
+		return ports.StockSnapshot{}, fmt.Errorf("snapshot stock: %w", err)
+	}
+	return snap, nil
+}
+
+// unackedEntries reads, a page at a time, the entries of voucher id's stream that the
+// group (among gs, the stream's groups as read at the snapshot's start) has not
+// acknowledged: those after its position, then those pending up to it (step 4 of
+// Snapshot), decoded; malformed ones are left out.
+func (a *Audit) unackedEntries(ctx context.Context, id domain.VoucherID, gs []redis.XInfoGroup) ([]domain.Reservation, error) {
+	stream := a.keys.Stream(id)
 	last, pending := "0-0", int64(0)
 	for _, g := range gs {
 		if g.Name == a.group {
@@ -155,22 +167,23 @@ func (a *Audit) Snapshot(ctx context.Context, id domain.VoucherID) (ports.StockS
 	}
 	undelivered, err := a.entriesAfter(ctx, stream, last)
 	if err != nil {
-		return ports.StockSnapshot{}, fmt.Errorf("snapshot stock: %w", err)
+		return nil, err
 	}
 	var delivered []redis.XMessage
 	// Nothing pending at the group's position: any entry pending now was delivered
 	// since, so it is after the position and already read.
 	if pending > 0 {
 		if delivered, err = a.pendingUpTo(ctx, stream, last); err != nil {
-			return ports.StockSnapshot{}, fmt.Errorf("snapshot stock: %w", err)
+			return nil, err
 		}
 	}
+	var out []domain.Reservation
 	for _, m := range append(delivered, undelivered...) {
 		if r, err := decodeFields(id, m.Values); err == nil {
-			snap.Unacked = append(snap.Unacked, r)
+			out = append(out, r)
 		}
 	}
-	return snap, nil
+	return out, nil
 }
 
 // entriesAfter returns the entries of stream after id, a page at a time.

@@ -168,15 +168,7 @@ func (q *Queue) Read(ctx context.Context, count int, block time.Duration) ([]por
 		streams, err := q.client.XReadGroup(ctx, args).Result()
 		switch {
 		case err == nil:
-			var ds []ports.Delivery
-			for _, s := range streams {
-				for _, m := range s.Messages {
-					d := decodeEntry(byKey[s.Stream], m)
-					d.Deliveries = 1
-					ds = append(ds, d)
-				}
-			}
-			return ds, nil
+			return fresh(streams, func(key string) domain.VoucherID { return byKey[key] }), nil
 		case errors.Is(err, redis.Nil):
 			return nil, nil
 		case redis.HasErrorPrefix(err, "NOGROUP") && !repaired:
@@ -246,13 +238,7 @@ func (q *Queue) readEach(ctx context.Context, ids []domain.VoucherID, per, count
 		default:
 			return nil, fmt.Errorf("read queue: %w", err)
 		}
-		for _, st := range streams {
-			for _, m := range st.Messages {
-				d := decodeEntry(byKey[st.Stream], m)
-				d.Deliveries = 1
-				ds = append(ds, d)
-			}
-		}
+		ds = append(ds, fresh(streams, func(key string) domain.VoucherID { return byKey[key] })...)
 	}
 	if len(lost) > 0 {
 		if _, err := q.repair(ctx, lost); err != nil {
@@ -264,29 +250,42 @@ func (q *Queue) readEach(ctx context.Context, ids []domain.VoucherID, per, count
 		return ds, nil
 	}
 	if hot := domain.VoucherID(q.hot.Load()); block > 0 && slices.Contains(ids, hot) && !slices.Contains(lost, hot) {
-		streams, err := q.client.XReadGroup(ctx, &redis.XReadGroupArgs{
-			Group:    q.group,
-			Consumer: q.consumer,
-			Streams:  []string{q.keys.Stream(hot), ">"},
-			Count:    int64(count),
-			Block:    max(block, time.Millisecond),
-		}).Result()
-		if err != nil && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(err, "NOGROUP") {
-			return nil, fmt.Errorf("read queue: %w", err)
-		}
-		for _, st := range streams {
-			for _, m := range st.Messages {
-				d := decodeEntry(hot, m)
-				d.Deliveries = 1
-				ds = append(ds, d)
-			}
-		}
-		return ds, nil
+		return q.waitHot(ctx, hot, count, block)
 	}
 	if err := wait(ctx, block); err != nil {
 		return nil, fmt.Errorf("read queue: %w", err)
 	}
 	return nil, nil
+}
+
+// waitHot waits at most block in an XREADGROUP on the stream of voucher hot, the one
+// that last had entries, and returns what it read.
+func (q *Queue) waitHot(ctx context.Context, hot domain.VoucherID, count int, block time.Duration) ([]ports.Delivery, error) {
+	streams, err := q.client.XReadGroup(ctx, &redis.XReadGroupArgs{
+		Group:    q.group,
+		Consumer: q.consumer,
+		Streams:  []string{q.keys.Stream(hot), ">"},
+		Count:    int64(count),
+		Block:    max(block, time.Millisecond),
+	}).Result()
+	if err != nil && !errors.Is(err, redis.Nil) && !redis.HasErrorPrefix(err, "NOGROUP") {
+		return nil, fmt.Errorf("read queue: %w", err)
+	}
+	return fresh(streams, func(string) domain.VoucherID { return hot }), nil
+}
+
+// fresh decodes the entries an XREADGROUP for new entries (">") returned: each is
+// delivered for the first time. voucher names the voucher of a stream's key.
+func fresh(streams []redis.XStream, voucher func(key string) domain.VoucherID) []ports.Delivery {
+	var ds []ports.Delivery
+	for _, st := range streams {
+		for _, m := range st.Messages {
+			d := decodeEntry(voucher(st.Stream), m)
+			d.Deliveries = 1
+			ds = append(ds, d)
+		}
+	}
+	return ds
 }
 
 // wait waits d, or until ctx is done, when it returns ctx's error.

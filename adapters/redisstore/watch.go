@@ -118,35 +118,11 @@ var rateScript = newScript(rateSrc)
 // state.
 func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, g *watchGrab, answer *error) error {
 	k := w.keys
-	var meta *redis.SliceCmd
-	var held *redis.StringCmd
-	var clock *redis.TimeCmd
-	_, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
-		meta = p.HMGet(ctx, k.Meta(g.r.VoucherID), grabFields...)
-		held = p.HGet(ctx, k.Buyers(g.r.VoucherID), g.r.UserID.String())
-		if g.r.At.IsZero() {
-			clock = p.Time(ctx)
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return err
-	}
-	if err := meta.Err(); err != nil {
-		return err
-	}
-	if clock != nil {
-		now, err := clock.Result()
-		if err != nil {
-			return err
-		}
-		g.r.At = now.Truncate(time.Millisecond).UTC()
-	}
-	r := g.r
-	m, ok, err := saleState(meta.Val())
+	m, existing, ok, err := w.read(ctx, tx, g)
 	if err != nil {
 		return err
 	}
+	r := g.r
 	if !ok {
 		*answer = domain.ErrNotFound
 		return nil
@@ -169,10 +145,6 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, g *watchGrab, an
 			*answer = &domain.RateLimitedError{RetryAfter: time.Duration(ms) * time.Millisecond}
 			return nil
 		}
-	}
-	existing, err := heldOrder(held)
-	if err != nil {
-		return err
 	}
 	state := domain.Sale{Paused: m.paused, BeginsAt: time.UnixMilli(m.begins), EndsAt: time.UnixMilli(m.ends),
 		PerUserLimit: int(m.limit), Remaining: int(m.remaining)}
@@ -216,13 +188,42 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, g *watchGrab, an
 	return nil
 }
 
-// heldOrder is the order a user's buyer entry names, "" when it names none.
-func heldOrder(held *redis.StringCmd) (domain.OrderID, error) {
-	order, err := held.Result()
-	if errors.Is(err, redis.Nil) {
-		return "", nil
+// read reads, on the connection that watches them, what the grab is judged by: the
+// voucher's sale state (ok false when it has none) and the order the user's buyer
+// entry names ("" for none) — and, for a grab without a time, the sale's clock
+// (Redis's TIME), which then becomes the grab's time.
+func (w *WatchStock) read(ctx context.Context, tx *redis.Tx, g *watchGrab) (m saleMeta, held domain.OrderID, ok bool, err error) {
+	k := w.keys
+	var meta *redis.SliceCmd
+	var buyer *redis.StringCmd
+	var clock *redis.TimeCmd
+	_, err = tx.Pipelined(ctx, func(p redis.Pipeliner) error {
+		meta = p.HMGet(ctx, k.Meta(g.r.VoucherID), grabFields...)
+		buyer = p.HGet(ctx, k.Buyers(g.r.VoucherID), g.r.UserID.String())
+		if g.r.At.IsZero() {
+			clock = p.Time(ctx)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return m, "", false, err
 	}
-	return domain.OrderID(order), err
+	if err := meta.Err(); err != nil {
+		return m, "", false, err
+	}
+	if clock != nil {
+		now, err := clock.Result()
+		if err != nil {
+			return m, "", false, err
+		}
+		g.r.At = now.Truncate(time.Millisecond).UTC()
+	}
+	order, err := buyer.Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return m, "", false, err
+	}
+	m, ok, err = saleState(meta.Val())
+	return m, domain.OrderID(order), ok, err
 }
 
 // backlogged reports whether more of the voucher's reservations wait to be persisted

@@ -90,6 +90,49 @@ func (s *Orders) persist(ctx context.Context, rs []domain.Reservation) (map[doma
 	}
 }
 
+// storeSkipped records the outcome of reservations the insert skipped. A skipped
+// reservation either has its id stored already, or met the user's other live order.
+// Storing it as failed tells them apart: a failed row is outside the live index, so
+// only an existing id stops it.
+func storeSkipped(ctx context.Context, tx bun.Tx, skipped []orderRow, out map[domain.OrderID]ports.PersistResult) error {
+	var failed []string
+	err := tx.NewInsert().Model(&skipped).On("CONFLICT (id) DO NOTHING").Returning("id").Scan(ctx, &failed)
+	if err != nil {
+		return fmt.Errorf("insert failed orders: %w", err)
+	}
+	stored := make(map[string]bool, len(failed))
+	for _, id := range failed {
+		stored[id] = true
+	}
+	var existing []string
+	for _, row := range skipped {
+		id := domain.OrderID(row.ID)
+		if stored[row.ID] {
+			out[id] = ports.PersistResult{OrderID: id, Outcome: ports.Failed, Reason: reasonLiveOrder}
+			continue
+		}
+		existing = append(existing, row.ID)
+		out[id] = ports.PersistResult{OrderID: id, Outcome: ports.AlreadyPersisted}
+	}
+	if len(existing) == 0 {
+		return nil
+	}
+	// A redelivery of an order an earlier delivery stored as failed answers Failed
+	// again: that delivery may have died before returning the units, and the release
+	// is idempotent.
+	var closed []string
+	err = tx.NewSelect().Model((*orderRow)(nil)).Column("id").
+		Where("o.id IN (?)", bun.List(existing)).Where("o.status = ?", string(domain.StatusFailed)).
+		Scan(ctx, &closed)
+	if err != nil {
+		return fmt.Errorf("read redelivered orders: %w", err)
+	}
+	for _, id := range closed {
+		out[domain.OrderID(id)] = ports.PersistResult{OrderID: domain.OrderID(id), Outcome: ports.Failed, Reason: reasonFailedBefore}
+	}
+	return nil
+}
+
 // persistTx stores rs in tx and records each one's result in out.
 //
 // Locks are taken in one order by every Persist, so concurrent batches wait for each
@@ -132,43 +175,9 @@ func persistTx(ctx context.Context, tx bun.Tx, rs []domain.Reservation, out map[
 		skipped = append(skipped, newOrderRow(r, domain.StatusFailed))
 	}
 
-	// A skipped reservation either has its id stored already, or met the user's other
-	// live order. Storing it as failed tells them apart: a failed row is outside the
-	// live index, so only an existing id stops it.
 	if len(skipped) > 0 {
-		var failed []string
-		err := tx.NewInsert().Model(&skipped).On("CONFLICT (id) DO NOTHING").Returning("id").Scan(ctx, &failed)
-		if err != nil {
-			return fmt.Errorf("insert failed orders: %w", err)
-		}
-		stored := make(map[string]bool, len(failed))
-		for _, id := range failed {
-			stored[id] = true
-		}
-		var existing []string
-		for _, row := range skipped {
-			id := domain.OrderID(row.ID)
-			if stored[row.ID] {
-				out[id] = ports.PersistResult{OrderID: id, Outcome: ports.Failed, Reason: reasonLiveOrder}
-				continue
-			}
-			existing = append(existing, row.ID)
-			out[id] = ports.PersistResult{OrderID: id, Outcome: ports.AlreadyPersisted}
-		}
-		// A redelivery of an order an earlier delivery stored as failed answers Failed
-		// again: that delivery may have died before returning the units, and the
-		// release is idempotent.
-		if len(existing) > 0 {
-			var closed []string
-			err := tx.NewSelect().Model((*orderRow)(nil)).Column("id").
-				Where("o.id IN (?)", bun.List(existing)).Where("o.status = ?", string(domain.StatusFailed)).
-				Scan(ctx, &closed)
-			if err != nil {
-				return fmt.Errorf("read redelivered orders: %w", err)
-			}
-			for _, id := range closed {
-				out[domain.OrderID(id)] = ports.PersistResult{OrderID: domain.OrderID(id), Outcome: ports.Failed, Reason: reasonFailedBefore}
-			}
+		if err := storeSkipped(ctx, tx, skipped, out); err != nil {
+			return err
 		}
 	}
 

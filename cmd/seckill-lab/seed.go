@@ -56,6 +56,78 @@ func (c *seedCmd) Validate() error {
 // connectTimeout bounds the connection to Redis and to the database.
 const connectTimeout = 5 * time.Second
 
+// seedVouchers stores n vouchers in the database, the first holding live units of
+// live orders (the orders come after), and loads their sale state in Redis; lap times
+// each part. It returns them as stored, with their sold units.
+func seedVouchers(ctx context.Context, db *bun.DB, stock *redisstore.Stock, n, live int, now time.Time, lap func(string, time.Time)) ([]domain.Voucher, error) {
+	vs := make([]domain.Voucher, n)
+	for i := range vs {
+		vs[i] = domain.Voucher{Title: fmt.Sprintf("Seeded sale %d", i+1), Stock: 100,
+			BeginsAt: now.Add(-time.Hour), EndsAt: now.Add(24 * time.Hour), PerUserLimit: 1}
+	}
+	vs[0].Stock, vs[0].Sold = max(live+live/10, 1), live
+	start := time.Now()
+	var stored []domain.Voucher
+	for batch := range chunks(len(vs), seedBatch) {
+		got, err := sqlstore.NewVouchers(db).Import(ctx, vs[batch.from:batch.to])
+		if err != nil {
+			return nil, err
+		}
+		stored = append(stored, got...)
+	}
+	for i := range stored {
+		stored[i].Sold = vs[i].Sold
+	}
+	lap("db_vouchers", start)
+
+	start = time.Now()
+	for _, v := range stored {
+		if _, err := stock.Warm(ctx, v); err != nil {
+			return nil, err
+		}
+	}
+	lap("redis_warm", start)
+	return stored, nil
+}
+
+// seedOrders writes n orders of voucher hot, in batches, to the database and the
+// reservations of the live ones to Redis, and returns the time each took. One in ten
+// is cancelled, two in ten await payment, the rest are paid; they were made a
+// millisecond apart up to now.
+func seedOrders(ctx context.Context, orders *sqlstore.Orders, audit *redisstore.Audit, hot domain.Voucher, n int, now time.Time) (dbTime, redisTime time.Duration, err error) {
+	entropy := ulid.Monotonic(rand.New(rand.NewSource(1)), 0) //nolint:gosec // ids of generated data
+	for batch := range chunks(n, seedBatch) {
+		batchOrders := make([]domain.Order, 0, batch.to-batch.from)
+		var rs []domain.Reservation
+		for i := batch.from; i < batch.to; i++ {
+			at := now.Add(time.Duration(i-n) * time.Millisecond)
+			o := domain.Order{ID: domain.OrderID(ulid.MustNew(ulid.Timestamp(at), entropy).String()),
+				VoucherID: hot.ID, UserID: domain.UserID(i + 1), Quantity: 1, Status: domain.StatusPaid, CreatedAt: at}
+			switch i % 10 {
+			case 0:
+				o.Status = domain.StatusCancelled
+			case 1, 2:
+				o.Status = domain.StatusAwaitingPayment
+			}
+			batchOrders = append(batchOrders, o)
+			if o.Status.HoldsStock() {
+				rs = append(rs, o.Reservation())
+			}
+		}
+		t := time.Now()
+		if err := orders.Import(ctx, batchOrders); err != nil {
+			return 0, 0, err
+		}
+		dbTime += time.Since(t)
+		t = time.Now()
+		if err := audit.Import(ctx, rs); err != nil {
+			return 0, 0, err
+		}
+		redisTime += time.Since(t)
+	}
+	return dbTime, redisTime, nil
+}
+
 // Run fills the database and Redis with consistent generated sales: --vouchers live
 // vouchers (stock 100 each, on sale from an hour ago for a day), the first of which
 // holds --orders orders of one unit, one per user (users 1 to --orders), made over
@@ -85,70 +157,18 @@ func (c *seedCmd) Run(ctx context.Context) error {
 
 	now := time.Now()
 	live := c.Orders - (c.Orders+9)/10 // one in ten (i%10 == 0) is cancelled
-	vs := make([]domain.Voucher, c.Vouchers)
-	for i := range vs {
-		vs[i] = domain.Voucher{Title: fmt.Sprintf("Seeded sale %d", i+1), Stock: 100,
-			BeginsAt: now.Add(-time.Hour), EndsAt: now.Add(24 * time.Hour), PerUserLimit: 1}
+	stored, err := seedVouchers(ctx, db, stock, c.Vouchers, live, now, lap)
+	if err != nil {
+		return err
 	}
-	vs[0].Stock, vs[0].Sold = max(live+live/10, 1), live
-	start := time.Now()
-	var stored []domain.Voucher
-	for batch := range chunks(len(vs), seedBatch) {
-		got, err := sqlstore.NewVouchers(db).Import(ctx, vs[batch.from:batch.to])
-		if err != nil {
-			return err
-		}
-		stored = append(stored, got...)
-	}
-	for i := range stored {
-		stored[i].Sold = vs[i].Sold
-	}
-	lap("db_vouchers", start)
-
-	start = time.Now()
-	for _, v := range stored {
-		if _, err := stock.Warm(ctx, v); err != nil {
-			return err
-		}
-	}
-	lap("redis_warm", start)
-
 	hot := stored[0]
-	entropy := ulid.Monotonic(rand.New(rand.NewSource(1)), 0) //nolint:gosec // ids of generated data
-	var dbTime, redisTime time.Duration
-	for batch := range chunks(c.Orders, seedBatch) {
-		batchOrders := make([]domain.Order, 0, batch.to-batch.from)
-		var rs []domain.Reservation
-		for i := batch.from; i < batch.to; i++ {
-			at := now.Add(time.Duration(i-c.Orders) * time.Millisecond)
-			o := domain.Order{ID: domain.OrderID(ulid.MustNew(ulid.Timestamp(at), entropy).String()),
-				VoucherID: hot.ID, UserID: domain.UserID(i + 1), Quantity: 1, Status: domain.StatusPaid, CreatedAt: at}
-			switch i % 10 {
-			case 0:
-				o.Status = domain.StatusCancelled
-			case 1, 2:
-				o.Status = domain.StatusAwaitingPayment
-			}
-			batchOrders = append(batchOrders, o)
-			if o.Status.HoldsStock() {
-				rs = append(rs, domain.Reservation{OrderID: o.ID, VoucherID: o.VoucherID, UserID: o.UserID,
-					Quantity: o.Quantity, At: o.CreatedAt})
-			}
-		}
-		t := time.Now()
-		if err := orders.Import(ctx, batchOrders); err != nil {
-			return err
-		}
-		dbTime += time.Since(t)
-		t = time.Now()
-		if err := audit.Import(ctx, rs); err != nil {
-			return err
-		}
-		redisTime += time.Since(t)
+	dbTime, redisTime, err := seedOrders(ctx, orders, audit, hot, c.Orders, now)
+	if err != nil {
+		return err
 	}
 	report["db_orders_ms"], report["redis_reservations_ms"] = dbTime.Milliseconds(), redisTime.Milliseconds()
 
-	start = time.Now()
+	start := time.Now()
 	for _, v := range stored {
 		if v.Sold > 0 {
 			if err := audit.Restored(ctx, v.ID); err != nil {

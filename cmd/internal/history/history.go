@@ -138,52 +138,70 @@ func Check(h History) error {
 
 // Violations returns every violation in h, grouped by kind in the order checked.
 func Violations(h History) []Violation {
-	var out []Violation
-	add := func(kind, format string, args ...any) {
-		out = append(out, Violation{Kind: kind, Detail: fmt.Sprintf(format, args...)})
-	}
-
+	c := &checker{h: h, rows: make(map[string]Order, len(h.Orders))}
 	if h.Stats.Queued != 0 || h.Stats.Pending != 0 {
-		add(NotSettled, "%d units queued, %d entries pending: check a settled sale", h.Stats.Queued, h.Stats.Pending)
+		c.add(NotSettled, "%d units queued, %d entries pending: check a settled sale", h.Stats.Queued, h.Stats.Pending)
 	}
-
-	rows := make(map[string]Order, len(h.Orders))
 	for _, o := range h.Orders {
-		if _, seen := rows[o.ID]; seen {
-			add(DuplicateOrderRow, "order %s", o.ID)
+		if _, seen := c.rows[o.ID]; seen {
+			c.add(DuplicateOrderRow, "order %s", o.ID)
 		}
-		rows[o.ID] = o
+		c.rows[o.ID] = o
 	}
+	c.accepted()
+	c.liveUnits()
+	c.stats()
+	c.told()
+	c.transitions()
+	if len(h.Drifts) > 0 {
+		c.add(ReconcileDrift, "%s", strings.Join(h.Drifts, "; "))
+	}
+	return c.out
+}
 
-	// Every 202 names exactly one order row, of the user it answered; no order id
-	// answers two grabs.
+// checker holds one history, its order rows by id, and the violations found so far.
+type checker struct {
+	h    History
+	rows map[string]Order
+	out  []Violation
+}
+
+func (c *checker) add(kind, format string, args ...any) {
+	c.out = append(c.out, Violation{Kind: kind, Detail: fmt.Sprintf(format, args...)})
+}
+
+// accepted: every 202 names exactly one order row, of the user it answered, judged
+// inside the sale's window; no order id answers two grabs.
+func (c *checker) accepted() {
 	acceptedBy := map[string]int64{}
-	for _, r := range h.Requests {
+	for _, r := range c.h.Requests {
 		if r.Op != OpGrab || r.Status != http.StatusAccepted {
 			continue
 		}
 		if u, seen := acceptedBy[r.OrderID]; seen {
-			add(OrderIDReused, "order %s answered 202 to user %d and to user %d", r.OrderID, u, r.User)
+			c.add(OrderIDReused, "order %s answered 202 to user %d and to user %d", r.OrderID, u, r.User)
 			continue
 		}
 		acceptedBy[r.OrderID] = r.User
-		o, ok := rows[r.OrderID]
+		o, ok := c.rows[r.OrderID]
 		switch {
 		case !ok:
-			add(AcceptedWithoutRow, "user %d got 202 for order %s, which is not in the database", r.User, r.OrderID)
+			c.add(AcceptedWithoutRow, "user %d got 202 for order %s, which is not in the database", r.User, r.OrderID)
 		case o.User != r.User:
-			add(AcceptedWithoutRow, "user %d got 202 for order %s, which the database gives user %d", r.User, r.OrderID, o.User)
-		case o.CreatedAt.Before(h.BeginsAt) || !o.CreatedAt.Before(h.EndsAt):
-			add(OutsideTheWindow, "user %d got 202 for order %s, judged at %s, outside [%s, %s)", r.User, r.OrderID,
-				o.CreatedAt.Format(time.RFC3339Nano), h.BeginsAt.Format(time.RFC3339Nano), h.EndsAt.Format(time.RFC3339Nano))
+			c.add(AcceptedWithoutRow, "user %d got 202 for order %s, which the database gives user %d", r.User, r.OrderID, o.User)
+		case o.CreatedAt.Before(c.h.BeginsAt) || !o.CreatedAt.Before(c.h.EndsAt):
+			c.add(OutsideTheWindow, "user %d got 202 for order %s, judged at %s, outside [%s, %s)", r.User, r.OrderID,
+				o.CreatedAt.Format(time.RFC3339Nano), c.h.BeginsAt.Format(time.RFC3339Nano), c.h.EndsAt.Format(time.RFC3339Nano))
 		}
 	}
+}
 
-	// At most one live order per user; live units within the stock, and all of it
-	// sold when the sale said sold_out and no unit ever came back.
+// liveUnits: at most one live order per user; live units within the stock, and all of
+// it sold when the sale said sold_out and no unit ever came back.
+func (c *checker) liveUnits() {
 	liveOf := map[int64][]string{}
 	live := 0
-	for _, o := range h.Orders {
+	for _, o := range c.h.Orders {
 		if o.live() {
 			liveOf[o.User] = append(liveOf[o.User], o.ID)
 			live += o.Quantity
@@ -191,43 +209,46 @@ func Violations(h History) []Violation {
 	}
 	for _, u := range sortedKeys(liveOf) {
 		if ids := liveOf[u]; len(ids) > 1 {
-			add(TwoLiveOrders, "user %d holds %s", u, strings.Join(ids, ", "))
+			c.add(TwoLiveOrders, "user %d holds %s", u, strings.Join(ids, ", "))
 		}
 	}
-	if live > h.Stock {
-		add(Oversold, "%d units in live orders, stock %d", live, h.Stock)
+	if live > c.h.Stock {
+		c.add(Oversold, "%d units in live orders, stock %d", live, c.h.Stock)
 	}
-	if live < h.Stock && soldOutAnswered(h.Requests) && !unitsReturned(h.Orders) {
-		add(NotSoldOut, "grabs were answered sold_out and no unit came back, yet only %d of %d units are sold", live, h.Stock)
+	if live < c.h.Stock && soldOutAnswered(c.h.Requests) && !unitsReturned(c.h.Orders) {
+		c.add(NotSoldOut, "grabs were answered sold_out and no unit came back, yet only %d of %d units are sold", live, c.h.Stock)
 	}
+}
 
-	// The stats add up, and agree with the orders.
-	s := h.Stats
-	if s.Stock != h.Stock || s.Remaining+s.Queued+s.AwaitingPayment+s.Paid != s.Stock {
-		add(StatsDoNotAddUp, "stock %d (voucher %d) != remaining %d + queued %d + awaiting_payment %d + paid %d",
-			s.Stock, h.Stock, s.Remaining, s.Queued, s.AwaitingPayment, s.Paid)
+// stats: the stats add up, and agree with the orders.
+func (c *checker) stats() {
+	s := c.h.Stats
+	if s.Stock != c.h.Stock || s.Remaining+s.Queued+s.AwaitingPayment+s.Paid != s.Stock {
+		c.add(StatsDoNotAddUp, "stock %d (voucher %d) != remaining %d + queued %d + awaiting_payment %d + paid %d",
+			s.Stock, c.h.Stock, s.Remaining, s.Queued, s.AwaitingPayment, s.Paid)
 	}
 	units := map[string]int{}
-	for _, o := range h.Orders {
+	for _, o := range c.h.Orders {
 		units[o.Status] += o.Quantity
 	}
-	for _, c := range []struct {
+	for _, st := range []struct {
 		status string
 		stat   int
 	}{
 		{"queued", s.Queued}, {"awaiting_payment", s.AwaitingPayment}, {"paid", s.Paid},
 		{"cancelled", s.Cancelled}, {"expired", s.Expired}, {"failed", s.Failed},
 	} {
-		if units[c.status] != c.stat {
-			add(StatsDisagree, "stats say %d units %s, the orders %d", c.stat, c.status, units[c.status])
+		if units[st.status] != st.stat {
+			c.add(StatsDisagree, "stats say %d units %s, the orders %d", st.stat, st.status, units[st.status])
 		}
 	}
+}
 
-	// What a user was told agrees with the orders: an already_purchased names one of
-	// theirs, and every order of theirs that did not fail was named to them by a
-	// grab's answer or a list — unless their last request went unanswered (no retry
-	// came to ask) or was a grab answered sold_out, which the contract lets a holder
-	// get too.
+// told: what a user was told agrees with the orders: an already_purchased names one
+// of theirs, and every order of theirs that did not fail was named to them by a
+// grab's answer or a list — unless their last request went unanswered (no retry came
+// to ask) or was a grab answered sold_out, which the contract lets a holder get too.
+func (c *checker) told() {
 	told := map[int64]map[string]bool{}
 	last := map[int64]Request{}
 	tell := func(user int64, id string) {
@@ -236,14 +257,14 @@ func Violations(h History) []Violation {
 		}
 		told[user][id] = true
 	}
-	for _, r := range h.Requests {
+	for _, r := range c.h.Requests {
 		if r.Op != OpGrab && r.Op != OpList {
 			continue
 		}
 		last[r.User] = r
 		if r.Op == OpGrab && r.Status == http.StatusConflict && r.Code == "already_purchased" {
-			if o, ok := rows[r.OrderID]; !ok || o.User != r.User {
-				add(UnknownOrderNamed, "user %d was told of order %q", r.User, r.OrderID)
+			if o, ok := c.rows[r.OrderID]; !ok || o.User != r.User {
+				c.add(UnknownOrderNamed, "user %d was told of order %q", r.User, r.OrderID)
 			}
 		}
 		if !r.answered() {
@@ -256,7 +277,7 @@ func Violations(h History) []Violation {
 			tell(r.User, id)
 		}
 	}
-	for _, o := range h.Orders {
+	for _, o := range c.h.Orders {
 		// A failed order gave its units back: not knowing of it costs its user nothing.
 		if told[o.User][o.ID] || o.Status == "failed" {
 			continue
@@ -264,25 +285,22 @@ func Violations(h History) []Violation {
 		if l, asked := last[o.User]; asked && (!l.answered() || l.Op == OpGrab && l.Code == "sold_out") {
 			continue
 		}
-		add(UnreportedOrder, "order %s of user %d (%s) was never named to them", o.ID, o.User, o.Status)
+		c.add(UnreportedOrder, "order %s of user %d (%s) was never named to them", o.ID, o.User, o.Status)
 	}
+}
 
-	// A pay or cancel answered 200 is the order's final word: paid stays paid, and a
-	// cancelled order was not paid.
-	for _, r := range h.Requests {
+// transitions: a pay or cancel answered 200 is the order's final word: paid stays
+// paid, and a cancelled order was not paid.
+func (c *checker) transitions() {
+	for _, r := range c.h.Requests {
 		if (r.Op != OpPay && r.Op != OpCancel) || r.Status != http.StatusOK {
 			continue
 		}
 		want := map[Op]string{OpPay: "paid", OpCancel: "cancelled"}[r.Op]
-		if o, ok := rows[r.OrderID]; !ok || o.Status != want {
-			add(TransitionNotBorne, "%s of order %s answered 200, the order is %q", r.Op, r.OrderID, o.Status)
+		if o, ok := c.rows[r.OrderID]; !ok || o.Status != want {
+			c.add(TransitionNotBorne, "%s of order %s answered 200, the order is %q", r.Op, r.OrderID, o.Status)
 		}
 	}
-
-	if len(h.Drifts) > 0 {
-		add(ReconcileDrift, "%s", strings.Join(h.Drifts, "; "))
-	}
-	return out
 }
 
 // soldOutAnswered reports whether any grab was answered sold_out.
