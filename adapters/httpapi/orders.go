@@ -115,7 +115,9 @@ type orderListJSON struct {
 	NextCursor string      `json:"next_cursor,omitempty"`
 }
 
-type statsJSON struct {
+// StatsJSON is the contract's stats of a voucher: units in each state, as the API
+// answers them and a client (the load tool) reads them.
+type StatsJSON struct {
 	Stock           int   `json:"stock"`
 	Remaining       int   `json:"remaining"`
 	Queued          int   `json:"queued"`
@@ -137,7 +139,7 @@ func (h handlers) voucherStats(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, statsJSON{
+	return c.JSON(http.StatusOK, StatsJSON{
 		Stock: s.Stock, Remaining: s.Remaining, Queued: s.Queued, AwaitingPayment: s.AwaitingPayment,
 		Paid: s.Paid, Cancelled: s.Cancelled, Expired: s.Expired, Failed: s.Failed, Pending: s.Pending,
 		OldestQueuedMS: s.OldestQueued.Milliseconds(),

@@ -16,8 +16,9 @@ type handlers struct {
 	log *zap.Logger
 }
 
-// voucherJSON is the contract's voucher.
-type voucherJSON struct {
+// VoucherJSON is the contract's voucher, as the API answers it and a client (the
+// load tool) reads it.
+type VoucherJSON struct {
 	ID           string    `json:"id"`
 	Title        string    `json:"title"`
 	Stock        int       `json:"stock"`
@@ -28,8 +29,8 @@ type voucherJSON struct {
 	Paused       bool      `json:"paused"`
 }
 
-func toVoucherJSON(v application.LiveVoucher) voucherJSON {
-	return voucherJSON{
+func toVoucherJSON(v application.LiveVoucher) VoucherJSON {
+	return VoucherJSON{
 		ID:           v.ID.String(),
 		Title:        v.Title,
 		Stock:        v.Stock,
@@ -95,7 +96,7 @@ func createdVoucher(v domain.Voucher) (int, []byte, error) {
 
 // voucherListJSON is the contract's page of vouchers.
 type voucherListJSON struct {
-	Vouchers   []voucherJSON `json:"vouchers"`
+	Vouchers   []VoucherJSON `json:"vouchers"`
 	NextCursor string        `json:"next_cursor,omitempty"`
 }
 
@@ -119,7 +120,7 @@ func (h handlers) listVouchers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := voucherListJSON{Vouchers: make([]voucherJSON, len(page.Vouchers)), NextCursor: page.NextCursor}
+	out := voucherListJSON{Vouchers: make([]VoucherJSON, len(page.Vouchers)), NextCursor: page.NextCursor}
 	for i, v := range page.Vouchers {
 		out.Vouchers[i] = toVoucherJSON(v)
 	}

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/seckill/seckill/adapters/httpapi"
 )
 
 // The calls around a flash sale: health, voucher and stats, per the HTTP contract.
@@ -79,15 +81,7 @@ func WaitReady(ctx context.Context, base string, timeout time.Duration, stopped 
 }
 
 // Voucher is the contract's voucher.
-type Voucher struct {
-	ID           string    `json:"id"`
-	Title        string    `json:"title"`
-	Stock        int       `json:"stock"`
-	Remaining    int       `json:"remaining"`
-	BeginsAt     time.Time `json:"begins_at"`
-	EndsAt       time.Time `json:"ends_at"`
-	PerUserLimit int       `json:"per_user_limit"`
-}
+type Voucher = httpapi.VoucherJSON
 
 // NewVoucher is the body of POST /api/v1/vouchers.
 type NewVoucher struct {
@@ -118,15 +112,7 @@ func GetVoucher(ctx context.Context, base, id string) (Voucher, error) {
 
 // Stats are a voucher's units by state, from GET /api/v1/vouchers/{id}/stats.
 type Stats struct {
-	Stock           int   `json:"stock"`
-	Remaining       int   `json:"remaining"`
-	Queued          int   `json:"queued"`
-	AwaitingPayment int   `json:"awaiting_payment"`
-	Paid            int   `json:"paid"`
-	Cancelled       int   `json:"cancelled"`
-	Expired         int   `json:"expired"`
-	Failed          int   `json:"failed"`
-	Pending         int64 `json:"pending"`
+	httpapi.StatsJSON
 }
 
 // Persisted is the number of units in persisted live orders (awaiting payment or paid).
