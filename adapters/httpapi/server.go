@@ -196,6 +196,8 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	})
 	route(http.MethodGet, "/readyz", readiness(checks, opts.Fulfillment))
 	route(http.MethodGet, "/openapi.json", openAPIDocument)
+	// The site's root is the live sale page: a browser pointed at the service lands there.
+	route(http.MethodGet, "/", rootRedirect)
 	route(http.MethodGet, "/ui", uiRedirect)
 	route(http.MethodGet, "/ui/", uiPage)
 	route(http.MethodGet, "/ui/*", uiPage)
