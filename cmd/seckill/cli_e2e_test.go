@@ -144,3 +144,25 @@ func TestSentinelSettingsAreOneLine(t *testing.T) {
 		t.Fatalf("want one line about the sentinels, got %q", out)
 	}
 }
+
+// With SECKILL_JWT_SECRET set, serve prints a short banner: where it listens, the live
+// page, how to mint tokens — and no tokens of its own.
+func TestServeBannerWithASecret(t *testing.T) {
+	in := startInstance(t)
+	host := strings.TrimPrefix(in.base, "http://")
+	testenv.Eventually(t, 30*time.Second, "the banner", func() (bool, string) {
+		logs := in.logs.String()
+		return strings.Contains(logs, "seckill token --user N [--admin]"), logs
+	})
+	logs := in.logs.String()
+	for _, want := range []string{"Listening on " + host + " (this machine only", "Live sale page: http://" + host + "/ui/"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the banner lacks %q:\n%s", want, logs)
+		}
+	}
+	for _, unwanted := range []string{"Admin token", "trying and testing", e2eSecret} {
+		if strings.Contains(logs, unwanted) {
+			t.Errorf("the banner shows %q:\n%s", unwanted, logs)
+		}
+	}
+}

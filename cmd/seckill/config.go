@@ -6,12 +6,14 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/gommon/bytes"
+	"github.com/mattn/go-isatty"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -30,7 +32,7 @@ type Common struct {
 	KeyGrace       time.Duration `name:"key-grace" env:"SECKILL_KEY_GRACE" default:"24h" help:"How long a voucher's Redis keys outlive the end of its sale."`
 	ReconcileGrace time.Duration `name:"reconcile-grace" env:"SECKILL_RECONCILE_GRACE" default:"30s" help:"Reservations younger than this are not judged by reconciliation."`
 	LogLevel       string        `name:"log-level" env:"SECKILL_LOG_LEVEL" default:"info" help:"debug, info, warn or error."`
-	LogFormat      string        `name:"log-format" env:"SECKILL_LOG_FORMAT" default:"json" help:"json or console."`
+	LogFormat      string        `name:"log-format" env:"SECKILL_LOG_FORMAT" help:"json or console; unset, console when stderr is a terminal and json otherwise."`
 	OtelExporter   string        `name:"otel-exporter" env:"SECKILL_OTEL_EXPORTER" default:"none" enum:"none,stdout,otlp" help:"Where OpenTelemetry traces go: none, stdout (JSON on stderr) or otlp (OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT)."`
 
 	RedisSentinels  string `name:"redis-sentinels" env:"SECKILL_REDIS_SENTINELS" help:"Redis Sentinels to ask for the master, host:port[,host:port...]; with SECKILL_REDIS_MASTER_NAME, Redis is that master, followed through failovers (SECKILL_REDIS_URL then gives only the password and database)."`
@@ -43,7 +45,7 @@ type Common struct {
 type Config struct {
 	Common `embed:""`
 
-	HTTPAddr        string        `name:"http-addr" env:"SECKILL_HTTP_ADDR" default:":8080" help:"Address the API listens on."`
+	HTTPAddr        string        `name:"http-addr" env:"SECKILL_HTTP_ADDR" help:"Address the API listens on; unset, :8080 (every interface), or 127.0.0.1:8080 (this machine only) with the in-process Redis or a SQLite database (trying and testing)."`
 	MetricsAddr     string        `name:"metrics-addr" env:"SECKILL_METRICS_ADDR" help:"Address of a listener serving only GET /metrics; unset, /metrics is on the API's listener."`
 	JWTSecret       string        `name:"jwt-secret" env:"SECKILL_JWT_SECRET" help:"HS256 secret that signs bearer tokens (at least 16 bytes); unset with the in-process Redis or a SQLite database (trying and testing), a random one is made and an admin token printed."`
 	RequestTimeout  time.Duration `name:"request-timeout" env:"SECKILL_REQUEST_TIMEOUT" default:"2s" help:"Deadline of each request; past it the answer is 503."`
@@ -111,7 +113,7 @@ func (c *Common) validate() error {
 	if _, err := zapcore.ParseLevel(c.LogLevel); err != nil || c.LogLevel == "" {
 		return fmt.Errorf("SECKILL_LOG_LEVEL (--log-level): %q is not one of debug, info, warn, error", c.LogLevel)
 	}
-	if c.LogFormat != "json" && c.LogFormat != "console" {
+	if c.LogFormat != "" && c.LogFormat != "json" && c.LogFormat != "console" {
 		return fmt.Errorf("SECKILL_LOG_FORMAT (--log-format): %q is not json or console", c.LogFormat)
 	}
 	if c.KeyPrefix == "" || strings.ContainsAny(c.KeyPrefix, "{} \t\n") {
@@ -133,8 +135,8 @@ func (c *Config) Validate() error {
 	if !(c.JWTSecret == "" && c.trial()) && len(c.JWTSecret) < minSecretLen {
 		return fmt.Errorf("SECKILL_JWT_SECRET (--jwt-secret): must be at least %d bytes", minSecretLen)
 	}
-	if c.HTTPAddr == "" || !strings.Contains(c.HTTPAddr, ":") {
-		return fmt.Errorf("SECKILL_HTTP_ADDR (--http-addr): %q is not host:port", c.HTTPAddr)
+	if addr := c.listenAddr(); !strings.Contains(addr, ":") {
+		return fmt.Errorf("SECKILL_HTTP_ADDR (--http-addr): %q is not host:port", addr)
 	}
 	roles := c.roles()
 	if len(roles) == 0 {
@@ -432,14 +434,28 @@ func redactURL(s string) string {
 	return u.Redacted()
 }
 
-// newLogger builds the process logger at the configured level and format.
+// logFormat is the log format to use: the configured one, or when none is, console
+// for a terminal (a person reads it, and JSON would bury serve's banner) and json for
+// anything else (a file, a pipe, a log collector).
+func logFormat(configured string, terminal bool) string {
+	switch {
+	case configured != "":
+		return configured
+	case terminal:
+		return "console"
+	}
+	return "json"
+}
+
+// newLogger builds the process logger, writing to stderr, at the configured level and
+// format (see logFormat).
 func newLogger(level, format string) (*zap.Logger, error) {
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {
 		return nil, fmt.Errorf("log level: %w", err)
 	}
 	cfg := zap.NewProductionConfig()
-	if format == "console" {
+	if logFormat(format, isatty.IsTerminal(os.Stderr.Fd())) == "console" {
 		cfg = zap.NewDevelopmentConfig()
 	}
 	cfg.Level = zap.NewAtomicLevelAt(lvl)
