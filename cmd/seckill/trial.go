@@ -177,7 +177,7 @@ func base(addr net.Addr) string {
 func (b banner) print(w io.Writer) error {
 	where := "every interface"
 	if tcp, ok := b.addr.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
-		where = "this machine only; SECKILL_HTTP_ADDR=:8080 listens on every interface"
+		where = fmt.Sprintf("this machine only; SECKILL_HTTP_ADDR=:%d listens on every interface", tcp.Port)
 	}
 	host := base(b.addr)
 	var s strings.Builder
