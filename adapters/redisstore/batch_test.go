@@ -276,8 +276,9 @@ func (h *gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-// TestGrabThatWaitedTooLongIsNotSent: a grab that waited longer than MaxWait behind a
-// slow call is answered unavailable when that call comes back, and never sent.
+// TestGrabThatWaitedTooLongIsNotSent: a grab that waited MaxWait behind a slow call is
+// answered unavailable then — while that call is still held, not when it comes back —
+// and never sent.
 func TestGrabThatWaitedTooLongIsNotSent(t *testing.T) {
 	client := testenv.Redis(t)
 	gate := &gateHook{entered: make(chan struct{}), release: make(chan struct{})}
@@ -292,14 +293,18 @@ func TestGrabThatWaitedTooLongIsNotSent(t *testing.T) {
 	<-gate.entered
 	second := make(chan error, 1)
 	go func() { second <- s.Reserve(context.Background(), grab(v.ID, 2, 1)) }()
-	time.Sleep(100 * time.Millisecond) // the second waits longer than MaxWait
+	select {
+	case err := <-second:
+		if got := outcome(err); got != "unavailable" {
+			t.Fatalf("the grab that waited too long: %s, want unavailable", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the grab that waited MaxWait was not answered while the call in flight was held")
+	}
 	gate.armed.Store(false)
 	close(gate.release)
 	if err := <-first; err != nil {
 		t.Fatalf("the grab in flight: %v", err)
-	}
-	if got := outcome(<-second); got != "unavailable" {
-		t.Fatalf("the grab that waited too long: %s, want unavailable", got)
 	}
 	if recorded := streamed(client, s.Keys())(t, v.ID); len(recorded) != 1 {
 		t.Fatalf("stream holds %+v, want only user 1's reservation", recorded)

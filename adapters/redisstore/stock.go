@@ -70,8 +70,8 @@ type Options struct {
 	// ReplicaTimeout bounds the WAIT; DefaultReplicaTimeout when 0.
 	ReplicaTimeout time.Duration
 	// MaxWait bounds how long a grab waits for its turn behind the call in flight
-	// for its voucher; past it, when that call comes back, it is answered with
-	// domain.ErrUnavailable without being sent. 0: until its context ends.
+	// for its voucher; past it, it is answered at once with domain.ErrUnavailable,
+	// without being sent. 0: until its context ends.
 	MaxWait time.Duration
 }
 

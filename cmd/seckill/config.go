@@ -147,6 +147,11 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("SECKILL_ROLES (--roles): unknown role %q; use api, worker or api,worker", r)
 		}
 	}
+	if c.embeddedRedis() && !c.runsWorker() {
+		// No other process can reach this one's in-process Redis: without its own
+		// worker, no reservation would ever become an order.
+		return fmt.Errorf("SECKILL_ROLES (--roles): %q without worker needs a shared Redis (SECKILL_REDIS_URL): the in-process one is this process's own", c.Roles)
+	}
 	if strings.ContainsAny(c.Consumer, " \t\n") {
 		return fmt.Errorf("SECKILL_CONSUMER (--consumer): %q must not contain spaces", c.Consumer)
 	}

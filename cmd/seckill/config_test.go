@@ -244,3 +244,24 @@ func TestConfigRanges(t *testing.T) {
 		t.Errorf("SECKILL_BODY_LIMIT=lots: Validate() = %v", cfg.Validate())
 	}
 }
+
+// The in-process Redis is this process's own: a serve without the worker role would
+// take grabs that no worker ever persists.
+func TestConfigInProcessRedisRunsTheWorker(t *testing.T) {
+	for _, tc := range []struct {
+		redis, roles string
+		ok           bool
+	}{
+		{"", "api,worker", true},
+		{"", "worker", true},
+		{"", "api", false},
+		{"redis://127.0.0.1:6379/0", "api", true},
+	} {
+		cfg := serveDefaults(t)
+		cfg.RedisURL, cfg.Roles = tc.redis, tc.roles
+		err := cfg.Validate()
+		if (err == nil) != tc.ok || (err != nil && !strings.HasPrefix(err.Error(), "SECKILL_ROLES (--roles): ")) {
+			t.Errorf("redis %q, roles %q: Validate() = %v, want ok %v", tc.redis, tc.roles, err, tc.ok)
+		}
+	}
+}

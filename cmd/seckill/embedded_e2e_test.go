@@ -264,6 +264,36 @@ func TestZeroSetupRunsOncePerDatabase(t *testing.T) {
 	}
 }
 
+// TestZeroSetupDrainsItsWholeBacklogAtStop: the in-process Redis dies with the
+// process, so at SIGTERM every reservation it holds is persisted however long that
+// takes — here far longer than SECKILL_SHUTDOWN_TIMEOUT, with one reservation per
+// transaction — and none is lost.
+func TestZeroSetupDrainsItsWholeBacklogAtStop(t *testing.T) {
+	fi := startZeroSetup(t, "SECKILL_SHUTDOWN_TIMEOUT=1s", "SECKILL_BATCH_SIZE=1")
+	const stock = 1500
+	id := fi.createVoucher(stock, 1)
+	g := fi.fireGrabs(id, burstUsers(1, stock, 0))
+	if got := len(g.reserved); got != stock {
+		t.Fatalf("reserved %d, want %d", got, stock)
+	}
+	st := fi.stats(id)
+	t.Logf("at the stop %v units wait to be persisted", st["queued"])
+	fi.stop() // fails the test if serve does not exit 0
+	orders, err := fi.dbOrders(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	persisted := map[string]bool{}
+	for _, o := range orders {
+		persisted[o.ID] = true
+	}
+	for order, user := range g.reserved {
+		if !persisted[order] {
+			t.Fatalf("order %s of user %d was answered 202 but is not in the database after the stop", order, user)
+		}
+	}
+}
+
 // TestDemoWithNothingInstalled is the README's demo: the default flash sale, 5,000
 // users for 100 units, in-process, with every promise kept and nothing left behind.
 func TestDemoWithNothingInstalled(t *testing.T) {

@@ -7,7 +7,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -199,8 +201,11 @@ func serveThen(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Conf
 	err := g.Wait()
 	if cfg.embeddedRedis() && cfg.runsWorker() {
 		// The in-process Redis dies with the process: persist every reservation it
-		// still holds before leaving (the API stopped taking grabs already).
-		drainCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+		// still holds before leaving (the API stopped taking grabs already), however
+		// long that takes — under a deadline a large backlog would be lost — unless a
+		// second SIGINT or SIGTERM says to leave them.
+		log.Info("persisting the reservations the in-process redis holds before exiting; a second Ctrl-C (SIGINT or SIGTERM) abandons them")
+		drainCtx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer cancel()
 		if derr := a.Worker.Drain(drainCtx); derr != nil {
 			log.Error("reservations left unpersisted in the in-process redis", zap.Error(derr))
