@@ -346,6 +346,36 @@ func TestMinReplicas(t *testing.T) {
 
 // startReplica starts a redis-server replicating addr, stopped when the test ends, and
 // returns a client of it.
+// TestMinReplicasWithASpareReplica: with one replica more than Options.MinReplicas (two
+// for one, as the README advises operators), a replica that goes down does not stop
+// grabs: the other confirms them.
+func TestMinReplicasWithASpareReplica(t *testing.T) {
+	addr, _, _ := privateRedis(t)
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = client.Close() })
+	s := redisstore.NewStock(client, redisstore.Options{Prefix: "t" + testenv.Unique(), MinReplicas: 1, ReplicaTimeout: 5 * time.Second})
+	v := voucher(1, 10, 1)
+	_, err := s.Warm(t.Context(), v)
+	check(t, err)
+	replicas := []*redis.Client{startReplica(t, addr), startReplica(t, addr)}
+	testenv.Eventually(t, 2*testenv.Patience, "both replicas in sync and acknowledging", func() (bool, string) {
+		n, err := client.Do(t.Context(), "WAIT", 2, 100).Int()
+		return err == nil && n >= 2, fmt.Sprintf("WAIT = %d, %v", n, err)
+	})
+	if err := s.Reserve(t.Context(), grab(v.ID, 1, 1)); err != nil {
+		t.Fatalf("grab with two replicas: %v, want reserved", err)
+	}
+	// The connection ends with the server: SHUTDOWN's own answer is an error.
+	_ = replicas[0].ShutdownNoSave(t.Context()).Err()
+	testenv.Eventually(t, 2*testenv.Patience, "the master sees one replica left", func() (bool, string) {
+		info := client.Info(t.Context(), "replication").Val()
+		return strings.Contains(info, "connected_slaves:1"), info
+	})
+	if err := s.Reserve(t.Context(), grab(v.ID, 2, 1)); err != nil {
+		t.Fatalf("grab with one of the two replicas down: %v, want reserved", err)
+	}
+}
+
 func startReplica(t *testing.T, master string) *redis.Client {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
