@@ -3,7 +3,7 @@
 # PostgreSQL (installing them with apt-get when missing and root), applies the
 # migrations, prints an admin token, a user token, curl lines, the lines README's walkthrough
 # pastes (ADMIN=, ALICE=, BASE=) and the settings a second instance (or seckill token,
-# seckill loadtest) needs, and serves on :8080 (or SECKILL_HTTP_ADDR). Ctrl-C stops the
+# seckill-lab loadtest) needs, and serves on :8080 (or SECKILL_HTTP_ADDR). Ctrl-C stops the
 # service and the throwaway servers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,7 +45,7 @@ For README's "A sale, step by step", paste into your shell:
   BASE=$base
 
 A second instance on the same Redis and PostgreSQL (in another shell, while this one
-runs), or seckill token and seckill loadtest against this one, need these settings:
+runs), or seckill token and seckill-lab loadtest against this one, need these settings:
 
   export SECKILL_REDIS_URL='$SECKILL_REDIS_URL'
   export SECKILL_DATABASE_URL='$SECKILL_DATABASE_URL'

@@ -200,22 +200,26 @@ func serveThen(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Conf
 	})
 	err := g.Wait()
 	if cfg.embeddedRedis() && cfg.runsWorker() {
-		// The in-process Redis dies with the process: persist every reservation it
-		// still holds before leaving (the API stopped taking grabs already), however
-		// long that takes — under a deadline a large backlog would be lost — unless a
-		// second SIGINT or SIGTERM says to leave them.
-		log.Info("persisting the reservations the in-process redis holds before exiting; a second Ctrl-C (SIGINT or SIGTERM) abandons them")
-		drainCtx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer cancel()
-		if derr := a.Worker.Drain(drainCtx); derr != nil {
-			log.Error("reservations left unpersisted in the in-process redis", zap.Error(derr))
-			err = errors.Join(err, derr)
-		} else {
-			log.Info("in-process redis drained: every reservation is persisted")
-		}
+		err = errors.Join(err, drainInProcess(a, log))
 	}
 	log.Info("stopped")
 	return err
+}
+
+// drainInProcess persists every reservation the in-process Redis still holds, as it
+// dies with the process (the API stopped taking grabs already), however long that
+// takes — under a deadline a large backlog would be lost — unless a second SIGINT or
+// SIGTERM says to leave them.
+func drainInProcess(a *app, log *zap.Logger) error {
+	log.Info("persisting the reservations the in-process redis holds before exiting; a second Ctrl-C (SIGINT or SIGTERM) abandons them")
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := a.Worker.Drain(ctx); err != nil {
+		log.Error("reservations left unpersisted in the in-process redis", zap.Error(err))
+		return err
+	}
+	log.Info("in-process redis drained: every reservation is persisted")
+	return nil
 }
 
 // headerTimeout is how long a connection may take to send a request's headers: long

@@ -222,14 +222,14 @@ For README's "A sale, step by step", paste into your shell:
 			abs = b.keptIn
 		}
 		fmt.Fprintf(&s, `The JWT secret is kept in %[1]s: these tokens work across restarts (for 24 hours).
-To mint more (seckill token --user N [--admin]) or point seckill loadtest here, first:
+To mint more (seckill token --user N [--admin]) or point seckill-lab loadtest here, first:
 
   export SECKILL_JWT_SECRET=$(cat %[2]s)
 
 `, abs, shellQuote(abs))
 	} else {
 		fmt.Fprintf(&s, `The JWT secret was made up for this run: these tokens stop working at the next start.
-To mint more (seckill token --user N [--admin]) or point seckill loadtest here, first:
+To mint more (seckill token --user N [--admin]) or point seckill-lab loadtest here, first:
 
   export SECKILL_JWT_SECRET=%s
 
