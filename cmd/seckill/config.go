@@ -121,7 +121,7 @@ func (c *Common) validate() error {
 	}
 	return inRange(
 		durationSetting("SECKILL_KEY_GRACE (--key-grace)", c.KeyGrace, time.Minute, 30*day, false),
-		durationSetting("SECKILL_RECONCILE_GRACE (--reconcile-grace)", c.ReconcileGrace, 10*time.Millisecond, day, false),
+		durationSetting("SECKILL_RECONCILE_GRACE (--reconcile-grace)", c.ReconcileGrace, time.Millisecond, day, false),
 	)
 }
 

@@ -210,7 +210,7 @@ func TestConfigRanges(t *testing.T) {
 		{"SECKILL_PAYMENT_TIMEOUT", []string{"1s", "15m", "720h"}, []string{"999ms", "0", "721h"}, "999ms is not between 1s and 720h"},
 		{"SECKILL_RECONCILE_INTERVAL", []string{"0", "100ms", "5m", "24h"}, []string{"1ns", "-1s", "25h"}, "1ns is not between 100ms and 24h, or 0 (off)"},
 		{"SECKILL_KEY_GRACE", []string{"1m", "24h", "720h"}, []string{"1ns", "59s", "0", "721h"}, "1ns is not between 1m and 720h"},
-		{"SECKILL_RECONCILE_GRACE", []string{"10ms", "30s", "24h"}, []string{"1ms", "0", "25h"}, "1ms is not between 10ms and 24h"},
+		{"SECKILL_RECONCILE_GRACE", []string{"1ms", "30s", "24h"}, []string{"999µs", "0", "25h"}, "999µs is not between 1ms and 24h"},
 	} {
 		name := strings.TrimPrefix(tc.env, "SECKILL_")
 		flag := "--" + strings.ReplaceAll(strings.ToLower(name), "_", "-")
