@@ -11,6 +11,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
+
+	"github.com/seckill/seckill/domain"
 )
 
 // AdmissionOptions tune an Admission. The zero value bounds nothing.
@@ -53,9 +55,9 @@ const DefaultMinInflight = 64
 //
 // The bound on requests in flight adapts (AIMD): it starts at MaxInflight, so a burst
 // the instance can serve within Target is served whole; when admitted requests take
-// longer than Target (the instance is past its capacity, or a dependency is slow) it
-// backs off by a tenth at a time, and it grows back by one with every request answered
-// in time. Optionally a token bucket bounds the rate of new requests too.
+// longer than Target, or are answered unavailable (the instance is past its capacity,
+// or a dependency is slow or down) it backs off by a tenth at a time, and it grows back
+// by one with every request answered in time. Optionally a token bucket bounds the rate of new requests too.
 //
 // It is hand-written (forty lines) because the adaptive limiters at hand compare
 // latency with a learned baseline (Netflix's gradient, Vegas), and a flash sale's
@@ -111,7 +113,7 @@ func (a *Admission) Limit() int { return int(a.limit.Load()) }
 // of a slot spends no token.
 func (a *Admission) Middleware() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
+		return func(c echo.Context) (err error) {
 			if err := a.readBody(c); err != nil {
 				return err
 			}
@@ -124,7 +126,7 @@ func (a *Admission) Middleware() echo.MiddlewareFunc {
 					return overloaded(c)
 				}
 				start := a.now()
-				defer func() { a.done(a.now().Sub(start)) }()
+				defer func() { a.done(a.now().Sub(start), errors.Is(err, domain.ErrUnavailable)) }()
 			}
 			if a.bucket != nil && !a.bucket.Allow() {
 				return overloaded(c)
@@ -134,13 +136,16 @@ func (a *Admission) Middleware() echo.MiddlewareFunc {
 	}
 }
 
-// done gives a slot back and moves the limit by how long its request took.
-func (a *Admission) done(took time.Duration) {
+// done gives a slot back and moves the limit by how long its request took, and whether
+// it was refused past the door as unavailable: a grab that waited too long for its
+// turn (answered 503 before the Target, by the stock's own bound) says the instance is
+// past what it can serve as surely as a slow answer does.
+func (a *Admission) done(took time.Duration, unavailable bool) {
 	a.inflight.Add(-1)
 	if a.target <= 0 {
 		return
 	}
-	if took <= a.target {
+	if took <= a.target && !unavailable {
 		if l := a.limit.Load(); l < a.max {
 			a.limit.CompareAndSwap(l, l+1)
 		}

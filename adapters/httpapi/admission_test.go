@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/seckill/seckill/adapters/httpapi"
+	"github.com/seckill/seckill/domain"
 )
 
 // gated serves POST /grab behind a's middleware with a handler that answers 204.
@@ -203,6 +205,34 @@ func TestAdmissionLimitAdapts(t *testing.T) {
 	}
 	if got, want := a.Limit(), 100; got != want {
 		t.Fatalf("limit after many requests in time = %d, want the maximum %d", got, want)
+	}
+}
+
+// A grab answered unavailable past the door — it waited too long for its turn, under
+// the Target — backs the limit off as a slow answer does: the instance is past what it
+// can serve, and the door should refuse the excess at once rather than let it wait.
+func TestAdmissionBacksOffOnUnavailable(t *testing.T) {
+	var clock atomic.Int64 // ns; it never moves: every answer comes in time
+	clock.Store(int64(time.Hour))
+	a := httpapi.NewAdmission(httpapi.AdmissionOptions{
+		MaxInflight: 100, MinInflight: 10, Target: time.Second,
+		Now: func() time.Time { return time.Unix(0, clock.Load()) },
+	})
+	unavailable := true
+	e := gated(a, func(c echo.Context) error {
+		if unavailable {
+			return fmt.Errorf("reserve stock: waited 800ms for redis: %w", domain.ErrUnavailable)
+		}
+		return c.NoContent(http.StatusNoContent)
+	})
+	gatedPost(e)
+	if got, want := a.Limit(), 90; got != want {
+		t.Fatalf("limit after a grab answered unavailable = %d, want %d (one cut)", got, want)
+	}
+	unavailable = false
+	gatedPost(e)
+	if got, want := a.Limit(), 91; got != want {
+		t.Fatalf("limit after a grab answered in time = %d, want %d", got, want)
 	}
 }
 

@@ -196,9 +196,13 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	})
 	route(http.MethodGet, "/readyz", readiness(checks, opts.Fulfillment))
 	route(http.MethodGet, "/openapi.json", openAPIDocument)
-	route(http.MethodGet, "/ui", uiRedirect)
-	route(http.MethodGet, "/ui/", uiPage)
-	route(http.MethodGet, "/ui/*", uiPage)
+	// The live sale page, and the site's root, which leads to it.
+	for _, r := range []struct {
+		path string
+		h    echo.HandlerFunc
+	}{{"/", rootRedirect}, {"/ui", uiRedirect}, {"/ui/", uiPage}, {"/ui/*", uiPage}} {
+		route(http.MethodGet, r.path, r.h)
+	}
 	if !opts.MetricsElsewhere {
 		route(http.MethodGet, "/metrics", echo.WrapHandler(metrics.Handler()))
 	}

@@ -41,3 +41,9 @@ func uiPage(c echo.Context) error {
 func uiRedirect(c echo.Context) error {
 	return c.Redirect(http.StatusMovedPermanently, "/ui/")
 }
+
+// rootRedirect sends the site's root to the live sale page. The redirect is temporary
+// (302): a browser does not keep it, so the root stays free to serve something else.
+func rootRedirect(c echo.Context) error {
+	return c.Redirect(http.StatusFound, "/ui/")
+}

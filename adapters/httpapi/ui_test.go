@@ -48,16 +48,22 @@ func TestUIServesItsFiles(t *testing.T) {
 			t.Errorf("GET %s: %d %s, want 404 not_found", p, r.Status, r.Raw)
 		}
 	}
+	// The page's address without its slash, and the site's root, lead to the page.
 	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	res, err := client.Get(a.url + "/ui")
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		path   string
+		status int
+	}{{"/ui", http.StatusMovedPermanently}, {"/", http.StatusFound}} {
+		res, err := client.Get(a.url + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = res.Body.Close()
+		if res.StatusCode != tc.status || res.Header.Get("Location") != "/ui/" {
+			t.Fatalf("GET %s: %d to %q, want %d to /ui/", tc.path, res.StatusCode, res.Header.Get("Location"), tc.status)
+		}
+		checkResponse(t, http.MethodGet, tc.path, res.StatusCode, res.Header, nil)
 	}
-	_ = res.Body.Close()
-	if res.StatusCode != http.StatusMovedPermanently || res.Header.Get("Location") != "/ui/" {
-		t.Fatalf("GET /ui: %d to %q, want 301 to /ui/", res.StatusCode, res.Header.Get("Location"))
-	}
-	checkResponse(t, http.MethodGet, "/ui", res.StatusCode, res.Header, nil)
 }
 
 // chromium finds Debian's chromium (scripts/test.sh installs it when missing). Outside

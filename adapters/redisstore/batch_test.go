@@ -276,8 +276,9 @@ func (h *gateHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-// TestGrabThatWaitedTooLongIsNotSent: a grab that waited longer than MaxWait behind a
-// slow call is answered unavailable when that call comes back, and never sent.
+// TestGrabThatWaitedTooLongIsNotSent: a grab that waited MaxWait behind a slow call is
+// answered unavailable then — while that call is still held, not when it comes back —
+// and never sent.
 func TestGrabThatWaitedTooLongIsNotSent(t *testing.T) {
 	client := testenv.Redis(t)
 	gate := &gateHook{entered: make(chan struct{}), release: make(chan struct{})}
@@ -292,14 +293,18 @@ func TestGrabThatWaitedTooLongIsNotSent(t *testing.T) {
 	<-gate.entered
 	second := make(chan error, 1)
 	go func() { second <- s.Reserve(context.Background(), grab(v.ID, 2, 1)) }()
-	time.Sleep(100 * time.Millisecond) // the second waits longer than MaxWait
+	select {
+	case err := <-second:
+		if got := outcome(err); got != "unavailable" {
+			t.Fatalf("the grab that waited too long: %s, want unavailable", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the grab that waited MaxWait was not answered while the call in flight was held")
+	}
 	gate.armed.Store(false)
 	close(gate.release)
 	if err := <-first; err != nil {
 		t.Fatalf("the grab in flight: %v", err)
-	}
-	if got := outcome(<-second); got != "unavailable" {
-		t.Fatalf("the grab that waited too long: %s, want unavailable", got)
 	}
 	if recorded := streamed(client, s.Keys())(t, v.ID); len(recorded) != 1 {
 		t.Fatalf("stream holds %+v, want only user 1's reservation", recorded)
@@ -341,6 +346,36 @@ func TestMinReplicas(t *testing.T) {
 
 // startReplica starts a redis-server replicating addr, stopped when the test ends, and
 // returns a client of it.
+// TestMinReplicasWithASpareReplica: with one replica more than Options.MinReplicas (two
+// for one, as the README advises operators), a replica that goes down does not stop
+// grabs: the other confirms them.
+func TestMinReplicasWithASpareReplica(t *testing.T) {
+	addr, _, _ := privateRedis(t)
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = client.Close() })
+	s := redisstore.NewStock(client, redisstore.Options{Prefix: "t" + testenv.Unique(), MinReplicas: 1, ReplicaTimeout: 5 * time.Second})
+	v := voucher(1, 10, 1)
+	_, err := s.Warm(t.Context(), v)
+	check(t, err)
+	replicas := []*redis.Client{startReplica(t, addr), startReplica(t, addr)}
+	testenv.Eventually(t, 2*testenv.Patience, "both replicas in sync and acknowledging", func() (bool, string) {
+		n, err := client.Do(t.Context(), "WAIT", 2, 100).Int()
+		return err == nil && n >= 2, fmt.Sprintf("WAIT = %d, %v", n, err)
+	})
+	if err := s.Reserve(t.Context(), grab(v.ID, 1, 1)); err != nil {
+		t.Fatalf("grab with two replicas: %v, want reserved", err)
+	}
+	// The connection ends with the server: SHUTDOWN's own answer is an error.
+	_ = replicas[0].ShutdownNoSave(t.Context()).Err()
+	testenv.Eventually(t, 2*testenv.Patience, "the master sees one replica left", func() (bool, string) {
+		info := client.Info(t.Context(), "replication").Val()
+		return strings.Contains(info, "connected_slaves:1"), info
+	})
+	if err := s.Reserve(t.Context(), grab(v.ID, 2, 1)); err != nil {
+		t.Fatalf("grab with one of the two replicas down: %v, want reserved", err)
+	}
+}
+
 func startReplica(t *testing.T, master string) *redis.Client {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")

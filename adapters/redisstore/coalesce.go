@@ -55,9 +55,7 @@ type lane struct {
 type grab struct {
 	ctx context.Context
 	r   domain.Reservation
-	// since is when it began to wait.
-	since time.Time
-	err   error
+	err error
 	// done is closed when err is set, or when lead is: then this grab's goroutine
 	// makes the call for lead, a batch that starts with this grab. Only a grab that
 	// waits has one: a grab that finds its lane idle makes its call at once.
@@ -74,11 +72,12 @@ func newCoalescer(maxBatch int, maxWait time.Duration, call func(context.Context
 }
 
 // reserve judges r in the next call for its voucher and returns its answer. A grab
-// that waits in a lane when ctx ends, or that has waited maxWait when a call comes
-// back, is withdrawn and answered with an error wrapping domain.ErrUnavailable: it
-// never reached Redis. A grab already sent waits for its
-// answer whatever ctx does, so a grab that was judged is never answered as if it had
-// not been (the call has its own deadline: see send).
+// that still waits in a lane when ctx ends, or once it has waited maxWait, is withdrawn
+// and answered with an error wrapping domain.ErrUnavailable: it never reached Redis. It
+// is answered then, not when the call in flight comes back, which may take longer on a
+// busy machine. A grab already sent waits for its answer whatever ctx does, so a grab
+// that was judged is never answered as if it had not been (the call has its own
+// deadline: see send).
 func (c *coalescer) reserve(ctx context.Context, r domain.Reservation) error {
 	g := &grab{ctx: ctx, r: r}
 	c.mu.Lock()
@@ -93,29 +92,47 @@ func (c *coalescer) reserve(ctx context.Context, r domain.Reservation) error {
 		c.run(r.VoucherID, l, []*grab{g})
 		return g.err
 	}
-	if c.maxWait > 0 {
-		g.since = time.Now()
-	}
 	g.done = make(chan struct{})
 	l.waiting = append(l.waiting, g)
 	c.mu.Unlock()
 
+	// Only a grab that waits has a timer: one that finds its lane idle pays for none.
+	var late <-chan time.Time
+	if c.maxWait > 0 {
+		t := time.NewTimer(c.maxWait)
+		defer t.Stop()
+		late = t.C
+	}
 	select {
 	case <-g.done:
 	case <-ctx.Done():
-		c.mu.Lock()
-		if i := slices.Index(l.waiting, g); i >= 0 {
-			l.waiting = slices.Delete(l.waiting, i, i+1)
-			c.mu.Unlock()
+		if c.withdraw(l, g) {
 			return fmt.Errorf("reserve stock: waited for redis until the request ended: %w: %w", domain.ErrUnavailable, ctx.Err())
 		}
-		c.mu.Unlock()
+		<-g.done
+	case <-late:
+		if c.withdraw(l, g) {
+			return fmt.Errorf("reserve stock: waited %v for redis: %w", c.maxWait, domain.ErrUnavailable)
+		}
 		<-g.done
 	}
 	if g.lead != nil {
 		c.run(r.VoucherID, l, g.lead)
 	}
 	return g.err
+}
+
+// withdraw takes g out of l's waiting grabs and reports whether it was still there:
+// false when it was handed a batch or an answer meanwhile.
+func (c *coalescer) withdraw(l *lane, g *grab) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.Index(l.waiting, g)
+	if i < 0 {
+		return false
+	}
+	l.waiting = slices.Delete(l.waiting, i, i+1)
+	return true
 }
 
 // run makes the call for batch, hands the lane's next batch to the first grab waiting
@@ -148,18 +165,6 @@ func (c *coalescer) next(id domain.VoucherID, l *lane, reply batchReply, err err
 				return false
 			}
 			g.err = domain.ErrSoldOut
-			close(g.done)
-			return true
-		})
-	}
-	if c.maxWait > 0 && len(l.waiting) > 0 {
-		// Grabs that waited too long are answered now: they never reached Redis.
-		late := time.Now().Add(-c.maxWait)
-		l.waiting = slices.DeleteFunc(l.waiting, func(g *grab) bool {
-			if !g.since.Before(late) {
-				return false
-			}
-			g.err = fmt.Errorf("reserve stock: waited %v for redis: %w", c.maxWait, domain.ErrUnavailable)
 			close(g.done)
 			return true
 		})

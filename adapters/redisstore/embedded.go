@@ -2,12 +2,16 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/domain"
 )
 
 // Bounds of how often an Embedded server reads the wall clock (see Embedded).
@@ -39,7 +43,11 @@ const (
 // millisecond early. So a goroutine sets the server's clock (miniredis.SetTime) from
 // the wall clock in whole milliseconds and takes the step itself: every 10 ms while
 // that is cheap (idle, this costs about 1% of a core), less often as it gets dearer
-// (at least once a second), so it costs about a tenth of the server's time at most.
+// (at least once a second: TIME is the sale's clock), so it costs about a tenth of the
+// server's time at most while a step costs under 100 ms. Past that it costs more: a
+// sale to 200,000 buyers leaves a key with a TTL per buyer (its index, its rate), and a
+// step then takes a few hundred milliseconds — a second on a busy machine — holding
+// every command meanwhile; one more reason this server is for trying and testing.
 // Between steps the clock stands still, as Redis's does during a command or script:
 // expiry, TIME, stream ids and idle times are exact to within a step, an expiry set
 // with PEXPIREAT reads back exactly, and expired keys are freed within a step even
@@ -190,6 +198,55 @@ func (b *bufferedConn) deliver() {
 			return
 		}
 	}
+}
+
+// BusyHook returns a redis.Hook for the clients of an Embedded server. The server runs
+// one command at a time, in this process: under a flood on a busy machine a call may
+// wait for its turn past its deadline (a request's), or for a pooled connection. Such a
+// call fails with an error wrapping domain.ErrUnavailable that says the server was
+// busy — answered 503 like any overload — rather than with the pipe's "i/o timeout",
+// which reads as a Redis out of reach and is no error the API knows (a 500).
+func (e *Embedded) BusyHook() redis.Hook { return busyHook{} }
+
+type busyHook struct{}
+
+func (busyHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (busyHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if late(err) {
+			err = tooBusy(err)
+			cmd.SetErr(err)
+		}
+		return err
+	}
+}
+
+func (busyHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			if cerr := cmd.Err(); late(cerr) {
+				cmd.SetErr(tooBusy(cerr))
+			}
+		}
+		if late(err) {
+			err = tooBusy(err)
+		}
+		return err
+	}
+}
+
+// late reports whether err is a call that ran out of time — its read or write deadline
+// passed, or no pooled connection came free in time — and does not say so already.
+func late(err error) bool {
+	var netErr net.Error
+	return (busy(err) || (errors.As(err, &netErr) && netErr.Timeout())) && !errors.Is(err, domain.ErrUnavailable)
+}
+
+func tooBusy(err error) error {
+	return fmt.Errorf("the in-process redis was busy past the call's deadline: %w: %w", domain.ErrUnavailable, err)
 }
 
 // URL returns the server's address as a redis:// URL, for redis.ParseURL.

@@ -34,8 +34,37 @@ func embedded(t *testing.T) (*redisstore.Embedded, redis.UniversalClient) {
 	opts.Dialer = e.Dial
 	opts.ReadTimeout, opts.WriteTimeout = -1, -1
 	client := redis.NewClient(opts)
+	client.AddHook(e.BusyHook())
 	t.Cleanup(func() { _ = client.Close() })
 	return e, client
+}
+
+// A call that waits past its deadline for the embedded server, busy with another
+// command, fails as unavailable — a 503 — saying the server was busy, not with the
+// pipe's bare "i/o timeout" (which the API would answer 500); a pipeline too; and the
+// client goes on once the server is free.
+func TestEmbeddedBusyPastTheDeadlineIsUnavailable(t *testing.T) {
+	e, client := embedded(t)
+	check(t, client.Set(t.Context(), "k", "v", 0).Err())
+	release := redisstore.HoldEmbedded(t, e)
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	err := client.Get(ctx, "k").Err()
+	if !errors.Is(err, domain.ErrUnavailable) || !strings.Contains(err.Error(), "in-process redis was busy") {
+		t.Fatalf("GET while the server is busy past the deadline: %v, want unavailable, saying it was busy", err)
+	}
+	ctx, cancel = context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	pipe := client.Pipeline()
+	get := pipe.Get(ctx, "k")
+	_, err = pipe.Exec(ctx)
+	if !errors.Is(err, domain.ErrUnavailable) || !errors.Is(get.Err(), domain.ErrUnavailable) {
+		t.Fatalf("a pipeline while the server is busy past the deadline: %v, %v; want unavailable", err, get.Err())
+	}
+	release()
+	if got, err := client.Get(t.Context(), "k").Result(); err != nil || got != "v" {
+		t.Fatalf("GET once the server is free: %q, %v", got, err)
+	}
 }
 
 func TestEmbeddedStartsAndCloses(t *testing.T) {

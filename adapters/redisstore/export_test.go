@@ -1,6 +1,9 @@
 package redisstore
 
-import "testing"
+import (
+	"sync"
+	"testing"
+)
 
 // SetAuditPage makes Snapshot read n entries at a time until the test ends, so a test
 // can cross page boundaries with a few entries.
@@ -24,4 +27,14 @@ func SetStreamsPerRead(t testing.TB, n int) {
 	old := streamsPerRead
 	streamsPerRead = n
 	t.Cleanup(func() { streamsPerRead = old })
+}
+
+// HoldEmbedded keeps e from running any command, as a long command would, until the
+// returned function is called (or the test ends).
+func HoldEmbedded(t testing.TB, e *Embedded) (release func()) {
+	e.srv.Lock()
+	var once sync.Once
+	release = func() { once.Do(e.srv.Unlock) }
+	t.Cleanup(release)
+	return release
 }

@@ -25,8 +25,12 @@ const DefaultGrace = 24 * time.Hour
 // DefaultReplicaTimeout bounds the WAIT for replicas of Options.MinReplicas. It is
 // shorter than a tuned client's read timeout (TunedTimeout), so a WAIT that times out
 // (no replica in sync, as right after a failover) answers its count, with the
-// script's reply before it, instead of failing the whole call as a read timeout.
-const DefaultReplicaTimeout = 500 * time.Millisecond
+// script's reply before it, instead of failing the whole call as a read timeout. And
+// it is under half a second: while no replica confirms, every call of a voucher takes
+// the whole WAIT, and a grab under load waits for the call in flight before its own
+// (a voucher's grabs go one call at a time), so its 503 comes after about two WAITs —
+// within a second, as a 503 must.
+const DefaultReplicaTimeout = 400 * time.Millisecond
 
 // DefaultGroup names the consumer group of every voucher's stream when none is given.
 // All fulfillment workers share the group; each process reads as its own consumer.
@@ -70,8 +74,8 @@ type Options struct {
 	// ReplicaTimeout bounds the WAIT; DefaultReplicaTimeout when 0.
 	ReplicaTimeout time.Duration
 	// MaxWait bounds how long a grab waits for its turn behind the call in flight
-	// for its voucher; past it, when that call comes back, it is answered with
-	// domain.ErrUnavailable without being sent. 0: until its context ends.
+	// for its voucher; past it, it is answered at once with domain.ErrUnavailable,
+	// without being sent. 0: until its context ends.
 	MaxWait time.Duration
 }
 

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -13,14 +15,55 @@ import (
 	"github.com/seckill/seckill/adapters/testenv"
 )
 
-// --version prints one line naming the build.
+// --version prints one line naming the build; a build that recorded no revision says
+// why (seckillBinary's build may be in a git worktree, or under -buildvcs=false).
 func TestVersion(t *testing.T) {
 	out, err := runCmd(seckillBinary(t), os.Environ(), "--version")
 	if err != nil {
 		t.Fatalf("--version: %v\n%s", err, out)
 	}
-	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 1 || !strings.HasPrefix(out, "seckill ") || !strings.Contains(out, "revision ") {
-		t.Fatalf("--version printed %q, want one line: seckill <version> (… revision …)", out)
+	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 1 || !strings.HasPrefix(out, "seckill ") ||
+		!regexp.MustCompile(`revision ([0-9a-f]{40}|unknown: go run, a git worktree and -buildvcs=false record none; go build in a git clone does)`).MatchString(out) {
+		t.Fatalf("--version printed %q, want one line: seckill <version> (… revision <commit or why unknown>)", out)
+	}
+}
+
+// go build in a git clone of the repository records the commit, and --version names
+// it, as the README says.
+func TestVersionOfABuildNamesItsCommit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("git is not installed")
+		}
+		t.Skip("git is not installed")
+	}
+	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		t.Skipf("not in a git checkout: %v", err)
+	}
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clone := filepath.Join(t.TempDir(), "seckill")
+	if out, err := exec.Command("git", "clone", "-q", strings.TrimSpace(string(top)), clone).CombinedOutput(); err != nil {
+		t.Fatalf("git clone: %v\n%s", err, out)
+	}
+	checkout := exec.Command("git", "checkout", "-q", strings.TrimSpace(string(head)))
+	checkout.Dir = clone
+	if out, err := checkout.CombinedOutput(); err != nil {
+		t.Fatalf("git checkout: %v\n%s", err, out)
+	}
+	bin := filepath.Join(t.TempDir(), "seckill")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/seckill")
+	// The machine's own GOFLAGS may turn stamping off; a reader's go build has it on.
+	build.Dir, build.Env = clone, append(os.Environ(), "GOFLAGS=-buildvcs=true")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := runCmd(bin, os.Environ(), "--version")
+	if want := "revision " + strings.TrimSpace(string(head)) + " "; err != nil || !strings.Contains(out, want) {
+		t.Fatalf("--version of a go build in a clone: %v %q, want it to name %q", err, out, want)
 	}
 }
 
@@ -99,5 +142,27 @@ func TestSentinelSettingsAreOneLine(t *testing.T) {
 	}
 	if len(lines) != 1 || !strings.Contains(lines[0], `connect to redis master "seckill" of the sentinels 127.0.0.1:1`) {
 		t.Fatalf("want one line about the sentinels, got %q", out)
+	}
+}
+
+// With SECKILL_JWT_SECRET set, serve prints a short banner: where it listens, the live
+// page, how to mint tokens — and no tokens of its own.
+func TestServeBannerWithASecret(t *testing.T) {
+	in := startInstance(t)
+	host := strings.TrimPrefix(in.base, "http://")
+	testenv.Eventually(t, 30*time.Second, "the banner", func() (bool, string) {
+		logs := in.logs.String()
+		return strings.Contains(logs, "seckill token --user N [--admin]"), logs
+	})
+	logs := in.logs.String()
+	for _, want := range []string{"Listening on " + host + " (this machine only", "Live sale page: http://" + host + "/ui/"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the banner lacks %q:\n%s", want, logs)
+		}
+	}
+	for _, unwanted := range []string{"Admin token", "trying and testing", e2eSecret} {
+		if strings.Contains(logs, unwanted) {
+			t.Errorf("the banner shows %q:\n%s", unwanted, logs)
+		}
 	}
 }

@@ -6,12 +6,14 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/gommon/bytes"
+	"github.com/mattn/go-isatty"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -30,7 +32,7 @@ type Common struct {
 	KeyGrace       time.Duration `name:"key-grace" env:"SECKILL_KEY_GRACE" default:"24h" help:"How long a voucher's Redis keys outlive the end of its sale."`
 	ReconcileGrace time.Duration `name:"reconcile-grace" env:"SECKILL_RECONCILE_GRACE" default:"30s" help:"Reservations younger than this are not judged by reconciliation."`
 	LogLevel       string        `name:"log-level" env:"SECKILL_LOG_LEVEL" default:"info" help:"debug, info, warn or error."`
-	LogFormat      string        `name:"log-format" env:"SECKILL_LOG_FORMAT" default:"json" help:"json or console."`
+	LogFormat      string        `name:"log-format" env:"SECKILL_LOG_FORMAT" help:"json or console; unset, console when stderr is a terminal and json otherwise."`
 	OtelExporter   string        `name:"otel-exporter" env:"SECKILL_OTEL_EXPORTER" default:"none" enum:"none,stdout,otlp" help:"Where OpenTelemetry traces go: none, stdout (JSON on stderr) or otlp (OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT)."`
 
 	RedisSentinels  string `name:"redis-sentinels" env:"SECKILL_REDIS_SENTINELS" help:"Redis Sentinels to ask for the master, host:port[,host:port...]; with SECKILL_REDIS_MASTER_NAME, Redis is that master, followed through failovers (SECKILL_REDIS_URL then gives only the password and database)."`
@@ -43,7 +45,7 @@ type Common struct {
 type Config struct {
 	Common `embed:""`
 
-	HTTPAddr        string        `name:"http-addr" env:"SECKILL_HTTP_ADDR" default:":8080" help:"Address the API listens on."`
+	HTTPAddr        string        `name:"http-addr" env:"SECKILL_HTTP_ADDR" help:"Address the API listens on; unset, :8080 (every interface), or 127.0.0.1:8080 (this machine only) with the in-process Redis or a SQLite database (trying and testing)."`
 	MetricsAddr     string        `name:"metrics-addr" env:"SECKILL_METRICS_ADDR" help:"Address of a listener serving only GET /metrics; unset, /metrics is on the API's listener."`
 	JWTSecret       string        `name:"jwt-secret" env:"SECKILL_JWT_SECRET" help:"HS256 secret that signs bearer tokens (at least 16 bytes); unset with the in-process Redis or a SQLite database (trying and testing), a random one is made and an admin token printed."`
 	RequestTimeout  time.Duration `name:"request-timeout" env:"SECKILL_REQUEST_TIMEOUT" default:"2s" help:"Deadline of each request; past it the answer is 503."`
@@ -111,15 +113,15 @@ func (c *Common) validate() error {
 	if _, err := zapcore.ParseLevel(c.LogLevel); err != nil || c.LogLevel == "" {
 		return fmt.Errorf("SECKILL_LOG_LEVEL (--log-level): %q is not one of debug, info, warn, error", c.LogLevel)
 	}
-	if c.LogFormat != "json" && c.LogFormat != "console" {
+	if c.LogFormat != "" && c.LogFormat != "json" && c.LogFormat != "console" {
 		return fmt.Errorf("SECKILL_LOG_FORMAT (--log-format): %q is not json or console", c.LogFormat)
 	}
 	if c.KeyPrefix == "" || strings.ContainsAny(c.KeyPrefix, "{} \t\n") {
 		return fmt.Errorf("SECKILL_KEY_PREFIX (--key-prefix): %q must be non-empty, without braces or spaces", c.KeyPrefix)
 	}
-	return positive(
-		setting{"SECKILL_KEY_GRACE (--key-grace)", c.KeyGrace},
-		setting{"SECKILL_RECONCILE_GRACE (--reconcile-grace)", c.ReconcileGrace},
+	return inRange(
+		durationSetting("SECKILL_KEY_GRACE (--key-grace)", c.KeyGrace, time.Minute, 30*day, false),
+		durationSetting("SECKILL_RECONCILE_GRACE (--reconcile-grace)", c.ReconcileGrace, time.Millisecond, day, false),
 	)
 }
 
@@ -133,8 +135,8 @@ func (c *Config) Validate() error {
 	if !(c.JWTSecret == "" && c.trial()) && len(c.JWTSecret) < minSecretLen {
 		return fmt.Errorf("SECKILL_JWT_SECRET (--jwt-secret): must be at least %d bytes", minSecretLen)
 	}
-	if c.HTTPAddr == "" || !strings.Contains(c.HTTPAddr, ":") {
-		return fmt.Errorf("SECKILL_HTTP_ADDR (--http-addr): %q is not host:port", c.HTTPAddr)
+	if addr := c.listenAddr(); !strings.Contains(addr, ":") {
+		return fmt.Errorf("SECKILL_HTTP_ADDR (--http-addr): %q is not host:port", addr)
 	}
 	roles := c.roles()
 	if len(roles) == 0 {
@@ -145,30 +147,13 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("SECKILL_ROLES (--roles): unknown role %q; use api, worker or api,worker", r)
 		}
 	}
-	if c.BatchSize < 1 || c.BatchSize > 10_000 {
-		return fmt.Errorf("SECKILL_BATCH_SIZE (--batch-size): %d is not between 1 and 10000", c.BatchSize)
-	}
-	if c.MaxDeliveries < 1 {
-		return fmt.Errorf("SECKILL_MAX_DELIVERIES (--max-deliveries): %d must be at least 1", c.MaxDeliveries)
+	if c.embeddedRedis() && !c.runsWorker() {
+		// No other process can reach this one's in-process Redis: without its own
+		// worker, no reservation would ever become an order.
+		return fmt.Errorf("SECKILL_ROLES (--roles): %q without worker needs a shared Redis (SECKILL_REDIS_URL): the in-process one is this process's own", c.Roles)
 	}
 	if strings.ContainsAny(c.Consumer, " \t\n") {
 		return fmt.Errorf("SECKILL_CONSUMER (--consumer): %q must not contain spaces", c.Consumer)
-	}
-	if c.SoldOutTTL < 0 {
-		return fmt.Errorf("SECKILL_SOLD_OUT_TTL (--sold-out-ttl): must not be negative")
-	}
-	for _, n := range []struct {
-		name string
-		v    int
-	}{
-		{"SECKILL_MAX_INFLIGHT (--max-inflight)", c.MaxInflight},
-		{"SECKILL_GRAB_BURST (--grab-burst)", c.GrabBurst},
-		{"SECKILL_IP_RATE (--ip-rate)", c.IPRate},
-		{"SECKILL_IP_BURST (--ip-burst)", c.IPBurst},
-	} {
-		if n.v < 0 {
-			return fmt.Errorf("%s: %d must not be negative (0 turns it off)", n.name, n.v)
-		}
 	}
 	// NaN compares false with everything and would pass every range check below;
 	// NaN and ±Inf are no rate at all.
@@ -184,32 +169,42 @@ func (c *Config) Validate() error {
 	if c.UserRate < 0 || c.UserRate > 1000 {
 		return fmt.Errorf("SECKILL_USER_RATE (--user-rate): %v is not between 0 (off) and 1000", c.UserRate)
 	}
-	if c.UserBurst < 1 || c.UserBurst > 1000 {
-		return fmt.Errorf("SECKILL_USER_BURST (--user-burst): %d is not between 1 and 1000", c.UserBurst)
-	}
-	if c.RedisMinReplicas < 0 || c.RedisMinReplicas > 100 {
-		return fmt.Errorf("SECKILL_REDIS_MIN_REPLICAS (--redis-min-replicas): %d is not between 0 and 100", c.RedisMinReplicas)
-	}
-	if c.MaxBacklog < 0 {
-		return fmt.Errorf("SECKILL_MAX_BACKLOG (--max-backlog): %d must not be negative (0 turns it off)", c.MaxBacklog)
-	}
-	if c.ReconcileInterval < 0 {
-		return fmt.Errorf("SECKILL_RECONCILE_INTERVAL (--reconcile-interval): must not be negative")
-	}
-	if err := positive(
-		setting{"SECKILL_CLAIM_IDLE (--claim-idle)", c.ClaimIdle},
-		setting{"SECKILL_TRIM_INTERVAL (--trim-interval)", c.TrimInterval},
-		setting{"SECKILL_REQUEST_TIMEOUT (--request-timeout)", c.RequestTimeout},
-		setting{"SECKILL_SHUTDOWN_TIMEOUT (--shutdown-timeout)", c.ShutdownTimeout},
-		setting{"SECKILL_WARM_INTERVAL (--warm-interval)", c.WarmInterval},
-		setting{"SECKILL_PAYMENT_TIMEOUT (--payment-timeout)", c.PaymentTimeout},
-	); err != nil {
+	if err := inRange(c.ranges()...); err != nil {
 		return err
 	}
-	if _, err := c.trustedProxies(); err != nil {
-		return err
+	_, err := c.trustedProxies()
+	return err
+}
+
+// day is 24 hours, for the ranges below.
+const day = 24 * time.Hour
+
+// ranges are serve's numeric settings, each with the range where it makes sense:
+// outside it a value is a mistake (a 1 ns request timeout answers every call 503, a
+// 10 GB body limit is memory no machine has), and start-up stops with one line naming
+// it. The README's table of settings lists the same ranges.
+func (c *Config) ranges() []bounded {
+	const off = true // 0 turns the setting off
+	return []bounded{
+		durationSetting("SECKILL_REQUEST_TIMEOUT (--request-timeout)", c.RequestTimeout, 10*time.Millisecond, 5*time.Minute, false),
+		durationSetting("SECKILL_SHUTDOWN_TIMEOUT (--shutdown-timeout)", c.ShutdownTimeout, time.Second, time.Hour, false),
+		durationSetting("SECKILL_WARM_INTERVAL (--warm-interval)", c.WarmInterval, time.Second, time.Hour, false),
+		sizeSetting("SECKILL_BODY_LIMIT (--body-limit)", c.BodyLimit, 1e3, 10e6),
+		durationSetting("SECKILL_SOLD_OUT_TTL (--sold-out-ttl)", c.SoldOutTTL, time.Millisecond, time.Minute, off),
+		countSetting("SECKILL_BATCH_SIZE (--batch-size)", int64(c.BatchSize), 1, 10_000, false),
+		durationSetting("SECKILL_CLAIM_IDLE (--claim-idle)", c.ClaimIdle, time.Second, day, false),
+		countSetting("SECKILL_MAX_DELIVERIES (--max-deliveries)", c.MaxDeliveries, 1, 1000, false),
+		durationSetting("SECKILL_TRIM_INTERVAL (--trim-interval)", c.TrimInterval, 100*time.Millisecond, time.Hour, false),
+		countSetting("SECKILL_MAX_INFLIGHT (--max-inflight)", int64(c.MaxInflight), 1, 1_000_000, off),
+		countSetting("SECKILL_GRAB_BURST (--grab-burst)", int64(c.GrabBurst), 1, maxGrabRate, off),
+		countSetting("SECKILL_IP_RATE (--ip-rate)", int64(c.IPRate), 1, 1_000_000, off),
+		countSetting("SECKILL_IP_BURST (--ip-burst)", int64(c.IPBurst), 1, 1_000_000, off),
+		countSetting("SECKILL_USER_BURST (--user-burst)", int64(c.UserBurst), 1, 1000, false),
+		countSetting("SECKILL_REDIS_MIN_REPLICAS (--redis-min-replicas)", int64(c.RedisMinReplicas), 1, 100, off),
+		countSetting("SECKILL_MAX_BACKLOG (--max-backlog)", int64(c.MaxBacklog), 1, 100_000_000, off),
+		durationSetting("SECKILL_PAYMENT_TIMEOUT (--payment-timeout)", c.PaymentTimeout, time.Second, 30*day, false),
+		durationSetting("SECKILL_RECONCILE_INTERVAL (--reconcile-interval)", c.ReconcileInterval, 100*time.Millisecond, day, off),
 	}
-	return checkBodyLimit(c.BodyLimit)
 }
 
 // trustedProxies parses TrustedProxies: CIDRs, or single addresses, comma-separated.
@@ -253,20 +248,81 @@ func finite(rates ...rate) error {
 	return nil
 }
 
-// setting is a named duration for positive.
-type setting struct {
-	name string
-	v    time.Duration
+// bounded is a numeric setting and its range, for inRange: its value, how to show a
+// number of it, and whether 0 turns it off.
+type bounded struct {
+	name        string
+	v, min, max int64
+	off         bool
+	show        func(int64) string
+	// invalid, when set, says what is wrong with a value that is no number at all.
+	invalid string
 }
 
-// positive returns an error naming the first setting that is not greater than 0.
-func positive(settings ...setting) error {
+// durationSetting is a duration setting between lo and hi; off allows 0 too.
+func durationSetting(name string, v, lo, hi time.Duration, off bool) bounded {
+	return bounded{name: name, v: int64(v), min: int64(lo), max: int64(hi), off: off,
+		show: func(n int64) string { return shortDuration(time.Duration(n)) }}
+}
+
+// countSetting is a count between lo and hi; off allows 0 too.
+func countSetting(name string, v, lo, hi int64, off bool) bounded {
+	return bounded{name: name, v: v, min: lo, max: hi, off: off, show: func(n int64) string { return strconv.FormatInt(n, 10) }}
+}
+
+// sizeSetting is a size in Echo's notation (16K, 1M, 512B) between lo and hi bytes.
+func sizeSetting(name, v string, lo, hi int64) bounded {
+	n, err := bytes.Parse(v)
+	b := bounded{name: name, v: n, min: lo, max: hi, show: shortSize}
+	if err != nil {
+		b.invalid = fmt.Sprintf("%q is not a size like 16K or 1M", v)
+	}
+	return b
+}
+
+// inRange returns one line naming the first setting outside its range.
+func inRange(settings ...bounded) error {
 	for _, s := range settings {
-		if s.v <= 0 {
-			return fmt.Errorf("%s: must be greater than 0", s.name)
+		if s.invalid != "" {
+			return fmt.Errorf("%s: %s", s.name, s.invalid)
 		}
+		if (s.off && s.v == 0) || (s.v >= s.min && s.v <= s.max) {
+			continue
+		}
+		offNote := ""
+		if s.off {
+			offNote = ", or 0 (off)"
+		}
+		return fmt.Errorf("%s: %s is not between %s and %s%s", s.name, s.show(s.v), s.show(s.min), s.show(s.max), offNote)
 	}
 	return nil
+}
+
+// shortDuration writes d as Go's duration syntax without its zero tails ("5m", not
+// "5m0s"), so a range reads as the values one would set.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// shortSize writes n bytes in the notation SECKILL_BODY_LIMIT takes (16K, 1M, 512B;
+// decimal units, as Echo reads them: 1K is 1000 bytes).
+func shortSize(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		size   int64
+	}{{"G", 1e9}, {"M", 1e6}, {"K", 1e3}} {
+		if n != 0 && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10) + "B"
 }
 
 // checkRedisURL accepts a Redis URL (with more cluster seeds as addr parameters), or
@@ -374,15 +430,6 @@ func checkDatabaseURL(s string) error {
 	return nil
 }
 
-// checkBodyLimit accepts the sizes Echo's BodyLimit understands (16K, 1M, 512B).
-func checkBodyLimit(s string) error {
-	n, err := bytes.Parse(s)
-	if err != nil || n <= 0 {
-		return fmt.Errorf("SECKILL_BODY_LIMIT (--body-limit): %q is not a size like 16K or 1M", s)
-	}
-	return nil
-}
-
 // redactURL hides a password in a URL before it reaches a message.
 func redactURL(s string) string {
 	u, err := url.Parse(s)
@@ -392,14 +439,28 @@ func redactURL(s string) string {
 	return u.Redacted()
 }
 
-// newLogger builds the process logger at the configured level and format.
+// logFormat is the log format to use: the configured one, or when none is, console
+// for a terminal (a person reads it, and JSON would bury serve's banner) and json for
+// anything else (a file, a pipe, a log collector).
+func logFormat(configured string, terminal bool) string {
+	switch {
+	case configured != "":
+		return configured
+	case terminal:
+		return "console"
+	}
+	return "json"
+}
+
+// newLogger builds the process logger, writing to stderr, at the configured level and
+// format (see logFormat).
 func newLogger(level, format string) (*zap.Logger, error) {
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {
 		return nil, fmt.Errorf("log level: %w", err)
 	}
 	cfg := zap.NewProductionConfig()
-	if format == "console" {
+	if logFormat(format, isatty.IsTerminal(os.Stderr.Fd())) == "console" {
 		cfg = zap.NewDevelopmentConfig()
 	}
 	cfg.Level = zap.NewAtomicLevelAt(lvl)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -178,5 +179,89 @@ func TestConfigRedisSentinels(t *testing.T) {
 	cfg.RedisSentinels, cfg.RedisMasterName = "127.0.0.1:26379", "seckill"
 	if cfg.embeddedRedis() {
 		t.Error("sentinels set, yet the in-process Redis would run")
+	}
+}
+
+// Every numeric setting has a range where it makes sense; a value outside it stops
+// start-up with one line naming the setting and its range (issue: a 1 ns request
+// timeout answered every call 503, a 10G body limit started as if it were sane).
+func TestConfigRanges(t *testing.T) {
+	for _, tc := range []struct {
+		env       string
+		ok, wrong []string
+		want      string // the message's range, for the first wrong value
+	}{
+		{"SECKILL_REQUEST_TIMEOUT", []string{"10ms", "2s", "5m"}, []string{"1ns", "9ms", "5m1s", "0", "-1s"}, "1ns is not between 10ms and 5m"},
+		{"SECKILL_SHUTDOWN_TIMEOUT", []string{"1s", "15s", "1h"}, []string{"999ms", "0", "61m"}, "999ms is not between 1s and 1h"},
+		{"SECKILL_WARM_INTERVAL", []string{"1s", "30s", "1h"}, []string{"1ms", "0", "2h"}, "1ms is not between 1s and 1h"},
+		{"SECKILL_BODY_LIMIT", []string{"1K", "16K", "10M"}, []string{"512B", "10G", "11M", "0"}, "512B is not between 1K and 10M"},
+		{"SECKILL_SOLD_OUT_TTL", []string{"0", "1ms", "1s", "1m"}, []string{"1ns", "-1s", "2m"}, "1ns is not between 1ms and 1m, or 0 (off)"},
+		{"SECKILL_BATCH_SIZE", []string{"1", "100", "10000"}, []string{"0", "10001", "-1"}, "0 is not between 1 and 10000"},
+		{"SECKILL_CLAIM_IDLE", []string{"1s", "30s", "24h"}, []string{"1ns", "0", "25h"}, "1ns is not between 1s and 24h"},
+		{"SECKILL_MAX_DELIVERIES", []string{"1", "5", "1000"}, []string{"0", "1001"}, "0 is not between 1 and 1000"},
+		{"SECKILL_TRIM_INTERVAL", []string{"100ms", "10s", "1h"}, []string{"1ns", "0", "2h"}, "1ns is not between 100ms and 1h"},
+		{"SECKILL_MAX_INFLIGHT", []string{"0", "1", "10000", "1000000"}, []string{"-1", "1000001"}, "-1 is not between 1 and 1000000, or 0 (off)"},
+		{"SECKILL_GRAB_BURST", []string{"0", "1", "10000000"}, []string{"-1", "10000001"}, "-1 is not between 1 and 10000000, or 0 (off)"},
+		{"SECKILL_IP_RATE", []string{"0", "1", "1000000"}, []string{"-1", "1000001"}, "-1 is not between 1 and 1000000, or 0 (off)"},
+		{"SECKILL_IP_BURST", []string{"0", "1", "1000000"}, []string{"-1", "1000001"}, "-1 is not between 1 and 1000000, or 0 (off)"},
+		{"SECKILL_USER_BURST", []string{"1", "1000"}, []string{"0", "1001"}, "0 is not between 1 and 1000"},
+		{"SECKILL_REDIS_MIN_REPLICAS", []string{"0", "1", "100"}, []string{"-1", "101"}, "-1 is not between 1 and 100, or 0 (off)"},
+		{"SECKILL_MAX_BACKLOG", []string{"0", "1", "100000000"}, []string{"-1", "100000001"}, "-1 is not between 1 and 100000000, or 0 (off)"},
+		{"SECKILL_PAYMENT_TIMEOUT", []string{"1s", "15m", "720h"}, []string{"999ms", "0", "721h"}, "999ms is not between 1s and 720h"},
+		{"SECKILL_RECONCILE_INTERVAL", []string{"0", "100ms", "5m", "24h"}, []string{"1ns", "-1s", "25h"}, "1ns is not between 100ms and 24h, or 0 (off)"},
+		{"SECKILL_KEY_GRACE", []string{"1m", "24h", "720h"}, []string{"1ns", "59s", "0", "721h"}, "1ns is not between 1m and 720h"},
+		{"SECKILL_RECONCILE_GRACE", []string{"1ms", "30s", "24h"}, []string{"999µs", "0", "25h"}, "999µs is not between 1ms and 24h"},
+	} {
+		name := strings.TrimPrefix(tc.env, "SECKILL_")
+		flag := "--" + strings.ReplaceAll(strings.ToLower(name), "_", "-")
+		for _, v := range tc.ok {
+			t.Setenv(tc.env, v)
+			cfg := serveDefaults(t)
+			if err := cfg.Validate(); err != nil {
+				t.Errorf("%s=%s: Validate() = %v, want it accepted", tc.env, v, err)
+			}
+		}
+		for i, v := range tc.wrong {
+			t.Setenv(tc.env, v)
+			cfg := serveDefaults(t)
+			err := cfg.Validate()
+			prefix := tc.env + " (" + flag + "): "
+			if err == nil || !strings.HasPrefix(err.Error(), prefix) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%s=%s: Validate() = %v, want one line starting %q", tc.env, v, err, prefix)
+				continue
+			}
+			if i == 0 && err.Error() != prefix+tc.want {
+				t.Errorf("%s=%s: Validate() = %q, want %q", tc.env, v, err, prefix+tc.want)
+			}
+		}
+		// Unset (t.Setenv restores it after the test): the default again.
+		if err := os.Unsetenv(tc.env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("SECKILL_BODY_LIMIT", "lots")
+	if cfg := serveDefaults(t); cfg.Validate() == nil || cfg.Validate().Error() != `SECKILL_BODY_LIMIT (--body-limit): "lots" is not a size like 16K or 1M` {
+		t.Errorf("SECKILL_BODY_LIMIT=lots: Validate() = %v", cfg.Validate())
+	}
+}
+
+// The in-process Redis is this process's own: a serve without the worker role would
+// take grabs that no worker ever persists.
+func TestConfigInProcessRedisRunsTheWorker(t *testing.T) {
+	for _, tc := range []struct {
+		redis, roles string
+		ok           bool
+	}{
+		{"", "api,worker", true},
+		{"", "worker", true},
+		{"", "api", false},
+		{"redis://127.0.0.1:6379/0", "api", true},
+	} {
+		cfg := serveDefaults(t)
+		cfg.RedisURL, cfg.Roles = tc.redis, tc.roles
+		err := cfg.Validate()
+		if (err == nil) != tc.ok || (err != nil && !strings.HasPrefix(err.Error(), "SECKILL_ROLES (--roles): ")) {
+			t.Errorf("redis %q, roles %q: Validate() = %v, want ok %v", tc.redis, tc.roles, err, tc.ok)
+		}
 	}
 }

@@ -130,23 +130,34 @@ func saleAcrossARestart(t *testing.T, fi *fulfillInstance) {
 	}
 }
 
-// TestServeWithNothingConfigured: with no setting at all, serve makes up a JWT secret
-// and prints an admin token, a user token and curl lines that work, and says on start
-// that this mode is for trying and testing.
-func TestServeWithNothingConfigured(t *testing.T) {
-	fi := startZeroSetup(t, "SECKILL_JWT_SECRET=")
-	printed := map[string]string{}
-	for _, line := range strings.Split(fi.logs.String(), "\n") {
-		for _, who := range []string{"Admin token (user 1):", "User token  (user 42):"} {
-			if rest, ok := strings.CutPrefix(line, who); ok {
-				printed[who] = strings.TrimSpace(rest)
+// printedTokens waits for serve's banner in what fi printed from offset from on, and
+// returns the admin and user tokens it printed. The banner comes once serve has
+// started, after its start-up log lines.
+func printedTokens(t *testing.T, fi *fulfillInstance, from int) (admin, user string) {
+	t.Helper()
+	testenv.Eventually(t, 30*time.Second, "the banner's tokens", func() (bool, string) {
+		admin, user = "", ""
+		logs := fi.logs.String()
+		for _, line := range strings.Split(logs[from:], "\n") {
+			if rest, ok := strings.CutPrefix(line, "Admin token (user 1):"); ok {
+				admin = strings.TrimSpace(rest)
+			}
+			if rest, ok := strings.CutPrefix(line, "User token  (user 42):"); ok {
+				user = strings.TrimSpace(rest)
 			}
 		}
-	}
-	admin, user := printed["Admin token (user 1):"], printed["User token  (user 42):"]
-	if admin == "" || user == "" {
-		t.Fatalf("no admin and user token printed:\n%s", fi.logs)
-	}
+		return admin != "" && user != "", logs
+	})
+	return admin, user
+}
+
+// TestServeWithNothingConfigured: with no setting at all, serve makes up a JWT secret,
+// keeps it beside the database file, and prints an admin token, a user token and curl
+// lines that work — after a restart too — and how to mint more; it says on start that
+// this mode is for trying and testing.
+func TestServeWithNothingConfigured(t *testing.T) {
+	fi := startZeroSetup(t, "SECKILL_JWT_SECRET=")
+	admin, user := printedTokens(t, fi, 0)
 	// What the printed curl lines send.
 	status, body := fi.call(http.MethodPost, "/api/v1/vouchers", admin, map[string]any{
 		"title": "Coffee", "stock": 100, "begins_at": "2020-01-01T00:00:00Z", "ends_at": "2099-01-01T00:00:00Z",
@@ -173,9 +184,112 @@ func TestServeWithNothingConfigured(t *testing.T) {
 		t.Fatalf("a token signed with another secret: %d", status)
 	}
 	logs := fi.logs.String()
-	for _, want := range []string{"for trying and testing, not production", "in-process Redis", "SQLite"} {
+	for _, want := range []string{"for trying and testing, not production", "in-process Redis", "SQLite",
+		"Live sale page: http://" + strings.TrimPrefix(fi.base, "http://") + "/ui/"} {
 		if !strings.Contains(logs, want) {
 			t.Fatalf("start-up does not say %q:\n%s", want, logs)
+		}
+	}
+
+	// The secret is kept beside the database, for its owner only, and the banner says
+	// how to use it.
+	secretFile := filepath.Join(fi.dir, "seckill.db.secret")
+	st, err := os.Stat(secretFile)
+	if err != nil {
+		t.Fatalf("no secret kept beside seckill.db: %v", err)
+	}
+	if got := st.Mode().Perm(); got != 0o600 {
+		t.Fatalf("%s has mode %v, want 0600", secretFile, got)
+	}
+	if want := "export SECKILL_JWT_SECRET=$(cat '" + secretFile + "')"; !strings.Contains(logs, want) {
+		t.Fatalf("the banner does not say %q:\n%s", want, logs)
+	}
+	secret, err := os.ReadFile(secretFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// After a restart the tokens printed first still work, and the new banner's are
+	// signed with the same secret.
+	fi.stop()
+	restarted := len(fi.logs.String())
+	fi.start()
+	printedTokens(t, fi, restarted)
+	if status, body := fi.call(http.MethodGet, "/api/v1/vouchers/1/stats", admin, nil); status != http.StatusOK {
+		t.Fatalf("the first start's admin token after a restart: %d %v", status, body)
+	}
+	if status, body := fi.call(http.MethodGet, "/api/v1/orders", user, nil); status != http.StatusOK {
+		t.Fatalf("the first start's user token after a restart: %d %v", status, body)
+	}
+	// seckill token, with the secret exported as the banner says, mints valid tokens.
+	minted, err := runCmdStdout(seckillBinary(t), zeroSetupEnv("SECKILL_JWT_SECRET="+strings.TrimSpace(string(secret))), "token", "--user", "1", "--admin")
+	if err != nil {
+		t.Fatalf("seckill token: %v", err)
+	}
+	if status, body := fi.call(http.MethodGet, "/api/v1/vouchers/1/stats", strings.TrimSpace(minted), nil); status != http.StatusOK {
+		t.Fatalf("a token seckill token minted with the kept secret: %d %v", status, body)
+	}
+}
+
+// TestZeroSetupRunsOncePerDatabase: a second zero-setup serve in the same directory
+// would count the stock in an in-process Redis of its own and sell the same units
+// twice; it refuses to start, in one line. The lock dies with its holder: after a
+// kill -9 a new serve starts.
+func TestZeroSetupRunsOncePerDatabase(t *testing.T) {
+	fi := startZeroSetup(t)
+	env := zeroSetupEnv("SECKILL_HTTP_ADDR="+freeAddr(t), "SECKILL_JWT_SECRET="+e2eSecret)
+	stdout, stderr, status := runSplitIn(t, fi.dir, env, time.Minute, "serve")
+	if status == 0 {
+		t.Fatalf("a second serve on the same seckill.db started:\n%s%s", stdout, stderr)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		if !strings.HasPrefix(l, "{") { // a JSON log line, not the failure
+			lines = append(lines, l)
+		}
+	}
+	want := fmt.Sprintf("seckill.db is in use by another seckill serve (pid %d) with an in-process Redis of its own", fi.cmd.Process.Pid)
+	if len(lines) != 1 || !strings.Contains(lines[0], want) {
+		t.Fatalf("the second serve said %q, want one line saying %q", stderr, want)
+	}
+
+	// kill -9 leaves no stale lock.
+	if err := fi.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = fi.cmd.Wait()
+	fi.start()
+	if status, body := fi.call(http.MethodGet, "/api/v1/vouchers", "", nil); status != http.StatusOK {
+		t.Fatalf("serve after a kill -9: %d %v", status, body)
+	}
+}
+
+// TestZeroSetupDrainsItsWholeBacklogAtStop: the in-process Redis dies with the
+// process, so at SIGTERM every reservation it holds is persisted however long that
+// takes — here far longer than SECKILL_SHUTDOWN_TIMEOUT, with one reservation per
+// transaction — and none is lost.
+func TestZeroSetupDrainsItsWholeBacklogAtStop(t *testing.T) {
+	fi := startZeroSetup(t, "SECKILL_SHUTDOWN_TIMEOUT=1s", "SECKILL_BATCH_SIZE=1")
+	const stock = 1500
+	id := fi.createVoucher(stock, 1)
+	g := fi.fireGrabs(id, burstUsers(1, stock, 0))
+	if got := len(g.reserved); got != stock {
+		t.Fatalf("reserved %d, want %d", got, stock)
+	}
+	st := fi.stats(id)
+	t.Logf("at the stop %v units wait to be persisted", st["queued"])
+	fi.stop() // fails the test if serve does not exit 0
+	orders, err := fi.dbOrders(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	persisted := map[string]bool{}
+	for _, o := range orders {
+		persisted[o.ID] = true
+	}
+	for order, user := range g.reserved {
+		if !persisted[order] {
+			t.Fatalf("order %s of user %d was answered 202 but is not in the database after the stop", order, user)
 		}
 	}
 }

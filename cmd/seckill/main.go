@@ -47,16 +47,22 @@ func run(args []string) int {
 	return runParsed(parser, args)
 }
 
-// version describes this build from its build information: the module's version
-// ("(devel)" when built from a checkout) and the VCS revision and time, with "+dirty"
-// when the tree had uncommitted changes. A build without VCS stamping (go run, or
-// -buildvcs=false) says "revision unknown".
+// version describes this build from its build information (versionOf).
 func version() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
 		return "seckill (no build information)"
 	}
-	rev, at, dirty := "unknown", "", ""
+	return versionOf(info)
+}
+
+// versionOf is the version line of a build: the module's version ("(devel)" when built
+// from a checkout), the Go version, and the VCS revision and time, with "+dirty" when
+// the tree had uncommitted changes. `go build` in a git clone records the revision; go
+// run, a git worktree (whose .git is a file the go command does not follow) and
+// -buildvcs=false record none, and the line says so rather than only "unknown".
+func versionOf(info *debug.BuildInfo) string {
+	rev, at, dirty := "", "", ""
 	for _, s := range info.Settings {
 		switch s.Key {
 		case "vcs.revision":
@@ -68,6 +74,10 @@ func version() string {
 				dirty = "+dirty"
 			}
 		}
+	}
+	if rev == "" {
+		return fmt.Sprintf("seckill %s (%s, revision unknown: go run, a git worktree and -buildvcs=false record none; go build in a git clone does)",
+			info.Main.Version, info.GoVersion)
 	}
 	return fmt.Sprintf("seckill %s (%s, revision %s%s%s)", info.Main.Version, info.GoVersion, rev, dirty, at)
 }

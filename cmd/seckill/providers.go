@@ -195,6 +195,10 @@ func openRedis(ctx context.Context, cfg Common, log *zap.Logger, m *metrics, res
 	}
 	if embedded == nil {
 		client.AddHook(redisstore.NewBreakerHook("redis", breaker.Settings{OnStateChange: m.breaker(logBreaker(log))}))
+	} else {
+		// A call that outlived its deadline waiting for the busy in-process server is a
+		// 503 saying so, not a network timeout.
+		client.AddHook(embedded.BusyHook())
 	}
 	if cfg.tracing() {
 		if err := redisotel.InstrumentTracing(client); err != nil {
@@ -312,12 +316,18 @@ func grabStockOptions(cfg Config, restarts *redisstore.Restarts) redisstore.Opti
 	o := stockOptions(cfg.Common)
 	o.UserRate, o.UserBurst, o.MaxBacklog = cfg.UserRate, cfg.UserBurst, cfg.MaxBacklog
 	// A grab's request has no deadline of its own on the hot path: the stock ends its
-	// wait for a turn at the request timeout instead.
-	o.MaxWait = cfg.RequestTimeout
+	// wait for a turn instead, at half the request timeout (the other half is for its
+	// own call) and at most maxTurnWait, however long the call in flight takes.
+	o.MaxWait = min(cfg.RequestTimeout/2, maxTurnWait)
 	o.MinReplicas = cfg.RedisMinReplicas
 	o.Restarts = restarts
 	return o
 }
+
+// maxTurnWait bounds how long a grab waits for its turn behind its voucher's call in
+// flight: the 503 it then gets comes within a second, with room to spare for a busy
+// machine to write it.
+const maxTurnWait = 800 * time.Millisecond
 
 func grabOptions(cfg Config) application.GrabOptions {
 	return application.GrabOptions{SoldOutTTL: cfg.SoldOutTTL}

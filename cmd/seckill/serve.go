@@ -2,14 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -37,13 +37,25 @@ func (c *serveCmd) Run(ctx context.Context) error {
 	}
 	defer func() { _ = log.Sync() }()
 
-	generated := c.JWTSecret == ""
-	if generated {
-		var b [32]byte
-		if _, err := rand.Read(b[:]); err != nil {
-			return fmt.Errorf("make a JWT secret: %w", err)
+	c.HTTPAddr = c.listenAddr()
+	if path, isSQLite := c.sqliteFile(); isSQLite && c.embeddedRedis() {
+		unlock, err := lockDatabase(path)
+		if err != nil {
+			return err
 		}
-		c.JWTSecret = hex.EncodeToString(b[:])
+		defer unlock()
+	}
+	b := banner{trial: c.trialParts(), chosen: c.JWTSecret == ""}
+	if b.chosen {
+		if b.keptIn, err = c.jwtSecret(); err != nil {
+			return err
+		}
+		b.secret = c.JWTSecret
+		secret := "a JWT secret made up for this run"
+		if b.keptIn != "" {
+			secret = "the JWT secret kept in " + b.keptIn
+		}
+		b.trial = strings.TrimSuffix(secret+", "+b.trial, ", ")
 	}
 	stopTracing, err := startTracing(ctx, c.Common, log)
 	if err != nil {
@@ -62,80 +74,48 @@ func (c *serveCmd) Run(ctx context.Context) error {
 			return fmt.Errorf("SECKILL_METRICS_ADDR: %w", err)
 		}
 	}
+	var started func()
 	if c.runsAPI() {
 		if ln, err = net.Listen("tcp", c.HTTPAddr); err != nil {
 			return fmt.Errorf("SECKILL_HTTP_ADDR: %w", err)
 		}
-		if generated {
-			if err := printTryIt(os.Stdout, c.JWTSecret, ln.Addr(), c.trialParts()); err != nil {
-				return err
+		b.addr = ln.Addr()
+		started = func() {
+			if err := b.print(os.Stdout); err != nil {
+				log.Warn("print the banner", zap.Error(err))
 			}
 		}
 	}
-	return serve(ctx, a, ln, metricsLn, c.Config, log)
+	return serveThen(ctx, a, ln, metricsLn, c.Config, log, started)
 }
 
-// trialParts names what makes this serve one for trying and testing: besides the
-// made-up JWT secret, the in-process Redis and a SQLite file, where used.
+// trialParts names what makes this serve one for trying and testing — the in-process
+// Redis, a SQLite file — or is empty when nothing does.
 func (c *Config) trialParts() string {
-	parts := "a made-up JWT secret"
+	var parts []string
 	if c.embeddedRedis() {
-		parts += ", an in-process Redis"
+		parts = append(parts, "an in-process Redis")
 	}
 	if path, isSQLite := c.sqliteFile(); isSQLite {
-		parts += ", the SQLite file " + path
+		parts = append(parts, "the SQLite file "+path)
 	}
-	return parts
-}
-
-// printTryIt shows how to use a service whose JWT secret serve made up: an admin
-// token and ready-to-paste curl lines. parts says what makes it a trial service.
-func printTryIt(w io.Writer, secret string, addr net.Addr, parts string) error {
-	tokens := httpapi.NewTokens([]byte(secret))
-	admin, err := tokens.Mint(1, true, 24*time.Hour)
-	if err != nil {
-		return err
-	}
-	user, err := tokens.Mint(42, false, 24*time.Hour)
-	if err != nil {
-		return err
-	}
-	port := addr.(*net.TCPAddr).Port
-	_, err = fmt.Fprintf(w, `
-seckill is running for trying and testing, not production (%[4]s).
-Admin token (user 1):  %[1]s
-User token  (user 42): %[2]s
-
-  curl -s -XPOST localhost:%[3]d/api/v1/vouchers -H "Authorization: Bearer %[1]s" \
-    -d '{"title":"Coffee","stock":100,"begins_at":"2020-01-01T00:00:00Z","ends_at":"2099-01-01T00:00:00Z"}'
-  curl -s -XPOST localhost:%[3]d/api/v1/vouchers/1/grab -H "Authorization: Bearer %[2]s"
-  curl -s localhost:%[3]d/api/v1/orders -H "Authorization: Bearer %[2]s"
-
-For README's "A sale, step by step", paste into your shell:
-
-  ADMIN=%[1]s
-  ALICE=%[2]s
-  BASE=localhost:%[3]d
-
-`, admin, user, port, parts)
-	return err
+	return strings.Join(parts, ", ")
 }
 
 // serve runs until ctx is cancelled, then shuts down gracefully. A nil ln runs no API;
 // a non-nil metricsLn serves GET /metrics on its own.
 // If one part fails, the others are stopped too and the failure is returned.
 func serve(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Config, log *zap.Logger) error {
+	return serveThen(ctx, a, ln, metricsLn, cfg, log, nil)
+}
+
+// serveThen is serve, calling started (when not nil) once everything has started and
+// the first warm-up is over: what it prints then comes after the start-up's log lines
+// and stays in view.
+func serveThen(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Config, log *zap.Logger, started func()) error {
 	warnIfLossy(ctx, a.Redis, cfg, log)
 	suspectUnhealed(ctx, a, log)
 	g, gctx := errgroup.WithContext(ctx)
-	// The warm-up runs beside the listener, not before it: the vouchers whose sale
-	// state it loads open at once, or answer 503 while their reservations are restored
-	// (WarmVouchers.Handle), and a voucher not loaded yet is rebuilt by its first grab.
-	g.Go(func() error {
-		warm(gctx, a, log)
-		every(gctx, cfg.WarmInterval, func() { warm(gctx, a, log) })
-		return nil
-	})
 	if ln != nil {
 		// net/http's own 400/431 answers carry the JSON error body too.
 		ln = httpapi.JSONErrors(ln)
@@ -149,9 +129,11 @@ func serve(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Config, 
 			ReadTimeout:       headerTimeout + cfg.RequestTimeout,
 			IdleTimeout:       2 * time.Minute,
 		}
+		log.Info("seckill serving", zap.String("addr", ln.Addr().String()))
 		g.Go(func() error { return runHTTP(gctx, srv, ln, cfg.ShutdownTimeout, log) })
 	}
 	if metricsLn != nil {
+		log.Info("seckill serving metrics", zap.String("addr", metricsLn.Addr().String()))
 		g.Go(func() error {
 			return runHTTP(gctx, metricsServer(a.HTTPMetrics.Handler()), metricsLn, cfg.ShutdownTimeout, log)
 		})
@@ -172,6 +154,17 @@ func serve(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Config, 
 		}
 		g.Go(func() error { every(gctx, time.Second, func() { foldUnits(gctx, a, log) }); return nil })
 	}
+	// The warm-up runs beside the listener, not before it: the vouchers whose sale
+	// state it loads open at once, or answer 503 while their reservations are restored
+	// (WarmVouchers.Handle), and a voucher not loaded yet is rebuilt by its first grab.
+	g.Go(func() error {
+		warm(gctx, a, log)
+		if started != nil {
+			started()
+		}
+		every(gctx, cfg.WarmInterval, func() { warm(gctx, a, log) })
+		return nil
+	})
 	if cfg.runsAPI() {
 		// Units released anywhere clear this instance's sold-out flags at once.
 		// Without the signal the flags still lapse after SECKILL_SOLD_OUT_TTL, so a
@@ -207,19 +200,26 @@ func serve(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Config, 
 	})
 	err := g.Wait()
 	if cfg.embeddedRedis() && cfg.runsWorker() {
-		// The in-process Redis dies with the process: persist every reservation it
-		// still holds before leaving (the API stopped taking grabs already).
-		drainCtx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-		defer cancel()
-		if derr := a.Worker.Drain(drainCtx); derr != nil {
-			log.Error("reservations left unpersisted in the in-process redis", zap.Error(derr))
-			err = errors.Join(err, derr)
-		} else {
-			log.Info("in-process redis drained: every reservation is persisted")
-		}
+		err = errors.Join(err, drainInProcess(a, log))
 	}
 	log.Info("stopped")
 	return err
+}
+
+// drainInProcess persists every reservation the in-process Redis still holds, as it
+// dies with the process (the API stopped taking grabs already), however long that
+// takes — under a deadline a large backlog would be lost — unless a second SIGINT or
+// SIGTERM says to leave them.
+func drainInProcess(a *app, log *zap.Logger) error {
+	log.Info("persisting the reservations the in-process redis holds before exiting; a second Ctrl-C (SIGINT or SIGTERM) abandons them")
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := a.Worker.Drain(ctx); err != nil {
+		log.Error("reservations left unpersisted in the in-process redis", zap.Error(err))
+		return err
+	}
+	log.Info("in-process redis drained: every reservation is persisted")
+	return nil
 }
 
 // headerTimeout is how long a connection may take to send a request's headers: long
@@ -232,7 +232,6 @@ const headerTimeout = 10 * time.Second
 func runHTTP(ctx context.Context, srv *http.Server, ln net.Listener, timeout time.Duration, log *zap.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info("seckill serving", zap.String("addr", ln.Addr().String()))
 	select {
 	case err := <-errc:
 		return fmt.Errorf("http server: %w", err)

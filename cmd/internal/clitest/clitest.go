@@ -54,6 +54,17 @@ func Build(t testing.TB, pkg string) string {
 	return bin
 }
 
+// RemoveBuilds removes every binary Build built (tens of megabytes each, under
+// $TMPDIR). Call it from TestMain once the tests have run.
+func RemoveBuilds() {
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+		buildDir, built = "", map[string]error{}
+	}
+}
+
 // Run runs bin with args in the working directory dir (empty: the test's) and the
 // environment env, and returns its stdout, its stderr and its exit status. It fails
 // the test when the command does not finish within timeout or does not start.
