@@ -337,3 +337,36 @@ func TestZeroSetupBurstOnABusyMachine(t *testing.T) {
 	fi.waitSettled(id, stock, time.Minute)
 	fi.assertPersistedExactlyOnce(id, g)
 }
+
+// TestInProcessRedisRunsOncePerPostgres: a serve with an in-process Redis of its own
+// on a PostgreSQL database holds a lock on it, so a second such serve on the same
+// database refuses to start, in one line, rather than sell the units a second time
+// from its own Redis; the lock dies with its holder.
+func TestInProcessRedisRunsOncePerPostgres(t *testing.T) {
+	dbURL := testenv.PostgresURL(t)
+	if out, err := runCmd(seckillBinary(t), zeroSetupEnv("SECKILL_DATABASE_URL="+dbURL), "migrate", "up"); err != nil {
+		t.Fatalf("migrate up: %v\n%s", err, out)
+	}
+	fi := startZeroSetup(t, "SECKILL_DATABASE_URL="+dbURL)
+	fi.dbURL = dbURL
+	env := zeroSetupEnv("SECKILL_HTTP_ADDR="+freeAddr(t), "SECKILL_JWT_SECRET="+e2eSecret, "SECKILL_DATABASE_URL="+dbURL)
+	stdout, stderr, status := runSplitIn(t, t.TempDir(), env, time.Minute, "serve")
+	if status == 0 {
+		t.Fatalf("a second serve with an in-process Redis on the same database started:\n%s%s", stdout, stderr)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		if !strings.HasPrefix(l, "{") { // a JSON log line, not the failure
+			lines = append(lines, l)
+		}
+	}
+	if want := "the database is in use by another seckill serve with an in-process Redis"; len(lines) != 1 || !strings.Contains(lines[0], want) {
+		t.Fatalf("the second serve said %q, want one line saying %q", stderr, want)
+	}
+	// kill -9 leaves no lock behind: the server drops it with the session.
+	fi.kill()
+	fi.start()
+	if status, body := fi.call(http.MethodGet, "/api/v1/vouchers", "", nil); status != http.StatusOK {
+		t.Fatalf("serve after a kill -9: %d %v", status, body)
+	}
+}

@@ -36,7 +36,9 @@ type app struct {
 	// Clock is the sale's clock, measured again every few seconds (syncClock).
 	Clock *redisstore.Clock
 	// Heals records which Redis servers were last healed (suspectUnhealed).
-	Heals       *sqlstore.Heals
+	Heals *sqlstore.Heals
+	// DB is the database, for the lock a serve with an in-process Redis holds on it.
+	DB          *bun.DB
 	Idempotency ports.Idempotency
 	HTTP        *echo.Echo
 	Warm        *application.WarmVouchers

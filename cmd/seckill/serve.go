@@ -67,6 +67,16 @@ func (c *serveCmd) Run(ctx context.Context) error {
 		return err
 	}
 	defer cleanup()
+	if _, isSQLite := c.sqliteFile(); c.embeddedRedis() && !isSQLite {
+		release, ok, err := sqlstore.HoldInProcessRedisLock(ctx, a.DB)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errors.New("the database is in use by another seckill serve with an in-process Redis of its own; two would sell the same units twice: stop it, or give both SECKILL_REDIS_URL naming one Redis")
+		}
+		defer release()
+	}
 
 	var ln, metricsLn net.Listener
 	if c.MetricsAddr != "" {

@@ -99,6 +99,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		Restarts:    restarts,
 		Clock:       clock,
 		Heals:       heals,
+		DB:          db,
 		Idempotency: idempotency,
 		HTTP:        echo,
 		Warm:        warmVouchers,
