@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 . scripts/services.sh
 
 # Redis keeps an append-only file, synced every second: a restart of it loses at most
-# the last second's grabs (README, "Durability").
+# the last second's grabs (docs/operations.md, "Durability").
 SVC_REDIS_AOF=1 start_services
 bin="$SVC_DIR/seckill"
 go build -o "$bin" ./cmd/seckill

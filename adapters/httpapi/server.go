@@ -1,4 +1,4 @@
-// Package httpapi is the REST adapter: the HTTP contract of the README on Echo. Handlers
+// Package httpapi is the REST adapter: the HTTP contract (docs/api.md) on Echo. Handlers
 // decode and validate a request, call one use case and encode its result; every error
 // goes to one handler that maps it to the contract's status and code.
 package httpapi

@@ -347,7 +347,7 @@ func TestMinReplicas(t *testing.T) {
 // startReplica starts a redis-server replicating addr, stopped when the test ends, and
 // returns a client of it.
 // TestMinReplicasWithASpareReplica: with one replica more than Options.MinReplicas (two
-// for one, as the README advises operators), a replica that goes down does not stop
+// for one, as docs/operations.md advises operators), a replica that goes down does not stop
 // grabs: the other confirms them.
 func TestMinReplicasWithASpareReplica(t *testing.T) {
 	addr, _, _ := privateRedis(t)

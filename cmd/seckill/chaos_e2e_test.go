@@ -29,7 +29,7 @@ import (
 // schedule injects faults one at a time — kill -9 of an instance (restarted after a
 // moment), SIGSTOP/SIGCONT of Redis and of PostgreSQL (the postmaster and every
 // backend), a restart of Redis from its append-only file (the test turns AOF on, with
-// appendfsync always: the configuration the README's Durability section calls
+// appendfsync always: the configuration docs/operations.md's Durability section calls
 // lossless), a PostgreSQL restart, a restart of Redis from a snapshot taken before
 // buyers cancelled and grabbed again (the sale paused until every grab since is
 // persisted, so the snapshot loses nothing but the state it must heal), and an

@@ -182,7 +182,7 @@ const day = 24 * time.Hour
 // ranges are serve's numeric settings, each with the range where it makes sense:
 // outside it a value is a mistake (a 1 ns request timeout answers every call 503, a
 // 10 GB body limit is memory no machine has), and start-up stops with one line naming
-// it. The README's table of settings lists the same ranges.
+// it. The table of settings in docs/operations.md lists the same ranges.
 func (c *Config) ranges() []bounded {
 	const off = true // 0 turns the setting off
 	return []bounded{

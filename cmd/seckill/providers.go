@@ -236,7 +236,7 @@ func warnIfLossy(ctx context.Context, client redis.UniversalClient, cfg Config, 
 	if err != nil || !strings.Contains(info, "aof_enabled:0") {
 		return
 	}
-	log.Warn("Redis keeps no append-only file and SECKILL_REDIS_MIN_REPLICAS is 0: a Redis restart or failover can lose grabs answered 202 but not yet persisted (see README, Durability)")
+	log.Warn("Redis keeps no append-only file and SECKILL_REDIS_MIN_REPLICAS is 0: a Redis restart or failover can lose grabs answered 202 but not yet persisted (see docs/operations.md, Durability)")
 }
 
 // logBreaker logs each change of a circuit breaker's state, once.
