@@ -36,7 +36,11 @@ const IdempotencyKeyHeader = "Idempotency-Key"
 // An answer of 5xx, or none (the client left), is not kept: nothing was done, or the
 // outcome is unknown, and a retry does the work — unless the write committed, whose
 // answer stands.
-func idempotent(store ports.Idempotency, lease time.Duration, log *zap.Logger) echo.MiddlewareFunc {
+func idempotent(store ports.Idempotency, clock ports.Clock, lease time.Duration, log *zap.Logger) echo.MiddlewareFunc {
+	now := time.Now
+	if clock != nil {
+		now = clock.Now
+	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			key := c.Request().Header.Get(IdempotencyKeyHeader)
@@ -51,7 +55,7 @@ func idempotent(store ports.Idempotency, lease time.Duration, log *zap.Logger) e
 				return err
 			}
 			ctx, user := c.Request().Context(), principal(c).User
-			claim, kept, err := store.Claim(ctx, user, key, fingerprint, time.Now(), lease)
+			claim, kept, err := store.Claim(ctx, user, key, fingerprint, now(), lease)
 			if err != nil {
 				return err
 			}

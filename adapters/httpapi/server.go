@@ -52,6 +52,10 @@ type Options struct {
 	// Idempotency keeps the answers of writes sent with an Idempotency-Key header
 	// (creating a voucher, paying, cancelling); nil ignores the header.
 	Idempotency ports.Idempotency
+	// Clock dates the Idempotency-Key claims and their leases; the sale's clock, so
+	// the instances that take keys over from each other agree on when a lease passed
+	// whatever their hosts' clocks say. The host's clock when nil.
+	Clock ports.Clock
 	// TrustedProxies are the address ranges of the proxies and load balancers in
 	// front of the service. A request whose connection comes from one of them is
 	// counted, for IPLimit and in the request log, against the right-most address of
@@ -171,7 +175,7 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	// Writes a client may retry safely with an Idempotency-Key.
 	once := func(m ...echo.MiddlewareFunc) []echo.MiddlewareFunc {
 		if opts.Idempotency != nil {
-			m = append(m, idempotent(opts.Idempotency, IdempotencyLease(opts.RequestTimeout), log))
+			m = append(m, idempotent(opts.Idempotency, opts.Clock, IdempotencyLease(opts.RequestTimeout), log))
 		}
 		return m
 	}

@@ -428,13 +428,14 @@ func workerObserver(log *zap.Logger, m *metrics, cfg Common) application.WorkerO
 // /readyz says fulfillment is stalled.
 const stalledAfter = 30 * time.Second
 
-func httpOptions(cfg Config, limiter *redisstore.RateLimiter, idempotency ports.Idempotency, metrics *httpapi.Metrics, queue *redisstore.Queue) httpapi.Options {
+func httpOptions(cfg Config, limiter *redisstore.RateLimiter, idempotency ports.Idempotency, metrics *httpapi.Metrics, queue *redisstore.Queue,
+	clock *redisstore.Clock) httpapi.Options {
 	// Validate has parsed the trusted proxies already.
 	proxies, _ := cfg.trustedProxies()
 	o := httpapi.Options{
 		BodyLimit: cfg.BodyLimit, RequestTimeout: cfg.RequestTimeout,
 		MaxInflight: cfg.MaxInflight, GrabRate: cfg.GrabRate, GrabBurst: cfg.GrabBurst,
-		IPLimit: cfg.IPRate, IPBurst: cfg.IPBurst, IPLimiter: limiter, Idempotency: idempotency,
+		IPLimit: cfg.IPRate, IPBurst: cfg.IPBurst, IPLimiter: limiter, Idempotency: idempotency, Clock: clock,
 		TrustedProxies: proxies,
 		Metrics:        metrics, MetricsElsewhere: cfg.MetricsAddr != "",
 		Fulfillment: func(ctx context.Context) (bool, error) {

@@ -202,7 +202,7 @@ func serveThen(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Conf
 	// Idempotency keys are kept a day; older ones are forgotten hourly.
 	g.Go(func() error {
 		every(gctx, time.Hour, func() {
-			if _, err := a.Idempotency.Purge(gctx, time.Now().Add(-sqlstore.IdempotencyTTL)); err != nil {
+			if _, err := a.Idempotency.Purge(gctx, a.Clock.Now().Add(-sqlstore.IdempotencyTTL)); err != nil {
 				log.Warn("purge idempotency keys", zap.Error(err))
 			}
 		})

@@ -40,7 +40,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	redisstoreQueueOptions := queueOptions(cfg, clock)
 	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
 	httpapiMetrics := httpMetrics(mainMetrics, universalClient, db, queue, log)
-	httpapiOptions := httpOptions(cfg, rateLimiter, idempotency, httpapiMetrics, queue)
+	httpapiOptions := httpOptions(cfg, rateLimiter, idempotency, httpapiMetrics, queue, clock)
 	vouchers := sqlstore.NewVouchers(db)
 	stockStrategy, err := configuredStrategy(common)
 	if err != nil {
