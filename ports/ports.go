@@ -25,10 +25,15 @@ type Stock interface {
 	// Reserve takes r.Quantity units for r.UserID atomically and records the
 	// reservation for fulfillment. The grab is judged at r.At; a zero r.At is judged
 	// by the sale's clock at the moment the stock judges it (Redis's TIME, the clock
-	// every instance shares), which then stamps the reservation. It returns domain.ErrSoldOut, an
-	// *domain.AlreadyPurchasedError naming the existing order, domain.ErrNotStarted,
-	// domain.ErrEnded, domain.ErrNotFound (no sale state for the voucher) or a
-	// *domain.ValidationError (quantity below 1 or above the per-user limit).
+	// every instance shares), which then stamps the reservation. It returns
+	// domain.ErrPaused, domain.ErrNotStarted, domain.ErrEnded (also for a sale the
+	// queue has settled), a *domain.ValidationError (quantity below 1 or above the
+	// per-user limit), an *domain.AlreadyPurchasedError naming the existing order,
+	// domain.ErrSoldOut, domain.ErrNotFound (no sale state for the voucher), a
+	// *domain.RateLimitedError (the user's grabs of the voucher are over their rate),
+	// or an error wrapping domain.ErrUnavailable (the sale state is being restored,
+	// the voucher's backlog is over its bound, the store is down or too busy: nothing
+	// was taken, or the outcome is unknown — a retry tells).
 	Reserve(ctx context.Context, r domain.Reservation) error
 	// Remaining returns the units left of each voucher that has sale state; vouchers
 	// without it are absent from the map.

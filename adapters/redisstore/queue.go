@@ -40,18 +40,22 @@ type QueueOptions struct {
 
 // Queue is a ports.Queue over the reservation streams of the active vouchers under its
 // prefix, consumed through one consumer group. It finds the streams in the sorted set
-// Stock.Warm maintains (Keys.Active), re-read at most every DiscoverEvery with one
-// command: the vouchers whose sale has not ended, and those whose sale has ended but
-// whose stream still holds reservations not yet delivered or acknowledged. Once such a
-// stream is drained the voucher leaves the set, so an idle poll costs one command
-// whatever the number of vouchers ever sold.
+// Stock.Warm maintains (Keys.Active), re-read at most every DiscoverEvery a page of
+// activePage members per command: the vouchers whose sale has not ended, and those
+// whose sale has ended but whose stream still holds reservations not yet delivered or
+// acknowledged. Such a voucher leaves the set once settle.lua finds it done — ended by
+// the sale's clock, every entry acknowledged — and marks it settled, so no grab
+// appends to it again; an idle poll then costs a command or two whatever the number of
+// vouchers ever sold.
 //
-// On one Redis server a Read is one XREADGROUP over every stream, waiting for entries.
-// On Redis Cluster the streams of different vouchers live in different slots, which
-// one command cannot span (CROSSSLOT, even on one node): a Read there sends one
-// XREADGROUP per stream, without waiting, pipelined (one round trip per node), then,
-// when none had entries, waits in an XREADGROUP on the stream that last had some; with
-// a single stream it waits in XREADGROUP as on one server. Claim, Ack, DeadLetter and Trim work stream by stream everywhere.
+// On one Redis server a Read is one XREADGROUP over every stream (past streamsPerRead
+// streams, one per streamsPerRead of them, pipelined), waiting for entries. On Redis
+// Cluster the streams of different vouchers live in different slots, which one command
+// cannot span (CROSSSLOT, even on one node): a Read there sends one XREADGROUP per
+// stream, without waiting, pipelined (one round trip per node), then, when none had
+// entries, waits in an XREADGROUP on the stream that last had some; with a single
+// stream it waits in XREADGROUP as on one server. Claim, Ack, DeadLetter and Trim work
+// stream by stream everywhere.
 //
 // A Queue is safe for concurrent use.
 type Queue struct {

@@ -25,8 +25,7 @@ func NewVouchers(db *bun.DB) *Vouchers {
 	return &Vouchers{db: db}
 }
 
-// voucherRow is a row of the vouchers table. The paused column is left out: the
-// domain has no such field yet, and its DEFAULT fills it on insert.
+// voucherRow is a row of the vouchers table.
 type voucherRow struct {
 	bun.BaseModel `bun:"table:vouchers,alias:v"`
 
