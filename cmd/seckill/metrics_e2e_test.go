@@ -62,7 +62,7 @@ func TestServeExposesTheWorkersMetrics(t *testing.T) {
 	want := []string{
 		`seckill_reservations_persisted_total`, `seckill_reservations_failed_total`,
 		`seckill_dead_letters_total`, `seckill_orders_expired_total`, `seckill_units_released_total`,
-		`seckill_reconcile_unchecked_total`, `seckill_db_statements_total`,
+		`seckill_reconcile_unchecked_total`, `seckill_clock_offset_seconds`, `seckill_db_statements_total`,
 		`seckill_fulfilment_lag_seconds`, `seckill_queue_pending`,
 		`seckill_breaker_open{dependency="redis"}`, `seckill_breaker_open{dependency="postgres"}`,
 		`seckill_grab_requests_total{outcome="reserved"}`,
