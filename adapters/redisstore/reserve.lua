@@ -29,21 +29,21 @@
 local m = sale_state(KEYS[1], 'paused', 'restoring', 'settled')
 local n = (#ARGV - 6) / 5
 local out = {-1}
--- No sale state (see sale_state in prelude.lua). Go twin: saleState (watch.go).
-if not m then
+-- answer_all answers every grab of the batch with code, nothing taken.
+local function answer_all(code)
   for _ = 1, n do
-    out[#out + 1] = 5
+    out[#out + 1] = code
     out[#out + 1] = ''
   end
   return out
 end
+-- No sale state (see sale_state in prelude.lua). Go twin: saleState (watch.go).
+if not m then
+  return answer_all(5)
+end
 if m.restoring == '1' then
   out[1] = tonumber(m.remaining)
-  for _ = 1, n do
-    out[#out + 1] = 10
-    out[#out + 1] = ''
-  end
-  return out
+  return answer_all(10)
 end
 local remaining, begins, ends, limit = tonumber(m.remaining), tonumber(m.begins), tonumber(m.ends), tonumber(m.limit)
 local interval, tolerance, bound = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
