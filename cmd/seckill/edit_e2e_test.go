@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -332,5 +334,39 @@ func TestEditLostOnItsWayToRedisIsHealed(t *testing.T) {
 	}
 	if got := scrapeURL(t, a.base+"/metrics")[`seckill_recoveries_total{outcome="ok",reason="stale"}`]; got < 2 {
 		t.Fatalf("stale recoveries counted: %v, want 2 at least", got)
+	}
+}
+
+// TestVoucherUpdateCommand: `seckill voucher update` makes the change through the API
+// as the admin it names (the audit log's actor), prints the voucher, and exits 1 with
+// the answer's code when the service refuses; a flag it cannot send exits 2.
+func TestVoucherUpdateCommand(t *testing.T) {
+	a := startFulfillInstance(t)
+	id := a.createVoucher(10, 1)
+	bin := seckillBinary(t)
+	out, err := runCmdStdout(bin, a.env, "voucher", "update", "--url", a.base, "--id", id, "--add-units", "5", "--title", "Tea", "--as", "7")
+	if err != nil {
+		t.Fatalf("voucher update: %v\n%s", err, out)
+	}
+	var v map[string]any
+	if err := json.Unmarshal([]byte(out), &v); err != nil || v["stock"] != 15.0 || v["title"] != "Tea" {
+		t.Fatalf("voucher update printed %q (%v), want the voucher with stock 15 and title Tea", out, err)
+	}
+	status, page := a.call(http.MethodGet, "/api/v1/audit?voucher_id="+id, a.token(1, true), nil)
+	entries, _ := page["entries"].([]any)
+	if status != http.StatusOK || len(entries) != 2 {
+		t.Fatalf("audit: %d %v", status, page)
+	}
+	if e := entries[0].(map[string]any); e["actor"] != "7" || e["action"] != "voucher.update" {
+		t.Fatalf("the edit's entry: %v, want voucher.update by 7", e)
+	}
+	out, err = runCmd(bin, a.env, "voucher", "update", "--url", a.base, "--id", id, "--remove-units", "100")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, "409 not_enough_units") {
+		t.Fatalf("a refused removal: %v\n%s\nwant exit 1 naming 409 not_enough_units", err, out)
+	}
+	out, err = runCmd(bin, a.env, "voucher", "update", "--url", a.base, "--id", id)
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 || !strings.Contains(out, "name a change") {
+		t.Fatalf("no change named: %v\n%s\nwant exit 2", err, out)
 	}
 }
