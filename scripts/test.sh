@@ -52,7 +52,7 @@ fuzztime=${SECKILL_FUZZTIME:-3s}
 if [ "$fuzztime" != 0 ]; then
 	echo "== go test -fuzz ($fuzztime each)"
 	for target in \
-		adapters/httpapi:FuzzCreateVoucherBody adapters/httpapi:FuzzGrabBody \
+		adapters/httpapi:FuzzCreateVoucherBody adapters/httpapi:FuzzEditVoucherBody adapters/httpapi:FuzzGrabBody \
 		adapters/httpapi:FuzzOrderIDs adapters/httpapi:FuzzVoucherIDs \
 		adapters/httpapi:FuzzQueryStrings adapters/httpapi:FuzzTokenClaims \
 		adapters/httpapi:FuzzJSONString adapters/redisstore:FuzzDecodeEntry; do
