@@ -50,9 +50,10 @@ func NewCreateVoucher(vouchers ports.Vouchers, stock ports.Stock, clock ports.Cl
 }
 
 // Handle validates and stores the voucher (with its audit entry, and the receipt's
-// answer when the command has one), then warms its stock (only if absent, so a live counter is never reset).
-// It returns a *domain.ValidationError for a bad command, a sale that has ended already
-// included, and ports.ErrClaimLost when the receipt's claim no longer holds its key.
+// answer when the command has one), then warms its stock (only if absent, so a live
+// counter is never reset). It returns a *domain.ValidationError for a bad command, a
+// sale that has ended already included, and ports.ErrClaimLost when the receipt's claim
+// no longer holds its key.
 // Once the voucher is stored the creation has succeeded: if warming fails, the voucher
 // is returned all the same, Warming reports it, and the sale state is loaded later —
 // by the first grab (GrabVoucher rebuilds a missing state, answering unavailable
