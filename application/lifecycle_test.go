@@ -209,7 +209,7 @@ func TestPayVersusExpire(t *testing.T) {
 			t.Fatalf("order %s: pay succeeded %v, status %s", id, paid[i], o.Status)
 		}
 	}
-	units, _ := l.orders.UnitsByStatus(ctx, l.id)
+	units, _ := l.orders.UnitsByStatus(ctx, l.id, nil)
 	if got := l.remaining(t) + units[domain.StatusPaid]; got != 200 {
 		t.Fatalf("remaining + paid = %d, want 200", got)
 	}

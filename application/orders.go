@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/seckill/seckill/domain"
 	"github.com/seckill/seckill/ports"
@@ -148,72 +147,4 @@ func (uc *ListOrders) Handle(ctx context.Context, caller Caller, q ListOrdersQue
 		page.NextCursor = encodeOrderCursor(q.Voucher, ports.KeyOf(out[limit-1]))
 	}
 	return page, nil
-}
-
-// VoucherStats is where a voucher's units are.
-type VoucherStats struct {
-	Stock           int
-	Remaining       int
-	Queued          int
-	AwaitingPayment int
-	Paid            int
-	Cancelled       int
-	Expired         int
-	Failed          int
-	// Pending counts queue entries not yet acknowledged.
-	Pending int64
-	// OldestQueued is how long the oldest reservation not yet persisted has waited
-	// since it was taken; 0 when none waits.
-	OldestQueued time.Duration
-}
-
-// GetVoucherStats reads a voucher's stats.
-type GetVoucherStats struct {
-	vouchers ports.Vouchers
-	orders   ports.Orders
-	audit    ports.StockAudit
-	clock    ports.Clock
-}
-
-// NewGetVoucherStats returns the use case.
-func NewGetVoucherStats(vouchers ports.Vouchers, orders ports.Orders, audit ports.StockAudit, clock ports.Clock) *GetVoucherStats {
-	return &GetVoucherStats{vouchers: vouchers, orders: orders, audit: audit, clock: clock}
-}
-
-// Handle returns the stats, or domain.ErrNotFound. Each figure is read from where it
-// lives — remaining units and queued (reserved, not yet persisted) units from Redis,
-// the others from the database, each from counters kept as the sale goes, so its cost
-// does not grow with the voucher's orders — so that at a quiet moment
-// stock = remaining + queued + awaiting_payment + paid is a real check of agreement.
-func (uc *GetVoucherStats) Handle(ctx context.Context, id domain.VoucherID) (VoucherStats, error) {
-	v, err := uc.vouchers.Get(ctx, id)
-	if err != nil {
-		return VoucherStats{}, err
-	}
-	tally, err := uc.audit.Tally(ctx, id)
-	if err != nil {
-		return VoucherStats{}, fmt.Errorf("sale state: %w", err)
-	}
-	units, err := uc.orders.UnitsByStatus(ctx, id)
-	if err != nil {
-		return VoucherStats{}, fmt.Errorf("order units: %w", err)
-	}
-	s := VoucherStats{
-		Stock:           v.Stock,
-		Remaining:       v.Stock - v.Sold,
-		Queued:          tally.Queued,
-		AwaitingPayment: units[domain.StatusAwaitingPayment],
-		Paid:            units[domain.StatusPaid],
-		Cancelled:       units[domain.StatusCancelled],
-		Expired:         units[domain.StatusExpired],
-		Failed:          units[domain.StatusFailed],
-		Pending:         tally.Pending,
-	}
-	if tally.Present {
-		s.Remaining = tally.Remaining
-	}
-	if !tally.Oldest.IsZero() {
-		s.OldestQueued = max(uc.clock.Now().Sub(tally.Oldest), 0)
-	}
-	return s, nil
 }

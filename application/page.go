@@ -33,13 +33,15 @@ func pageLimit(limit int) (int, error) {
 // A cursor is opaque to clients: the base64url (unpadded) of the list it belongs to,
 // the filter it was made under, and the sort key of the page's last item —
 // "v|<status>|<voucher id>" for vouchers, "o|<voucher id or 0>|<created_at in Unix
-// nanoseconds>|<order id>" for orders. Naming the list and its filter lets a cursor
+// nanoseconds>|<order id>" for orders, "a|<voucher id or 0>|<entry id>" for the audit
+// log. Naming the list and its filter lets a cursor
 // of another list, or of the same list under another filter, be refused rather than
 // silently skip or repeat items. A cursor is accepted only in its canonical form (it
 // decodes and encodes back to the same text), so a tampered one is refused too.
 const (
 	voucherCursorKind = "v"
 	orderCursorKind   = "o"
+	auditCursorKind   = "a"
 )
 
 var errBadCursor = domain.Invalid("cursor", "is not a cursor of this list: pass next_cursor of the previous page as it is")
@@ -106,6 +108,26 @@ func decodeOrderCursor(cursor string, voucher domain.VoucherID) (ports.OrderKey,
 		return ports.OrderKey{}, errBadCursor
 	}
 	return key, nil
+}
+
+// encodeAuditCursor returns the cursor of the page after the entry last, listed with
+// the voucher filter voucher (0: none).
+func encodeAuditCursor(voucher domain.VoucherID, last int64) string {
+	return encodeCursor(auditCursorKind, strconv.FormatInt(int64(voucher), 10), strconv.FormatInt(last, 10))
+}
+
+// decodeAuditCursor returns the id of the last entry of the page before, for a list
+// with the voucher filter voucher, or errBadCursor.
+func decodeAuditCursor(cursor string, voucher domain.VoucherID) (int64, error) {
+	f, err := decodeCursor(cursor, auditCursorKind, 2)
+	if err != nil {
+		return 0, err
+	}
+	last, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil || last < 1 || encodeAuditCursor(voucher, last) != cursor {
+		return 0, errBadCursor
+	}
+	return last, nil
 }
 
 // plainID reports whether s may be an order id in a cursor: 1 to 64 ASCII letters and

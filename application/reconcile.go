@@ -3,6 +3,7 @@ package application
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -12,10 +13,12 @@ import (
 )
 
 // ReconcileCmd says what to check: one voucher, or 0 for every voucher whose sale has
-// not ended or ended within recentlyEnded; Repair fixes what it finds.
+// not ended or ended within recentlyEnded; Repair fixes what it finds, and By is who
+// repairs, for the audit log.
 type ReconcileCmd struct {
 	Voucher domain.VoucherID
 	Repair  bool
+	By      domain.Author
 }
 
 // recentlyEnded is how long after its end a sale is still reconciled: the last grabs'
@@ -26,6 +29,7 @@ const recentlyEnded = time.Hour
 // Reconcile proves, per voucher, that Redis and the database agree, and on request
 // repairs where they do not. Every repair is idempotent and safe during a live sale.
 type Reconcile struct {
+	log        ports.AuditLog
 	vouchers   ports.Vouchers
 	audit      ports.StockAudit
 	ledger     ports.OrderAudit
@@ -46,11 +50,11 @@ type ReconcileOptions struct {
 }
 
 // NewReconcile returns the use case. A voucher's sale state is rebuilt, or healed, by
-// recovery.
+// recovery; every repair is recorded in log.
 func NewReconcile(vouchers ports.Vouchers, audit ports.StockAudit, ledger ports.OrderAudit,
-	compensate *Compensate, recovery *RecoverVoucher, clock ports.Clock, opts ReconcileOptions) *Reconcile {
+	compensate *Compensate, recovery *RecoverVoucher, log ports.AuditLog, clock ports.Clock, opts ReconcileOptions) *Reconcile {
 	return &Reconcile{vouchers: vouchers, audit: audit, ledger: ledger, compensate: compensate, recover: recovery,
-		clock: clock, opts: opts}
+		log: log, clock: clock, opts: opts}
 }
 
 // Handle checks the vouchers cmd names and returns one finding per voucher. It
@@ -70,7 +74,7 @@ func (uc *Reconcile) Handle(ctx context.Context, cmd ReconcileCmd) ([]VoucherRec
 	}
 	out := make([]VoucherReconciliation, 0, len(ids))
 	for _, id := range ids {
-		r, err := uc.one(ctx, id, cmd.Repair)
+		r, err := uc.one(ctx, id, cmd.Repair, cmd.By)
 		if err != nil {
 			return out, err
 		}
@@ -102,7 +106,7 @@ func (uc *Reconcile) Heal(ctx context.Context) error {
 	return first
 }
 
-func (uc *Reconcile) one(ctx context.Context, id domain.VoucherID, repair bool) (VoucherReconciliation, error) {
+func (uc *Reconcile) one(ctx context.Context, id domain.VoucherID, repair bool, by domain.Author) (VoucherReconciliation, error) {
 	now := uc.clock.Now()
 	// Redis first, then the database: whatever changes in between (a reservation
 	// persisted, an order closed and released) moves the database side forward, so
@@ -138,8 +142,40 @@ func (uc *Reconcile) one(ctx context.Context, id domain.VoucherID, repair bool) 
 	rec := VoucherReconciliation{VoucherID: id, Drifts: f.drifts()}
 	if repair && len(rec.Drifts) > 0 {
 		uc.repair(ctx, &rec, snap, &f)
+		if err := uc.record(ctx, rec, by); err != nil {
+			return rec, fmt.Errorf("voucher %s: %w", id, err)
+		}
 	}
 	return rec, nil
+}
+
+// record appends the audit entry of the repairs rec made, by by: before, the count of
+// each kind of drift found; after, the count left (0 where repaired). A reconciliation
+// that repaired nothing changed nothing and records nothing. Most repairs are writes
+// to Redis, which no database transaction holds: the entry is appended once they are
+// done, so it names only repairs that succeeded.
+func (uc *Reconcile) record(ctx context.Context, rec VoucherReconciliation, by domain.Author) error {
+	before, after := map[DriftKind]int{}, map[DriftKind]int{}
+	repaired := false
+	for _, d := range rec.Drifts {
+		before[d.Kind], after[d.Kind] = d.Count, d.Count
+		if d.Repaired {
+			after[d.Kind], repaired = 0, true
+		}
+	}
+	if !repaired {
+		return nil
+	}
+	b, err := json.Marshal(before)
+	if err != nil {
+		return fmt.Errorf("record the repair: %w", err)
+	}
+	a, err := json.Marshal(after)
+	if err != nil {
+		return fmt.Errorf("record the repair: %w", err)
+	}
+	return uc.log.Append(ctx, domain.AuditEntry{Actor: by.Actor, Action: domain.AuditReconcileRepair,
+		VoucherID: rec.VoucherID, RequestID: by.RequestID, Before: b, After: a})
 }
 
 // compare finds the drifts between a present sale state and the database.

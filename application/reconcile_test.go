@@ -26,7 +26,7 @@ func (r *recountFails) RecountSold(ctx context.Context, id domain.VoucherID) (in
 }
 
 func newReconcile(l lifecycle) *application.Reconcile {
-	return application.NewReconcile(l.vouchers, l.stock, l.orders, application.NewCompensate(l.stock, l.orders), newRecover(l.vouchers, l.stock, l.orders, l.clock), l.clock, application.ReconcileOptions{Grace: time.Minute, KeyGrace: time.Hour})
+	return application.NewReconcile(l.vouchers, l.stock, l.orders, application.NewCompensate(l.stock, l.orders), newRecover(l.vouchers, l.stock, l.orders, l.clock), l.vouchers.Log, l.clock, application.ReconcileOptions{Grace: time.Minute, KeyGrace: time.Hour})
 }
 
 func reconcileOnce(t *testing.T, rc *application.Reconcile, id domain.VoucherID, repair bool) application.VoucherReconciliation {
@@ -189,7 +189,7 @@ func TestReconcileDoesNotRebuildWithoutASoldCount(t *testing.T) {
 	ctx := context.Background()
 	l := newLifecycle(t, 3)
 	audit := &recountFails{Orders: l.orders}
-	rc := application.NewReconcile(l.vouchers, l.stock, audit, application.NewCompensate(l.stock, l.orders), application.NewRecoverVoucher(l.vouchers, l.stock, l.stock, audit, l.clock), l.clock, application.ReconcileOptions{Grace: time.Minute, KeyGrace: time.Hour})
+	rc := application.NewReconcile(l.vouchers, l.stock, audit, application.NewCompensate(l.stock, l.orders), application.NewRecoverVoucher(l.vouchers, l.stock, l.stock, audit, l.clock), l.vouchers.Log, l.clock, application.ReconcileOptions{Grace: time.Minute, KeyGrace: time.Hour})
 	for user := range domain.UserID(3) {
 		l.persisted(t, user+1)
 	}

@@ -24,10 +24,15 @@ const (
 	// perhaps from an older snapshot, or a replica that was behind took over — so
 	// whatever state it holds may be stale.
 	RecoverRestarted RecoverReason = "restarted"
+	// RecoverStale: the sale state is there and whole but holds another version of
+	// the voucher's terms (stock, window, limit) than the database: an edit whose
+	// write to the stock was lost (the process died between the database and Redis,
+	// or Redis could not be reached after the commit). The warm-up found it so.
+	RecoverStale RecoverReason = "stale"
 )
 
 // RecoverReasons lists every RecoverReason, for those who report each one.
-var RecoverReasons = []RecoverReason{RecoverMissing, RecoverRestarted}
+var RecoverReasons = []RecoverReason{RecoverMissing, RecoverRestarted, RecoverStale}
 
 // RecoverCmd names the voucher to recover and why.
 type RecoverCmd struct {
@@ -44,20 +49,26 @@ type RecoverCmd struct {
 //
 //  1. Warm: load the sale state if it is absent (stock, the units the database's live
 //     orders do not hold, the window, the limit, the paused flag). A state loaded
-//     with no unit held by a live order is whole at once, and the recovery ends; one
-//     that was there takes the database's paused flag. A sale that has ended is not
-//     loaded again; while its state is still there it is healed all the same.
-//  2. Restoring: grabs of the voucher answer unavailable from here to step 6, so no
+//     with no unit held by a live order is whole at once, and the recovery ends. A
+//     sale that has ended is not loaded again; while its state is still there it is
+//     healed all the same.
+//  2. Terms: a state that was there takes the database's terms — stock, window,
+//     limit and their version (Stock.Edit, EditHeld), under the voucher's lock
+//     (Vouchers.Hold), so no edit under way is undone — its remaining units moving
+//     by the change of stock, and the database's paused flag. For a stale state
+//     (RecoverStale: only the terms went astray, never the reservations) the
+//     recovery ends here: grabs never wait for it.
+//  3. Restoring: grabs of the voucher answer unavailable from here to step 7, so no
 //     user who holds an order can grab again and no phantom unit is sold.
-//  3. Ledger: read every order of the voucher from the database — after step 1, so
+//  4. Ledger: read every order of the voucher from the database — after step 1, so
 //     an order that closes from now on releases into this state (Stock.Release), and
 //     its release marks it closed for good there.
-//  4. Restore: make the stock agree with each order (StockAudit.Restore): a live
+//  5. Restore: make the stock agree with each order (StockAudit.Restore): a live
 //     order's reservation is its user's, replacing whatever the user's entry named; a
-//     closed order's is forgotten. An order that closed after step 3 was marked
+//     closed order's is forgotten. An order that closed after step 4 was marked
 //     released by its own release and is not recorded again.
-//  5. Recount: remaining = stock − the units the recorded reservations hold.
-//  6. Restored: grabs are taken again.
+//  6. Recount: remaining = stock − the units the recorded reservations hold.
+//  7. Restored: grabs are taken again.
 //
 // Each step is idempotent, and every run makes the stock agree with a database read
 // taken after it began, so two instances recovering the same voucher at once end in
@@ -98,7 +109,7 @@ func (uc *RecoverVoucher) Handle(ctx context.Context, cmd RecoverCmd) error {
 		return err
 	}
 	return uc.runs.do(v.ID, func() error {
-		err := uc.recover(ctx, v.ID)
+		err := uc.recover(ctx, v.ID, cmd.Reason)
 		uc.observe(cmd.Reason, err)
 		return err
 	})
@@ -138,7 +149,7 @@ func (uc *RecoverVoucher) onSale(ctx context.Context, id domain.VoucherID) (doma
 
 // recover runs the steps of RecoverVoucher on voucher id, read afresh: a run that
 // waited for another must not act on what its caller read before.
-func (uc *RecoverVoucher) recover(ctx context.Context, id domain.VoucherID) error {
+func (uc *RecoverVoucher) recover(ctx context.Context, id domain.VoucherID, reason RecoverReason) error {
 	v, err := uc.vouchers.Get(ctx, id)
 	if err != nil {
 		return fmt.Errorf("voucher %s: %w", id, err)
@@ -162,9 +173,11 @@ func (uc *RecoverVoucher) recover(ctx context.Context, id domain.VoucherID) erro
 			return nil
 		}
 	}
-	// A state that was there may be older than the paused flag the database holds.
-	if _, err := uc.stock.SetPaused(ctx, id, v.Paused); err != nil {
-		return fmt.Errorf("voucher %s: %w", id, err)
+	if err := uc.carryTerms(ctx, id); err != nil {
+		return err
+	}
+	if reason == RecoverStale {
+		return nil
 	}
 	if err := uc.audit.Restoring(ctx, id); err != nil {
 		return fmt.Errorf("voucher %s: %w", id, err)
@@ -183,6 +196,24 @@ func (uc *RecoverVoucher) recover(ctx context.Context, id domain.VoucherID) erro
 	}
 	if err := uc.audit.Restored(ctx, id); err != nil {
 		return fmt.Errorf("voucher %s: %w", id, err)
+	}
+	return nil
+}
+
+// carryTerms makes a sale state that was there hold the database's terms of voucher
+// id and its paused flag (step 2), read under the voucher's lock: a state older (or
+// newer: an edit that wrote to Redis and then failed to commit) than the database's
+// terms takes them, whatever version it held.
+func (uc *RecoverVoucher) carryTerms(ctx context.Context, id domain.VoucherID) error {
+	err := uc.vouchers.Hold(ctx, id, func(ctx context.Context, v domain.Voucher) error {
+		if _, err := uc.stock.Edit(ctx, v, ports.EditHeld); err != nil {
+			return err
+		}
+		_, err := uc.stock.SetPaused(ctx, id, v.Paused)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("voucher %s: carry its terms: %w", id, err)
 	}
 	return nil
 }

@@ -29,7 +29,7 @@ type lostFixture struct {
 func newLostFixture(t *testing.T, v domain.Voucher) lostFixture {
 	t.Helper()
 	vouchers := memory.NewVouchers()
-	if err := vouchers.Create(context.Background(), &v, nil); err != nil {
+	if err := vouchers.Create(context.Background(), &v, domain.Author{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	stock, clock, orders := memory.NewStock(), memory.NewClock(t0), memory.NewOrders(vouchers)
@@ -138,7 +138,7 @@ func TestWarmVouchersLoadsAllThenRestores(t *testing.T) {
 	ctx := context.Background()
 	f := newLostFixture(t, window)
 	other := window
-	if err := f.vouchers.Create(ctx, &other, nil); err != nil {
+	if err := f.vouchers.Create(ctx, &other, domain.Author{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	held := domain.Reservation{OrderID: "held", VoucherID: f.v.ID, UserID: 7, Quantity: 1, At: t0}

@@ -17,8 +17,9 @@ type RoundCmd struct {
 	// Budget is how long the round may go on checking vouchers; the voucher being
 	// checked when it runs out is finished first. At least one voucher is checked.
 	Budget time.Duration
-	// Repair fixes what the round finds.
+	// Repair fixes what the round finds; By is who repairs, for the audit log.
 	Repair bool
+	By     domain.Author
 }
 
 // UncheckedVoucher is a voucher a round could not check, and why.
@@ -67,7 +68,7 @@ func (uc *Reconcile) Round(ctx context.Context, cmd RoundCmd) (RoundResult, erro
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		r, err := uc.one(ctx, id, cmd.Repair)
+		r, err := uc.one(ctx, id, cmd.Repair, cmd.By)
 		if err != nil {
 			res.Unchecked = append(res.Unchecked, UncheckedVoucher{VoucherID: id, Err: err})
 			continue

@@ -43,7 +43,7 @@ func TestReconcileRoundsCarryOnWhereTheyStopped(t *testing.T) {
 		}
 		ids = append(ids, v.ID)
 	}
-	rc := application.NewReconcile(vouchers, stock, orders, application.NewCompensate(stock, orders), newRecover(vouchers, stock, orders, clock), clock, application.ReconcileOptions{Grace: time.Minute, KeyGrace: time.Hour})
+	rc := application.NewReconcile(vouchers, stock, orders, application.NewCompensate(stock, orders), newRecover(vouchers, stock, orders, clock), vouchers.Log, clock, application.ReconcileOptions{Grace: time.Minute, KeyGrace: time.Hour})
 
 	// A budget of a second: one voucher per round (the clock ticks once per read).
 	var checked []domain.VoucherID

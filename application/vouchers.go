@@ -17,8 +17,9 @@ import (
 type LiveVoucher struct {
 	domain.Voucher
 	Remaining int
-	// Warming, set by CreateVoucher only, says why the new voucher's sale state could
-	// not be loaded yet; it will be (see CreateVoucher.Handle).
+	// Warming, set by CreateVoucher and EditVoucher only, says why the voucher's sale
+	// state could not be loaded, or given the voucher's new terms, yet; it will be (see
+	// CreateVoucher.Handle, EditVoucher.Handle).
 	Warming error
 }
 
@@ -29,6 +30,8 @@ type CreateVoucherCmd struct {
 	BeginsAt     time.Time
 	EndsAt       time.Time
 	PerUserLimit int
+	// By is who creates it, for the audit log.
+	By domain.Author
 	// Receipt, when set, is the request's idempotency key: the voucher and the
 	// request's answer are stored together, or neither.
 	Receipt *ports.Receipt[domain.Voucher]
@@ -46,10 +49,11 @@ func NewCreateVoucher(vouchers ports.Vouchers, stock ports.Stock, clock ports.Cl
 	return &CreateVoucher{vouchers: vouchers, stock: stock, clock: clock}
 }
 
-// Handle validates and stores the voucher (with the receipt's answer, when the command
-// has one), then warms its stock (only if absent, so a live counter is never reset).
-// It returns a *domain.ValidationError for a bad command, a sale that has ended already
-// included, and ports.ErrClaimLost when the receipt's claim no longer holds its key.
+// Handle validates and stores the voucher (with its audit entry, and the receipt's
+// answer when the command has one), then warms its stock (only if absent, so a live
+// counter is never reset). It returns a *domain.ValidationError for a bad command, a
+// sale that has ended already included, and ports.ErrClaimLost when the receipt's claim
+// no longer holds its key.
 // Once the voucher is stored the creation has succeeded: if warming fails, the voucher
 // is returned all the same, Warming reports it, and the sale state is loaded later —
 // by the first grab (GrabVoucher rebuilds a missing state, answering unavailable
@@ -66,7 +70,7 @@ func (uc *CreateVoucher) Handle(ctx context.Context, cmd CreateVoucherCmd) (Live
 	if err := v.ValidateNew(uc.clock.Now()); err != nil {
 		return LiveVoucher{}, err
 	}
-	if err := uc.vouchers.Create(ctx, &v, cmd.Receipt); err != nil {
+	if err := uc.vouchers.Create(ctx, &v, cmd.By, cmd.Receipt); err != nil {
 		return LiveVoucher{}, fmt.Errorf("create voucher: %w", err)
 	}
 	live := LiveVoucher{Voucher: v, Remaining: v.Stock}
@@ -212,8 +216,10 @@ func NewWarmVouchers(vouchers ports.Vouchers, stock ports.Stock, recovery *Recov
 // grabs when no live order holds units, else marked restoring (grabs answer
 // unavailable) — then it recovers those marked restoring (RecoverVoucher), the
 // vouchers with the fewest live units first, a few at a time, each opening as soon as
-// it is whole. A voucher that fails does not stop the others; the first error is
-// returned, and the next Handle (or a grab) tries it again.
+// it is whole. A sale state found holding another version of the voucher's terms
+// (an edit whose write to the stock did not land) has them carried in
+// (RecoverVoucher, RecoverStale). A voucher that fails does not stop the others; the
+// first error is returned, and the next Handle (or a grab) tries it again.
 func (uc *WarmVouchers) Handle(ctx context.Context) (int, error) {
 	vs, err := uc.vouchers.Active(ctx, uc.clock.Now())
 	if err != nil {
@@ -234,15 +240,26 @@ func (uc *WarmVouchers) Handle(ctx context.Context) (int, error) {
 		case ports.WarmRestoring:
 			loaded++
 			restoring = append(restoring, v)
+		case ports.WarmStale:
+			err := uc.recover.Handle(ctx, RecoverCmd{Voucher: v.ID, Reason: RecoverStale})
+			if err != nil && !errors.Is(err, domain.ErrEnded) {
+				first = cmp.Or(first, err)
+			}
 		}
 	}
-	// The fewest live units first, a few vouchers at a time: the small ones open
-	// within moments, whatever a big one costs.
+	return loaded, cmp.Or(first, uc.restore(ctx, restoring))
+}
+
+// restore recovers the vouchers loaded restoring, the fewest live units first, a few
+// at a time: the small ones open within moments, whatever a big one costs. It returns
+// the first error.
+func (uc *WarmVouchers) restore(ctx context.Context, restoring []domain.Voucher) error {
 	slices.SortFunc(restoring, func(a, b domain.Voucher) int { return cmp.Compare(a.Sold, b.Sold) })
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		slot = make(chan struct{}, parallelRestores)
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		slot  = make(chan struct{}, parallelRestores)
 	)
 	for _, v := range restoring {
 		slot <- struct{}{}
@@ -257,7 +274,7 @@ func (uc *WarmVouchers) Handle(ctx context.Context) (int, error) {
 		})
 	}
 	wg.Wait()
-	return loaded, first
+	return first
 }
 
 // parallelRestores is how many vouchers Handle recovers at once.
@@ -270,7 +287,7 @@ func (uc *WarmVouchers) load(ctx context.Context, v domain.Voucher) (ports.WarmO
 	if err != nil {
 		return warmed, fmt.Errorf("warm voucher %s: %w", v.ID, err)
 	}
-	if warmed == ports.WarmPresent {
+	if warmed == ports.WarmPresent || warmed == ports.WarmStale {
 		// Already loaded: keep its paused flag in step with the database, in case
 		// PauseSale stored one but could not reach Redis.
 		if _, err := uc.stock.SetPaused(ctx, v.ID, v.Paused); err != nil {
@@ -291,12 +308,21 @@ func NewPauseSale(vouchers ports.Vouchers, stock ports.Stock) *PauseSale {
 	return &PauseSale{vouchers: vouchers, stock: stock}
 }
 
-// Handle records the flag in the database (the source of truth), then sets it on the
+// Handle records the flag in the database (the source of truth), with the audit
+// entry of the change by by (none when the flag was so already), then sets it on the
 // grab path. It returns the voucher, or domain.ErrNotFound. When Redis cannot be
 // reached the flag is stored all the same and the error returned; the periodic
 // warm-up carries the flag to Redis once it is back.
-func (uc *PauseSale) Handle(ctx context.Context, id domain.VoucherID, paused bool) (LiveVoucher, error) {
-	v, err := uc.vouchers.SetPaused(ctx, id, paused)
+func (uc *PauseSale) Handle(ctx context.Context, id domain.VoucherID, paused bool, by domain.Author) (LiveVoucher, error) {
+	action := domain.AuditVoucherResume
+	if paused {
+		action = domain.AuditVoucherPause
+	}
+	v, err := uc.vouchers.Update(ctx, id, ports.VoucherUpdate{Action: action, By: by,
+		Change: func(v domain.Voucher) (domain.Voucher, error) {
+			v.Paused = paused
+			return v, nil
+		}})
 	if err != nil {
 		return LiveVoucher{}, err
 	}

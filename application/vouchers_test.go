@@ -3,6 +3,9 @@ package application_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,7 +93,7 @@ func TestWarmVouchersNeverResetsALiveCounter(t *testing.T) {
 	vouchers := memory.NewVouchers()
 	v := window
 	v.ID = f.id
-	if err := vouchers.Create(context.Background(), &v, nil); err != nil {
+	if err := vouchers.Create(context.Background(), &v, domain.Author{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	n, err := newWarm(vouchers, f.stock, f.clock).Handle(context.Background())
@@ -109,7 +112,7 @@ func TestWarmVouchersSkipsEndedSales(t *testing.T) {
 	ended := domain.Voucher{Title: "old", Stock: 1, BeginsAt: t0.Add(-2 * time.Hour), EndsAt: t0.Add(-time.Hour), PerUserLimit: 1}
 	live := domain.Voucher{Title: "new", Stock: 1, BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: 1}
 	for _, v := range []*domain.Voucher{&ended, &live} {
-		if err := vouchers.Create(context.Background(), v, nil); err != nil {
+		if err := vouchers.Create(context.Background(), v, domain.Author{}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -141,7 +144,7 @@ func TestGetAndListVouchersShowLiveRemaining(t *testing.T) {
 
 	// A voucher without sale state reads stock - sold from the database.
 	cold := domain.Voucher{Title: "cold", Stock: 10, Sold: 3, BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: 1}
-	if err := f.vouchers.Create(ctx, &cold, nil); err != nil {
+	if err := f.vouchers.Create(ctx, &cold, domain.Author{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	page, err := application.NewListVouchers(f.vouchers, f.stock, f.clock).Handle(ctx, application.ListVouchersQuery{})
@@ -159,23 +162,40 @@ func TestPauseSale(t *testing.T) {
 	ctx := context.Background()
 	f := newGrabFixture(t, window)
 	pause := application.NewPauseSale(f.vouchers, f.stock)
-	v, err := pause.Handle(ctx, f.id, true)
+	v, err := pause.Handle(ctx, f.id, true, domain.Author{Actor: "1"})
 	if err != nil || !v.Paused {
 		t.Fatalf("pause: %+v, %v", v, err)
 	}
 	if _, err := f.grab.Handle(ctx, application.GrabVoucherCmd{VoucherID: f.id, UserID: 1, Quantity: 1}); !errors.Is(err, domain.ErrPaused) {
 		t.Fatalf("grab while paused: %v", err)
 	}
-	if _, err := pause.Handle(ctx, f.id, false); err != nil {
+	if _, err := pause.Handle(ctx, f.id, false, domain.Author{Actor: "2", RequestID: "r2"}); err != nil {
 		t.Fatal(err)
 	}
 	mustGrab(t, f, 1, 1)
-	if _, err := pause.Handle(ctx, 999, true); !errors.Is(err, domain.ErrNotFound) {
+	// A resume of a sale already going changes nothing and records nothing.
+	if _, err := pause.Handle(ctx, f.id, false, domain.Author{Actor: "2"}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range f.vouchers.Log.Entries() {
+		if e.VoucherID == f.id && e.Action != domain.AuditVoucherCreate {
+			got = append(got, fmt.Sprintf("%s %s %s %s %s", e.Action, e.Actor, e.RequestID, e.Before, e.After))
+		}
+	}
+	want := []string{
+		`voucher.pause 1  {"paused":false} {"paused":true}`,
+		`voucher.resume 2 r2 {"paused":true} {"paused":false}`,
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("audit entries:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := pause.Handle(ctx, 999, true, domain.Author{Actor: "1"}); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("pause unknown: %v", err)
 	}
 	// Redis unreachable: the flag is stored and the warm-up carries it over later.
 	f.stock.Err = domain.ErrUnavailable
-	if _, err := pause.Handle(ctx, f.id, true); !errors.Is(err, domain.ErrUnavailable) {
+	if _, err := pause.Handle(ctx, f.id, true, domain.Author{Actor: "1"}); !errors.Is(err, domain.ErrUnavailable) {
 		t.Fatalf("pause with redis down: %v", err)
 	}
 	f.stock.Err = nil

@@ -107,7 +107,7 @@ func TestWorkerDrainsTheQueueAndStopsCleanly(t *testing.T) {
 			t.Fatalf("pending = %d once the database is back, want 0", got)
 		}
 		stop()
-		units, _ := s.orders.UnitsByStatus(context.Background(), s.id)
+		units, _ := s.orders.UnitsByStatus(context.Background(), s.id, nil)
 		if units[domain.StatusAwaitingPayment] != 30 {
 			t.Fatalf("units = %v", units)
 		}
@@ -196,7 +196,7 @@ func TestWorkerClaimsAbandonedEntriesOnceIdle(t *testing.T) {
 		}, application.WorkerObserver{})
 		stop := run(t, w)
 		persisted := func() int {
-			units, _ := s.orders.UnitsByStatus(context.Background(), s.id)
+			units, _ := s.orders.UnitsByStatus(context.Background(), s.id, nil)
 			return units[domain.StatusAwaitingPayment]
 		}
 
@@ -234,7 +234,7 @@ func TestWorkerDrainPersistsEverythingLeft(t *testing.T) {
 		if got := s.queue.Pending(s.id); got != 0 {
 			t.Fatalf("pending = %d after the drain", got)
 		}
-		if units, _ := s.orders.UnitsByStatus(context.Background(), s.id); units[domain.StatusAwaitingPayment] != 25 {
+		if units, _ := s.orders.UnitsByStatus(context.Background(), s.id, nil); units[domain.StatusAwaitingPayment] != 25 {
 			t.Fatalf("units = %v", units)
 		}
 		// With the database down the drain gives up when its context ends, exactly then.

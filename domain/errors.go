@@ -32,6 +32,11 @@ var (
 	ErrDuplicateOrder = errors.New("duplicate live order")
 	// ErrUnavailable: a dependency is down or overloaded; the caller may retry later.
 	ErrUnavailable = errors.New("service unavailable")
+	// ErrNotEnoughUnits: an edit removes more units than are still on sale (or every
+	// unit of the stock: a sale keeps at least one; to stop it, end or pause it).
+	ErrNotEnoughUnits = errors.New("not enough units on sale")
+	// ErrAlreadyStarted: an edit moves the start of a sale that has started.
+	ErrAlreadyStarted = errors.New("sale already started")
 )
 
 // ErrRateLimited means the caller sent more requests than its limit allows. It is

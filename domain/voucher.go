@@ -74,6 +74,17 @@ type Voucher struct {
 	// Paused is set while an operator has stopped the sale; grabs answer ErrPaused.
 	Paused    bool
 	CreatedAt time.Time
+	// Version counts the changes of the sale's terms (stock, window, per-user limit)
+	// since the voucher was created: 0 at creation, one more with each edit that
+	// changes them (Apply). The grab path keeps the version its terms came from, so a
+	// late write of older terms is told from a newer one.
+	Version int64
+}
+
+// Terms reports whether v and w sell on the same terms: stock, window and per-user
+// limit (what the grab path holds of a voucher beside its units).
+func (v Voucher) Terms(w Voucher) bool {
+	return v.Stock == w.Stock && v.BeginsAt.Equal(w.BeginsAt) && v.EndsAt.Equal(w.EndsAt) && v.PerUserLimit == w.PerUserLimit
 }
 
 // ValidateNew checks the rules a voucher must meet to be created at now: those of

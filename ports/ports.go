@@ -48,7 +48,35 @@ type Stock interface {
 	// nothing. The order is closed for good: no later StockAudit.Restore records it
 	// again.
 	Release(ctx context.Context, o domain.Order) (bool, error)
+	// Edit carries v's terms — stock, window, per-user limit, and v.Version with them
+	// — into its sale state, as mode says (see EditMode): the remaining units move by
+	// the change of the stock (never below 0), a sale whose end moves later is open
+	// to grabs again, and units that come back on sale are announced (every instance
+	// drops its sold-out flag). It reports whether it changed anything; a voucher
+	// without sale state changes nothing (Warm loads one with the terms). With
+	// EditHeldStrict it returns domain.ErrNotEnoughUnits, changing nothing, when the
+	// stock takes away more units than remain on sale, and an error wrapping
+	// domain.ErrUnavailable while the sale state is being restored.
+	Edit(ctx context.Context, v domain.Voucher, mode EditMode) (bool, error)
 }
+
+// EditMode says how Stock.Edit treats the version of the terms the sale state holds.
+type EditMode int
+
+// The modes of Stock.Edit.
+const (
+	// EditIfNewer carries the terms only when the sale state holds an older version:
+	// a late write of older terms changes nothing. For a write after the change
+	// committed, outside the voucher's lock.
+	EditIfNewer EditMode = iota
+	// EditHeld carries them whatever version the sale state holds: for a caller that
+	// holds the voucher's lock (Vouchers.Hold, VoucherUpdate.Commit), so no other
+	// change of it is under way and the database's terms are the truth.
+	EditHeld
+	// EditHeldStrict is EditHeld that refuses with domain.ErrNotEnoughUnits, changing
+	// nothing, when fewer units remain on sale than the stock loses.
+	EditHeldStrict
+)
 
 // WarmOutcome is what Stock.Warm found of a voucher's sale state, and did.
 type WarmOutcome int
@@ -65,6 +93,10 @@ const (
 	// unavailable until its reservations are restored and it is marked whole
 	// (StockAudit.Restored).
 	WarmRestoring
+	// WarmStale: it was there and whole, but holds terms of another version than the
+	// voucher's (an edit whose write to the stock did not land, or one under way);
+	// nothing changed. RecoverVoucher carries the voucher's terms into it.
+	WarmStale
 )
 
 // Reservations reads what the grab path recorded and has not yet been persisted.
@@ -81,12 +113,15 @@ type Reservations interface {
 	ForUser(ctx context.Context, user domain.UserID) ([]domain.Reservation, error)
 }
 
-// Vouchers stores vouchers.
+// Vouchers stores vouchers. Every admin change of one is written with its audit
+// log entry (domain.VoucherAudit) in one transaction: a change that fails leaves no
+// entry.
 type Vouchers interface {
-	// Create stores v and sets v.ID and v.CreatedAt. With a receipt (nil: none) it
-	// keeps the receipt's answer in the same transaction, or stores nothing and returns
-	// ErrClaimLost when the claim no longer holds the key.
-	Create(ctx context.Context, v *domain.Voucher, r *Receipt[domain.Voucher]) error
+	// Create stores v, with the audit entry of its creation by by, and sets v.ID and
+	// v.CreatedAt. With a receipt (nil: none) it keeps the receipt's answer in the
+	// same transaction, or stores nothing and returns ErrClaimLost when the claim no
+	// longer holds the key.
+	Create(ctx context.Context, v *domain.Voucher, by domain.Author, r *Receipt[domain.Voucher]) error
 	// Get returns one voucher, or domain.ErrNotFound.
 	Get(ctx context.Context, id domain.VoucherID) (domain.Voucher, error)
 	// List returns one page of vouchers, newest (highest id) first: at most q.Limit of
@@ -95,9 +130,56 @@ type Vouchers interface {
 	List(ctx context.Context, q VoucherQuery) ([]domain.Voucher, error)
 	// Active returns the vouchers whose sale has not ended at now.
 	Active(ctx context.Context, now time.Time) ([]domain.Voucher, error)
-	// SetPaused records whether a voucher's sale is paused and returns the voucher, or
-	// domain.ErrNotFound.
-	SetPaused(ctx context.Context, id domain.VoucherID, paused bool) (domain.Voucher, error)
+	// Update changes voucher id as u says, in one transaction that holds the
+	// voucher's lock throughout (no other Update or Hold of it runs meanwhile), and
+	// returns the voucher as it now is, or domain.ErrNotFound. An error from u.Change
+	// or u.Commit is returned as it is and stores nothing; so does ErrClaimLost.
+	Update(ctx context.Context, id domain.VoucherID, u VoucherUpdate) (domain.Voucher, error)
+	// Hold calls fn with voucher id as stored, under the lock Update takes, and
+	// returns fn's error, or domain.ErrNotFound: what fn carries from the voucher
+	// elsewhere is not overtaken by a change of it. fn must not use this store but
+	// through the context it is given (which may carry the transaction).
+	Hold(ctx context.Context, id domain.VoucherID, fn func(context.Context, domain.Voucher) error) error
+}
+
+// VoucherUpdate is one admin change of a voucher, as Vouchers.Update runs it: read
+// the voucher under its lock, Change it, write it with its audit entry (Action by By,
+// domain.VoucherAudit), run Commit, keep the Receipt's answer, commit.
+type VoucherUpdate struct {
+	Action domain.AuditAction
+	By     domain.Author
+	// Change returns the voucher as the change leaves it, given it as stored. A
+	// voucher returned equal to the one given is a change of nothing: nothing is
+	// written, no entry either (a receipt's answer is kept all the same).
+	Change func(domain.Voucher) (domain.Voucher, error)
+	// Commit, when set, runs after the voucher and its entry are written, just before
+	// the receipt's answer and the commit, with the voucher before and after: what
+	// lies outside the database and must change with it or not at all. It must not use
+	// the store but through the context it is given.
+	Commit func(ctx context.Context, before, after domain.Voucher) error
+	// Receipt, when set, keeps the request's answer in the same transaction.
+	Receipt *Receipt[domain.Voucher]
+}
+
+// AuditLog is the log of admin changes: append-only, newest first when read.
+type AuditLog interface {
+	// Append writes e on its own, for a change no database transaction holds (the
+	// repairs reconciliation makes in Redis); it sets nothing in e.
+	Append(ctx context.Context, e domain.AuditEntry) error
+	// List returns one page of entries, newest (highest id) first: at most q.Limit of
+	// those q selects.
+	List(ctx context.Context, q AuditQuery) ([]domain.AuditEntry, error)
+}
+
+// AuditQuery selects a page of the audit log.
+type AuditQuery struct {
+	// Voucher, when not 0, keeps only the entries of that voucher.
+	Voucher domain.VoucherID
+	// Before, when not 0, keeps only the entries whose id is below it: the last id of
+	// the previous page (the keyset cursor).
+	Before int64
+	// Limit is the most entries returned; it is at least 1.
+	Limit int
 }
 
 // SaleStatus is where a voucher's sale stands at a moment.
@@ -280,8 +362,12 @@ type Orders interface {
 	// most q.Limit of those q selects. Paged in place of an unbounded list, since a
 	// user's history only grows.
 	ListByUser(ctx context.Context, user domain.UserID, q OrderQuery) ([]domain.Order, error)
-	// UnitsByStatus returns the units a voucher's orders hold in each status.
-	UnitsByStatus(ctx context.Context, voucher domain.VoucherID) (map[domain.OrderStatus]int, error)
+	// UnitsByStatus returns the units a voucher's orders hold in each status. With at
+	// (nil: none) they are those of the moment at runs: while it runs, no change of
+	// the voucher's stock or of the units its live orders hold commits (at must not
+	// use this store but through the context it is given). Its error is returned as
+	// it is.
+	UnitsByStatus(ctx context.Context, voucher domain.VoucherID, at func(context.Context) error) (map[domain.OrderStatus]int, error)
 }
 
 // OrderLifecycle moves persisted orders through their states. Every change is a

@@ -52,7 +52,7 @@ fuzztime=${SECKILL_FUZZTIME:-3s}
 if [ "$fuzztime" != 0 ]; then
 	echo "== go test -fuzz ($fuzztime each)"
 	for target in \
-		adapters/httpapi:FuzzCreateVoucherBody adapters/httpapi:FuzzGrabBody \
+		adapters/httpapi:FuzzCreateVoucherBody adapters/httpapi:FuzzEditVoucherBody adapters/httpapi:FuzzGrabBody \
 		adapters/httpapi:FuzzOrderIDs adapters/httpapi:FuzzVoucherIDs \
 		adapters/httpapi:FuzzQueryStrings adapters/httpapi:FuzzTokenClaims \
 		adapters/httpapi:FuzzJSONString adapters/redisstore:FuzzDecodeEntry; do
@@ -62,12 +62,13 @@ fi
 echo "== go test -race (end to end: cmd/seckill)"
 # The Sentinel failover test runs in its own pass below, with its servers.
 go test -race -count=1 -skip '^TestSentinelFailover' "$@" ./cmd/seckill
-# The Redis adapter's tests, the reference burst and the multi-instance test once more
-# on a three-master Redis Cluster: the service runs on one Redis server or a cluster.
-echo "== go test -race (on a Redis Cluster: the Redis adapter, the burst, three instances)"
+# The Redis adapter's tests, the reference burst, the multi-instance test and the
+# edits racing a sale once more on a three-master Redis Cluster: the service runs on one
+# Redis server or a cluster.
+echo "== go test -race (on a Redis Cluster: the Redis adapter, the burst, several instances, edits)"
 SECKILL_TEST_REDIS_URL=cluster go test -race -count=1 "$@" ./adapters/redisstore ./adapters/stocktest
 SECKILL_TEST_REDIS_URL=cluster go test -race -count=1 \
-	-run 'TestReferenceBurst|TestFulfillReferenceBurstEndToEnd|TestInstancesShareASaleThroughAKillNine' "$@" ./cmd/seckill
+	-run 'TestReferenceBurst|TestFulfillReferenceBurstEndToEnd|TestInstancesShareASaleThroughAKillNine|TestEditRacesASaleOnTwoInstances|TestEditReachesEveryInstance' "$@" ./cmd/seckill
 # A failover: a master, its replica and a Redis Sentinel; the test kills the master.
 echo "== go test -race (Redis Sentinel: a failover under a sale)"
 start_sentinel

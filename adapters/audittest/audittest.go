@@ -105,7 +105,7 @@ func (f *fixture) sell(t *testing.T, stock, limit int) domain.VoucherID {
 		BeginsAt: at0.Add(-time.Hour), EndsAt: at0.Add(time.Hour),
 	}
 	if f.Vouchers != nil {
-		if err := f.Vouchers.Create(f.ctx, &v, nil); err != nil {
+		if err := f.Vouchers.Create(f.ctx, &v, domain.Author{}, nil); err != nil {
 			t.Fatalf("create voucher: %v", err)
 		}
 	} else {

@@ -126,6 +126,10 @@ func classify(err error) (int, errorDetail) {
 		return http.StatusConflict, errorDetail{Code: "ended", Message: "the sale has ended"}
 	case errors.Is(err, domain.ErrPaused):
 		return http.StatusConflict, errorDetail{Code: "paused", Message: "the sale is paused"}
+	case errors.Is(err, domain.ErrNotEnoughUnits):
+		return http.StatusConflict, errorDetail{Code: "not_enough_units", Message: "fewer units are on sale than that (a sale keeps one unit at least: to stop it, end or pause it)"}
+	case errors.Is(err, domain.ErrAlreadyStarted):
+		return http.StatusConflict, errorDetail{Code: "already_started", Message: "the sale has started: its begins_at cannot move"}
 	case errors.Is(err, domain.ErrInvalidState):
 		return http.StatusConflict, errorDetail{Code: "invalid_state", Message: "the order is not in a state that allows this"}
 	case errors.Is(err, domain.ErrNotFound):

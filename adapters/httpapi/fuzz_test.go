@@ -73,6 +73,23 @@ func FuzzCreateVoucherBody(f *testing.F) {
 	})
 }
 
+func FuzzEditVoucherBody(f *testing.F) {
+	for _, seed := range []string{
+		`{"add_units":5}`, `{"remove_units":1}`, `{"per_user_limit":2,"title":"Tea"}`,
+		`{"ends_at":"2099-06-01T00:00:00Z"}`, `{"begins_at":"2026-01-01T00:00:00Z"}`,
+		`{"add_units":null}`, `{}`, ``, `[]`,
+	} {
+		f.Add(seed)
+	}
+	a := newAPI(f)
+	id := a.createVoucher(1_000_000, 1)
+	f.Fuzz(func(t *testing.T, body string) {
+		req := httptest.NewRequest(http.MethodPatch, "/api/v1/vouchers/"+id, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		a.serveRaw(t, req, a.admin)
+	})
+}
+
 func FuzzGrabBody(f *testing.F) {
 	for _, seed := range []string{`{"quantity":1}`, `{"quantity":2}`, ``, `{}`, `{"quantity":null}`} {
 		f.Add(seed)

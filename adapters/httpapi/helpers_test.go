@@ -96,6 +96,7 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	audit := redisstore.NewAudit(rdb, redisstore.Options{Prefix: prefix})
 	getOrder := application.NewGetOrder(orders, reservations)
 	compensate := application.NewCompensate(stock, orders)
+	recovery := application.NewRecoverVoucher(vouchers, stock, audit, orders, clock)
 	tokens := httpapi.NewTokens([]byte(secret))
 	e := httpapi.New(
 		cfg.http,
@@ -110,6 +111,8 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 			PayOrder:        application.NewPayOrder(getOrder, orders, system.AcceptPayments{}),
 			CancelOrder:     application.NewCancelOrder(getOrder, orders, compensate),
 			PauseSale:       application.NewPauseSale(vouchers, stock),
+			EditVoucher:     application.NewEditVoucher(vouchers, stock, recovery, clock),
+			ListAudit:       application.NewListAudit(sqlstore.NewAuditLog(db)),
 		},
 		tokens,
 		[]httpapi.Check{
@@ -240,7 +243,7 @@ func (a *api) createVoucher(stock, limit int) string {
 func (a *api) storeVoucher(v domain.Voucher) string {
 	a.t.Helper()
 	ctx := context.Background()
-	if err := a.vouchers.Create(ctx, &v, nil); err != nil {
+	if err := a.vouchers.Create(ctx, &v, domain.Author{}, nil); err != nil {
 		a.t.Fatalf("store voucher: %v", err)
 	}
 	if _, err := a.stock.Warm(ctx, v); err != nil {

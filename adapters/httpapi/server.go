@@ -50,7 +50,7 @@ type Options struct {
 	IPBurst   int
 	IPLimiter Limiter
 	// Idempotency keeps the answers of writes sent with an Idempotency-Key header
-	// (creating a voucher, paying, cancelling); nil ignores the header.
+	// (creating or editing a voucher, paying, cancelling); nil ignores the header.
 	Idempotency ports.Idempotency
 	// Clock dates the Idempotency-Key claims and their leases; the sale's clock, so
 	// the instances that take keys over from each other agree on when a lease passed
@@ -91,6 +91,8 @@ type UseCases struct {
 	PayOrder        *application.PayOrder
 	CancelOrder     *application.CancelOrder
 	PauseSale       *application.PauseSale
+	EditVoucher     *application.EditVoucher
+	ListAudit       *application.ListAudit
 }
 
 // Check is one dependency /readyz asks about.
@@ -190,11 +192,22 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	route(http.MethodGet, api+"/vouchers/:id/stats", h.voucherStats, auth, requireAdmin)
 	route(http.MethodPost, api+"/vouchers/:id/pause", h.pauseSale(true), auth, requireAdmin)
 	route(http.MethodPost, api+"/vouchers/:id/resume", h.pauseSale(false), auth, requireAdmin)
+	route(http.MethodPatch, api+"/vouchers/:id", h.editVoucher, once(auth, requireAdmin)...)
+	route(http.MethodGet, api+"/audit", h.listAudit, auth, requireAdmin)
 	route(http.MethodGet, api+"/orders", h.listOrders, auth)
 	route(http.MethodGet, api+"/orders/:id", h.getOrder, auth)
 	route(http.MethodPost, api+"/orders/:id/pay", h.payOrder, once(auth)...)
 	route(http.MethodPost, api+"/orders/:id/cancel", h.cancelOrder, once(auth)...)
 
+	operationRoutes(route, checks, opts, metrics)
+	routes = metrics.knownRoutes(e)
+	return e
+}
+
+// operationRoutes adds, through route, the routes for operating the service: health,
+// readiness, the OpenAPI document, the live sale page and (unless it is served
+// elsewhere) the metrics.
+func operationRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc), checks []Check, opts Options, metrics *Metrics) {
 	route(http.MethodGet, "/healthz", func(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -210,8 +223,6 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	if !opts.MetricsElsewhere {
 		route(http.MethodGet, "/metrics", echo.WrapHandler(metrics.Handler()))
 	}
-	routes = metrics.knownRoutes(e)
-	return e
 }
 
 // grabRoute is the grab's route: the hot path.

@@ -71,7 +71,7 @@ func (h handlers) createVoucher(c echo.Context) error {
 	}
 	v, err := h.uc.CreateVoucher.Handle(c.Request().Context(), application.CreateVoucherCmd{
 		Title: *req.Title, Stock: *req.Stock, BeginsAt: *req.BeginsAt, EndsAt: *req.EndsAt, PerUserLimit: limit,
-		Receipt: receiptFor(c, createdVoucher),
+		By: author(c), Receipt: receiptFor(c, createdVoucher),
 	})
 	if err != nil {
 		return err
@@ -146,7 +146,7 @@ func (h handlers) pauseSale(paused bool) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		v, err := h.uc.PauseSale.Handle(c.Request().Context(), id, paused)
+		v, err := h.uc.PauseSale.Handle(c.Request().Context(), id, paused, author(c))
 		if err != nil {
 			return err
 		}

@@ -280,7 +280,7 @@ func (f *fixture) titled(t *testing.T, title string) int {
 func testCreateReceipt(t *testing.T, f *fixture) {
 	c := f.claim(t, 1, "create-1", "fp-a", t0)
 	v := newVoucher("receipt")
-	if err := f.Vouchers.Create(f.ctx, &v, &ports.Receipt[domain.Voucher]{Claim: c, Answer: voucherAnswer}); err != nil {
+	if err := f.Vouchers.Create(f.ctx, &v, domain.Author{}, &ports.Receipt[domain.Voucher]{Claim: c, Answer: voucherAnswer}); err != nil {
 		t.Fatal(err)
 	}
 	if v.ID == 0 {
@@ -305,7 +305,7 @@ func testCreateLost(t *testing.T, f *fixture) {
 	old := f.claim(t, 1, "create-1", "fp-a", t0)
 	taken := f.claim(t, 1, "create-1", "fp-a", t0.Add(lease))
 	v := newVoucher("lost")
-	err := f.Vouchers.Create(f.ctx, &v, &ports.Receipt[domain.Voucher]{Claim: old, Answer: voucherAnswer})
+	err := f.Vouchers.Create(f.ctx, &v, domain.Author{}, &ports.Receipt[domain.Voucher]{Claim: old, Answer: voucherAnswer})
 	if !errors.Is(err, ports.ErrClaimLost) || !errors.Is(err, domain.ErrUnavailable) {
 		t.Fatalf("Create under a claim taken over: %v, want ports.ErrClaimLost (domain.ErrUnavailable)", err)
 	}
@@ -314,7 +314,7 @@ func testCreateLost(t *testing.T, f *fixture) {
 	}
 	wantKept(t, "the key after the lost create", f.kept(t, 1, "create-1", "fp-a", t0.Add(lease)), "fp-a", 0, "")
 	v = newVoucher("lost")
-	if err := f.Vouchers.Create(f.ctx, &v, &ports.Receipt[domain.Voucher]{Claim: taken, Answer: voucherAnswer}); err != nil {
+	if err := f.Vouchers.Create(f.ctx, &v, domain.Author{}, &ports.Receipt[domain.Voucher]{Claim: taken, Answer: voucherAnswer}); err != nil {
 		t.Fatalf("Create under the claim that took the key over: %v", err)
 	}
 	if got := f.titled(t, "lost"); got != 1 {
@@ -326,7 +326,7 @@ func testCreateLost(t *testing.T, f *fixture) {
 func (f *fixture) order(t *testing.T, user domain.UserID) (domain.Reservation, domain.VoucherID) {
 	t.Helper()
 	v := newVoucher("orders")
-	if err := f.Vouchers.Create(f.ctx, &v, nil); err != nil {
+	if err := f.Vouchers.Create(f.ctx, &v, domain.Author{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	r := domain.Reservation{OrderID: "01KB0000000000000000000001", VoucherID: v.ID, UserID: user, Quantity: 2, At: t0}
@@ -380,7 +380,7 @@ func testRenderFails(t *testing.T, f *fixture) {
 	broken := errors.New("cannot render")
 	c := f.claim(t, 1, "create-1", "fp-a", t0)
 	v := newVoucher("unrendered")
-	err := f.Vouchers.Create(f.ctx, &v, &ports.Receipt[domain.Voucher]{Claim: c, Answer: func(domain.Voucher) (int, []byte, error) {
+	err := f.Vouchers.Create(f.ctx, &v, domain.Author{}, &ports.Receipt[domain.Voucher]{Claim: c, Answer: func(domain.Voucher) (int, []byte, error) {
 		return 0, nil, broken
 	}})
 	if !errors.Is(err, broken) {

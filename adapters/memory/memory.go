@@ -6,6 +6,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -79,6 +80,9 @@ func (s *Stock) Warm(_ context.Context, v domain.Voucher) (ports.WarmOutcome, er
 	if sl.restoring {
 		return ports.WarmRestoring, nil
 	}
+	if sl.v.Version != v.Version {
+		return ports.WarmStale, nil
+	}
 	return ports.WarmPresent, nil
 }
 
@@ -135,6 +139,35 @@ func (s *Stock) SetPaused(_ context.Context, id domain.VoucherID, paused bool) (
 		return false, nil
 	}
 	sl.v.Paused = paused
+	return true, nil
+}
+
+// Edit carries v's terms into its loaded sale as mode says, as the Redis adapter does:
+// the remaining units move by the change of stock (never below 0; in
+// ports.EditHeldStrict refused with domain.ErrNotEnoughUnits instead, and with an
+// error wrapping domain.ErrUnavailable while restoring).
+func (s *Stock) Edit(_ context.Context, v domain.Voucher, mode ports.EditMode) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.Err != nil {
+		return false, s.Err
+	}
+	sl, ok := s.sales[v.ID]
+	if !ok || mode == ports.EditIfNewer && sl.v.Version >= v.Version {
+		return false, nil
+	}
+	if mode == ports.EditHeldStrict && sl.restoring {
+		return false, fmt.Errorf("voucher %s: sale state being restored: %w", v.ID, domain.ErrUnavailable)
+	}
+	left := sl.remaining + v.Stock - sl.v.Stock
+	if left < 0 && mode == ports.EditHeldStrict {
+		return false, domain.ErrNotEnoughUnits
+	}
+	if sl.v.Terms(v) && sl.v.Version == v.Version {
+		return false, nil
+	}
+	sl.remaining = max(left, 0)
+	sl.v.Stock, sl.v.BeginsAt, sl.v.EndsAt, sl.v.PerUserLimit, sl.v.Version = v.Stock, v.BeginsAt, v.EndsAt, v.PerUserLimit, v.Version
 	return true, nil
 }
 
@@ -219,7 +252,7 @@ func (r Reservations) ForUser(_ context.Context, user domain.UserID) ([]domain.R
 	return out, nil
 }
 
-// Vouchers is an in-memory ports.Vouchers.
+// Vouchers is an in-memory ports.Vouchers, with the audit log its changes append to.
 type Vouchers struct {
 	mu     sync.Mutex
 	byID   map[domain.VoucherID]domain.Voucher
@@ -227,26 +260,31 @@ type Vouchers struct {
 	// Idempotency keeps the answers of the receipts Create and the Orders over these
 	// vouchers are given.
 	Idempotency *Idempotency
+	// Log is the audit log Create and Update append to.
+	Log *AuditLog
 }
 
 var _ ports.Vouchers = (*Vouchers)(nil)
 
-// NewVouchers returns an empty repository, with an empty store of idempotency keys.
+// NewVouchers returns an empty repository, with an empty store of idempotency keys
+// and an empty audit log.
 func NewVouchers() *Vouchers {
-	return &Vouchers{byID: map[domain.VoucherID]domain.Voucher{}, Idempotency: NewIdempotency()}
+	return &Vouchers{byID: map[domain.VoucherID]domain.Voucher{}, Idempotency: NewIdempotency(), Log: &AuditLog{}}
 }
 
-// Create stores v with the next id, and r's answer with it (ports.ErrClaimLost,
-// nothing stored, when r's claim no longer holds its key).
-func (r *Vouchers) Create(_ context.Context, v *domain.Voucher, receipt *ports.Receipt[domain.Voucher]) error {
+// Create stores v with the next id, its audit entry and r's answer with it
+// (ports.ErrClaimLost, nothing stored, when r's claim no longer holds its key).
+func (r *Vouchers) Create(_ context.Context, v *domain.Voucher, by domain.Author, receipt *ports.Receipt[domain.Voucher]) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	stored := *v
 	stored.ID = r.nextID + 1
 	stored.CreatedAt = time.Unix(int64(stored.ID), 0).UTC()
+	stored.Version = 0
 	err := answer(r.Idempotency, receipt, stored, func() {
 		r.nextID = stored.ID
 		r.byID[stored.ID] = stored
+		r.Log.add(domain.VoucherAudit(domain.AuditVoucherCreate, by, nil, stored))
 	})
 	if err != nil {
 		return err
@@ -255,17 +293,97 @@ func (r *Vouchers) Create(_ context.Context, v *domain.Voucher, receipt *ports.R
 	return nil
 }
 
-// SetPaused records the paused flag.
-func (r *Vouchers) SetPaused(_ context.Context, id domain.VoucherID, paused bool) (domain.Voucher, error) {
+// Update runs u under the repository's lock, as the SQL adapter runs it in one
+// transaction: Change, then (when something changed) the voucher and its entry, then
+// Commit and the receipt's answer, all or nothing.
+func (r *Vouchers) Update(ctx context.Context, id domain.VoucherID, u ports.VoucherUpdate) (domain.Voucher, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	before, ok := r.byID[id]
+	if !ok {
+		return domain.Voucher{}, fmt.Errorf("voucher %s: %w", id, domain.ErrNotFound)
+	}
+	after, err := u.Change(before)
+	if err != nil {
+		return domain.Voucher{}, err
+	}
+	after.ID, after.Sold, after.CreatedAt = before.ID, before.Sold, before.CreatedAt
+	if after.Sold > after.Stock {
+		return domain.Voucher{}, domain.ErrNotEnoughUnits
+	}
+	if u.Commit != nil {
+		if err := u.Commit(ctx, before, after); err != nil {
+			return domain.Voucher{}, err
+		}
+	}
+	err = answer(r.Idempotency, u.Receipt, after, func() {
+		if after != before {
+			r.byID[id] = after
+			r.Log.add(domain.VoucherAudit(u.Action, u.By, &before, after))
+		}
+	})
+	if err != nil {
+		return domain.Voucher{}, err
+	}
+	return after, nil
+}
+
+// Hold calls fn with the voucher under the repository's lock.
+func (r *Vouchers) Hold(ctx context.Context, id domain.VoucherID, fn func(context.Context, domain.Voucher) error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	v, ok := r.byID[id]
 	if !ok {
-		return domain.Voucher{}, fmt.Errorf("voucher %s: %w", id, domain.ErrNotFound)
+		return fmt.Errorf("voucher %s: %w", id, domain.ErrNotFound)
 	}
-	v.Paused = paused
-	r.byID[id] = v
-	return v, nil
+	return fn(ctx, v)
+}
+
+// AuditLog is an in-memory ports.AuditLog.
+type AuditLog struct {
+	mu      sync.Mutex
+	entries []domain.AuditEntry
+}
+
+var _ ports.AuditLog = (*AuditLog)(nil)
+
+// add appends e with the next id.
+func (l *AuditLog) add(e domain.AuditEntry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e.ID = int64(len(l.entries) + 1)
+	e.At = time.Unix(e.ID, 0).UTC()
+	l.entries = append(l.entries, e)
+}
+
+// Append appends e.
+func (l *AuditLog) Append(_ context.Context, e domain.AuditEntry) error {
+	l.add(e)
+	return nil
+}
+
+// List returns a page of entries, newest first, as the SQL adapter selects them.
+func (l *AuditLog) List(_ context.Context, q ports.AuditQuery) ([]domain.AuditEntry, error) {
+	if q.Limit < 1 {
+		return nil, domain.Invalid("limit", "must be at least 1")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []domain.AuditEntry
+	for i := len(l.entries) - 1; i >= 0 && len(out) < q.Limit; i-- {
+		e := l.entries[i]
+		if (q.Voucher == 0 || e.VoucherID == q.Voucher) && (q.Before == 0 || e.ID < q.Before) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// Entries returns every entry appended so far, oldest first.
+func (l *AuditLog) Entries() []domain.AuditEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.entries)
 }
 
 // Put replaces a stored voucher, as a test arranging a state would.

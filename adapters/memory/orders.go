@@ -188,8 +188,9 @@ func (r *Orders) ListByUser(_ context.Context, user domain.UserID, q ports.Order
 	return out[:min(len(out), q.Limit)], nil
 }
 
-// UnitsByStatus sums the quantities of a voucher's orders by status.
-func (r *Orders) UnitsByStatus(_ context.Context, voucher domain.VoucherID) (map[domain.OrderStatus]int, error) {
+// UnitsByStatus sums the quantities of a voucher's orders by status. With at, it runs
+// at under its lock and its vouchers', so no order and no voucher changes meanwhile.
+func (r *Orders) UnitsByStatus(ctx context.Context, voucher domain.VoucherID, at func(context.Context) error) (map[domain.OrderStatus]int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.Err != nil {
@@ -199,6 +200,13 @@ func (r *Orders) UnitsByStatus(_ context.Context, voucher domain.VoucherID) (map
 	for _, o := range r.byID {
 		if o.VoucherID == voucher {
 			out[o.Status] += o.Quantity
+		}
+	}
+	if at != nil {
+		r.vouchers.mu.Lock()
+		defer r.vouchers.mu.Unlock()
+		if err := at(ctx); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

@@ -405,7 +405,7 @@ func testUnitsByStatus(t *testing.T, f *fixture) {
 	)
 	f.SetStatus(t, orderID(2), domain.StatusPaid)
 
-	got, err := f.Store.UnitsByStatus(f.ctx, v)
+	got, err := f.Store.UnitsByStatus(f.ctx, v, nil)
 	if err != nil {
 		t.Fatalf("UnitsByStatus: %v", err)
 	}
@@ -414,7 +414,7 @@ func testUnitsByStatus(t *testing.T, f *fixture) {
 		t.Fatalf("UnitsByStatus = %v, want %v", got, want)
 	}
 
-	got, err = f.Store.UnitsByStatus(f.ctx, w+1000)
+	got, err = f.Store.UnitsByStatus(f.ctx, w+1000, nil)
 	if err != nil {
 		t.Fatalf("UnitsByStatus of an unknown voucher: %v", err)
 	}
@@ -444,7 +444,7 @@ func testDown(t *testing.T, f *fixture) {
 			return err
 		},
 		"UnitsByStatus": func() error {
-			_, err := f.Store.UnitsByStatus(f.ctx, v)
+			_, err := f.Store.UnitsByStatus(f.ctx, v, nil)
 			return err
 		},
 		"Transition": func() error {

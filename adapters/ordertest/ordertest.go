@@ -163,7 +163,7 @@ func (f *fixture) voucher(t *testing.T, stock int) domain.VoucherID {
 		Title: fmt.Sprintf("ordertest: %d units", stock), Stock: stock,
 		BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: 1,
 	}
-	if err := f.Vouchers.Create(f.ctx, &v, nil); err != nil {
+	if err := f.Vouchers.Create(f.ctx, &v, domain.Author{}, nil); err != nil {
 		t.Fatalf("create voucher: %v", err)
 	}
 	f.made = append(f.made, v.ID)

@@ -13,7 +13,8 @@ type Keys struct {
 }
 
 // Meta returns the key of the voucher's sale state: a hash of stock, remaining,
-// begins and ends (Unix ms), limit (units per user) and expire (Unix ms).
+// begins and ends (Unix ms), limit (units per user) and expire (Unix ms), and the
+// version of those terms, among others (ARCHITECTURE.md, "The data model").
 func (k Keys) Meta(id domain.VoucherID) string { return k.key(id, "meta") }
 
 // Buyers returns the key of the hash from user id to the order id the user holds.
@@ -38,7 +39,8 @@ func (k Keys) Stream(id domain.VoucherID) string { return k.key(id, "stream") }
 func (k Keys) Dead(id domain.VoucherID) string { return k.key(id, "dead") }
 
 // Restock returns the name of the Pub/Sub channel on which a release that gave units
-// back (or a recount that raised the remaining units) announces the voucher's id
+// back (or a recount that raised the remaining units, or an edit that put units on
+// sale) announces the voucher's id
 // (decimal), so every instance can drop its sold-out flag, on one Redis server. It is a
 // channel, not a key: it has no hash tag and holds nothing.
 func (k Keys) Restock() string { return k.prefix() + ":restock" }

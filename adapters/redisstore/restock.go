@@ -32,8 +32,8 @@ func (s *Stock) RestockChannel(id domain.VoucherID) string {
 }
 
 // SubscribeRestocks calls fn with the voucher id of every restock announced on the
-// restock channel (Keys.Restock: a Release that gave units back, or a Recount that
-// raised the remaining units), one call at a time, until ctx is done; then it returns
+// restock channel (Keys.Restock: a Release that gave units back, a Recount that
+// raised the remaining units, or an Edit that put units on sale), one call at a time, until ctx is done; then it returns
 // nil. It returns an error only when the first subscription fails. Afterwards it rides
 // out Redis restarts and network failures: the subscription reconnects and
 // resubscribes by itself. Messages that are not a voucher id are ignored.

@@ -3,7 +3,8 @@
 // stream in the same step, so no reservation is ever taken without being queued. The
 // streams are consumed through one consumer group by Queue, and Reservations reads
 // what the grab path recorded. A release that puts units back on sale announces it on
-// a Pub/Sub channel (Stock.SubscribeRestocks). Audit reads a voucher's whole state and
+// a Pub/Sub channel (Stock.SubscribeRestocks), and so does an edit that adds units
+// (Stock.Edit). Audit reads a voucher's whole state and
 // repairs it, for reconciliation.
 package redisstore
 

@@ -130,6 +130,7 @@ func TestWarmWritesTheMetaHash(t *testing.T) {
 	client, s := newStock(t, 0)
 	v := voucher(1, 10, 2)
 	v.Sold = 3
+	v.Version = 4
 	warm(t, client, s, v)
 
 	meta, err := client.HGetAll(ctx, s.Keys().Meta(v.ID)).Result()
@@ -144,6 +145,7 @@ func TestWarmWritesTheMetaHash(t *testing.T) {
 		"expire":    strconv.FormatInt(expire, 10),
 		"paused":    "0",
 		"restoring": "1", // live orders hold 3 units: their reservations come next
+		"version":   "4",
 	}
 	if !maps.Equal(meta, want) {
 		t.Fatalf("meta = %v, want %v", meta, want)

@@ -27,7 +27,8 @@ var warmScript = newScript(warmSrc)
 // domain.ErrUnavailable until Audit.Restored, after the live orders' reservations are
 // restored (Audit.Restore); a state still restoring makes Warm report
 // ports.WarmRestoring again, so a caller that died midway is followed by one that
-// finishes.
+// finishes; a state there and whole whose terms are of another version than v's makes
+// it report ports.WarmStale, changing nothing.
 // Whether or not it loaded, it creates the voucher's stream and consumer group if they
 // are missing, adds v.ID to the registry (Keys.Registry) and to the set of active
 // vouchers the queue takes the streams to read from (Keys.Active); all are idempotent,
@@ -39,18 +40,35 @@ func (s *Stock) Warm(ctx context.Context, v domain.Voucher) (ports.WarmOutcome, 
 	restoring := luaFlag(v.Sold > 0)
 	loaded, err := warmScript.Run(ctx, s.client, []string{s.keys.Meta(v.ID), s.keys.Stream(v.ID)},
 		v.Stock, left, v.BeginsAt.UnixMilli(), v.EndsAt.UnixMilli(), v.PerUserLimit,
-		v.EndsAt.Add(s.grace).UnixMilli(), s.group, luaFlag(v.Paused), restoring).Int()
+		v.EndsAt.Add(s.grace).UnixMilli(), s.group, luaFlag(v.Paused), restoring, v.Version).Int()
 	if err != nil {
 		return ports.WarmPresent, fmt.Errorf("warm stock: %w", err)
 	}
-	// The registry and the set of active vouchers are in other slots, so they cannot
-	// join the script. They are written after the stream exists: the queue takes an id
-	// without a stream for an expired sale and forgets it.
+	if err := s.register(ctx, v); err != nil {
+		return ports.WarmPresent, fmt.Errorf("warm stock: %w", err)
+	}
+	switch {
+	case loaded == 2, loaded == 1 && v.Sold > 0:
+		return ports.WarmRestoring, nil
+	case loaded == 1:
+		return ports.WarmLoaded, nil
+	case loaded == 3:
+		return ports.WarmStale, nil
+	}
+	return ports.WarmPresent, nil
+}
+
+// register adds v to the registry and to the set of active vouchers, scored by the
+// end of its sale. They are in other slots than v's keys, so they cannot join a
+// script; they are written after the stream exists (the queue takes an id without a
+// stream for an expired sale and forgets it). On a cluster the restock subscriber
+// hears of v at once.
+func (s *Stock) register(ctx context.Context, v domain.Voucher) error {
 	pipe := s.client.Pipeline()
 	pipe.SAdd(ctx, s.keys.Registry(), v.ID.String())
 	pipe.ZAdd(ctx, s.keys.Active(), redis.Z{Score: float64(v.EndsAt.UnixMilli()), Member: v.ID.String()})
 	if _, err := pipe.Exec(ctx); err != nil {
-		return ports.WarmPresent, fmt.Errorf("warm stock: register voucher: %w", err)
+		return fmt.Errorf("register voucher: %w", err)
 	}
 	if s.sharded {
 		select {
@@ -58,13 +76,7 @@ func (s *Stock) Warm(ctx context.Context, v domain.Voucher) (ports.WarmOutcome, 
 		default: // the subscriber is busy or absent: it looks at the active vouchers anyway
 		}
 	}
-	switch {
-	case loaded == 2, loaded == 1 && v.Sold > 0:
-		return ports.WarmRestoring, nil
-	case loaded == 1:
-		return ports.WarmLoaded, nil
-	}
-	return ports.WarmPresent, nil
+	return nil
 }
 
 // luaFlag is how the scripts take a yes or no: "1" or "0".

@@ -4,10 +4,13 @@
 -- KEYS[1] meta, KEYS[2] stream (one voucher, one hash tag).
 -- ARGV[1] stock, ARGV[2] remaining, ARGV[3] begins_ms, ARGV[4] ends_ms,
 -- ARGV[5] per_user_limit, ARGV[6] expire_at_ms, ARGV[7] group, ARGV[8] paused ('1' or
--- '0'), ARGV[9] restoring ('1': load the state "restoring", see below).
+-- '0'), ARGV[9] restoring ('1': load the state "restoring", see below), ARGV[10] the
+-- version of the terms (edit.lua).
 -- Returns 1 when it loaded the state; 2 when the state was there but still restoring
 -- (the caller that loaded it died before it finished: the new caller restores it);
--- 0 when the state was there, untouched. The stream expires with the sale state (at
+-- 3 when it was there and whole but holds terms of another version (an edit whose
+-- write here did not land, or one under way), untouched; 0 when the state was there,
+-- untouched. The stream expires with the sale state (at
 -- the state's own expire when it was there).
 
 -- A live group keeps its position, a lost one comes back. This goes first so that a
@@ -22,13 +25,14 @@ end
 -- caller has restored the live orders' reservations and cleared the flag, so
 -- no user who holds an order can grab again meanwhile.
 local loaded = 0
-local state = sale_state(KEYS[1], 'restoring')
+local state = sale_state(KEYS[1], 'restoring', 'version')
 if not state then
   -- A partial hash is no sale state: it is replaced whole.
   redis.call('DEL', KEYS[1])
   redis.call('HSET', KEYS[1],
     'stock', ARGV[1], 'remaining', ARGV[2],
-    'begins', ARGV[3], 'ends', ARGV[4], 'limit', ARGV[5], 'expire', ARGV[6], 'paused', ARGV[8])
+    'begins', ARGV[3], 'ends', ARGV[4], 'limit', ARGV[5], 'expire', ARGV[6], 'paused', ARGV[8],
+    'version', ARGV[10])
   if ARGV[9] == '1' then
     redis.call('HSET', KEYS[1], 'restoring', '1')
   end
@@ -37,6 +41,8 @@ if not state then
 elseif state.restoring == '1' then
   -- Loaded earlier, but its restoring never finished (the caller died): again.
   loaded = 2
+elseif (state.version or '0') ~= ARGV[10] then
+  loaded = 3
 end
 -- The stream expires with the sale state it belongs to, as reserve.lua keeps it.
 local expire = redis.call('HGET', KEYS[1], 'expire') or ARGV[6]

@@ -85,7 +85,7 @@ func TestGuardedDatabaseDownAndBack(t *testing.T) {
 		t.Fatalf("the breaker did not open after 10 failures: %v", err)
 	}
 	v := newVoucher("while down", t0, t0.Add(time.Hour))
-	if err := vs.Create(ctx, &v, nil); !errors.Is(err, domain.ErrUnavailable) || !errors.Is(err, gobreaker.ErrOpenState) {
+	if err := vs.Create(ctx, &v, domain.Author{}, nil); !errors.Is(err, domain.ErrUnavailable) || !errors.Is(err, gobreaker.ErrOpenState) {
 		t.Fatalf("create with the breaker open: %v", err)
 	}
 

@@ -164,3 +164,22 @@ func rowLock(clause string) func(*bun.SelectQuery) *bun.SelectQuery {
 func now() time.Time {
 	return time.Now().UTC().Truncate(time.Microsecond)
 }
+
+// txKey is the context key of a transaction a repository hands on to a callback.
+type txKey struct{}
+
+// withConn returns ctx carrying tx, for the callbacks a repository runs inside its
+// transaction (UnitsByStatus's at): a repository of this package called under them
+// reads through tx (conn). On SQLite it must: the one connection is tx's until it
+// ends, so a read on the pool would wait for it forever.
+func withConn(ctx context.Context, tx bun.Tx) context.Context {
+	return context.WithValue(ctx, txKey{}, tx)
+}
+
+// conn returns the transaction ctx carries (withConn), or db.
+func conn(ctx context.Context, db *bun.DB) bun.IDB {
+	if tx, ok := ctx.Value(txKey{}).(bun.Tx); ok {
+		return tx
+	}
+	return db
+}

@@ -133,7 +133,7 @@ func TestSQLiteLockedIsUnavailable(t *testing.T) {
 	db := openSQLite(t, url)
 	other := openSQLite(t, url) // another handle on the file: a process of its own
 	v := newVoucher("locked", t0, t0.Add(time.Hour))
-	if err := sqlstore.NewVouchers(db).Create(ctx, &v, nil); err != nil {
+	if err := sqlstore.NewVouchers(db).Create(ctx, &v, domain.Author{}, nil); err != nil {
 		t.Fatalf("create: %v", err)
 	}
 

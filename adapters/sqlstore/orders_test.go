@@ -207,7 +207,7 @@ func BenchmarkPersist(b *testing.B) {
 	db := openMigrated(b)
 	orders, vouchers := sqlstore.NewOrders(db), sqlstore.NewVouchers(db)
 	v := domain.Voucher{Title: "bench", Stock: math.MaxInt32, BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: 1}
-	if err := vouchers.Create(ctx, &v, nil); err != nil {
+	if err := vouchers.Create(ctx, &v, domain.Author{}, nil); err != nil {
 		b.Fatalf("create voucher: %v", err)
 	}
 

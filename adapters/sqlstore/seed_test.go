@@ -32,7 +32,7 @@ func TestImportStoresGeneratedSalesConsistently(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.wantConsistent(t, vs[0].ID)
-	got, err := f.orders.UnitsByStatus(ctx, vs[0].ID)
+	got, err := f.orders.UnitsByStatus(ctx, vs[0].ID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,8 +29,9 @@ var (
 // several statements long, on a pool of a few dozen connections.
 //
 // Its sale state is the vouchers row itself: stock, sold, window, limit and paused
-// flag. So Warm loads nothing, SetPaused leaves the flag PauseSale already stored, and
-// Release has nothing to give back (see each).
+// flag. So Warm loads nothing, SetPaused leaves the flag PauseSale already stored,
+// Edit leaves the terms an edit already stored, and Release has nothing to give back
+// (see each).
 //
 // It is also the ports.StockAudit of that state, so reconciliation and stats read it
 // rather than a Redis that holds nothing under this strategy.
@@ -173,15 +174,24 @@ func (s *Stock) Remaining(ctx context.Context, ids ...domain.VoucherID) (map[dom
 }
 
 // SetPaused reports whether voucher id exists, and changes nothing: the flag lives in
-// the voucher's row, where PauseSale stored it (ports.Vouchers.SetPaused) before
+// the voucher's row, where PauseSale stored it (ports.Vouchers.Update) before
 // calling this. Writing it again here could only do harm: WarmVouchers calls this with
-// the flag it read a moment earlier, which an admin may have changed since.
+// the flag it read a moment earlier, which an admin may have changed since. Called
+// under Vouchers.Hold (a recovery), it reads in that transaction (conn).
 func (s *Stock) SetPaused(ctx context.Context, id domain.VoucherID, _ bool) (bool, error) {
-	ok, err := s.db.NewSelect().Model((*voucherRow)(nil)).Where("v.id = ?", int64(id)).Exists(ctx)
+	ok, err := conn(ctx, s.db).NewSelect().Model((*voucherRow)(nil)).Where("v.id = ?", int64(id)).Exists(ctx)
 	if err != nil {
 		return false, fmt.Errorf("pause sale: %w", classify(err))
 	}
 	return ok, nil
+}
+
+// Edit writes nothing and reports false: the voucher's row, which Vouchers.Update
+// writes, is this strategy's sale state, so the change is there once it commits. A
+// removal of more units than are left (stock minus sold) is refused by the row's
+// sold CHECK, as domain.ErrNotEnoughUnits.
+func (s *Stock) Edit(context.Context, domain.Voucher, ports.EditMode) (bool, error) {
+	return false, nil
 }
 
 // Release gives nothing back, because there is nothing left to give: under this
@@ -243,10 +253,11 @@ func (s *Stock) Snapshot(ctx context.Context, id domain.VoucherID) (ports.StockS
 }
 
 // Tally returns voucher id's stock and stock minus sold remaining, read from its row;
-// nothing is ever queued. An unknown voucher is not Present.
+// nothing is ever queued. An unknown voucher is not Present. Called under
+// Orders.UnitsByStatus, it reads in that transaction (conn).
 func (s *Stock) Tally(ctx context.Context, id domain.VoucherID) (ports.StockTally, error) {
 	var v voucherRow
-	err := s.db.NewSelect().Model(&v).Column("stock", "sold").Where("v.id = ?", int64(id)).Scan(ctx)
+	err := conn(ctx, s.db).NewSelect().Model(&v).Column("stock", "sold").Where("v.id = ?", int64(id)).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ports.StockTally{}, nil
 	}

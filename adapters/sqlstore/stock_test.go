@@ -165,7 +165,9 @@ func TestStockSetPausedLeavesTheRowsFlag(t *testing.T) {
 	ctx := context.Background()
 	f := newStockFixture(t)
 	v := f.onSale(t, 10, 1)
-	if _, err := f.vouchers.SetPaused(ctx, v.ID, true); err != nil {
+	_, err := f.vouchers.Update(ctx, v.ID, ports.VoucherUpdate{Action: domain.AuditVoucherPause,
+		Change: func(v domain.Voucher) (domain.Voucher, error) { v.Paused = true; return v, nil }})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := f.stock.SetPaused(ctx, v.ID, false); err != nil || !ok {

@@ -2,7 +2,11 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
+
+	"github.com/uptrace/bun"
 
 	"github.com/seckill/seckill/domain"
 )
@@ -12,14 +16,48 @@ import (
 // the counters the database's triggers keep (table voucher_units, and on PostgreSQL
 // the changes not yet folded into it, see FoldUnits) in one statement, so what it
 // returns is one moment's, and it costs the same at a million orders as at ten.
-func (s *Orders) UnitsByStatus(ctx context.Context, voucher domain.VoucherID) (map[domain.OrderStatus]int, error) {
+//
+// With at, that moment is also at's: the read and at run in one transaction holding
+// the voucher's row under a share lock (FOR SHARE on PostgreSQL; on SQLite the
+// database's write lock), which every transaction that moves the voucher's stock or
+// its live units takes in a conflicting mode (they all update the row: sold, stock),
+// so none commits from the read until at returns. at is given a context that carries
+// the transaction (see conn), for a reader of this database under it.
+func (s *Orders) UnitsByStatus(ctx context.Context, voucher domain.VoucherID, at func(context.Context) error) (map[domain.OrderStatus]int, error) {
+	if at == nil {
+		out, err := unitsByStatus(ctx, s.db, voucher)
+		if err != nil {
+			return nil, fmt.Errorf("count units of voucher %s: %w", voucher, classify(err))
+		}
+		return out, nil
+	}
+	var out map[domain.OrderStatus]int
+	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+		err := tx.NewSelect().Model((*voucherRow)(nil)).Column("id").Where("v.id = ?", int64(voucher)).
+			Apply(rowLock("SHARE")).Scan(ctx, new(int64))
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("lock voucher: %w", err)
+		}
+		if out, err = unitsByStatus(ctx, tx, voucher); err != nil {
+			return err
+		}
+		return at(withConn(ctx, tx))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count units of voucher %s: %w", voucher, classify(err))
+	}
+	return out, nil
+}
+
+// unitsByStatus reads the voucher's units per status through db in one statement.
+func unitsByStatus(ctx context.Context, db bun.IDB, voucher domain.VoucherID) (map[domain.OrderStatus]int, error) {
 	var rows []struct {
 		Status string `bun:"status"`
 		Units  int    `bun:"units"`
 	}
 	query := `SELECT status, sum(units) AS units FROM voucher_units WHERE voucher_id = ? GROUP BY status`
 	args := []any{int64(voucher)}
-	if !IsSQLite(s.db) {
+	if !IsSQLite(db) {
 		query = `SELECT status, sum(units) AS units FROM (
 			SELECT status, units FROM voucher_units WHERE voucher_id = ?
 			UNION ALL
@@ -27,8 +65,8 @@ func (s *Orders) UnitsByStatus(ctx context.Context, voucher domain.VoucherID) (m
 		) counted GROUP BY status`
 		args = append(args, int64(voucher))
 	}
-	if err := s.db.NewRaw(query, args...).Scan(ctx, &rows); err != nil {
-		return nil, fmt.Errorf("count units of voucher %s: %w", voucher, classify(err))
+	if err := db.NewRaw(query, args...).Scan(ctx, &rows); err != nil {
+		return nil, err
 	}
 	out := make(map[domain.OrderStatus]int, len(rows))
 	for _, r := range rows {

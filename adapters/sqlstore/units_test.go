@@ -35,7 +35,7 @@ func (f orderFixture) scannedUnits(t *testing.T, v domain.VoucherID) map[domain.
 func (f orderFixture) wantCounted(t *testing.T, vs ...domain.VoucherID) {
 	t.Helper()
 	for _, v := range vs {
-		got, err := f.orders.UnitsByStatus(context.Background(), v)
+		got, err := f.orders.UnitsByStatus(context.Background(), v, nil)
 		if err != nil {
 			t.Fatalf("UnitsByStatus: %v", err)
 		}

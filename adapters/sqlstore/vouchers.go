@@ -38,6 +38,7 @@ type voucherRow struct {
 	PerUserLimit int       `bun:"per_user_limit"`
 	Paused       bool      `bun:"paused"`
 	CreatedAt    time.Time `bun:"created_at"`
+	Version      int64     `bun:"version"`
 }
 
 func (r voucherRow) voucher() domain.Voucher {
@@ -51,16 +52,18 @@ func (r voucherRow) voucher() domain.Voucher {
 		Sold:         r.Sold,
 		Paused:       r.Paused,
 		CreatedAt:    r.CreatedAt.UTC(),
+		Version:      r.Version,
 	}
 }
 
-// Create inserts v and refreshes it from the stored row: ID and Sold (0) come from the
-// database, CreatedAt is now, and the times read back in UTC at the databases'
-// microsecond precision. A value a CHECK constraint rejects returns a
+// Create inserts v and refreshes it from the stored row: ID, Sold (0) and Version (0)
+// come from the database, CreatedAt is now, and the times read back in UTC at the
+// databases' microsecond precision. The audit entry of its creation by by is written
+// in the same transaction. A value a CHECK constraint rejects returns a
 // *domain.ValidationError, though the use case validates before it gets here. With a
-// receipt, the insert and the receipt's answer are one transaction: ports.ErrClaimLost
+// receipt, the receipt's answer is kept in that transaction too: ports.ErrClaimLost
 // (nothing stored) when the claim no longer holds its key.
-func (s *Vouchers) Create(ctx context.Context, v *domain.Voucher, r *ports.Receipt[domain.Voucher]) error {
+func (s *Vouchers) Create(ctx context.Context, v *domain.Voucher, by domain.Author, r *ports.Receipt[domain.Voucher]) error {
 	row := voucherRow{
 		Title:        v.Title,
 		Stock:        v.Stock,
@@ -70,26 +73,21 @@ func (s *Vouchers) Create(ctx context.Context, v *domain.Voucher, r *ports.Recei
 		Paused:       v.Paused,
 		CreatedAt:    now(),
 	}
-	insert := func(ctx context.Context, db bun.IDB) error {
-		// id and sold are the database's to set.
-		_, err := db.NewInsert().
+	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+		// id, sold and version are the database's to set.
+		_, err := tx.NewInsert().
 			Model(&row).
 			Column("title", "stock", "begins_at", "ends_at", "per_user_limit", "paused", "created_at").
-			Returning("id, title, stock, sold, begins_at, ends_at, per_user_limit, paused, created_at").
+			Returning("id, title, stock, sold, begins_at, ends_at, per_user_limit, paused, created_at, version").
 			Exec(ctx)
-		return voucherCheckError(err)
-	}
-	var err error
-	if r == nil {
-		err = insert(ctx, s.db)
-	} else {
-		err = s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
-			if err := insert(ctx, tx); err != nil {
-				return err
-			}
-			return answerTx(ctx, tx, r, row.voucher())
-		})
-	}
+		if err != nil {
+			return voucherCheckError(err)
+		}
+		if err := appendTx(ctx, tx, domain.VoucherAudit(domain.AuditVoucherCreate, by, nil, row.voucher())); err != nil {
+			return err
+		}
+		return answerTx(ctx, tx, r, row.voucher())
+	})
 	if err != nil {
 		return fmt.Errorf("insert voucher: %w", classify(err))
 	}
@@ -97,17 +95,105 @@ func (s *Vouchers) Create(ctx context.Context, v *domain.Voucher, r *ports.Recei
 	return nil
 }
 
-// SetPaused records whether the voucher's sale is paused and returns the voucher, or
+// Update changes voucher id as u says, in one transaction: it locks the voucher's row
+// (FOR NO KEY UPDATE on PostgreSQL, the lock its UPDATE takes anyway, so orders
+// inserted meanwhile still pass their foreign-key check; on SQLite the transaction
+// holds the database's one write lock), reads it, calls u.Change, writes what changed
+// with its audit entry, runs u.Commit, keeps u.Receipt's answer and commits. A
+// voucher u.Change returns unchanged writes nothing but the receipt's answer. It
+// returns the voucher as it now is, domain.ErrNotFound, what u.Change or u.Commit
+// returned, ports.ErrClaimLost, domain.ErrNotEnoughUnits when the new stock is below
+// the units the voucher's live orders hold (the sold CHECK: the last net under a
+// removal of units), or a *domain.ValidationError another CHECK raised.
+func (s *Vouchers) Update(ctx context.Context, id domain.VoucherID, u ports.VoucherUpdate) (domain.Voucher, error) {
+	var after domain.Voucher
+	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+		before, err := lockVoucher(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if after, err = u.Change(before); err != nil {
+			return err
+		}
+		if changed(before, after) {
+			if after, err = writeVoucherTx(ctx, tx, id, after); err != nil {
+				return err
+			}
+			if err := appendTx(ctx, tx, domain.VoucherAudit(u.Action, u.By, &before, after)); err != nil {
+				return err
+			}
+		}
+		if u.Commit != nil {
+			if err := u.Commit(withConn(ctx, tx), before, after); err != nil {
+				return err
+			}
+		}
+		return answerTx(ctx, tx, u.Receipt, after)
+	})
+	if err != nil {
+		return domain.Voucher{}, fmt.Errorf("update voucher %s: %w", id, classify(err))
+	}
+	return after, nil
+}
+
+// Hold calls fn with voucher id read under the lock Update takes, in a transaction
+// that writes nothing, and returns fn's error or domain.ErrNotFound. fn's context
+// carries the transaction (see conn), as u.Commit's does in Update.
+func (s *Vouchers) Hold(ctx context.Context, id domain.VoucherID, fn func(context.Context, domain.Voucher) error) error {
+	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+		v, err := lockVoucher(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		return fn(withConn(ctx, tx), v)
+	})
+	if err != nil {
+		return fmt.Errorf("hold voucher %s: %w", id, classify(err))
+	}
+	return nil
+}
+
+// lockVoucher reads voucher id in tx under the lock of an update, or returns
 // domain.ErrNotFound.
-func (s *Vouchers) SetPaused(ctx context.Context, id domain.VoucherID, paused bool) (domain.Voucher, error) {
+func lockVoucher(ctx context.Context, tx bun.Tx, id domain.VoucherID) (domain.Voucher, error) {
 	var row voucherRow
-	err := s.db.NewUpdate().Model(&row).Set("paused = ?", paused).Where("v.id = ?", int64(id)).
-		Returning("*").Scan(ctx)
+	err := tx.NewSelect().Model(&row).Where("v.id = ?", int64(id)).Apply(rowLock("NO KEY UPDATE")).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
-		return domain.Voucher{}, fmt.Errorf("pause voucher %s: %w", id, domain.ErrNotFound)
+		return domain.Voucher{}, domain.ErrNotFound
 	}
 	if err != nil {
-		return domain.Voucher{}, fmt.Errorf("pause voucher %s: %w", id, classify(err))
+		return domain.Voucher{}, fmt.Errorf("lock voucher: %w", err)
+	}
+	return row.voucher(), nil
+}
+
+// changed reports whether after differs from before in what an admin sets or in its
+// version.
+func changed(before, after domain.Voucher) bool {
+	return !before.Terms(after) || before.Title != after.Title || before.Paused != after.Paused ||
+		before.Version != after.Version
+}
+
+// writeVoucherTx writes what an admin sets of v to voucher id (not sold: fulfillment
+// moves it, under its guard), and its version, and returns the row as stored.
+func writeVoucherTx(ctx context.Context, tx bun.Tx, id domain.VoucherID, v domain.Voucher) (domain.Voucher, error) {
+	var row voucherRow
+	err := tx.NewUpdate().Model(&row).
+		Set("title = ?", v.Title).
+		Set("stock = ?", v.Stock).
+		Set("begins_at = ?", v.BeginsAt.UTC()).
+		Set("ends_at = ?", v.EndsAt.UTC()).
+		Set("per_user_limit = ?", v.PerUserLimit).
+		Set("paused = ?", v.Paused).
+		Set("version = ?", v.Version).
+		Where("v.id = ?", int64(id)).
+		Returning("*").
+		Scan(ctx)
+	if kind, name := constraintViolation(err); kind == check && name == "vouchers_sold_check" {
+		return domain.Voucher{}, domain.ErrNotEnoughUnits
+	}
+	if err != nil {
+		return domain.Voucher{}, voucherCheckError(err)
 	}
 	return row.voucher(), nil
 }

@@ -28,7 +28,7 @@ func newVoucher(title string, begins, ends time.Time) domain.Voucher {
 
 func create(t *testing.T, vs *sqlstore.Vouchers, v domain.Voucher) domain.Voucher {
 	t.Helper()
-	if err := vs.Create(context.Background(), &v, nil); err != nil {
+	if err := vs.Create(context.Background(), &v, domain.Author{}, nil); err != nil {
 		t.Fatalf("Create(%q): %v", v.Title, err)
 	}
 	return v
@@ -215,7 +215,7 @@ func TestVouchersCreateRejectedByChecks(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			v := newVoucher(name, t0, t0.Add(time.Hour))
 			tc.edit(&v)
-			err := vs.Create(context.Background(), &v, nil)
+			err := vs.Create(context.Background(), &v, domain.Author{}, nil)
 			var verr *domain.ValidationError
 			if !errors.Is(err, domain.ErrInvalid) || !errors.As(err, &verr) {
 				t.Fatalf("Create error = %v, want a *domain.ValidationError", err)

@@ -162,7 +162,7 @@ func order(r domain.Reservation, status domain.OrderStatus) domain.Order {
 func (f *fixture) sell(t *testing.T, v domain.Voucher) domain.Voucher {
 	t.Helper()
 	if f.Vouchers != nil {
-		if err := f.Vouchers.Create(f.ctx, &v, nil); err != nil {
+		if err := f.Vouchers.Create(f.ctx, &v, domain.Author{}, nil); err != nil {
 			t.Fatalf("create voucher %q: %v", v.Title, err)
 		}
 	} else {
@@ -197,7 +197,9 @@ func (f *fixture) sell(t *testing.T, v domain.Voucher) domain.Voucher {
 func (f *fixture) pause(t *testing.T, id domain.VoucherID, paused bool) {
 	t.Helper()
 	if f.Vouchers != nil {
-		if _, err := f.Vouchers.SetPaused(f.ctx, id, paused); err != nil {
+		_, err := f.Vouchers.Update(f.ctx, id, ports.VoucherUpdate{Action: domain.AuditVoucherPause,
+			Change: func(v domain.Voucher) (domain.Voucher, error) { v.Paused = paused; return v, nil }})
+		if err != nil {
 			t.Fatalf("record paused = %v of voucher %d: %v", paused, id, err)
 		}
 	}

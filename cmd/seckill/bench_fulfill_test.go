@@ -57,7 +57,7 @@ func (f *fulfillBench) reserve(n int) domain.VoucherID {
 	ctx := context.Background()
 	now := time.Now()
 	v := domain.Voucher{Title: "bench", Stock: max(n, 1), BeginsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour), PerUserLimit: 1}
-	if err := sqlstore.NewVouchers(f.db).Create(ctx, &v, nil); err != nil {
+	if err := sqlstore.NewVouchers(f.db).Create(ctx, &v, domain.Author{}, nil); err != nil {
 		f.b.Fatal(err)
 	}
 	if _, err := f.stock.Warm(ctx, v); err != nil {

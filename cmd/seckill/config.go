@@ -50,7 +50,7 @@ type Config struct {
 	JWTSecret       string        `name:"jwt-secret" env:"SECKILL_JWT_SECRET" help:"HS256 secret that signs bearer tokens (at least 16 bytes); unset with the in-process Redis or a SQLite database (trying and testing), a random one is made and an admin token printed."`
 	RequestTimeout  time.Duration `name:"request-timeout" env:"SECKILL_REQUEST_TIMEOUT" default:"2s" help:"Deadline of each request; past it the answer is 503."`
 	ShutdownTimeout time.Duration `name:"shutdown-timeout" env:"SECKILL_SHUTDOWN_TIMEOUT" default:"15s" help:"How long SIGTERM waits for in-flight requests."`
-	WarmInterval    time.Duration `name:"warm-interval" env:"SECKILL_WARM_INTERVAL" default:"30s" help:"How often active vouchers missing from Redis are loaded again."`
+	WarmInterval    time.Duration `name:"warm-interval" env:"SECKILL_WARM_INTERVAL" default:"30s" help:"How often active vouchers missing from Redis are loaded again, and sale states left behind by an edit take the database's terms."`
 	BodyLimit       string        `name:"body-limit" env:"SECKILL_BODY_LIMIT" default:"16K" help:"Largest request body accepted (e.g. 16K, 1M)."`
 
 	SoldOutTTL    time.Duration `name:"sold-out-ttl" env:"SECKILL_SOLD_OUT_TTL" default:"1s" help:"How long an instance answers sold_out without asking Redis once a voucher sold out (0 disables)."`

@@ -18,8 +18,8 @@ import (
 )
 
 // metrics are the process's Prometheus instruments outside the HTTP layer: what the
-// fulfillment worker and the compensations did, the breakers and the last
-// reconciliation. The use cases report through their observer callbacks, wired here,
+// fulfillment worker and the compensations did, the breakers, the last
+// reconciliation, the recoveries and the edits. The use cases report through their observer callbacks, wired here,
 // so the application never sees Prometheus.
 type metrics struct {
 	reg         *prometheus.Registry
@@ -32,6 +32,7 @@ type metrics struct {
 	drift       *prometheus.GaugeVec
 	unchecked   prometheus.Counter
 	recoveries  *prometheus.CounterVec
+	edits       *prometheus.CounterVec
 	clockOffset prometheus.Gauge
 	statements  prometheus.Counter
 }
@@ -72,12 +73,16 @@ func newMetrics() *metrics {
 			Name: "seckill_recoveries_total",
 			Help: "Recoveries of a voucher's sale state from the database, by why (missing: absent or unfinished; restarted: Redis restarted or failed over) and outcome (ok or error).",
 		}, []string{"reason", "outcome"}),
+		edits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_voucher_edits_total",
+			Help: "Changes of a voucher's sale made by an edit (PATCH /api/v1/vouchers/{id}) that committed, by action (add_units, remove_units, begins_at, ends_at, per_user_limit, title): an edit of several counts once in each.",
+		}, []string{"action"}),
 	}
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.persisted, m.failed, m.deadLetters, m.expired, m.released, m.breakerOpen, m.drift, m.unchecked,
-		m.recoveries, m.clockOffset, m.statements,
+		m.recoveries, m.edits, m.clockOffset, m.statements,
 	)
 	for _, name := range breakerNames {
 		m.breakerOpen.WithLabelValues(name)
@@ -89,7 +94,17 @@ func newMetrics() *metrics {
 		m.recoveries.WithLabelValues(string(reason), "ok")
 		m.recoveries.WithLabelValues(string(reason), "error")
 	}
+	for _, action := range application.EditActions {
+		m.edits.WithLabelValues(action)
+	}
 	return m
+}
+
+// edited counts one edit of a voucher, once per kind of change it made.
+func (m *metrics) edited(actions []string) {
+	for _, a := range actions {
+		m.edits.WithLabelValues(a).Inc()
+	}
 }
 
 // recovered counts one recovery of a voucher's sale state.

@@ -87,6 +87,8 @@ var databaseSet = wire.NewSet(
 	wire.Bind(new(ports.OrderAudit), new(*sqlstore.Orders)),
 	sqlstore.NewIdempotency,
 	wire.Bind(new(ports.Idempotency), new(*sqlstore.Idempotency)),
+	sqlstore.NewAuditLog,
+	wire.Bind(new(ports.AuditLog), new(*sqlstore.AuditLog)),
 	sqlstore.NewLeases,
 	sqlstore.NewHeals,
 )
@@ -105,6 +107,8 @@ var systemSet = wire.NewSet(
 var applicationSet = wire.NewSet(
 	application.NewCreateVoucher,
 	application.NewPauseSale,
+	editVoucher,
+	application.NewListAudit,
 	application.NewGetVoucher,
 	application.NewListVouchers,
 	grabOptions,
@@ -376,9 +380,16 @@ func expireOrders(lifecycle ports.OrderLifecycle, compensate *application.Compen
 }
 
 func reconcile(vouchers ports.Vouchers, audit ports.StockAudit, ledger ports.OrderAudit,
-	compensate *application.Compensate, recovery *application.RecoverVoucher, clock ports.Clock, cfg Common) *application.Reconcile {
-	return application.NewReconcile(vouchers, audit, ledger, compensate, recovery, clock,
+	compensate *application.Compensate, recovery *application.RecoverVoucher, log ports.AuditLog, clock ports.Clock, cfg Common) *application.Reconcile {
+	return application.NewReconcile(vouchers, audit, ledger, compensate, recovery, log, clock,
 		application.ReconcileOptions{Grace: cfg.ReconcileGrace, KeyGrace: cfg.KeyGrace})
+}
+
+// editVoucher counts each edit by the kinds of change it made.
+func editVoucher(vouchers ports.Vouchers, stock ports.Stock, recovery *application.RecoverVoucher, clock ports.Clock, m *metrics) *application.EditVoucher {
+	uc := application.NewEditVoucher(vouchers, stock, recovery, clock)
+	uc.Observe(m.edited)
+	return uc
 }
 
 // recoverVoucher counts each recovery of a voucher's sale state.

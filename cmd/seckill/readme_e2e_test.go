@@ -97,14 +97,14 @@ func fencedBlocks(md string) []string {
 }
 
 // printedAs turns a line of the README's "What it prints" into the pattern of the lines
-// it stands for: "…" stands for anything, and order ids, request ids and times for any
-// of their kind.
+// it stands for: "…" stands for anything, and order ids, request ids and times (an
+// order's, an audit entry's) for any of their kind.
 func printedAs(line string) *regexp.Regexp {
 	parts := strings.Split(line, "…")
 	for i, p := range parts {
 		p = regexp.QuoteMeta(p)
 		p = regexp.MustCompile(`"(order_id|request_id)":"[^"]*"`).ReplaceAllString(p, `"$1":"[0-9A-Za-z]+"`)
-		p = regexp.MustCompile(`"(created_at|expires_at)":"[^"]*"`).ReplaceAllString(p, `"$1":"[0-9T:.Z-]+"`)
+		p = regexp.MustCompile(`"(created_at|expires_at|at)":"[^"]*"`).ReplaceAllString(p, `"$1":"[0-9T:.Z-]+"`)
 		parts[i] = p
 	}
 	return regexp.MustCompile(fmt.Sprintf("^%s$", strings.Join(parts, ".*")))

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"strings"
 
 	"github.com/seckill/seckill/application"
@@ -54,7 +56,8 @@ func (c *reconcileCmd) Run(ctx context.Context) error {
 	if c.Voucher != "" {
 		id, _ = domain.ParseVoucherID(c.Voucher)
 	}
-	reports, err := rc.Handle(ctx, application.ReconcileCmd{Voucher: id, Repair: c.Repair})
+	reports, err := rc.Handle(ctx, application.ReconcileCmd{Voucher: id, Repair: c.Repair,
+		By: domain.Author{Actor: "cli:" + osUser()}})
 	if errors.Is(err, domain.ErrNotFound) {
 		return fmt.Errorf("voucher %s does not exist", c.Voucher)
 	}
@@ -75,6 +78,15 @@ func (c *reconcileCmd) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// osUser names who runs this command, for the audit log: the OS account's name, or
+// $USER, or "unknown".
+func osUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return cmp.Or(os.Getenv("USER"), "unknown")
 }
 
 func printReconcileJSON(w io.Writer, reports []application.VoucherReconciliation) error {

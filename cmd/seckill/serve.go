@@ -432,6 +432,10 @@ func releaseClosed(ctx context.Context, a *app, log *zap.Logger) {
 	}
 }
 
+// periodicReconciler is who the audit log names for the repairs of the periodic
+// reconciliation (`seckill reconcile --repair` names "cli:" and the OS user).
+var periodicReconciler = domain.Author{Actor: "reconcile"}
+
 // reconcileLease names the lease of the periodic reconciliation (sqlstore.Leases).
 const reconcileLease = "reconcile"
 
@@ -461,7 +465,7 @@ func audit(ctx context.Context, a *app, interval time.Duration, log *zap.Logger)
 		return
 	}
 	after, _ := domain.ParseVoucherID(state) // empty or unreadable: a new pass
-	res, err := a.Reconcile.Round(ctx, application.RoundCmd{After: after, Budget: budget, Repair: true})
+	res, err := a.Reconcile.Round(ctx, application.RoundCmd{After: after, Budget: budget, Repair: true, By: periodicReconciler})
 	if err != nil {
 		log.Warn("reconcile", zap.Error(err))
 		return

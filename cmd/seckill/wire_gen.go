@@ -70,6 +70,9 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	applicationCompensate := compensate(portsStock, orders, mainMetrics)
 	cancelOrder := application.NewCancelOrder(getOrder, orders, applicationCompensate)
 	pauseSale := application.NewPauseSale(vouchers, portsStock)
+	applicationEditVoucher := editVoucher(vouchers, portsStock, applicationRecoverVoucher, clock, mainMetrics)
+	auditLog := sqlstore.NewAuditLog(db)
+	listAudit := application.NewListAudit(auditLog)
 	useCases := httpapi.UseCases{
 		CreateVoucher:   createVoucher,
 		GetVoucher:      getVoucher,
@@ -81,6 +84,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		PayOrder:        payOrder,
 		CancelOrder:     cancelOrder,
 		PauseSale:       pauseSale,
+		EditVoucher:     applicationEditVoucher,
+		ListAudit:       listAudit,
 	}
 	httpapiTokens := tokens(cfg)
 	v := readinessChecks(universalClient, db)
@@ -92,7 +97,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	worker := application.NewWorker(applicationFulfillOrder, queue, applicationWorkerOptions, applicationWorkerObserver)
 	applicationExpireOrders := expireOrders(orders, applicationCompensate, clock, cfg)
 	applicationReleaseClosed := application.NewReleaseClosed(orders, applicationCompensate)
-	applicationReconcile := reconcile(vouchers, stockAudit, orders, applicationCompensate, applicationRecoverVoucher, clock, common)
+	applicationReconcile := reconcile(vouchers, stockAudit, orders, applicationCompensate, applicationRecoverVoucher, auditLog, clock, common)
 	leases := sqlstore.NewLeases(db)
 	mainApp := &app{
 		Redis:       universalClient,
@@ -150,7 +155,8 @@ func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*applicat
 	portsStock := selectStock(stockStrategy, redisstoreStock, stock)
 	applicationCompensate := compensate(portsStock, orders, mainMetrics)
 	applicationRecoverVoucher := recoverVoucher(vouchers, portsStock, stockAudit, orders, clock, mainMetrics)
-	applicationReconcile := reconcile(vouchers, stockAudit, orders, applicationCompensate, applicationRecoverVoucher, clock, cfg)
+	auditLog := sqlstore.NewAuditLog(db)
+	applicationReconcile := reconcile(vouchers, stockAudit, orders, applicationCompensate, applicationRecoverVoucher, auditLog, clock, cfg)
 	return applicationReconcile, func() {
 		cleanup2()
 		cleanup()

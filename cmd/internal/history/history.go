@@ -3,8 +3,9 @@
 // seckill makes, whatever faults were injected while it ran: every 202 is exactly one
 // order, no user holds two live orders, nothing is oversold, a sale whose demand
 // exceeded its stock sells all of it, every 202 was a grab inside the sale's window by
-// the sale's clock, the stats add up, pay and cancel answers are borne out by the
-// orders, and an answer lost to a fault (a 503, a timeout, a killed instance) left
+// the sale's clock, the stats add up — at the end and in every sample taken while the
+// sale ran — pay and cancel answers are borne out by the orders, and an answer lost to
+// a fault (a 503, a timeout, a killed instance) left
 // nothing behind that asking again would not report.
 //
 // A fault-injection run records a History as it goes and passes it to Check once the
@@ -31,6 +32,8 @@ const (
 	OpCancel Op = "cancel"
 	// OpList is GET /api/v1/orders?voucher_id=: the user asking which orders they hold.
 	OpList Op = "list"
+	// OpEdit is an admin's PATCH /api/v1/vouchers/{id} adding or removing units.
+	OpEdit Op = "edit"
 )
 
 // Request is one request and the answer it got.
@@ -47,6 +50,8 @@ type Request struct {
 	Code string
 	// Listed are the orders a list answered with.
 	Listed []string
+	// Units are the units an edit added (negative: removed).
+	Units int
 }
 
 // answered reports whether the request got an answer that says what happened.
@@ -83,12 +88,16 @@ type Stats struct {
 // History is one voucher's sale: what was asked and answered, in the order sent
 // (per user at least), and what the service settled in.
 type History struct {
+	// Stock is the stock the sale was created with; each edit answered 200 moves it
+	// by its Units.
 	Stock int
 	// BeginsAt and EndsAt are the sale's window.
 	BeginsAt, EndsAt time.Time
 	Requests         []Request
 	Orders           []Order
 	Stats            Stats
+	// Samples are the stats read while the sale ran, each of one moment.
+	Samples []Stats
 	// Drifts are what `seckill reconcile --json` reported for the voucher at the end;
 	// none when Redis and the database agree.
 	Drifts []string
@@ -115,6 +124,7 @@ const (
 	Oversold           = "oversold"
 	NotSoldOut         = "demand exceeded stock but units are left"
 	StatsDoNotAddUp    = "stats do not add up"
+	SampleDoesNotAddUp = "stats read during the sale do not add up"
 	StatsDisagree      = "stats disagree with the orders"
 	UnknownOrderNamed  = "already_purchased names no order of the user"
 	UnreportedOrder    = "an order its user was never told of"
@@ -151,6 +161,7 @@ func Violations(h History) []Violation {
 	c.accepted()
 	c.liveUnits()
 	c.stats()
+	c.samples()
 	c.told()
 	c.transitions()
 	if len(h.Drifts) > 0 {
@@ -212,20 +223,32 @@ func (c *checker) liveUnits() {
 			c.add(TwoLiveOrders, "user %d holds %s", u, strings.Join(ids, ", "))
 		}
 	}
-	if live > c.h.Stock {
-		c.add(Oversold, "%d units in live orders, stock %d", live, c.h.Stock)
+	stock := c.stock()
+	if live > stock {
+		c.add(Oversold, "%d units in live orders, stock %d", live, stock)
 	}
-	if live < c.h.Stock && soldOutAnswered(c.h.Requests) && !unitsReturned(c.h.Orders) {
-		c.add(NotSoldOut, "grabs were answered sold_out and no unit came back, yet only %d of %d units are sold", live, c.h.Stock)
+	if live < stock && soldOutAnswered(c.h.Requests) && !unitsReturned(c.h.Orders) && !unitsAdded(c.h.Requests) {
+		c.add(NotSoldOut, "grabs were answered sold_out and no unit came back, yet only %d of %d units are sold", live, stock)
 	}
+}
+
+// stock is the sale's stock at the end: as created, moved by every edit answered 200.
+func (c *checker) stock() int {
+	stock := c.h.Stock
+	for _, r := range c.h.Requests {
+		if r.Op == OpEdit && r.Status == http.StatusOK {
+			stock += r.Units
+		}
+	}
+	return stock
 }
 
 // stats: the stats add up, and agree with the orders.
 func (c *checker) stats() {
 	s := c.h.Stats
-	if s.Stock != c.h.Stock || s.Remaining+s.Queued+s.AwaitingPayment+s.Paid != s.Stock {
+	if stock := c.stock(); s.Stock != stock || s.Remaining+s.Queued+s.AwaitingPayment+s.Paid != s.Stock {
 		c.add(StatsDoNotAddUp, "stock %d (voucher %d) != remaining %d + queued %d + awaiting_payment %d + paid %d",
-			s.Stock, c.h.Stock, s.Remaining, s.Queued, s.AwaitingPayment, s.Paid)
+			s.Stock, stock, s.Remaining, s.Queued, s.AwaitingPayment, s.Paid)
 	}
 	units := map[string]int{}
 	for _, o := range c.h.Orders {
@@ -240,6 +263,17 @@ func (c *checker) stats() {
 	} {
 		if units[st.status] != st.stat {
 			c.add(StatsDisagree, "stats say %d units %s, the orders %d", st.stat, st.status, units[st.status])
+		}
+	}
+}
+
+// samples: every stats sample adds up, with no figure below zero.
+func (c *checker) samples() {
+	for i, s := range c.h.Samples {
+		negative := min(s.Stock, s.Remaining, s.Queued, s.AwaitingPayment, s.Paid, s.Cancelled, s.Expired, s.Failed) < 0
+		if negative || s.Remaining+s.Queued+s.AwaitingPayment+s.Paid != s.Stock {
+			c.add(SampleDoesNotAddUp, "sample %d of %d: stock %d, remaining %d + queued %d + awaiting_payment %d + paid %d (cancelled %d, expired %d, failed %d)",
+				i+1, len(c.h.Samples), s.Stock, s.Remaining, s.Queued, s.AwaitingPayment, s.Paid, s.Cancelled, s.Expired, s.Failed)
 		}
 	}
 }
@@ -307,6 +341,13 @@ func (c *checker) transitions() {
 func soldOutAnswered(rs []Request) bool {
 	return slices.ContainsFunc(rs, func(r Request) bool {
 		return r.Op == OpGrab && r.Status == http.StatusConflict && r.Code == "sold_out"
+	})
+}
+
+// unitsAdded reports whether an edit answered 200 put units on sale.
+func unitsAdded(rs []Request) bool {
+	return slices.ContainsFunc(rs, func(r Request) bool {
+		return r.Op == OpEdit && r.Status == http.StatusOK && r.Units > 0
 	})
 }
 

@@ -61,6 +61,19 @@ func TestAGoodHistoryPasses(t *testing.T) {
 	if err := Check(h); err != nil {
 		t.Fatalf("an unreported failed order: %v", err)
 	}
+	// Edits move the stock: two units added (one refused removal moves nothing), one
+	// more sold, one left; samples taken during the sale add up.
+	h = good()
+	h.Requests = append(h.Requests,
+		Request{Op: OpEdit, User: 1, Status: 200, Units: 2},
+		Request{Op: OpEdit, User: 1, Status: 409, Code: "not_enough_units", Units: -5},
+		Request{Op: OpGrab, User: 6, Status: 202, OrderID: "F"})
+	h.Orders = append(h.Orders, Order{ID: "F", User: 6, Quantity: 1, Status: "awaiting_payment", CreatedAt: at(30)})
+	h.Stats = Stats{Stock: 5, Remaining: 1, AwaitingPayment: 3, Paid: 1, Cancelled: 1, Failed: 1}
+	h.Samples = []Stats{{Stock: 3, Remaining: 2, Queued: 1}, {Stock: 5, Remaining: 1, Queued: 1, AwaitingPayment: 2, Paid: 1}}
+	if err := Check(h); err != nil {
+		t.Fatalf("a sale with edits and samples: %v", err)
+	}
 }
 
 // TestBrokenHistoriesFail breaks one promise at a time and checks the checker names
@@ -143,6 +156,19 @@ func TestBrokenHistoriesFail(t *testing.T) {
 		{"a 202 judged before the sale began", func(h *History) {
 			h.Orders[0].CreatedAt = begins.Add(-time.Millisecond)
 		}, []string{OutsideTheWindow}},
+		{"a sample that does not add up", func(h *History) {
+			h.Samples = []Stats{{Stock: 3, Remaining: 3}, {Stock: 3, Remaining: 1, Queued: 1, AwaitingPayment: 2}}
+		}, []string{SampleDoesNotAddUp}},
+		{"a sample with a negative figure", func(h *History) {
+			h.Samples = []Stats{{Stock: 3, Remaining: 4, Queued: -1}}
+		}, []string{SampleDoesNotAddUp}},
+		{"an edit's units not in the stats' stock", func(h *History) {
+			h.Requests = append(h.Requests, Request{Op: OpEdit, User: 1, Status: 200, Units: 1})
+		}, []string{StatsDoNotAddUp}},
+		{"oversold after units were removed", func(h *History) {
+			h.Requests = append(h.Requests, Request{Op: OpEdit, User: 1, Status: 200, Units: -1})
+			h.Stats.Stock, h.Stats.Remaining = 2, -1
+		}, []string{Oversold}},
 		{"reconcile drift", func(h *History) {
 			h.Drifts = []string{"stock_mismatch: remaining 1 + reserved 3 != stock 3"}
 		}, []string{ReconcileDrift}},

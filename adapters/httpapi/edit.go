@@ -1,0 +1,75 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+
+	"github.com/seckill/seckill/application"
+	"github.com/seckill/seckill/domain"
+)
+
+// editVoucherRequest is the body of PATCH /api/v1/vouchers/{id}: each member given is
+// a change; a member given null is as good as absent.
+type editVoucherRequest struct {
+	AddUnits     *int       `json:"add_units"`
+	RemoveUnits  *int       `json:"remove_units"`
+	BeginsAt     *time.Time `json:"begins_at"`
+	EndsAt       *time.Time `json:"ends_at"`
+	PerUserLimit *int       `json:"per_user_limit"`
+	Title        *string    `json:"title"`
+}
+
+// editVoucher changes a voucher's sale and answers 200 with the voucher as the change
+// left it; under an idempotency key the answer is kept with the change.
+func (h handlers) editVoucher(c echo.Context) error {
+	id, err := domain.ParseVoucherID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	var req editVoucherRequest
+	if err := decodeJSON(c, &req, false); err != nil {
+		return err
+	}
+	v, err := h.uc.EditVoucher.Handle(c.Request().Context(), application.EditVoucherCmd{
+		Voucher: id,
+		Edit: domain.VoucherEdit{AddUnits: req.AddUnits, RemoveUnits: req.RemoveUnits, BeginsAt: req.BeginsAt,
+			EndsAt: req.EndsAt, PerUserLimit: req.PerUserLimit, Title: req.Title},
+		By:      author(c),
+		Receipt: receiptFor(c, editedVoucher),
+	})
+	if err != nil {
+		return err
+	}
+	if v.Warming != nil {
+		// Stored, so changed: the periodic warm-up carries the new terms to the
+		// grab path (it finds its sale state's version behind).
+		h.log.Warn("voucher changed; its sale state takes the new terms later", zap.String("voucher", v.ID.String()), zap.Error(v.Warming))
+	}
+	status, body, err := editedVoucher(v)
+	if err != nil {
+		return err
+	}
+	return c.JSONBlob(status, body)
+}
+
+// editedVoucher is the answer to a change of voucher v: 200 with the voucher.
+func editedVoucher(v application.LiveVoucher) (int, []byte, error) {
+	return rendered(http.StatusOK, toVoucherJSON(v))
+}
+
+// maxAuditRequestID bounds the request id an audit entry keeps: a caller may send its
+// own X-Request-Id, of any length its headers allow.
+const maxAuditRequestID = 255
+
+// author is who makes an admin change through the API: the caller's user id, and the
+// request id the caller is answered with.
+func author(c echo.Context) domain.Author {
+	rid := requestID(c)
+	if len(rid) > maxAuditRequestID {
+		rid = rid[:maxAuditRequestID]
+	}
+	return domain.Author{Actor: principal(c).User.String(), RequestID: rid}
+}

@@ -1,0 +1,56 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+// editScript carries a voucher's terms into its sale state; its contract is at the
+// top of edit.lua.
+//
+//go:embed edit.lua
+var editSrc string
+var editScript = newScript(editSrc)
+
+// editModes are edit.lua's names of the ports.EditMode values.
+var editModes = map[ports.EditMode]string{
+	ports.EditIfNewer: "newer", ports.EditHeld: "held", ports.EditHeldStrict: "strict",
+}
+
+// Edit carries v's terms (stock, window, per-user limit) and v.Version into its sale
+// state as mode says, in one script (edit.lua): the remaining units move by the change
+// of the stock (never below 0), a settled sale whose end moves past now is open again,
+// the keys expire at the new end plus the grace (not before now plus the grace), and
+// units that come back on sale are published on the restock channel (see
+// SubscribeRestocks). A change also puts the voucher back in the set of active
+// vouchers, scored by its new end, so the workers read its stream while it sells. It
+// reports whether it changed anything; without sale state it changes nothing. In mode
+// ports.EditHeldStrict it returns domain.ErrNotEnoughUnits when fewer units remain
+// than the stock loses, and an error wrapping domain.ErrUnavailable while the state is
+// being restored, changing nothing.
+func (s *Stock) Edit(ctx context.Context, v domain.Voucher, mode ports.EditMode) (bool, error) {
+	channel, sharded := restockChannel(s.keys, s.sharded, v.ID)
+	keys := []string{s.keys.Meta(v.ID), s.keys.Buyers(v.ID), s.keys.Orders(v.ID), s.keys.Released(v.ID),
+		s.keys.Stream(v.ID), s.keys.Dead(v.ID)}
+	res, err := editScript.Run(ctx, s.client, keys, v.Stock, v.BeginsAt.UnixMilli(), v.EndsAt.UnixMilli(),
+		v.PerUserLimit, s.grace.Milliseconds(), v.Version, editModes[mode], channel, v.ID.String(), sharded).Int()
+	if err != nil {
+		return false, fmt.Errorf("edit stock: %w", err)
+	}
+	switch res {
+	case -2:
+		return false, domain.ErrNotEnoughUnits
+	case -3:
+		return false, fmt.Errorf("edit stock: voucher %s: %w: its sale state is being restored", v.ID, domain.ErrUnavailable)
+	case 1:
+		if err := s.register(ctx, v); err != nil {
+			return true, fmt.Errorf("edit stock: %w", err)
+		}
+		return true, nil
+	}
+	return false, nil
+}

@@ -1,0 +1,68 @@
+-- edit: carry a voucher's terms — stock, window, per-user limit, and their version —
+-- into its sale state, in one step: the remaining units move by the change of the
+-- stock, so the units reservations hold stay held; a sale whose end moves past now is
+-- open to grabs again (no longer settled); the keys expire at the new end plus the
+-- grace (never before now plus the grace: entries not yet persisted keep their time);
+-- and units that come back on sale are announced on the restock channel, as a release
+-- does, so every instance drops its sold-out flag.
+--
+-- KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders, KEYS[4] released, KEYS[5] stream,
+-- KEYS[6] dead (one voucher, one hash tag).
+-- ARGV[1] stock, ARGV[2] begins_ms, ARGV[3] ends_ms, ARGV[4] per_user_limit,
+-- ARGV[5] grace_ms, ARGV[6] version, ARGV[7] mode: 'newer' (only over an older
+-- version), 'held' (whatever version the state holds: the caller holds the voucher's
+-- lock) or 'strict' ('held', refusing to take away more units than remain),
+-- ARGV[8] restock channel, ARGV[9] voucher_id (the message), ARGV[10] sharded ('1':
+-- SPUBLISH on the voucher's own channel, as on Redis Cluster; '0': PUBLISH).
+-- Returns 1 when it changed the state; 0 when there was nothing to change (the same
+-- terms, or in mode 'newer' a version not older than the state's); -1 without sale
+-- state (nothing written); in mode 'strict', changing nothing, -2 when fewer units
+-- remain than the stock loses and -3 while the state is being restored (its remaining
+-- units are not known yet).
+local m = sale_state(KEYS[1], 'version', 'restoring', 'settled')
+if not m then
+  return -1
+end
+local version, want = tonumber(m.version) or 0, tonumber(ARGV[6])
+if ARGV[7] == 'newer' and version >= want then
+  return 0
+end
+if ARGV[7] == 'strict' and m.restoring == '1' then
+  return -3
+end
+local stock, remaining = tonumber(m.stock), tonumber(m.remaining)
+local left = remaining + tonumber(ARGV[1]) - stock
+if left < 0 then
+  if ARGV[7] == 'strict' then
+    return -2
+  end
+  left = 0
+end
+local now = sale_now()
+local ends = tonumber(ARGV[3])
+local expire = math.max(ends, now) + tonumber(ARGV[5])
+local reopened = m.settled == '1' and now < ends
+if left == remaining and tostring(stock) == ARGV[1] and m.begins == ARGV[2] and m.ends == ARGV[3] and
+    m.limit == ARGV[4] and version == want and not reopened then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'stock', ARGV[1], 'remaining', left, 'begins', ARGV[2], 'ends', ARGV[3],
+  'limit', ARGV[4], 'expire', expire, 'version', ARGV[6])
+if left ~= remaining then
+  -- 'gen' counts the changes of the remaining and held units (see reserve.lua).
+  redis.call('HINCRBY', KEYS[1], 'gen', 1)
+end
+if reopened then
+  redis.call('HDEL', KEYS[1], 'settled')
+end
+for k = 1, 6 do
+  redis.call('PEXPIREAT', KEYS[k], expire)
+end
+if left > remaining then
+  if ARGV[10] == '1' then
+    redis.call('SPUBLISH', ARGV[8], ARGV[9])
+  else
+    redis.call('PUBLISH', ARGV[8], ARGV[9])
+  end
+end
+return 1

@@ -1,0 +1,88 @@
+package domain
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// AuditAction names the kind of admin change an audit entry records.
+type AuditAction string
+
+// The actions of the audit log.
+const (
+	AuditVoucherCreate   AuditAction = "voucher.create"
+	AuditVoucherUpdate   AuditAction = "voucher.update"
+	AuditVoucherPause    AuditAction = "voucher.pause"
+	AuditVoucherResume   AuditAction = "voucher.resume"
+	AuditReconcileRepair AuditAction = "reconcile.repair"
+)
+
+// Author is who makes an admin change, and under which request: what the change's
+// audit entry names. Actor is the admin's user id for a change made through the API
+// (a string), or a name of the program that made it ("reconcile", "cli:<os user>");
+// RequestID is the request id the client saw (empty outside a request).
+type Author struct {
+	Actor     string
+	RequestID string
+}
+
+// AuditEntry is one admin change as the audit log keeps it: appended in the same
+// transaction as the change, never changed afterwards.
+type AuditEntry struct {
+	// ID orders the entries: a later entry has a higher id.
+	ID     int64
+	At     time.Time
+	Actor  string
+	Action AuditAction
+	// VoucherID is the voucher changed; 0 for a change of no voucher.
+	VoucherID VoucherID
+	RequestID string
+	// Before and After are JSON objects of the values the change replaced and the
+	// values it left; nil where there are none (a creation has no Before).
+	Before, After json.RawMessage
+}
+
+// VoucherAudit returns the entry of a change of a voucher by author: Before and After
+// hold the fields (title, stock, begins_at, ends_at, per_user_limit, paused) that
+// differ between before and after, each side's value; for a new voucher (before nil)
+// After holds every field and Before is nil. At and ID are the log's to set.
+func VoucherAudit(action AuditAction, by Author, before *Voucher, after Voucher) AuditEntry {
+	e := AuditEntry{Actor: by.Actor, Action: action, VoucherID: after.ID, RequestID: by.RequestID}
+	a := voucherFields(after)
+	if before == nil {
+		e.After = mustJSON(a)
+		return e
+	}
+	b := voucherFields(*before)
+	for k, v := range a {
+		if b[k] == v {
+			delete(a, k)
+			delete(b, k)
+		}
+	}
+	e.Before, e.After = mustJSON(b), mustJSON(a)
+	return e
+}
+
+// voucherFields are the fields of v an admin sets, by their names in the API, as
+// comparable values.
+func voucherFields(v Voucher) map[string]any {
+	return map[string]any{
+		"title":          v.Title,
+		"stock":          v.Stock,
+		"begins_at":      v.BeginsAt.UTC().Format(time.RFC3339Nano),
+		"ends_at":        v.EndsAt.UTC().Format(time.RFC3339Nano),
+		"per_user_limit": v.PerUserLimit,
+		"paused":         v.Paused,
+	}
+}
+
+// mustJSON encodes m, which holds strings, integers and booleans only, so encoding
+// cannot fail.
+func mustJSON(m map[string]any) json.RawMessage {
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic("encode audit values: " + err.Error())
+	}
+	return b
+}
