@@ -58,6 +58,15 @@ type Embedded struct {
 
 	stop    chan struct{}
 	stopped chan struct{}
+
+	// mu guards closed and conns: Dial serves no connection once Close began, and
+	// Close ends every connection Dial served, and waits for the server to let go of
+	// them, before it closes the server (miniredis's own bookkeeping of connections is
+	// not safe against a connection served while it closes).
+	mu      sync.Mutex
+	closed  bool
+	conns   map[net.Conn]struct{}
+	serving sync.WaitGroup
 	once    sync.Once
 }
 
@@ -125,8 +134,24 @@ func (e *Embedded) Addr() string { return e.addr }
 // command before it reads a reply, and a pipe has no buffer of its own, so a server
 // blocked writing its first reply would never read the rest.
 func (e *Embedded) Dial(context.Context, string, string) (net.Conn, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, fmt.Errorf("dial the in-process redis: %w", net.ErrClosed)
+	}
 	client, server := net.Pipe()
-	go e.srv.Server().ServeConn(newBufferedConn(server))
+	if e.conns == nil {
+		e.conns = make(map[net.Conn]struct{})
+	}
+	e.conns[server] = struct{}{}
+	e.serving.Add(1)
+	go func() {
+		defer e.serving.Done()
+		e.srv.Server().ServeConn(newBufferedConn(server))
+		e.mu.Lock()
+		delete(e.conns, server)
+		e.mu.Unlock()
+	}()
 	return client, nil
 }
 
@@ -258,6 +283,15 @@ func (e *Embedded) Close() {
 	e.once.Do(func() {
 		close(e.stop)
 		<-e.stopped
+		e.mu.Lock()
+		e.closed = true
+		// The pipes themselves, not their buffered writers: a reply still waiting for
+		// a reader must not keep the server serving.
+		for conn := range e.conns {
+			_ = conn.Close()
+		}
+		e.mu.Unlock()
+		e.serving.Wait()
 		e.srv.Close()
 	})
 }
