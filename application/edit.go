@@ -99,12 +99,16 @@ func (uc *EditVoucher) Handle(ctx context.Context, cmd EditVoucherCmd) (LiveVouc
 		answered LiveVoucher
 		taken    bool
 	)
+	// The voucher is answered as the change left it at now, by its state then: the
+	// answer the receipt keeps and the one returned are the same.
 	live := func(v domain.Voucher) LiveVoucher {
 		r, ok := left[v.ID]
-		if !ok {
-			return LiveVoucher{Voucher: v, Remaining: v.Stock - v.Sold}
+		if ok {
+			r = max(r+v.Stock-before.Stock, 0)
+		} else {
+			r = v.Stock - v.Sold
 		}
-		return LiveVoucher{Voucher: v, Remaining: max(r+v.Stock-before.Stock, 0)}
+		return LiveVoucher{Voucher: v, Remaining: r, State: v.State(now, r)}
 	}
 	u := ports.VoucherUpdate{Action: domain.AuditVoucherUpdate, By: cmd.By,
 		Change: func(v domain.Voucher) (domain.Voucher, error) {

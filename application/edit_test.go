@@ -35,6 +35,24 @@ func (f *editFixture) apply(e domain.VoucherEdit) (application.LiveVoucher, erro
 	return f.edit.Handle(context.Background(), application.EditVoucherCmd{Voucher: f.id, Edit: e, By: domain.Author{Actor: "1", RequestID: "r"}})
 }
 
+// TestEditVoucherAnswersTheNewState: the edited voucher is answered with the state its
+// new terms give it at the sale's clock — a sold-out sale given units is live again, a
+// sale ended now is ended.
+func TestEditVoucherAnswersTheNewState(t *testing.T) {
+	t.Parallel()
+	f := newEditFixture(t, 1)
+	mustGrab(t, f.grabFixture, 1, 1)
+	v, err := f.apply(domain.VoucherEdit{AddUnits: units(2)})
+	if err != nil || v.Remaining != 2 || v.State != domain.StateLive {
+		t.Fatalf("add 2 to a sold-out sale: %+v, %v; want remaining 2, state live", v, err)
+	}
+	now := f.clock.Now().Add(time.Minute)
+	f.clock.Set(now)
+	if v, err = f.apply(domain.VoucherEdit{EndsAt: &now}); err != nil || v.State != domain.StateEnded {
+		t.Fatalf("end now: %+v, %v; want state ended", v, err)
+	}
+}
+
 // updates returns the voucher.update entries of the audit log, oldest first.
 func (f *editFixture) updates() []string {
 	var out []string

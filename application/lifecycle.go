@@ -15,20 +15,25 @@ type PayOrder struct {
 	get       *GetOrder
 	lifecycle ports.OrderLifecycle
 	payments  ports.Payments
+	clock     ports.Clock
+	window    domain.PaymentWindow
 }
 
-// NewPayOrder returns the use case.
-func NewPayOrder(get *GetOrder, lifecycle ports.OrderLifecycle, payments ports.Payments) *PayOrder {
-	return &PayOrder{get: get, lifecycle: lifecycle, payments: payments}
+// NewPayOrder returns the use case; a payment that arrives after the order's window
+// (by clock, the sale's) is refused.
+func NewPayOrder(get *GetOrder, lifecycle ports.OrderLifecycle, payments ports.Payments, clock ports.Clock, window domain.PaymentWindow) *PayOrder {
+	return &PayOrder{get: get, lifecycle: lifecycle, payments: payments, clock: clock, window: window}
 }
 
 // Handle authorizes the payment and marks the order paid, keeping receipt's answer
 // (nil: none) in the same transaction. Only its owner may pay it. It returns
 // domain.ErrNotFound (no such order of the caller), domain.ErrInvalidState (not
 // awaiting payment: still queued, already paid, cancelled or expired — also when it
-// expired while the payment was being authorized), ports.ErrClaimLost (the receipt's
-// claim no longer holds its key: the order is left as it was), or the gateway's error.
-// When the order could not be marked paid, the authorization is voided.
+// expired while the payment was being authorized — or past its expires_at by the
+// sale's clock, though the sweeper may not have expired it yet), ports.ErrClaimLost
+// (the receipt's claim no longer holds its key: the order is left as it was), or the
+// gateway's error. When the order could not be marked paid, the authorization is
+// voided.
 func (uc *PayOrder) Handle(ctx context.Context, user domain.UserID, id domain.OrderID, receipt *ports.Receipt[domain.Order]) (domain.Order, error) {
 	o, err := uc.get.Handle(ctx, Caller{User: user}, id)
 	if err != nil {
@@ -36,6 +41,12 @@ func (uc *PayOrder) Handle(ctx context.Context, user domain.UserID, id domain.Or
 	}
 	if o.Status != domain.StatusAwaitingPayment {
 		return domain.Order{}, fmt.Errorf("pay order %s (%s): %w", id, o.Status, domain.ErrInvalidState)
+	}
+	// The deadline the order was answered with holds to the millisecond, whenever the
+	// sweeper (every second) gets to it.
+	if uc.window.Lapsed(o, uc.clock.Now()) {
+		expiry, _ := uc.window.ExpiresAt(o)
+		return domain.Order{}, fmt.Errorf("pay order %s: its payment window closed at %s: %w", id, expiry.Format(time.RFC3339Nano), domain.ErrInvalidState)
 	}
 	if err := uc.payments.Authorize(ctx, o); err != nil {
 		return domain.Order{}, fmt.Errorf("authorize payment: %w", err)
@@ -86,19 +97,19 @@ func (uc *CancelOrder) Handle(ctx context.Context, user domain.UserID, id domain
 	return cancelled, nil
 }
 
-// ExpireOrders closes the orders left unpaid past the payment timeout and returns
+// ExpireOrders closes the orders left unpaid past their payment window and returns
 // their units. It is driven by the database, so a restart loses nothing, and safe to
 // run on every instance at once.
 type ExpireOrders struct {
 	lifecycle  ports.OrderLifecycle
 	compensate *Compensate
 	clock      ports.Clock
-	timeout    time.Duration
+	window     domain.PaymentWindow
 }
 
-// NewExpireOrders returns the use case for the given payment timeout.
-func NewExpireOrders(lifecycle ports.OrderLifecycle, compensate *Compensate, clock ports.Clock, timeout time.Duration) *ExpireOrders {
-	return &ExpireOrders{lifecycle: lifecycle, compensate: compensate, clock: clock, timeout: timeout}
+// NewExpireOrders returns the use case for the given payment window.
+func NewExpireOrders(lifecycle ports.OrderLifecycle, compensate *Compensate, clock ports.Clock, window domain.PaymentWindow) *ExpireOrders {
+	return &ExpireOrders{lifecycle: lifecycle, compensate: compensate, clock: clock, window: window}
 }
 
 // expireBatch bounds one transaction of ExpireOrders.
@@ -107,7 +118,7 @@ const expireBatch = 100
 // Handle expires every order due now and releases its units; it returns how many it
 // expired. Releases that fail are left to ReleaseClosed.
 func (uc *ExpireOrders) Handle(ctx context.Context) (int, error) {
-	cutoff := uc.clock.Now().Add(-uc.timeout)
+	cutoff := uc.window.DueBefore(uc.clock.Now())
 	total := 0
 	for {
 		expired, err := uc.lifecycle.ExpireDue(ctx, cutoff, expireBatch)

@@ -23,7 +23,10 @@ type lifecycle struct {
 	release  *application.ReleaseClosed
 }
 
-const paymentTimeout = 15 * time.Minute
+const (
+	paymentTimeout = 15 * time.Minute
+	paymentWindow  = domain.PaymentWindow(paymentTimeout)
+)
 
 func newLifecycle(t *testing.T, stock int) lifecycle {
 	s := newSale(t, stock, 1)
@@ -31,9 +34,9 @@ func newLifecycle(t *testing.T, stock int) lifecycle {
 	get := application.NewGetOrder(s.orders, memory.Reservations{Stock: s.stock})
 	p := &memory.Payments{}
 	return lifecycle{sale: s, payments: p, get: get,
-		pay:     application.NewPayOrder(get, s.orders, p),
+		pay:     application.NewPayOrder(get, s.orders, p, s.clock, paymentWindow),
 		cancel:  application.NewCancelOrder(get, s.orders, comp),
-		expire:  application.NewExpireOrders(s.orders, comp, s.clock, paymentTimeout),
+		expire:  application.NewExpireOrders(s.orders, comp, s.clock, paymentWindow),
 		release: application.NewReleaseClosed(s.orders, comp)}
 }
 
@@ -176,7 +179,37 @@ func TestExpireOrders(t *testing.T) {
 	}
 }
 
-// TestPayVersusExpire runs both at once many times: exactly one wins each time.
+// A payment that arrives after the order's expires_at is refused, to the
+// millisecond, though the sweeper has not expired the order yet; one that arrives at
+// expires_at is taken.
+func TestPayAfterExpiresAtIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	l := newLifecycle(t, 10)
+	late, onTime := l.persisted(t, 5), l.persisted(t, 6)
+	expiry, ok := paymentWindow.ExpiresAt(l.order(t, late))
+	if !ok || !expiry.Equal(t0.Add(paymentTimeout)) {
+		t.Fatalf("expires at %v, %v; want %v", expiry, ok, t0.Add(paymentTimeout))
+	}
+	l.clock.Set(expiry.Add(time.Millisecond))
+	if _, err := l.pay.Handle(ctx, 5, late, nil); !errors.Is(err, domain.ErrInvalidState) {
+		t.Fatalf("pay a millisecond after expires_at: %v, want ErrInvalidState", err)
+	}
+	if o := l.order(t, late); o.Status != domain.StatusAwaitingPayment {
+		t.Fatalf("the refused order is %s, want still awaiting payment (for the sweeper)", o.Status)
+	}
+	if len(l.payments.Authorized) != 0 {
+		t.Fatalf("authorized %v for a payment refused", l.payments.Authorized)
+	}
+	l.clock.Set(expiry)
+	if o, err := l.pay.Handle(ctx, 6, onTime, nil); err != nil || o.Status != domain.StatusPaid {
+		t.Fatalf("pay at expires_at: %+v, %v; want paid", o, err)
+	}
+}
+
+// TestPayVersusExpire runs both at once many times: exactly one wins each time. Each
+// payment arrives at its order's expires_at (it is taken), and the sweeper runs a
+// second later (it expires every order not paid yet).
 func TestPayVersusExpire(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -186,13 +219,14 @@ func TestPayVersusExpire(t *testing.T) {
 		ids[i] = l.persisted(t, domain.UserID(100+i))
 	}
 	l.clock.Set(t0.Add(paymentTimeout + time.Second))
+	pay := application.NewPayOrder(l.get, l.orders, l.payments, memory.NewClock(t0.Add(paymentTimeout)), paymentWindow)
 	var wg sync.WaitGroup
 	paid := make([]bool, len(ids))
 	for i, id := range ids {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			_, err := l.pay.Handle(ctx, domain.UserID(100+i), id, nil)
+			_, err := pay.Handle(ctx, domain.UserID(100+i), id, nil)
 			paid[i] = err == nil
 		}()
 		go func() {

@@ -75,7 +75,7 @@ type ListOrdersQuery struct {
 	Cursor string
 }
 
-// OrderPage is a page of orders, newest first.
+// OrderPage is a page of orders, in its list's order.
 type OrderPage struct {
 	Orders []domain.Order
 	// NextCursor asks for the next page; empty on the last page.

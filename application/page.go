@@ -33,15 +33,17 @@ func pageLimit(limit int) (int, error) {
 // A cursor is opaque to clients: the base64url (unpadded) of the list it belongs to,
 // the filter it was made under, and the sort key of the page's last item —
 // "v|<status>|<voucher id>" for vouchers, "o|<voucher id or 0>|<created_at in Unix
-// nanoseconds>|<order id>" for orders, "a|<voucher id or 0>|<entry id>" for the audit
-// log. Naming the list and its filter lets a cursor
+// nanoseconds>|<order id>" for a user's orders, "vo|<voucher id>|<status>|<order id>"
+// for a voucher's orders, "a|<voucher id or 0>|<entry id>" for the audit log. Naming
+// the list and its filter lets a cursor
 // of another list, or of the same list under another filter, be refused rather than
 // silently skip or repeat items. A cursor is accepted only in its canonical form (it
 // decodes and encodes back to the same text), so a tampered one is refused too.
 const (
-	voucherCursorKind = "v"
-	orderCursorKind   = "o"
-	auditCursorKind   = "a"
+	voucherCursorKind       = "v"
+	orderCursorKind         = "o"
+	voucherOrdersCursorKind = "vo"
+	auditCursorKind         = "a"
 )
 
 var errBadCursor = domain.Invalid("cursor", "is not a cursor of this list: pass next_cursor of the previous page as it is")
@@ -144,4 +146,24 @@ func plainID(s string) bool {
 		}
 	}
 	return true
+}
+
+// encodeVoucherOrdersCursor returns the cursor of the page after the order last of
+// voucher's orders, listed under status (empty: all).
+func encodeVoucherOrdersCursor(voucher domain.VoucherID, status domain.OrderStatus, last domain.OrderID) string {
+	return encodeCursor(voucherOrdersCursorKind, voucher.String(), string(status), string(last))
+}
+
+// decodeVoucherOrdersCursor returns the last order id of the page before, for the
+// list of voucher's orders under status, or errBadCursor.
+func decodeVoucherOrdersCursor(cursor string, voucher domain.VoucherID, status domain.OrderStatus) (domain.OrderID, error) {
+	f, err := decodeCursor(cursor, voucherOrdersCursorKind, 3)
+	if err != nil {
+		return "", err
+	}
+	last := domain.OrderID(f[2])
+	if !plainID(f[2]) || encodeVoucherOrdersCursor(voucher, status, last) != cursor {
+		return "", errBadCursor
+	}
+	return last, nil
 }

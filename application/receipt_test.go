@@ -53,7 +53,7 @@ func TestCreateVoucherUnderALostClaim(t *testing.T) {
 	create := application.NewCreateVoucher(vouchers, stock, memory.NewClock(t0))
 	lost, held := takenOver(t, vouchers.Idempotency, 1, "create")
 	cmd := application.CreateVoucherCmd{Title: "x", Stock: 1, BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: 1,
-		Receipt: &ports.Receipt[domain.Voucher]{Claim: lost, Answer: answered[domain.Voucher]}}
+		Receipt: &ports.Receipt[application.LiveVoucher]{Claim: lost, Answer: answered[application.LiveVoucher]}}
 	if _, err := create.Handle(context.Background(), cmd); !errors.Is(err, ports.ErrClaimLost) {
 		t.Fatalf("create under a lost claim: %v, want ports.ErrClaimLost", err)
 	}
@@ -61,9 +61,16 @@ func TestCreateVoucherUnderALostClaim(t *testing.T) {
 		t.Fatalf("stored %+v under a lost claim", all)
 	}
 	cmd.Receipt.Claim = held
+	// The answer kept is rendered from the voucher the create returns: the same
+	// remaining units and state, judged at the same moment.
+	var kept application.LiveVoucher
+	cmd.Receipt.Answer = func(v application.LiveVoucher) (int, []byte, error) { kept = v; return answered(v) }
 	v, err := create.Handle(context.Background(), cmd)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if kept != v || v.State != domain.StateLive || v.Remaining != 1 {
+		t.Fatalf("kept %+v, returned %+v; want the same, live with 1 remaining", kept, v)
 	}
 	if left, _ := stock.Remaining(context.Background(), v.ID); left[v.ID] != 1 {
 		t.Fatalf("remaining %v, want the voucher warmed", left)

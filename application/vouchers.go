@@ -13,10 +13,13 @@ import (
 	"github.com/seckill/seckill/ports"
 )
 
-// LiveVoucher is a voucher with the units still on sale.
+// LiveVoucher is a voucher with the units still on sale and its sale's state, as read
+// at one moment of the sale's clock.
 type LiveVoucher struct {
 	domain.Voucher
 	Remaining int
+	// State is the sale's state when it was read (domain.Voucher.State).
+	State domain.SaleState
 	// Warming, set by CreateVoucher and EditVoucher only, says why the voucher's sale
 	// state could not be loaded, or given the voucher's new terms, yet; it will be (see
 	// CreateVoucher.Handle, EditVoucher.Handle).
@@ -33,8 +36,9 @@ type CreateVoucherCmd struct {
 	// By is who creates it, for the audit log.
 	By domain.Author
 	// Receipt, when set, is the request's idempotency key: the voucher and the
-	// request's answer are stored together, or neither.
-	Receipt *ports.Receipt[domain.Voucher]
+	// request's answer, rendered from the LiveVoucher Handle returns, are stored
+	// together, or neither.
+	Receipt *ports.Receipt[LiveVoucher]
 }
 
 // CreateVoucher stores a new voucher and loads its stock for the grab path.
@@ -67,13 +71,25 @@ func (uc *CreateVoucher) Handle(ctx context.Context, cmd CreateVoucherCmd) (Live
 		EndsAt:       cmd.EndsAt.UTC(),
 		PerUserLimit: cmd.PerUserLimit,
 	}
-	if err := v.ValidateNew(uc.clock.Now()); err != nil {
+	now := uc.clock.Now()
+	if err := v.ValidateNew(now); err != nil {
 		return LiveVoucher{}, err
 	}
-	if err := uc.vouchers.Create(ctx, &v, cmd.By, cmd.Receipt); err != nil {
+	// The new voucher is answered as it stands at now, every unit on sale: the answer
+	// the receipt keeps and the one returned are the same.
+	created := func(v domain.Voucher) LiveVoucher {
+		return LiveVoucher{Voucher: v, Remaining: v.Stock, State: v.State(now, v.Stock)}
+	}
+	var receipt *ports.Receipt[domain.Voucher]
+	if r := cmd.Receipt; r != nil {
+		receipt = &ports.Receipt[domain.Voucher]{Claim: r.Claim, Answer: func(v domain.Voucher) (int, []byte, error) {
+			return r.Answer(created(v))
+		}}
+	}
+	if err := uc.vouchers.Create(ctx, &v, cmd.By, receipt); err != nil {
 		return LiveVoucher{}, fmt.Errorf("create voucher: %w", err)
 	}
-	live := LiveVoucher{Voucher: v, Remaining: v.Stock}
+	live := created(v)
 	if _, err := uc.stock.Warm(ctx, v); err != nil {
 		live.Warming = fmt.Errorf("warm voucher %s: %w", v.ID, err)
 	}
@@ -84,11 +100,12 @@ func (uc *CreateVoucher) Handle(ctx context.Context, cmd CreateVoucherCmd) (Live
 type GetVoucher struct {
 	vouchers ports.Vouchers
 	stock    ports.Stock
+	clock    ports.Clock
 }
 
-// NewGetVoucher returns the use case.
-func NewGetVoucher(vouchers ports.Vouchers, stock ports.Stock) *GetVoucher {
-	return &GetVoucher{vouchers: vouchers, stock: stock}
+// NewGetVoucher returns the use case; clock judges the sale's state.
+func NewGetVoucher(vouchers ports.Vouchers, stock ports.Stock, clock ports.Clock) *GetVoucher {
+	return &GetVoucher{vouchers: vouchers, stock: stock, clock: clock}
 }
 
 // Handle returns the voucher, or domain.ErrNotFound.
@@ -97,7 +114,7 @@ func (uc *GetVoucher) Handle(ctx context.Context, id domain.VoucherID) (LiveVouc
 	if err != nil {
 		return LiveVoucher{}, err
 	}
-	live, err := withRemaining(ctx, uc.stock, []domain.Voucher{v})
+	live, err := withRemaining(ctx, uc.stock, uc.clock, []domain.Voucher{v})
 	if err != nil {
 		return LiveVoucher{}, err
 	}
@@ -111,7 +128,8 @@ type ListVouchers struct {
 	clock    ports.Clock
 }
 
-// NewListVouchers returns the use case; clock judges the status filter.
+// NewListVouchers returns the use case; clock judges the status filter and the sale's
+// state.
 func NewListVouchers(vouchers ports.Vouchers, stock ports.Stock, clock ports.Clock) *ListVouchers {
 	return &ListVouchers{vouchers: vouchers, stock: stock, clock: clock}
 }
@@ -164,16 +182,18 @@ func (uc *ListVouchers) Handle(ctx context.Context, q ListVouchersQuery) (Vouche
 		vs = vs[:limit]
 		page.NextCursor = encodeVoucherCursor(status, vs[limit-1].ID)
 	}
-	if page.Vouchers, err = withRemaining(ctx, uc.stock, vs); err != nil {
+	if page.Vouchers, err = withRemaining(ctx, uc.stock, uc.clock, vs); err != nil {
 		return VoucherPage{}, err
 	}
 	return page, nil
 }
 
-// withRemaining asks the stock for every voucher's remaining units in one call. A
-// voucher without sale state (never warmed, or its keys expired after the sale) reads
-// its remaining units from the database's sold counter.
-func withRemaining(ctx context.Context, stock ports.Stock, vs []domain.Voucher) ([]LiveVoucher, error) {
+// withRemaining asks the stock for every voucher's remaining units in one call, and
+// judges each sale's state by clock once they are read. A voucher without sale state
+// (never warmed, or its keys expired after the sale) reads its remaining units from
+// the database's sold counter. Every use case that answers vouchers read from the
+// stores answers them through it, so each says its state.
+func withRemaining(ctx context.Context, stock ports.Stock, clock ports.Clock, vs []domain.Voucher) ([]LiveVoucher, error) {
 	ids := make([]domain.VoucherID, len(vs))
 	for i, v := range vs {
 		ids[i] = v.ID
@@ -182,13 +202,14 @@ func withRemaining(ctx context.Context, stock ports.Stock, vs []domain.Voucher) 
 	if err != nil {
 		return nil, fmt.Errorf("remaining stock: %w", err)
 	}
+	now := clock.Now()
 	out := make([]LiveVoucher, len(vs))
 	for i, v := range vs {
 		r, ok := left[v.ID]
 		if !ok {
 			r = v.Stock - v.Sold
 		}
-		out[i] = LiveVoucher{Voucher: v, Remaining: r}
+		out[i] = LiveVoucher{Voucher: v, Remaining: r, State: v.State(now, r)}
 	}
 	return out, nil
 }
@@ -301,11 +322,12 @@ func (uc *WarmVouchers) load(ctx context.Context, v domain.Voucher) (ports.WarmO
 type PauseSale struct {
 	vouchers ports.Vouchers
 	stock    ports.Stock
+	clock    ports.Clock
 }
 
-// NewPauseSale returns the use case.
-func NewPauseSale(vouchers ports.Vouchers, stock ports.Stock) *PauseSale {
-	return &PauseSale{vouchers: vouchers, stock: stock}
+// NewPauseSale returns the use case; clock judges the sale's state it answers.
+func NewPauseSale(vouchers ports.Vouchers, stock ports.Stock, clock ports.Clock) *PauseSale {
+	return &PauseSale{vouchers: vouchers, stock: stock, clock: clock}
 }
 
 // Handle records the flag in the database (the source of truth), with the audit
@@ -329,7 +351,7 @@ func (uc *PauseSale) Handle(ctx context.Context, id domain.VoucherID, paused boo
 	if _, err := uc.stock.SetPaused(ctx, id, paused); err != nil {
 		return LiveVoucher{}, fmt.Errorf("pause voucher %s: %w", id, err)
 	}
-	live, err := withRemaining(ctx, uc.stock, []domain.Voucher{v})
+	live, err := withRemaining(ctx, uc.stock, uc.clock, []domain.Voucher{v})
 	if err != nil {
 		return LiveVoucher{}, err
 	}

@@ -131,14 +131,15 @@ func TestGetAndListVouchersShowLiveRemaining(t *testing.T) {
 	ctx := context.Background()
 	f := newGrabFixture(t, window)
 	mustGrab(t, f, 7, 2)
-	got, err := application.NewGetVoucher(f.vouchers, f.stock).Handle(ctx, f.id)
+	get := application.NewGetVoucher(f.vouchers, f.stock, f.clock)
+	got, err := get.Handle(ctx, f.id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Remaining != 0 {
-		t.Fatalf("remaining = %d, want 0 after selling both units", got.Remaining)
+	if got.Remaining != 0 || got.State != domain.StateSoldOut {
+		t.Fatalf("remaining = %d, state %s; want 0, sold_out after selling both units", got.Remaining, got.State)
 	}
-	if _, err := application.NewGetVoucher(f.vouchers, f.stock).Handle(ctx, 999); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := get.Handle(ctx, 999); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("get unknown: %v, want ErrNotFound", err)
 	}
 
@@ -152,8 +153,45 @@ func TestGetAndListVouchersShowLiveRemaining(t *testing.T) {
 		t.Fatal(err)
 	}
 	list := page.Vouchers
-	if len(list) != 2 || list[0].ID != cold.ID || list[0].Remaining != 7 || list[1].Remaining != 0 {
+	if len(list) != 2 || list[0].ID != cold.ID || list[0].Remaining != 7 || list[1].Remaining != 0 ||
+		list[0].State != domain.StateLive || list[1].State != domain.StateSoldOut {
 		t.Fatalf("list = %+v", list)
+	}
+}
+
+// Every voucher answer says its sale's state by the clock it was read at: the sale's
+// clock, not the voucher's window alone.
+func TestVoucherStateFollowsTheClock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newGrabFixture(t, window)
+	get := application.NewGetVoucher(f.vouchers, f.stock, f.clock)
+	list := application.NewListVouchers(f.vouchers, f.stock, f.clock)
+	pause := application.NewPauseSale(f.vouchers, f.stock, f.clock)
+	for _, tc := range []struct {
+		at   time.Time
+		want domain.SaleState
+	}{
+		{window.BeginsAt.Add(-time.Millisecond), domain.StateUpcoming},
+		{window.BeginsAt, domain.StateLive},
+		{window.EndsAt, domain.StateEnded},
+	} {
+		f.clock.Set(tc.at)
+		got, err := get.Handle(ctx, f.id)
+		if err != nil || got.State != tc.want {
+			t.Fatalf("get at %v: %s, %v; want %s", tc.at, got.State, err, tc.want)
+		}
+		page, err := list.Handle(ctx, application.ListVouchersQuery{})
+		if err != nil || len(page.Vouchers) != 1 || page.Vouchers[0].State != tc.want {
+			t.Fatalf("list at %v: %+v, %v; want %s", tc.at, page.Vouchers, err, tc.want)
+		}
+	}
+	f.clock.Set(window.BeginsAt)
+	if v, err := pause.Handle(ctx, f.id, true, domain.Author{Actor: "1"}); err != nil || v.State != domain.StatePaused {
+		t.Fatalf("pause: %s, %v; want paused", v.State, err)
+	}
+	if v, err := pause.Handle(ctx, f.id, false, domain.Author{Actor: "1"}); err != nil || v.State != domain.StateLive {
+		t.Fatalf("resume: %s, %v; want live", v.State, err)
 	}
 }
 
@@ -161,7 +199,7 @@ func TestPauseSale(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newGrabFixture(t, window)
-	pause := application.NewPauseSale(f.vouchers, f.stock)
+	pause := application.NewPauseSale(f.vouchers, f.stock, f.clock)
 	v, err := pause.Handle(ctx, f.id, true, domain.Author{Actor: "1"})
 	if err != nil || !v.Paused {
 		t.Fatalf("pause: %+v, %v", v, err)

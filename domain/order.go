@@ -136,3 +136,32 @@ func ParseOrderID(s string) (OrderID, error) {
 	}
 	return OrderID(s), nil
 }
+
+// PaymentWindow is how long an order may wait for its payment from the moment it was
+// reserved (SECKILL_PAYMENT_TIMEOUT). It is the one rule of an unpaid order's deadline:
+// the deadline an order is answered with, the payment it refuses after it, and the
+// orders the sweeper expires all come from it.
+type PaymentWindow time.Duration
+
+// ExpiresAt returns when o expires if it is not paid by then — its CreatedAt (the
+// sale's clock at the grab) plus w — and true while o is queued or awaiting payment;
+// for any other status there is nothing left to expire, and it returns false.
+func (w PaymentWindow) ExpiresAt(o Order) (time.Time, bool) {
+	if o.Status != StatusQueued && o.Status != StatusAwaitingPayment {
+		return time.Time{}, false
+	}
+	return o.CreatedAt.Add(time.Duration(w)), true
+}
+
+// Lapsed reports whether o's window has passed at now: now is after ExpiresAt. A
+// payment of a lapsed order is refused; the sweeper expires it.
+func (w PaymentWindow) Lapsed(o Order, now time.Time) bool {
+	at, ok := w.ExpiresAt(o)
+	return ok && now.After(at)
+}
+
+// DueBefore returns the creation time before which an order still awaiting payment
+// has lapsed at now (see Lapsed): the sweeper expires the orders created before it.
+func (w PaymentWindow) DueBefore(now time.Time) time.Time {
+	return now.Add(-time.Duration(w))
+}

@@ -96,3 +96,36 @@ func TestReservationValidate(t *testing.T) {
 // allStatuses lists every order status.
 var allStatuses = []domain.OrderStatus{domain.StatusQueued, domain.StatusAwaitingPayment, domain.StatusPaid,
 	domain.StatusCancelled, domain.StatusExpired, domain.StatusFailed}
+
+// An unpaid order's deadline: created_at plus the window while it is queued or
+// awaiting payment, none after; it lapses strictly after the deadline, the moment the
+// sweeper's cutoff passes its created_at.
+func TestPaymentWindow(t *testing.T) {
+	t.Parallel()
+	w := domain.PaymentWindow(15 * time.Minute)
+	created := time.Date(2026, 1, 1, 12, 0, 0, 123_000_000, time.UTC)
+	deadline := created.Add(15 * time.Minute)
+	for _, s := range allStatuses {
+		at, ok := w.ExpiresAt(domain.Order{Status: s, CreatedAt: created})
+		unpaid := s == domain.StatusQueued || s == domain.StatusAwaitingPayment
+		if ok != unpaid || (ok && !at.Equal(deadline)) {
+			t.Errorf("%s: ExpiresAt = %v, %v; want %v, %v", s, at, ok, deadline, unpaid)
+		}
+	}
+	o := domain.Order{Status: domain.StatusAwaitingPayment, CreatedAt: created}
+	for _, tc := range []struct {
+		now  time.Time
+		want bool
+	}{{deadline.Add(-time.Millisecond), false}, {deadline, false}, {deadline.Add(time.Nanosecond), true}} {
+		if got := w.Lapsed(o, tc.now); got != tc.want {
+			t.Errorf("Lapsed at %v = %v, want %v", tc.now, got, tc.want)
+		}
+		// The sweeper expires what was created before DueBefore: the lapsed ones.
+		if swept := o.CreatedAt.Before(w.DueBefore(tc.now)); swept != tc.want {
+			t.Errorf("at %v the sweeper's cutoff takes it: %v, want %v", tc.now, swept, tc.want)
+		}
+	}
+	if w.Lapsed(domain.Order{Status: domain.StatusPaid, CreatedAt: created}, deadline.Add(time.Hour)) {
+		t.Error("a paid order lapsed")
+	}
+}

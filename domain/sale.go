@@ -1,6 +1,9 @@
 package domain
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // Sale is a voucher's sale state as a stock holds it when it judges a grab: the
 // operator's pause, the window, the per-user limit and the units left.
@@ -49,4 +52,46 @@ func (s Sale) Judge(r Reservation, held OrderID) error {
 // toMillis drops t's sub-millisecond part.
 func toMillis(t time.Time) time.Time {
 	return time.UnixMilli(t.UnixMilli())
+}
+
+// SaleState is where a voucher's sale stands for its buyers at a moment, as every
+// voucher answer says it ("state").
+type SaleState string
+
+// The states of a sale.
+const (
+	// StateUpcoming: the sale has not begun.
+	StateUpcoming SaleState = "upcoming"
+	// StateLive: the sale is on and units are left.
+	StateLive SaleState = "live"
+	// StatePaused: an operator has paused the sale within its window.
+	StatePaused SaleState = "paused"
+	// StateSoldOut: the sale is on and no unit is left (units may come back: an order
+	// cancelled or expired).
+	StateSoldOut SaleState = "sold_out"
+	// StateEnded: the sale's window has closed. Nothing changes it any more.
+	StateEnded SaleState = "ended"
+)
+
+// State returns v's sale state at now, remaining units left. The first that holds
+// wins: ended from EndsAt on, upcoming before BeginsAt, paused, sold_out with no unit
+// left, else live. The window is judged to the millisecond, as Judge judges a grab, so
+// a voucher reads live exactly when a grab of it is judged in the window.
+//
+// The order is what a buyer needs told first: an ended sale is over whatever else holds
+// (a pause, stock), an upcoming one counts down to BeginsAt (a pause before it is an
+// operator's business, and it may be lifted by then); within the window a pause stops
+// every grab, sold out or not, so it comes before sold_out.
+func (v Voucher) State(now time.Time, remaining int) SaleState {
+	switch err := window(toMillis(v.BeginsAt), toMillis(v.EndsAt), toMillis(now)); {
+	case errors.Is(err, ErrEnded):
+		return StateEnded
+	case errors.Is(err, ErrNotStarted):
+		return StateUpcoming
+	case v.Paused:
+		return StatePaused
+	case remaining <= 0:
+		return StateSoldOut
+	}
+	return StateLive
 }

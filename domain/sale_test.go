@@ -137,3 +137,41 @@ func TestSaleJudgeRuleOrder(t *testing.T) {
 		}
 	}
 }
+
+// A voucher's state: ended, upcoming, paused, sold_out, live — the first that holds
+// wins — with the window judged to the millisecond, as a grab is.
+func TestVoucherState(t *testing.T) {
+	t.Parallel()
+	v := domain.Voucher{BeginsAt: t0, EndsAt: t0.Add(time.Hour)}
+	paused := v
+	paused.Paused = true
+	tests := []struct {
+		name      string
+		v         domain.Voucher
+		at        time.Time
+		remaining int
+		want      domain.SaleState
+	}{
+		{"live", v, t0.Add(time.Minute), 3, domain.StateLive},
+		{"sold out", v, t0.Add(time.Minute), 0, domain.StateSoldOut},
+		{"paused, sold out", paused, t0.Add(time.Minute), 0, domain.StatePaused},
+		{"upcoming, paused", paused, t0.Add(-time.Minute), 0, domain.StateUpcoming},
+		{"ended, paused and sold out", paused, t0.Add(2 * time.Hour), 0, domain.StateEnded},
+		{"ended at ends_at", v, t0.Add(time.Hour), 3, domain.StateEnded},
+		// t0 has a sub-millisecond part: within t0's millisecond the sale has begun,
+		// as Judge takes a grab there.
+		{"begun within begins_at's millisecond", v, t0.Truncate(time.Millisecond), 3, domain.StateLive},
+		{"upcoming a millisecond before", v, t0.Truncate(time.Millisecond).Add(-time.Nanosecond), 3, domain.StateUpcoming},
+	}
+	for _, tc := range tests {
+		if got := tc.v.State(tc.at, tc.remaining); got != tc.want {
+			t.Errorf("%s: State = %s, want %s", tc.name, got, tc.want)
+		}
+		// Live exactly when a grab at the same moment passes the window and the pause.
+		sale := domain.Sale{Paused: tc.v.Paused, BeginsAt: tc.v.BeginsAt, EndsAt: tc.v.EndsAt, PerUserLimit: 1, Remaining: tc.remaining}
+		taken := sale.Judge(grabAt(tc.at, 1), "") == nil
+		if live := tc.v.State(tc.at, tc.remaining) == domain.StateLive; live != taken {
+			t.Errorf("%s: live = %v, but a grab then is taken = %v", tc.name, live, taken)
+		}
+	}
+}

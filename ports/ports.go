@@ -240,6 +240,30 @@ type OrderQuery struct {
 	Limit int
 }
 
+// VoucherOrderQuery selects a page of one voucher's orders, oldest (lowest id) first.
+type VoucherOrderQuery struct {
+	// Status, when not empty, keeps only the orders in that status.
+	Status domain.OrderStatus
+	// After, when not empty, keeps only the orders whose id sorts after it: the last
+	// id of the previous page (the keyset cursor).
+	After domain.OrderID
+	// Limit is the most orders returned; it is at least 1.
+	Limit int
+}
+
+// VoucherOrders reads one voucher's persisted orders, a page at a time, for its
+// admin's list and export.
+type VoucherOrders interface {
+	// ListByVoucher returns one page of the voucher's orders, by id ascending (order
+	// ids are time-ordered: oldest first): at most q.Limit of those q selects. Each
+	// page is read on its own, holding nothing from one page to the next, so a reader
+	// of a million orders never holds what writers wait for (and pages read at
+	// different moments: an order is on one page, as it was when that page was read).
+	// An unknown voucher has no orders; a q.Limit below 1 returns a
+	// *domain.ValidationError.
+	ListByVoucher(ctx context.Context, voucher domain.VoucherID, q VoucherOrderQuery) ([]domain.Order, error)
+}
+
 // Clock tells the application's time; the grab path judges sale windows by it.
 type Clock interface {
 	Now() time.Time

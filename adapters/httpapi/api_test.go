@@ -25,6 +25,7 @@ func TestCreateAndReadVouchers(t *testing.T) {
 	want := map[string]any{
 		"id": r.Body["id"], "title": "Coffee", "stock": 100.0, "remaining": 100.0,
 		"begins_at": "2026-01-01T00:00:00Z", "ends_at": "2098-12-31T22:00:00Z", "per_user_limit": 1.0, "paused": false,
+		"state": "live",
 	}
 	if id, ok := r.Body["id"].(string); !ok || id == "" {
 		t.Fatalf("id = %v, want a string", r.Body["id"])

@@ -10,11 +10,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/redis/go-redis/v9"
+	"github.com/uptrace/bun"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest"
@@ -44,8 +46,11 @@ type api struct {
 	tokens  *httpapi.Tokens
 	admin   string
 
-	// vouchers stores a voucher the API would refuse to create (one that has ended).
+	// vouchers stores a voucher the API would refuse to create (one that has ended);
+	// orders imports orders made elsewhere; db is the database under both.
 	vouchers *sqlstore.Vouchers
+	orders   *sqlstore.Orders
+	db       *bun.DB
 	// idempotency keeps the API's Idempotency-Keys; dbURL names its database.
 	idempotency ports.Idempotency
 	dbURL       string
@@ -56,7 +61,13 @@ type api struct {
 type setup struct {
 	stock redisstore.Options
 	http  httpapi.Options
+	// clock is the sale's clock of the use cases and of GET /api/v1/time: the host's
+	// by default.
+	clock ports.Clock
 }
+
+// paymentWindow is the API's payment window in these tests.
+const paymentWindow = domain.PaymentWindow(15 * time.Minute)
 
 // newAPI wires the API on real Redis and PostgreSQL, as serve does.
 func newAPI(t testing.TB, opts ...func(*setup)) *api {
@@ -76,7 +87,9 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	t.Cleanup(func() { deleteKeys(rdb, prefix) })
 	cfg := setup{
 		stock: redisstore.Options{Prefix: prefix},
-		http:  httpapi.Options{BodyLimit: "4K", RequestTimeout: 2 * time.Second, Idempotency: sqlstore.NewIdempotency(db)},
+		http: httpapi.Options{BodyLimit: "4K", RequestTimeout: 2 * time.Second, Idempotency: sqlstore.NewIdempotency(db),
+			PaymentWindow: paymentWindow},
+		clock: system.Clock{},
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -90,7 +103,8 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	orders := sqlstore.NewOrders(db)
 	reservations := redisstore.NewReservations(rdb, redisstore.Options{Prefix: prefix})
 	queue := redisstore.NewQueue(rdb, redisstore.QueueOptions{Prefix: prefix, Consumer: "test-" + testenv.Unique()})
-	clock, ids := system.Clock{}, system.ULIDs{}
+	clock, ids := cfg.clock, system.ULIDs{}
+	cfg.http.Clock = clock
 	// A long flag life: a test that sees units come back sees it through the restock signal.
 	grab := application.NewGrabVoucher(stock, clock, ids, nil, application.GrabOptions{SoldOutTTL: time.Minute})
 	audit := redisstore.NewAudit(rdb, redisstore.Options{Prefix: prefix})
@@ -101,18 +115,20 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	e := httpapi.New(
 		cfg.http,
 		httpapi.UseCases{
-			CreateVoucher:   application.NewCreateVoucher(vouchers, stock, clock),
-			GetVoucher:      application.NewGetVoucher(vouchers, stock),
-			ListVouchers:    application.NewListVouchers(vouchers, stock, clock),
-			GrabVoucher:     grab,
-			GetOrder:        getOrder,
-			ListOrders:      application.NewListOrders(orders, reservations),
-			GetVoucherStats: application.NewGetVoucherStats(vouchers, orders, audit, clock),
-			PayOrder:        application.NewPayOrder(getOrder, orders, system.AcceptPayments{}),
-			CancelOrder:     application.NewCancelOrder(getOrder, orders, compensate),
-			PauseSale:       application.NewPauseSale(vouchers, stock),
-			EditVoucher:     application.NewEditVoucher(vouchers, stock, recovery, clock),
-			ListAudit:       application.NewListAudit(sqlstore.NewAuditLog(db)),
+			CreateVoucher:       application.NewCreateVoucher(vouchers, stock, clock),
+			GetVoucher:          application.NewGetVoucher(vouchers, stock, clock),
+			ListVouchers:        application.NewListVouchers(vouchers, stock, clock),
+			GrabVoucher:         grab,
+			GetOrder:            getOrder,
+			ListOrders:          application.NewListOrders(orders, reservations),
+			GetVoucherStats:     application.NewGetVoucherStats(vouchers, orders, audit, clock),
+			PayOrder:            application.NewPayOrder(getOrder, orders, system.AcceptPayments{}, clock, paymentWindow),
+			CancelOrder:         application.NewCancelOrder(getOrder, orders, compensate),
+			PauseSale:           application.NewPauseSale(vouchers, stock, clock),
+			EditVoucher:         application.NewEditVoucher(vouchers, stock, recovery, clock),
+			ListAudit:           application.NewListAudit(sqlstore.NewAuditLog(db)),
+			ListVoucherOrders:   application.NewListVoucherOrders(vouchers, orders),
+			ExportVoucherOrders: application.NewExportVoucherOrders(vouchers, orders),
 		},
 		tokens,
 		[]httpapi.Check{
@@ -123,10 +139,24 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	)
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
-	a := &api{t: t, url: srv.URL, redis: rdb, stock: stock, vouchers: vouchers, tokens: tokens, queue: queue, grab: grab, e: e,
+	a := &api{t: t, url: srv.URL, redis: rdb, stock: stock, vouchers: vouchers, orders: orders, db: db, tokens: tokens, queue: queue, grab: grab, e: e,
 		fulfill: application.NewFulfillOrder(orders, queue, compensate, 5), idempotency: cfg.http.Idempotency, dbURL: dbURL}
 	a.admin = a.token(1, true)
 	return a
+}
+
+// shiftedClock is the host's clock moved by a shift the test may change as it goes: the
+// sale's clock of an API whose clock is off the test's, or that time passed for.
+type shiftedClock struct{ shift atomic.Int64 }
+
+func (c *shiftedClock) Now() time.Time { return time.Now().Add(time.Duration(c.shift.Load())) }
+
+// set moves the clock to d from the host's.
+func (c *shiftedClock) set(d time.Duration) { c.shift.Store(int64(d)) }
+
+// withClock has the API tell and judge time by clock.
+func withClock(clock ports.Clock) func(*setup) {
+	return func(s *setup) { s.clock = clock }
 }
 
 // testLogger logs through the test in tests; in benchmarks it encodes every line as

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"maps"
 	"net/http"
 	"strconv"
@@ -126,6 +127,11 @@ func (m *Metrics) observe(known func() map[string]bool, log *requestLogger) echo
 				return m.duration.WithLabelValues(series.route, series.method, strconv.Itoa(series.status))
 			}).Observe(latency.Seconds())
 			log.write(c, route, status, latency)
+			if errors.Is(err, errStreamBroken) {
+				// Recorded; now cut the answer off, so the client does not take what
+				// was sent for the whole of it. net/http stays quiet about this panic.
+				panic(http.ErrAbortHandler)
+			}
 			return err
 		}
 	}

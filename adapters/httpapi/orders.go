@@ -20,10 +20,14 @@ type orderJSON struct {
 	Quantity  int                `json:"quantity"`
 	Status    domain.OrderStatus `json:"status"`
 	CreatedAt time.Time          `json:"created_at"`
+	// ExpiresAt is when an unpaid order expires; absent once it is paid or closed.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }
 
-func toOrderJSON(o domain.Order) orderJSON {
-	return orderJSON{
+// toOrderJSON renders an order as every answer that holds one renders it, with its
+// deadline by w while it is unpaid (domain.PaymentWindow.ExpiresAt).
+func toOrderJSON(o domain.Order, w domain.PaymentWindow) orderJSON {
+	out := orderJSON{
 		OrderID:   string(o.ID),
 		VoucherID: o.VoucherID.String(),
 		UserID:    o.UserID.String(),
@@ -31,6 +35,11 @@ func toOrderJSON(o domain.Order) orderJSON {
 		Status:    o.Status,
 		CreatedAt: o.CreatedAt.UTC(),
 	}
+	if at, ok := w.ExpiresAt(o); ok {
+		at = at.UTC()
+		out.ExpiresAt = &at
+	}
+	return out
 }
 
 func caller(c echo.Context) application.Caller {
@@ -47,7 +56,7 @@ func (h handlers) getOrder(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, toOrderJSON(o))
+	return c.JSON(http.StatusOK, toOrderJSON(o, h.payment))
 }
 
 func (h handlers) payOrder(c echo.Context) error {
@@ -65,11 +74,11 @@ func (h handlers) transition(c echo.Context, change func(context.Context, domain
 	if err != nil {
 		return err
 	}
-	o, err := change(c.Request().Context(), principal(c).User, id, receiptFor(c, changedOrder))
+	o, err := change(c.Request().Context(), principal(c).User, id, receiptFor(c, h.changedOrder))
 	if err != nil {
 		return err
 	}
-	status, body, err := changedOrder(o)
+	status, body, err := h.changedOrder(o)
 	if err != nil {
 		return err
 	}
@@ -77,8 +86,8 @@ func (h handlers) transition(c echo.Context, change func(context.Context, domain
 }
 
 // changedOrder is the answer to a change of order o's state: 200 with the order.
-func changedOrder(o domain.Order) (int, []byte, error) {
-	return rendered(http.StatusOK, toOrderJSON(o))
+func (h handlers) changedOrder(o domain.Order) (int, []byte, error) {
+	return rendered(http.StatusOK, toOrderJSON(o, h.payment))
 }
 
 func (h handlers) listOrders(c echo.Context) error {
@@ -102,11 +111,16 @@ func (h handlers) listOrders(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return c.JSON(http.StatusOK, h.orderList(page))
+}
+
+// orderList renders a page of orders.
+func (h handlers) orderList(page application.OrderPage) orderListJSON {
 	out := orderListJSON{Orders: make([]orderJSON, len(page.Orders)), NextCursor: page.NextCursor}
 	for i, o := range page.Orders {
-		out.Orders[i] = toOrderJSON(o)
+		out.Orders[i] = toOrderJSON(o, h.payment)
 	}
-	return c.JSON(http.StatusOK, out)
+	return out
 }
 
 // orderListJSON is the contract's page of orders.

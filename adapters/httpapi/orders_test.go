@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"net/http"
 	"testing"
+	"time"
 )
 
 func TestOrders(t *testing.T) {
@@ -23,8 +24,14 @@ func TestOrders(t *testing.T) {
 		t.Fatalf("get queued order: %d %s", r.Status, r.Raw)
 	}
 	createdAt := r.Body["created_at"]
+	// An unpaid order says when it expires: created_at plus the payment window.
+	created, err := time.Parse(time.RFC3339Nano, createdAt.(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	expiresAt := created.Add(time.Duration(paymentWindow)).Format(time.RFC3339Nano)
 	assertJSON(t, r.Body, map[string]any{"order_id": order, "voucher_id": id, "user_id": "10", "quantity": 2.0,
-		"status": "queued", "created_at": createdAt})
+		"status": "queued", "created_at": createdAt, "expires_at": expiresAt})
 	if list := a.do(http.MethodGet, "/api/v1/orders", alice, ""); len(list.Body["orders"].([]any)) != 1 ||
 		list.Body["orders"].([]any)[0].(map[string]any)["status"] != "queued" {
 		t.Fatalf("the queued order is not listed: %s", list.Raw)
@@ -33,7 +40,10 @@ func TestOrders(t *testing.T) {
 	a.fulfillAll()
 	r = a.do(http.MethodGet, "/api/v1/orders/"+order, alice, "")
 	assertJSON(t, r.Body, map[string]any{"order_id": order, "voucher_id": id, "user_id": "10", "quantity": 2.0,
-		"status": "awaiting_payment", "created_at": createdAt})
+		"status": "awaiting_payment", "created_at": createdAt, "expires_at": expiresAt})
+	if list := a.do(http.MethodGet, "/api/v1/orders", alice, ""); list.Body["orders"].([]any)[0].(map[string]any)["expires_at"] != expiresAt {
+		t.Fatalf("the listed order does not say when it expires: %s", list.Raw)
+	}
 	if r := a.do(http.MethodGet, "/api/v1/orders/"+order, a.admin, ""); r.Status != http.StatusOK {
 		t.Fatalf("admin reads an order: %d %s", r.Status, r.Raw)
 	}
@@ -138,8 +148,8 @@ func TestPayAndCancel(t *testing.T) {
 	}
 
 	paid := a.do(http.MethodPost, "/api/v1/orders/"+aliceOrder+"/pay", alice, "")
-	if paid.Status != http.StatusOK || paid.Body["status"] != "paid" || paid.Body["order_id"] != aliceOrder {
-		t.Fatalf("pay: %d %s", paid.Status, paid.Raw)
+	if _, expires := paid.Body["expires_at"]; paid.Status != http.StatusOK || paid.Body["status"] != "paid" || paid.Body["order_id"] != aliceOrder || expires {
+		t.Fatalf("pay: %d %s, want paid with no expires_at", paid.Status, paid.Raw)
 	}
 	for _, action := range []string{"pay", "cancel"} {
 		if r := a.do(http.MethodPost, "/api/v1/orders/"+aliceOrder+"/"+action, alice, ""); r.Status != http.StatusConflict || r.code() != "invalid_state" {
@@ -151,7 +161,7 @@ func TestPayAndCancel(t *testing.T) {
 		t.Fatalf("remaining = %v before cancel, want 0", got)
 	}
 	cancelled := a.do(http.MethodPost, "/api/v1/orders/"+bobOrder+"/cancel", bob, "")
-	if cancelled.Status != http.StatusOK || cancelled.Body["status"] != "cancelled" {
+	if _, expires := cancelled.Body["expires_at"]; cancelled.Status != http.StatusOK || cancelled.Body["status"] != "cancelled" || expires {
 		t.Fatalf("cancel: %d %s", cancelled.Status, cancelled.Raw)
 	}
 	if got := a.remaining(id); got != 1 {

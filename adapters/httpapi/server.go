@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/seckill/seckill/application"
+	"github.com/seckill/seckill/domain"
 	"github.com/seckill/seckill/ports"
 )
 
@@ -52,10 +53,14 @@ type Options struct {
 	// Idempotency keeps the answers of writes sent with an Idempotency-Key header
 	// (creating or editing a voucher, paying, cancelling); nil ignores the header.
 	Idempotency ports.Idempotency
-	// Clock dates the Idempotency-Key claims and their leases; the sale's clock, so
-	// the instances that take keys over from each other agree on when a lease passed
-	// whatever their hosts' clocks say. The host's clock when nil.
+	// Clock is the sale's clock: GET /api/v1/time tells it (required for it), and it
+	// dates the Idempotency-Key claims and their leases, so the instances that take
+	// keys over from each other agree on when a lease passed whatever their hosts'
+	// clocks say (the host's clock when nil).
 	Clock ports.Clock
+	// PaymentWindow is how long an order may await payment: the unpaid orders answered
+	// say when they expire by it ("expires_at").
+	PaymentWindow domain.PaymentWindow
 	// TrustedProxies are the address ranges of the proxies and load balancers in
 	// front of the service. A request whose connection comes from one of them is
 	// counted, for IPLimit and in the request log, against the right-most address of
@@ -81,18 +86,20 @@ type Options struct {
 
 // UseCases are the application operations the API exposes.
 type UseCases struct {
-	CreateVoucher   *application.CreateVoucher
-	GetVoucher      *application.GetVoucher
-	ListVouchers    *application.ListVouchers
-	GrabVoucher     *application.GrabVoucher
-	GetOrder        *application.GetOrder
-	ListOrders      *application.ListOrders
-	GetVoucherStats *application.GetVoucherStats
-	PayOrder        *application.PayOrder
-	CancelOrder     *application.CancelOrder
-	PauseSale       *application.PauseSale
-	EditVoucher     *application.EditVoucher
-	ListAudit       *application.ListAudit
+	CreateVoucher       *application.CreateVoucher
+	GetVoucher          *application.GetVoucher
+	ListVouchers        *application.ListVouchers
+	GrabVoucher         *application.GrabVoucher
+	GetOrder            *application.GetOrder
+	ListOrders          *application.ListOrders
+	GetVoucherStats     *application.GetVoucherStats
+	PayOrder            *application.PayOrder
+	CancelOrder         *application.CancelOrder
+	PauseSale           *application.PauseSale
+	EditVoucher         *application.EditVoucher
+	ListAudit           *application.ListAudit
+	ListVoucherOrders   *application.ListVoucherOrders
+	ExportVoucherOrders *application.ExportVoucherOrders
 }
 
 // Check is one dependency /readyz asks about.
@@ -116,10 +123,14 @@ func globalMiddleware(opts Options, metrics *Metrics, routes func() map[string]b
 		middleware.BodyLimit(opts.BodyLimit),
 		// The grab's own deadline is kept by the door and the stock's queue instead
 		// (AdmissionOptions.BodyTimeout, redisstore.Options.MaxWait): a timer for each
-		// of a burst's thousands of grabs is a cost the hot path need not pay.
+		// of a burst's thousands of grabs is a cost the hot path need not pay. An export
+		// streams for as long as its orders take; each of its reads has a deadline of
+		// its own (application.ExportVoucherOrders).
 		middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{
 			Timeout: opts.RequestTimeout,
-			Skipper: func(c echo.Context) bool { return c.Path() == grabRoute },
+			Skipper: func(c echo.Context) bool {
+				return c.Path() == grabRoute || c.Path() == voucherOrdersRoute && wantsCSV(c.Request())
+			},
 		}),
 		strictQuery,
 	}
@@ -157,7 +168,7 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	// runs itself.
 	e.Use(func(echo.HandlerFunc) echo.HandlerFunc { return everyRequest })
 
-	h := handlers{uc: uc, log: log}
+	h := handlers{uc: uc, log: log, clock: opts.Clock, payment: opts.PaymentWindow}
 	auth := authenticate(tokens)
 	// The grab's gate runs after authentication (an anonymous flood is turned away
 	// without taking a slot) and before the handler; the reads anyone may call are
@@ -194,30 +205,33 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	route(http.MethodPost, api+"/vouchers/:id/resume", h.pauseSale(false), auth, requireAdmin)
 	route(http.MethodPatch, api+"/vouchers/:id", h.editVoucher, once(auth, requireAdmin)...)
 	route(http.MethodGet, api+"/audit", h.listAudit, auth, requireAdmin)
+	route(http.MethodGet, voucherOrdersRoute, h.voucherOrders, auth, requireAdmin)
 	route(http.MethodGet, api+"/orders", h.listOrders, auth)
 	route(http.MethodGet, api+"/orders/:id", h.getOrder, auth)
 	route(http.MethodPost, api+"/orders/:id/pay", h.payOrder, once(auth)...)
 	route(http.MethodPost, api+"/orders/:id/cancel", h.cancelOrder, once(auth)...)
 
-	operationRoutes(route, checks, opts, metrics)
+	operationRoutes(route, checks, opts, metrics, h.tellTime)
 	routes = metrics.knownRoutes(e)
 	return e
 }
 
-// operationRoutes adds, through route, the routes for operating the service: health,
-// readiness, the OpenAPI document, the live sale page and (unless it is served
-// elsewhere) the metrics.
-func operationRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc), checks []Check, opts Options, metrics *Metrics) {
-	route(http.MethodGet, "/healthz", func(c echo.Context) error {
-		return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
-	})
-	route(http.MethodGet, "/readyz", readiness(checks, opts.Fulfillment))
-	route(http.MethodGet, "/openapi.json", openAPIDocument)
-	// The live sale page, and the site's root, which leads to it.
+// operationRoutes adds, through route, what anyone may GET with no middleware of its
+// own: the sale's clock (tellTime), health, readiness, the OpenAPI document, the live
+// sale page and (unless it is served elsewhere) the metrics.
+func operationRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc), checks []Check, opts Options,
+	metrics *Metrics, tellTime echo.HandlerFunc) {
 	for _, r := range []struct {
 		path string
 		h    echo.HandlerFunc
-	}{{"/", rootRedirect}, {"/ui", uiRedirect}, {"/ui/", uiPage}, {"/ui/*", uiPage}} {
+	}{
+		{"/api/v1/time", tellTime},
+		{"/healthz", healthz},
+		{"/readyz", readiness(checks, opts.Fulfillment)},
+		{"/openapi.json", openAPIDocument},
+		// The live sale page, and the site's root, which leads to it.
+		{"/", rootRedirect}, {"/ui", uiRedirect}, {"/ui/", uiPage}, {"/ui/*", uiPage},
+	} {
 		route(http.MethodGet, r.path, r.h)
 	}
 	if !opts.MetricsElsewhere {
@@ -234,6 +248,11 @@ func chain(h echo.HandlerFunc, m ...echo.MiddlewareFunc) echo.HandlerFunc {
 		h = m[i](h)
 	}
 	return h
+}
+
+// healthz answers 200 while the process runs.
+func healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // readiness answers 200 when every dependency answers within a second, 503 otherwise,

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -211,4 +212,40 @@ func TestUIShowsTheSaleLiveInChromium(t *testing.T) {
 		return a.do(http.MethodGet, "/api/v1/vouchers/"+id, "", "").Body["paused"] == true, ""
 	})
 	waitText(t, ctx, fmt.Sprintf(`tr[data-voucher-id="%s"] button.toggle`, id), "resume")
+}
+
+// The live page tells time by the server's clock, not the browser's: with the
+// server's clock two hours ahead of the browser's, a sale that began an hour ago by
+// the server (an hour from now by the browser) shows live, and one that begins ten
+// minutes from now by the server (two hours and ten minutes by the browser) shows
+// upcoming, counting down from ten minutes at most.
+func TestUICountsDownByTheServersClock(t *testing.T) {
+	t.Parallel()
+	clock := &shiftedClock{}
+	clock.set(2 * time.Hour)
+	a := newAPI(t, withClock(clock))
+	now := time.Now()
+	began := a.storeVoucher(domain.Voucher{Title: "began", Stock: 5, PerUserLimit: 1,
+		BeginsAt: now.Add(time.Hour), EndsAt: now.Add(5 * time.Hour)})
+	soon := a.storeVoucher(domain.Voucher{Title: "soon", Stock: 5, PerUserLimit: 1,
+		BeginsAt: now.Add(2*time.Hour + 10*time.Minute), EndsAt: now.Add(5 * time.Hour)})
+	ctx := browser(t)
+	navCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(navCtx, chromedp.Navigate(a.url+"/ui/")); err != nil {
+		t.Fatalf("open the page: %v", err)
+	}
+	waitText(t, ctx, fmt.Sprintf(`tr[data-voucher-id="%s"] .badge`, began), "live")
+	waitText(t, ctx, fmt.Sprintf(`tr[data-voucher-id="%s"] .badge`, soon), "upcoming")
+	waitText(t, ctx, fmt.Sprintf(`tr[data-voucher-id="%s"] .countdown`, soon), "starts in ")
+	shown := textOf(t, ctx, fmt.Sprintf(`tr[data-voucher-id="%s"] .countdown`, soon))
+	m := regexp.MustCompile(`^starts in (\d+)m (\d+)s$`).FindStringSubmatch(shown)
+	if m == nil {
+		t.Fatalf("countdown %q, want minutes and seconds (the server's ten minutes), not the browser's two hours", shown)
+	}
+	minutes, _ := strconv.Atoi(m[1])
+	seconds, _ := strconv.Atoi(m[2])
+	if left := 60*minutes + seconds; left > 600 {
+		t.Fatalf("countdown %q: %d s, want at most 600 (by the server's clock)", shown, left)
+	}
 }

@@ -9,26 +9,34 @@ import (
 
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
 )
 
 type handlers struct {
 	uc  UseCases
 	log *zap.Logger
+	// clock is the sale's clock (GET /api/v1/time), payment the orders' payment
+	// window (their expires_at).
+	clock   ports.Clock
+	payment domain.PaymentWindow
 }
 
 // VoucherJSON is the contract's voucher, as the API answers it and a client (the
 // load tool) reads it.
 type VoucherJSON struct {
-	ID           string    `json:"id"`
-	Title        string    `json:"title"`
-	Stock        int       `json:"stock"`
-	Remaining    int       `json:"remaining"`
-	BeginsAt     time.Time `json:"begins_at"`
-	EndsAt       time.Time `json:"ends_at"`
-	PerUserLimit int       `json:"per_user_limit"`
-	Paused       bool      `json:"paused"`
+	ID           string           `json:"id"`
+	Title        string           `json:"title"`
+	Stock        int              `json:"stock"`
+	Remaining    int              `json:"remaining"`
+	BeginsAt     time.Time        `json:"begins_at"`
+	EndsAt       time.Time        `json:"ends_at"`
+	PerUserLimit int              `json:"per_user_limit"`
+	Paused       bool             `json:"paused"`
+	State        domain.SaleState `json:"state"`
 }
 
+// toVoucherJSON renders a voucher as every answer that holds one renders it: with its
+// remaining units and its sale's state as the use case read them.
 func toVoucherJSON(v application.LiveVoucher) VoucherJSON {
 	return VoucherJSON{
 		ID:           v.ID.String(),
@@ -39,6 +47,7 @@ func toVoucherJSON(v application.LiveVoucher) VoucherJSON {
 		EndsAt:       v.EndsAt.UTC(),
 		PerUserLimit: v.PerUserLimit,
 		Paused:       v.Paused,
+		State:        v.State,
 	}
 }
 
@@ -81,17 +90,17 @@ func (h handlers) createVoucher(c echo.Context) error {
 		// periodic warm-up (grabs answer 503 until then).
 		h.log.Warn("voucher created; its sale state will be loaded later", zap.String("voucher", v.ID.String()), zap.Error(v.Warming))
 	}
-	status, body, err := createdVoucher(v.Voucher)
+	status, body, err := createdVoucher(v)
 	if err != nil {
 		return err
 	}
 	return c.JSONBlob(status, body)
 }
 
-// createdVoucher is the answer to creating voucher v: 201 with the voucher, every unit
-// on sale.
-func createdVoucher(v domain.Voucher) (int, []byte, error) {
-	return rendered(http.StatusCreated, toVoucherJSON(application.LiveVoucher{Voucher: v, Remaining: v.Stock}))
+// createdVoucher is the answer to creating voucher v: 201 with the voucher, as the
+// use case answers it (every unit on sale).
+func createdVoucher(v application.LiveVoucher) (int, []byte, error) {
+	return rendered(http.StatusCreated, toVoucherJSON(v))
 }
 
 // voucherListJSON is the contract's page of vouchers.

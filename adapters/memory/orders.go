@@ -29,7 +29,10 @@ type Orders struct {
 	Poison map[domain.OrderID]error
 }
 
-var _ ports.Orders = (*Orders)(nil)
+var (
+	_ ports.Orders        = (*Orders)(nil)
+	_ ports.VoucherOrders = (*Orders)(nil)
+)
 
 // NewOrders returns an empty repository over vouchers.
 func NewOrders(vouchers *Vouchers) *Orders {
@@ -168,24 +171,38 @@ func (r *Orders) Get(_ context.Context, id domain.OrderID) (domain.Order, error)
 // ListByUser returns a page of a user's orders, newest first by ports.OrderKey, as
 // the SQL adapter selects them.
 func (r *Orders) ListByUser(_ context.Context, user domain.UserID, q ports.OrderQuery) ([]domain.Order, error) {
+	return r.page(q.Limit, func(o domain.Order) bool {
+		return o.UserID == user && (q.Voucher == 0 || o.VoucherID == q.Voucher) && (q.After == nil || ports.KeyOf(o).Compare(*q.After) > 0)
+	}, func(a, b domain.Order) int { return ports.KeyOf(a).Compare(ports.KeyOf(b)) })
+}
+
+// ListByVoucher returns a page of a voucher's orders, by id ascending, as the SQL
+// adapter selects them.
+func (r *Orders) ListByVoucher(_ context.Context, voucher domain.VoucherID, q ports.VoucherOrderQuery) ([]domain.Order, error) {
+	return r.page(q.Limit, func(o domain.Order) bool {
+		return o.VoucherID == voucher && (q.Status == "" || o.Status == q.Status) && o.ID > q.After
+	}, func(a, b domain.Order) int { return cmp.Compare(a.ID, b.ID) })
+}
+
+// page returns the first limit of the orders keep accepts, in the order sorted by
+// order; the store's Err; or a *domain.ValidationError for a limit below 1.
+func (r *Orders) page(limit int, keep func(domain.Order) bool, order func(a, b domain.Order) int) ([]domain.Order, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.Err != nil {
 		return nil, r.Err
 	}
-	if q.Limit < 1 {
+	if limit < 1 {
 		return nil, domain.Invalid("limit", "must be at least 1")
 	}
 	out := []domain.Order{}
 	for _, o := range r.byID {
-		if o.UserID == user && (q.Voucher == 0 || o.VoucherID == q.Voucher) && (q.After == nil || ports.KeyOf(o).Compare(*q.After) > 0) {
+		if keep(o) {
 			out = append(out, o)
 		}
 	}
-	slices.SortFunc(out, func(a, b domain.Order) int {
-		return ports.KeyOf(a).Compare(ports.KeyOf(b))
-	})
-	return out[:min(len(out), q.Limit)], nil
+	slices.SortFunc(out, order)
+	return out[:min(len(out), limit)], nil
 }
 
 // UnitsByStatus sums the quantities of a voucher's orders by status. With at, it runs

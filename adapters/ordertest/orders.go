@@ -13,7 +13,7 @@ import (
 	"github.com/seckill/seckill/ports"
 )
 
-// ordersTests hold ports.Orders to its contract.
+// ordersTests hold ports.Orders and ports.VoucherOrders to their contracts.
 var ordersTests = []test{
 	{"PersistBatch", testPersistBatch},
 	{"PersistRedelivery", testPersistRedelivery},
@@ -30,6 +30,8 @@ var ordersTests = []test{
 	{"ListByUser", testListByUser},
 	{"ListByUserPages", testListByUserPages},
 	{"UnitsByStatus", testUnitsByStatus},
+	{"ListByVoucher", testListByVoucher},
+	{"ListByVoucherPages", testListByVoucherPages},
 }
 
 func testPersistBatch(t *testing.T, f *fixture) {
@@ -447,6 +449,10 @@ func testDown(t *testing.T, f *fixture) {
 			_, err := f.Store.UnitsByStatus(f.ctx, v, nil)
 			return err
 		},
+		"ListByVoucher": func() error {
+			_, err := f.Store.ListByVoucher(f.ctx, v, ports.VoucherOrderQuery{Limit: 10})
+			return err
+		},
 		"Transition": func() error {
 			_, err := f.Store.Transition(f.ctx, r.OrderID, r.UserID, domain.StatusPaid, nil)
 			return err
@@ -472,6 +478,105 @@ func testDown(t *testing.T, f *fixture) {
 	for _, name := range slices.Sorted(maps.Keys(calls)) {
 		if err := calls[name](); err == nil {
 			t.Errorf("%s while the store is down: no error", name)
+		}
+	}
+}
+
+// A voucher's orders are listed oldest (lowest id) first — by id, whatever their
+// created_at — of that voucher only, in one status when asked.
+func testListByVoucher(t *testing.T, f *fixture) {
+	v, w := f.voucher(t, 100), f.voucher(t, 100)
+	rs := []domain.Reservation{
+		reserve(3, v, 1, 1),
+		reserve(1, v, 2, 2),
+		reserve(2, w, 1, 1),
+		reserve(4, v, 3, 1),
+		reserve(5, v, 1, 1), // fails: user 1 holds order 3
+	}
+	rs[1].At = t0.Add(time.Hour) // created last, listed first: by id
+	f.persist(t, rs...)
+	if _, err := f.Store.Transition(f.ctx, rs[3].OrderID, 0, domain.StatusPaid, nil); err != nil {
+		t.Fatal(err)
+	}
+	list := func(status domain.OrderStatus) []domain.Order {
+		t.Helper()
+		got, err := f.Store.ListByVoucher(f.ctx, v, ports.VoucherOrderQuery{Status: status, Limit: 100})
+		if err != nil {
+			t.Fatalf("ListByVoucher(%s): %v", status, err)
+		}
+		return got
+	}
+	wantOrders(t, "the voucher's orders", list(""),
+		asOrder(rs[1], domain.StatusAwaitingPayment), asOrder(rs[0], domain.StatusAwaitingPayment),
+		asOrder(rs[3], domain.StatusPaid), asOrder(rs[4], domain.StatusFailed))
+	wantOrders(t, "those awaiting payment", list(domain.StatusAwaitingPayment),
+		asOrder(rs[1], domain.StatusAwaitingPayment), asOrder(rs[0], domain.StatusAwaitingPayment))
+	wantOrders(t, "the paid ones", list(domain.StatusPaid), asOrder(rs[3], domain.StatusPaid))
+	wantEmpty(t, "the cancelled ones", list(domain.StatusCancelled))
+	got, err := f.Store.ListByVoucher(f.ctx, v+1000, ports.VoucherOrderQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantEmpty(t, "orders of an unknown voucher", got)
+	var ve *domain.ValidationError
+	if _, err := f.Store.ListByVoucher(f.ctx, v, ports.VoucherOrderQuery{}); !errors.As(err, &ve) || ve.Field != "limit" {
+		t.Fatalf("ListByVoucher with limit 0: %v, want a validation error on limit", err)
+	}
+}
+
+// Pages of a voucher's orders resume after the previous page's last id, each order on
+// one page, with or without a status filter.
+func testListByVoucherPages(t *testing.T, f *fixture) {
+	v := f.voucher(t, 100)
+	var rs []domain.Reservation
+	for n := 1; n <= 9; n++ {
+		rs = append(rs, reserve(n, v, int64(n), 1))
+	}
+	f.persist(t, rs...)
+	paid := map[domain.OrderID]bool{}
+	for _, n := range []int{2, 3, 7} {
+		if _, err := f.Store.Transition(f.ctx, orderID(n), 0, domain.StatusPaid, nil); err != nil {
+			t.Fatal(err)
+		}
+		paid[orderID(n)] = true
+	}
+	walk := func(status domain.OrderStatus, limit int) []domain.OrderID {
+		t.Helper()
+		var ids []domain.OrderID
+		q := ports.VoucherOrderQuery{Status: status, Limit: limit}
+		for page := 0; ; page++ {
+			if page > 10 {
+				t.Fatalf("more than 10 pages: %v", ids)
+			}
+			got, err := f.Store.ListByVoucher(f.ctx, v, q)
+			if err != nil {
+				t.Fatalf("ListByVoucher(%+v): %v", q, err)
+			}
+			if len(got) > limit {
+				t.Fatalf("page of %d orders, limit %d", len(got), limit)
+			}
+			for _, o := range got {
+				ids = append(ids, o.ID)
+			}
+			if len(got) < limit {
+				return ids
+			}
+			q.After = got[len(got)-1].ID
+		}
+	}
+	var all, unpaid []domain.OrderID
+	for _, r := range rs {
+		all = append(all, r.OrderID)
+		if !paid[r.OrderID] {
+			unpaid = append(unpaid, r.OrderID)
+		}
+	}
+	for _, limit := range []int{1, 2, 4, 9, 200} {
+		if got := walk("", limit); !slices.Equal(got, all) {
+			t.Fatalf("pages of %d = %v, want %v", limit, got, all)
+		}
+		if got := walk(domain.StatusAwaitingPayment, limit); !slices.Equal(got, unpaid) {
+			t.Fatalf("pages of %d awaiting payment = %v, want %v", limit, got, unpaid)
 		}
 	}
 }

@@ -1,5 +1,6 @@
 // Package ordertest is the contract suite of the order store: ports.Orders,
-// ports.OrderLifecycle, ports.Releases and ports.OrderAudit, which every adapter
+// ports.VoucherOrders, ports.OrderLifecycle, ports.Releases and ports.OrderAudit,
+// which every adapter
 // implements with one type over one store. Run asserts what the ports document against
 // one implementation, so the in-memory fake and the SQL adapter on PostgreSQL and on
 // SQLite are held to the same tests (ARCHITECTURE.md, Conventions).
@@ -20,9 +21,10 @@ import (
 	"github.com/seckill/seckill/ports"
 )
 
-// Store is the order store under test: the four ports at once, over one state.
+// Store is the order store under test: the five ports at once, over one state.
 type Store interface {
 	ports.Orders
+	ports.VoucherOrders
 	ports.OrderLifecycle
 	ports.Releases
 	ports.OrderAudit

@@ -123,18 +123,7 @@ func TestExpireDueUsesIndex(t *testing.T) {
 	const index = "orders_awaiting_payment_created_at_idx"
 	var plan []string
 	if sqlstore.IsSQLite(db) {
-		var rows []struct {
-			ID      int    `bun:"id"`
-			Parent  int    `bun:"parent"`
-			NotUsed int    `bun:"notused"`
-			Detail  string `bun:"detail"`
-		}
-		if err := db.NewRaw("EXPLAIN QUERY PLAN "+sweep[0]).Scan(ctx, &rows); err != nil {
-			t.Fatalf("explain: %v", err)
-		}
-		for _, r := range rows {
-			plan = append(plan, r.Detail)
-		}
+		plan = sqlitePlan(t, db, sweep[0])
 	} else {
 		err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 			// An empty table would be scanned whole; forbid that, as a big one would.

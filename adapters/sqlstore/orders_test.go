@@ -250,20 +250,7 @@ func TestOrdersListByUserUsesIndex(t *testing.T) {
 	}
 	const index = "orders_user_id_created_at_id_idx"
 	if sqlstore.IsSQLite(f.db) {
-		var plan []struct {
-			ID      int    `bun:"id"`
-			Parent  int    `bun:"parent"`
-			NotUsed int    `bun:"notused"`
-			Detail  string `bun:"detail"`
-		}
-		if err := f.db.NewRaw("EXPLAIN QUERY PLAN "+log.queries[0]).Scan(ctx, &plan); err != nil {
-			t.Fatalf("explain: %v", err)
-		}
-		var details []string
-		for _, p := range plan {
-			details = append(details, p.Detail)
-		}
-		joined := strings.Join(details, "\n")
+		joined := strings.Join(sqlitePlan(t, f.db, log.queries[0]), "\n")
 		if !strings.Contains(joined, index) || strings.Contains(joined, "TEMP B-TREE") {
 			t.Errorf("ListByUser's plan does not read %s in order:\n%s", index, joined)
 		}
@@ -281,6 +268,94 @@ func TestOrdersListByUserUsesIndex(t *testing.T) {
 		joined := strings.Join(plan, "\n")
 		if !strings.Contains(joined, index) || strings.Contains(joined, "Sort") {
 			t.Errorf("ListByUser's plan does not read %s in order:\n%s", index, joined)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("explain: %v", err)
+	}
+}
+
+// A page of a voucher's orders is read in id order from the cursor on, through an
+// index — never by a scan of the voucher's every order (or, filtered, of the table)
+// sorted for each page, which PostgreSQL's planner prefers while the table's
+// statistics say it is small (orders just arrived, not yet analyzed) unless the page
+// says otherwise — and on SQLite it is one statement, holding no transaction.
+func TestOrdersListByVoucherReadsInOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newOrderFixture(t)
+	big, small := f.voucher(t, 5000), f.voucher(t, 10)
+	var os []domain.Order
+	for i := range 3000 {
+		status := domain.StatusPaid
+		if i%10 == 0 {
+			status = domain.StatusCancelled
+		}
+		os = append(os, domain.Order{ID: orderID(i + 1), VoucherID: big, UserID: domain.UserID(i + 1), Quantity: 1, Status: status, CreatedAt: t0})
+	}
+	for i := range 5 {
+		os = append(os, domain.Order{ID: orderID(5000 + i), VoucherID: small, UserID: domain.UserID(i + 1), Quantity: 1, Status: domain.StatusPaid, CreatedAt: t0})
+	}
+	if err := f.orders.Import(ctx, os); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		voucher domain.VoucherID
+		status  domain.OrderStatus
+	}{{big, ""}, {big, domain.StatusPaid}, {big, domain.StatusCancelled}, {small, ""}, {small, domain.StatusPaid}} {
+		listReadsInOrder(t, f.db, tc.voucher, ports.VoucherOrderQuery{Status: tc.status, After: orderID(1), Limit: 1000})
+	}
+}
+
+// listReadsInOrder fails unless ListByVoucher's page q of voucher is read in index
+// order from its cursor, with no sort (see TestOrdersListByVoucherReadsInOrder).
+func listReadsInOrder(t *testing.T, db *bun.DB, voucher domain.VoucherID, q ports.VoucherOrderQuery) {
+	t.Helper()
+	ctx := context.Background()
+	log := &queryLog{}
+	if _, err := sqlstore.NewOrders(db.WithQueryHook(log)).ListByVoucher(ctx, voucher, q); err != nil {
+		t.Fatalf("ListByVoucher: %v", err)
+	}
+	var sets, selects []string
+	for _, s := range log.queries {
+		switch {
+		case strings.Contains(s, "set_config("):
+			sets = append(sets, s)
+		case strings.HasPrefix(s, "SELECT "):
+			selects = append(selects, s)
+		}
+	}
+	if len(selects) != 1 {
+		t.Fatalf("ListByVoucher ran %d selects, want 1: %q", len(selects), log.queries)
+	}
+	const index = "orders_voucher_id_id_idx"
+	if sqlstore.IsSQLite(db) {
+		if len(log.queries) != 1 {
+			t.Fatalf("ListByVoucher ran %q on SQLite, want its one select (a transaction would take the write lock)", log.queries)
+		}
+		joined := strings.Join(sqlitePlan(t, db, selects[0]), "\n")
+		if !strings.Contains(joined, index) || strings.Contains(joined, "TEMP B-TREE") {
+			t.Errorf("ListByVoucher's plan does not read %s in order:\n%s", index, joined)
+		}
+		return
+	}
+	// The plan of the page's select under what its own transaction set, as the
+	// statistics stand: none yet for the orders just imported.
+	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		for _, s := range sets {
+			if _, err := tx.ExecContext(ctx, s); err != nil {
+				return err
+			}
+		}
+		var plan []string
+		if err := tx.NewRaw("EXPLAIN "+selects[0]).Scan(ctx, &plan); err != nil {
+			return err
+		}
+		joined := strings.Join(plan, "\n")
+		if !strings.Contains(joined, "Index Scan using ") || strings.Contains(joined, "Sort") ||
+			strings.Contains(joined, "Bitmap") || strings.Contains(joined, "Seq Scan") {
+			t.Errorf("the page %+v of voucher %s is not read in index order:\n%s", q, voucher, joined)
 		}
 		return nil
 	})

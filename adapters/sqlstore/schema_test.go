@@ -153,6 +153,25 @@ func TestSoldNeverExceedsStock(t *testing.T) {
 }
 
 // queryLog records the SQL of every query a bun.DB runs.
+// sqlitePlan returns the details of SQLite's plan of query, one a step.
+func sqlitePlan(t *testing.T, db bun.IDB, query string) []string {
+	t.Helper()
+	var rows []struct {
+		ID      int    `bun:"id"`
+		Parent  int    `bun:"parent"`
+		NotUsed int    `bun:"notused"`
+		Detail  string `bun:"detail"`
+	}
+	if err := db.NewRaw("EXPLAIN QUERY PLAN "+query).Scan(context.Background(), &rows); err != nil {
+		t.Fatalf("explain: %v", err)
+	}
+	details := make([]string, len(rows))
+	for i, r := range rows {
+		details[i] = r.Detail
+	}
+	return details
+}
+
 type queryLog struct {
 	mu      sync.Mutex
 	queries []string
@@ -197,17 +216,9 @@ func TestReleasedAtSchema(t *testing.T) {
 	}
 	if sqlstore.IsSQLite(db) {
 		// SQLite plans with the index whatever the table's size.
-		var plan []struct {
-			ID      int    `bun:"id"`
-			Parent  int    `bun:"parent"`
-			NotUsed int    `bun:"notused"`
-			Detail  string `bun:"detail"`
-		}
-		if err := db.NewRaw("EXPLAIN QUERY PLAN "+log.queries[0]).Scan(ctx, &plan); err != nil {
-			t.Fatalf("explain: %v", err)
-		}
+		plan := sqlitePlan(t, db, log.queries[0])
 		// The scan goes through the index (ties on updated_at are then sorted by id).
-		if len(plan) == 0 || !strings.Contains(plan[0].Detail, "USING INDEX orders_closed_unreleased_updated_at_idx") {
+		if len(plan) == 0 || !strings.Contains(plan[0], "USING INDEX orders_closed_unreleased_updated_at_idx") {
 			t.Errorf("Unreleased's plan does not use orders_closed_unreleased_updated_at_idx: %+v", plan)
 		}
 		return

@@ -26,6 +26,7 @@ import (
 	"github.com/seckill/seckill/adapters/system"
 	"github.com/seckill/seckill/adapters/telemetry"
 	"github.com/seckill/seckill/application"
+	"github.com/seckill/seckill/domain"
 	"github.com/seckill/seckill/ports"
 )
 
@@ -82,6 +83,7 @@ var databaseSet = wire.NewSet(
 	wire.Bind(new(ports.Vouchers), new(*sqlstore.Vouchers)),
 	sqlstore.NewOrders,
 	wire.Bind(new(ports.Orders), new(*sqlstore.Orders)),
+	wire.Bind(new(ports.VoucherOrders), new(*sqlstore.Orders)),
 	wire.Bind(new(ports.OrderLifecycle), new(*sqlstore.Orders)),
 	wire.Bind(new(ports.Releases), new(*sqlstore.Orders)),
 	wire.Bind(new(ports.OrderAudit), new(*sqlstore.Orders)),
@@ -118,6 +120,9 @@ var applicationSet = wire.NewSet(
 	application.NewGetOrder,
 	application.NewListOrders,
 	application.NewGetVoucherStats,
+	application.NewListVoucherOrders,
+	application.NewExportVoucherOrders,
+	paymentWindow,
 	compensate,
 	application.NewPayOrder,
 	application.NewCancelOrder,
@@ -375,8 +380,14 @@ func compensate(stock ports.Stock, releases ports.Releases, m *metrics) *applica
 	return c
 }
 
-func expireOrders(lifecycle ports.OrderLifecycle, compensate *application.Compensate, clock ports.Clock, cfg Config) *application.ExpireOrders {
-	return application.NewExpireOrders(lifecycle, compensate, clock, cfg.PaymentTimeout)
+// paymentWindow is how long an order may await payment: the sweeper, the payment and
+// the orders' expires_at all judge by it.
+func paymentWindow(cfg Config) domain.PaymentWindow {
+	return domain.PaymentWindow(cfg.PaymentTimeout)
+}
+
+func expireOrders(lifecycle ports.OrderLifecycle, compensate *application.Compensate, clock ports.Clock, window domain.PaymentWindow) *application.ExpireOrders {
+	return application.NewExpireOrders(lifecycle, compensate, clock, window)
 }
 
 func reconcile(vouchers ports.Vouchers, audit ports.StockAudit, ledger ports.OrderAudit,
@@ -439,14 +450,15 @@ func workerObserver(log *zap.Logger, m *metrics, cfg Common) application.WorkerO
 // /readyz says fulfillment is stalled.
 const stalledAfter = 30 * time.Second
 
-func httpOptions(cfg Config, limiter *redisstore.RateLimiter, idempotency ports.Idempotency, metrics *httpapi.Metrics, queue *redisstore.Queue,
-	clock *redisstore.Clock) httpapi.Options {
+func httpOptions(cfg Config, limiter *redisstore.RateLimiter, idempotency ports.Idempotency, metrics *httpapi.Metrics,
+	queue *redisstore.Queue, clock ports.Clock, window domain.PaymentWindow) httpapi.Options {
 	// Validate has parsed the trusted proxies already.
 	proxies, _ := cfg.trustedProxies()
 	o := httpapi.Options{
 		BodyLimit: cfg.BodyLimit, RequestTimeout: cfg.RequestTimeout,
 		MaxInflight: cfg.MaxInflight, GrabRate: cfg.GrabRate, GrabBurst: cfg.GrabBurst,
-		IPLimit: cfg.IPRate, IPBurst: cfg.IPBurst, IPLimiter: limiter, Idempotency: idempotency, Clock: clock,
+		IPLimit: cfg.IPRate, IPBurst: cfg.IPBurst, IPLimiter: limiter, Idempotency: idempotency,
+		Clock: clock, PaymentWindow: window,
 		TrustedProxies: proxies,
 		Metrics:        metrics, MetricsElsewhere: cfg.MetricsAddr != "",
 		Fulfillment: func(ctx context.Context) (bool, error) {

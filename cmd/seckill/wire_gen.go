@@ -40,7 +40,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	redisstoreQueueOptions := queueOptions(cfg, clock)
 	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
 	httpapiMetrics := httpMetrics(mainMetrics, universalClient, db, queue, log)
-	httpapiOptions := httpOptions(cfg, rateLimiter, idempotency, httpapiMetrics, queue, clock)
+	domainPaymentWindow := paymentWindow(cfg)
+	httpapiOptions := httpOptions(cfg, rateLimiter, idempotency, httpapiMetrics, queue, clock, domainPaymentWindow)
 	vouchers := sqlstore.NewVouchers(db)
 	stockStrategy, err := configuredStrategy(common)
 	if err != nil {
@@ -52,7 +53,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	sqlstoreStock := sqlstore.NewStock(db, clock)
 	portsStock := selectStock(stockStrategy, stock, sqlstoreStock)
 	createVoucher := application.NewCreateVoucher(vouchers, portsStock, clock)
-	getVoucher := application.NewGetVoucher(vouchers, portsStock)
+	getVoucher := application.NewGetVoucher(vouchers, portsStock, clock)
 	listVouchers := application.NewListVouchers(vouchers, portsStock, clock)
 	uliDs := system.ULIDs{}
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
@@ -66,26 +67,30 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	listOrders := application.NewListOrders(orders, reservations)
 	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stockAudit, clock)
 	acceptPayments := system.AcceptPayments{}
-	payOrder := application.NewPayOrder(getOrder, orders, acceptPayments)
+	payOrder := application.NewPayOrder(getOrder, orders, acceptPayments, clock, domainPaymentWindow)
 	applicationCompensate := compensate(portsStock, orders, mainMetrics)
 	cancelOrder := application.NewCancelOrder(getOrder, orders, applicationCompensate)
-	pauseSale := application.NewPauseSale(vouchers, portsStock)
+	pauseSale := application.NewPauseSale(vouchers, portsStock, clock)
 	applicationEditVoucher := editVoucher(vouchers, portsStock, applicationRecoverVoucher, clock, mainMetrics)
 	auditLog := sqlstore.NewAuditLog(db)
 	listAudit := application.NewListAudit(auditLog)
+	listVoucherOrders := application.NewListVoucherOrders(vouchers, orders)
+	exportVoucherOrders := application.NewExportVoucherOrders(vouchers, orders)
 	useCases := httpapi.UseCases{
-		CreateVoucher:   createVoucher,
-		GetVoucher:      getVoucher,
-		ListVouchers:    listVouchers,
-		GrabVoucher:     grabVoucher,
-		GetOrder:        getOrder,
-		ListOrders:      listOrders,
-		GetVoucherStats: getVoucherStats,
-		PayOrder:        payOrder,
-		CancelOrder:     cancelOrder,
-		PauseSale:       pauseSale,
-		EditVoucher:     applicationEditVoucher,
-		ListAudit:       listAudit,
+		CreateVoucher:       createVoucher,
+		GetVoucher:          getVoucher,
+		ListVouchers:        listVouchers,
+		GrabVoucher:         grabVoucher,
+		GetOrder:            getOrder,
+		ListOrders:          listOrders,
+		GetVoucherStats:     getVoucherStats,
+		PayOrder:            payOrder,
+		CancelOrder:         cancelOrder,
+		PauseSale:           pauseSale,
+		EditVoucher:         applicationEditVoucher,
+		ListAudit:           listAudit,
+		ListVoucherOrders:   listVoucherOrders,
+		ExportVoucherOrders: exportVoucherOrders,
 	}
 	httpapiTokens := tokens(cfg)
 	v := readinessChecks(universalClient, db)
@@ -95,7 +100,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	applicationWorkerOptions := workerOptions(cfg)
 	applicationWorkerObserver := workerObserver(log, mainMetrics, common)
 	worker := application.NewWorker(applicationFulfillOrder, queue, applicationWorkerOptions, applicationWorkerObserver)
-	applicationExpireOrders := expireOrders(orders, applicationCompensate, clock, cfg)
+	applicationExpireOrders := expireOrders(orders, applicationCompensate, clock, domainPaymentWindow)
 	applicationReleaseClosed := application.NewReleaseClosed(orders, applicationCompensate)
 	applicationReconcile := reconcile(vouchers, stockAudit, orders, applicationCompensate, applicationRecoverVoucher, auditLog, clock, common)
 	leases := sqlstore.NewLeases(db)

@@ -1,6 +1,7 @@
 // The live sale page: plain JavaScript, no build step. It reads the public voucher
 // list every second; with an admin token (kept in this tab's sessionStorage) it also
-// reads each voucher's stats and the Prometheus metrics, and offers pause/resume.
+// reads each voucher's stats and the Prometheus metrics, and offers pause/resume. It
+// tells time by the server's clock, never this device's (see serverNow).
 "use strict";
 
 const TOKEN_KEY = "seckill.adminToken";
@@ -9,6 +10,32 @@ const OUTCOMES = ["reserved", "sold_out", "already_purchased", "not_started", "e
 const MAX_STATS = 20; // vouchers whose stats are read each second
 
 let previous = null; // last metrics sample: {at, counts}
+
+// The server's clock, which judges every sale: a device's clock is often seconds off,
+// and a countdown by it fires early or late. GET /api/v1/time is read as NTP reads a
+// server: it read its clock about halfway through the round trip, so the shortest of a
+// few round trips places it best. The reading is carried forward by performance.now(),
+// this page's monotonic clock, so neither this device's wall clock nor a step of it
+// enters the page's time.
+let clock = null; // {serverMs, at (performance.now() when the server read serverMs), rtt}
+
+async function measureClock() {
+  let best = null;
+  for (let i = 0; i < 3; i++) {
+    const start = performance.now();
+    const res = await fetch("/api/v1/time", { cache: "no-store" });
+    const end = performance.now();
+    if (!res.ok) continue;
+    const body = await res.json();
+    if (!best || end - start < best.rtt) best = { serverMs: body.unix_ms, at: (start + end) / 2, rtt: end - start };
+  }
+  if (best) clock = best;
+}
+
+// serverNow is the server's time now, in Unix ms; null until it is measured.
+function serverNow() {
+  return clock ? clock.serverMs + (performance.now() - clock.at) : null;
+}
 
 function token() { return sessionStorage.getItem(TOKEN_KEY) || ""; }
 
@@ -32,20 +59,37 @@ async function getJSON(path, auth) {
   return body;
 }
 
+// saleState is the voucher's state as the server answered it, carried forward by the
+// server's clock to now (between two reads a sale may begin or end), with the
+// countdown to its next moment: "starts in …" while upcoming, "ends in …" until it ends.
 function saleState(v, now) {
-  if (v.paused) return ["paused", "paused"];
-  if (now < Date.parse(v.begins_at)) return ["upcoming", ""];
-  if (now >= Date.parse(v.ends_at)) return ["ended", ""];
-  return ["live", "live"];
+  let state = v.state;
+  const begins = Date.parse(v.begins_at), ends = Date.parse(v.ends_at);
+  if (now !== null && state !== "ended" && now >= ends) state = "ended";
+  if (now !== null && state === "upcoming" && now >= begins) state = v.paused ? "paused" : v.remaining > 0 ? "live" : "sold_out";
+  let countdown = "";
+  if (now !== null && state === "upcoming") countdown = "starts in " + duration(begins - now);
+  else if (now !== null && state !== "ended") countdown = "ends in " + duration(ends - now);
+  return [state, countdown];
+}
+
+// duration spells ms as "1h 02m", "3m 05s" or "42s", rounded up to the second.
+function duration(ms) {
+  const s = Math.max(0, Math.ceil(ms / 1000));
+  const h = Math.floor(s / 3600), m = Math.floor(s / 60) % 60, sec = s % 60;
+  const two = (n) => String(n).padStart(2, "0");
+  if (h > 0) return `${h}h ${two(m)}m`;
+  if (m > 0) return `${m}m ${two(sec)}s`;
+  return `${sec}s`;
 }
 
 function row(v, stats) {
   const sold = v.stock > 0 ? (v.stock - v.remaining) / v.stock : 0;
-  const [state, cls] = saleState(v, Date.now());
+  const [state, countdown] = saleState(v, serverNow());
   const tr = el("tr", { "data-voucher-id": v.id },
     el("td", {}, v.id),
     el("td", { class: "title" }, v.title),
-    el("td", {}, el("span", { class: "badge " + cls }, state)),
+    el("td", {}, el("span", { class: "badge " + state }, state), " ", el("span", { class: "countdown muted" }, countdown)),
     el("td", { class: "num remaining" }, String(v.remaining)),
     el("td", { class: "num" }, String(v.stock)),
     el("td", { class: "barcol" }, el("div", { class: "bar", title: Math.round(sold * 100) + "% sold" },
@@ -137,7 +181,8 @@ async function refresh() {
   }
   document.querySelector("#vouchers tbody").replaceChildren(...vouchers.map((v) => row(v, stats[v.id])));
   document.getElementById("empty").hidden = vouchers.length > 0;
-  setStatus("updated " + new Date().toLocaleTimeString());
+  const now = serverNow();
+  setStatus(now === null ? "updated (server clock not read yet)" : "updated " + new Date(now).toLocaleTimeString() + " server time");
 }
 
 document.getElementById("token-form").addEventListener("submit", (ev) => {
@@ -154,5 +199,6 @@ document.getElementById("forget").addEventListener("click", () => {
   refresh();
 });
 
-refresh();
-setInterval(refresh, 1000);
+// The clock first (the first list is then judged by it), measured again every minute.
+measureClock().catch(() => {}).finally(() => { refresh(); setInterval(refresh, 1000); });
+setInterval(() => measureClock().catch(() => {}), 60000);
