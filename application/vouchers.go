@@ -96,16 +96,25 @@ func (uc *CreateVoucher) Handle(ctx context.Context, cmd CreateVoucherCmd) (Live
 	return live, nil
 }
 
-// GetVoucher reads one voucher with its live remaining stock.
-type GetVoucher struct {
+// voucherReads is what the use cases that answer vouchers share: the stores they read
+// and the clock that judges each sale's state.
+type voucherReads struct {
 	vouchers ports.Vouchers
 	stock    ports.Stock
 	clock    ports.Clock
 }
 
+// live answers vs with their remaining units and states (withRemaining).
+func (r voucherReads) live(ctx context.Context, vs ...domain.Voucher) ([]LiveVoucher, error) {
+	return withRemaining(ctx, r.stock, r.clock, vs)
+}
+
+// GetVoucher reads one voucher with its live remaining stock.
+type GetVoucher struct{ voucherReads }
+
 // NewGetVoucher returns the use case; clock judges the sale's state.
 func NewGetVoucher(vouchers ports.Vouchers, stock ports.Stock, clock ports.Clock) *GetVoucher {
-	return &GetVoucher{vouchers: vouchers, stock: stock, clock: clock}
+	return &GetVoucher{voucherReads{vouchers: vouchers, stock: stock, clock: clock}}
 }
 
 // Handle returns the voucher, or domain.ErrNotFound.
@@ -114,7 +123,7 @@ func (uc *GetVoucher) Handle(ctx context.Context, id domain.VoucherID) (LiveVouc
 	if err != nil {
 		return LiveVoucher{}, err
 	}
-	live, err := withRemaining(ctx, uc.stock, uc.clock, []domain.Voucher{v})
+	live, err := uc.live(ctx, v)
 	if err != nil {
 		return LiveVoucher{}, err
 	}
@@ -122,16 +131,12 @@ func (uc *GetVoucher) Handle(ctx context.Context, id domain.VoucherID) (LiveVouc
 }
 
 // ListVouchers reads a page of vouchers with their live remaining stock.
-type ListVouchers struct {
-	vouchers ports.Vouchers
-	stock    ports.Stock
-	clock    ports.Clock
-}
+type ListVouchers struct{ voucherReads }
 
 // NewListVouchers returns the use case; clock judges the status filter and the sale's
 // state.
 func NewListVouchers(vouchers ports.Vouchers, stock ports.Stock, clock ports.Clock) *ListVouchers {
-	return &ListVouchers{vouchers: vouchers, stock: stock, clock: clock}
+	return &ListVouchers{voucherReads{vouchers: vouchers, stock: stock, clock: clock}}
 }
 
 // ListVouchersQuery asks for a page of vouchers.
@@ -182,7 +187,7 @@ func (uc *ListVouchers) Handle(ctx context.Context, q ListVouchersQuery) (Vouche
 		vs = vs[:limit]
 		page.NextCursor = encodeVoucherCursor(status, vs[limit-1].ID)
 	}
-	if page.Vouchers, err = withRemaining(ctx, uc.stock, uc.clock, vs); err != nil {
+	if page.Vouchers, err = uc.live(ctx, vs...); err != nil {
 		return VoucherPage{}, err
 	}
 	return page, nil
@@ -319,15 +324,11 @@ func (uc *WarmVouchers) load(ctx context.Context, v domain.Voucher) (ports.WarmO
 }
 
 // PauseSale is the operator's kill switch: it stops (or resumes) a voucher's grabs.
-type PauseSale struct {
-	vouchers ports.Vouchers
-	stock    ports.Stock
-	clock    ports.Clock
-}
+type PauseSale struct{ voucherReads }
 
 // NewPauseSale returns the use case; clock judges the sale's state it answers.
 func NewPauseSale(vouchers ports.Vouchers, stock ports.Stock, clock ports.Clock) *PauseSale {
-	return &PauseSale{vouchers: vouchers, stock: stock, clock: clock}
+	return &PauseSale{voucherReads{vouchers: vouchers, stock: stock, clock: clock}}
 }
 
 // Handle records the flag in the database (the source of truth), with the audit
@@ -351,7 +352,7 @@ func (uc *PauseSale) Handle(ctx context.Context, id domain.VoucherID, paused boo
 	if _, err := uc.stock.SetPaused(ctx, id, paused); err != nil {
 		return LiveVoucher{}, fmt.Errorf("pause voucher %s: %w", id, err)
 	}
-	live, err := withRemaining(ctx, uc.stock, uc.clock, []domain.Voucher{v})
+	live, err := uc.live(ctx, v)
 	if err != nil {
 		return LiveVoucher{}, err
 	}

@@ -49,17 +49,7 @@ func toAuditEntryJSON(e domain.AuditEntry) auditEntryJSON {
 
 // listAudit answers a page of the audit log, newest first, ?voucher_id= filtering.
 func (h handlers) listAudit(c echo.Context) error {
-	// strictQuery has refused a malformed or repeated parameter already; a voucher_id
-	// given, even empty, must be an id.
-	var voucher domain.VoucherID
-	if s, given := c.QueryParams()["voucher_id"]; given {
-		id, err := domain.ParseVoucherID(s[0])
-		if err != nil {
-			return domain.Invalid("voucher_id", "must be a positive integer")
-		}
-		voucher = id
-	}
-	limit, cursor, err := pageParams(c)
+	voucher, limit, cursor, err := voucherPageParams(c)
 	if err != nil {
 		return err
 	}

@@ -142,6 +142,19 @@ func checkQuery(raw string) error {
 	return nil
 }
 
+// voucherPageParams reads a list's page (pageParams) and its filter by voucher,
+// ?voucher_id=: the zero id when it is absent; given, even empty, it must be an id.
+// strictQuery has refused a malformed or repeated parameter already.
+func voucherPageParams(c echo.Context) (voucher domain.VoucherID, limit int, cursor string, err error) {
+	if s, given := c.QueryParams()["voucher_id"]; given {
+		if voucher, err = domain.ParseVoucherID(s[0]); err != nil {
+			return 0, 0, "", domain.Invalid("voucher_id", "must be a positive integer")
+		}
+	}
+	limit, cursor, err = pageParams(c)
+	return voucher, limit, cursor, err
+}
+
 // pageParams reads the paging parameters of a list: ?limit= (a canonical decimal from
 // 1 to application.MaxPageLimit; absent, 0 tells the use case to take its default)
 // and ?cursor= (absent for the first page; the use case judges its value). A

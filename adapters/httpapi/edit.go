@@ -48,11 +48,7 @@ func (h handlers) editVoucher(c echo.Context) error {
 		// grab path (it finds its sale state's version behind).
 		h.log.Warn("voucher changed; its sale state takes the new terms later", zap.String("voucher", v.ID.String()), zap.Error(v.Warming))
 	}
-	status, body, err := editedVoucher(v)
-	if err != nil {
-		return err
-	}
-	return c.JSONBlob(status, body)
+	return answerWith(c, v, editedVoucher)
 }
 
 // editedVoucher is the answer to a change of voucher v: 200 with the voucher.

@@ -113,33 +113,10 @@ func classify(err error) (int, errorDetail) {
 	if ve, ok := errors.AsType[*domain.ValidationError](err); ok {
 		return http.StatusBadRequest, errorDetail{Code: "invalid_request", Message: ve.Error()}
 	}
-	switch {
-	case errors.Is(err, domain.ErrInvalid):
-		return http.StatusBadRequest, errorDetail{Code: "invalid_request", Message: "invalid request"}
-	case errors.Is(err, domain.ErrRateLimited):
-		return http.StatusTooManyRequests, errorDetail{Code: "rate_limited", Message: "too many requests; retry after the time in Retry-After"}
-	case errors.Is(err, domain.ErrSoldOut):
-		return soldOut()
-	case errors.Is(err, domain.ErrNotStarted):
-		return http.StatusConflict, errorDetail{Code: "not_started", Message: "the sale has not started"}
-	case errors.Is(err, domain.ErrEnded):
-		return http.StatusConflict, errorDetail{Code: "ended", Message: "the sale has ended"}
-	case errors.Is(err, domain.ErrPaused):
-		return http.StatusConflict, errorDetail{Code: "paused", Message: "the sale is paused"}
-	case errors.Is(err, domain.ErrNotEnoughUnits):
-		return http.StatusConflict, errorDetail{Code: "not_enough_units", Message: "fewer units are on sale than that (a sale keeps one unit at least: to stop it, end or pause it)"}
-	case errors.Is(err, domain.ErrAlreadyStarted):
-		return http.StatusConflict, errorDetail{Code: "already_started", Message: "the sale has started: its begins_at cannot move"}
-	case errors.Is(err, domain.ErrInvalidState):
-		return http.StatusConflict, errorDetail{Code: "invalid_state", Message: "the order is not in a state that allows this"}
-	case errors.Is(err, domain.ErrNotFound):
-		return http.StatusNotFound, errorDetail{Code: "not_found", Message: "not found"}
-	case errors.Is(err, errUnauthorized):
-		return http.StatusUnauthorized, errorDetail{Code: "unauthorized", Message: errUnauthorized.Error()}
-	case errors.Is(err, errForbidden):
-		return http.StatusForbidden, errorDetail{Code: "forbidden", Message: errForbidden.Error()}
-	case errors.Is(err, domain.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
-		return http.StatusServiceUnavailable, errorDetail{Code: "unavailable", Message: "temporarily unavailable, retry later"}
+	for _, a := range sentinelAnswers {
+		if errors.Is(err, a.err) {
+			return a.status, errorDetail{Code: a.code, Message: a.message}
+		}
 	}
 	if he, ok := errors.AsType[*echo.HTTPError](err); ok {
 		return fromEchoError(he)
@@ -148,8 +125,35 @@ func classify(err error) (int, errorDetail) {
 }
 
 func soldOut() (int, errorDetail) {
-	return http.StatusConflict, errorDetail{Code: "sold_out", Message: "the voucher is sold out"}
+	return http.StatusConflict, errorDetail{Code: "sold_out", Message: soldOutMessage}
 }
+
+const soldOutMessage = "the voucher is sold out"
+
+// sentinelAnswers maps the sentinel errors to the contract's status and code, tried in
+// this order: the first an error matches (errors.Is) answers it.
+var sentinelAnswers = []struct {
+	err           error
+	status        int
+	code, message string
+}{
+	{domain.ErrInvalid, http.StatusBadRequest, "invalid_request", "invalid request"},
+	{domain.ErrRateLimited, http.StatusTooManyRequests, "rate_limited", "too many requests; retry after the time in Retry-After"},
+	{domain.ErrSoldOut, http.StatusConflict, "sold_out", soldOutMessage},
+	{domain.ErrNotStarted, http.StatusConflict, "not_started", "the sale has not started"},
+	{domain.ErrEnded, http.StatusConflict, "ended", "the sale has ended"},
+	{domain.ErrPaused, http.StatusConflict, "paused", "the sale is paused"},
+	{domain.ErrNotEnoughUnits, http.StatusConflict, "not_enough_units", "fewer units are on sale than that (a sale keeps one unit at least: to stop it, end or pause it)"},
+	{domain.ErrAlreadyStarted, http.StatusConflict, "already_started", "the sale has started: its begins_at cannot move"},
+	{domain.ErrInvalidState, http.StatusConflict, "invalid_state", "the order is not in a state that allows this"},
+	{domain.ErrNotFound, http.StatusNotFound, "not_found", "not found"},
+	{errUnauthorized, http.StatusUnauthorized, "unauthorized", errUnauthorized.Error()},
+	{errForbidden, http.StatusForbidden, "forbidden", errForbidden.Error()},
+	{domain.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", unavailableMessage},
+	{context.DeadlineExceeded, http.StatusServiceUnavailable, "unavailable", unavailableMessage},
+}
+
+const unavailableMessage = "temporarily unavailable, retry later"
 
 // fromEchoError maps the errors Echo and its middleware raise (unknown route, wrong
 // method, body too large, timeout) onto the contract's codes.
@@ -164,7 +168,7 @@ func fromEchoError(he *echo.HTTPError) (int, errorDetail) {
 	case http.StatusUnauthorized:
 		return he.Code, errorDetail{Code: "unauthorized", Message: errUnauthorized.Error()}
 	case http.StatusServiceUnavailable:
-		return he.Code, errorDetail{Code: "unavailable", Message: "temporarily unavailable, retry later"}
+		return he.Code, errorDetail{Code: "unavailable", Message: unavailableMessage}
 	}
 	if he.Code >= 400 && he.Code < 500 {
 		return http.StatusBadRequest, errorDetail{Code: "invalid_request", Message: http.StatusText(he.Code)}

@@ -133,6 +133,16 @@ func rendered(status int, v any) (int, []byte, error) {
 	return status, append(b, '\n'), nil
 }
 
+// answerWith answers the request with what answer renders from v: the very bytes a
+// receipt of the request keeps (receiptFor), so a retry is answered alike.
+func answerWith[T any](c echo.Context, v T, answer func(T) (int, []byte, error)) error {
+	status, body, err := answer(v)
+	if err != nil {
+		return err
+	}
+	return c.JSONBlob(status, body)
+}
+
 // validIdempotencyKey reports whether key is 1–255 printable ASCII characters.
 func validIdempotencyKey(key string) bool {
 	if len(key) > 255 {

@@ -78,11 +78,7 @@ func (h handlers) transition(c echo.Context, change func(context.Context, domain
 	if err != nil {
 		return err
 	}
-	status, body, err := h.changedOrder(o)
-	if err != nil {
-		return err
-	}
-	return c.JSONBlob(status, body)
+	return answerWith(c, o, h.changedOrder)
 }
 
 // changedOrder is the answer to a change of order o's state: 200 with the order.
@@ -91,17 +87,7 @@ func (h handlers) changedOrder(o domain.Order) (int, []byte, error) {
 }
 
 func (h handlers) listOrders(c echo.Context) error {
-	// strictQuery has refused a malformed or repeated parameter already; a voucher_id
-	// given, even empty, must be an id.
-	var voucher domain.VoucherID
-	if s, given := c.QueryParams()["voucher_id"]; given {
-		id, err := domain.ParseVoucherID(s[0])
-		if err != nil {
-			return domain.Invalid("voucher_id", "must be a positive integer")
-		}
-		voucher = id
-	}
-	limit, cursor, err := pageParams(c)
+	voucher, limit, cursor, err := voucherPageParams(c)
 	if err != nil {
 		return err
 	}

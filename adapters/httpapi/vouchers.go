@@ -90,11 +90,7 @@ func (h handlers) createVoucher(c echo.Context) error {
 		// periodic warm-up (grabs answer 503 until then).
 		h.log.Warn("voucher created; its sale state will be loaded later", zap.String("voucher", v.ID.String()), zap.Error(v.Warming))
 	}
-	status, body, err := createdVoucher(v)
-	if err != nil {
-		return err
-	}
-	return c.JSONBlob(status, body)
+	return answerWith(c, v, createdVoucher)
 }
 
 // createdVoucher is the answer to creating voucher v: 201 with the voucher, as the

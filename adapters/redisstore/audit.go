@@ -27,21 +27,14 @@ var metaFields = []string{"stock", "remaining", "begins", "ends", "limit", "expi
 // Audit is a ports.StockAudit over the sale state Stock keeps: it reads a voucher's
 // whole state for reconciliation and stats, and repairs it. Every repair is one
 // script, idempotent, and safe while the sale is live.
-type Audit struct {
-	client redis.UniversalClient
-	keys   Keys
-	group  string
-}
+type Audit struct{ stateReader }
 
 var _ ports.StockAudit = (*Audit)(nil)
 
 // NewAudit returns an Audit working through client. It uses opts.Prefix and opts.Group
 // (defaults as for NewStock); opts.Grace does not matter to it.
 func NewAudit(client redis.UniversalClient, opts Options) *Audit {
-	if opts.Group == "" {
-		opts.Group = DefaultGroup
-	}
-	return &Audit{client: client, keys: Keys{Prefix: opts.Prefix}, group: opts.Group}
+	return &Audit{newStateReader(client, opts)}
 }
 
 // Snapshot returns what Redis holds for voucher id: its stock and remaining units, the

@@ -19,21 +19,31 @@ import (
 // reserve script adds each reservation to it; on a cluster Stock.indexGrabs writes
 // each grab to it first), checked against the orders hash of each voucher, which alone
 // says what is held.
-type Reservations struct {
-	client redis.UniversalClient
-	keys   Keys
-	group  string
-}
+type Reservations struct{ stateReader }
 
 var _ ports.Reservations = (*Reservations)(nil)
 
 // NewReservations returns Reservations reading through client. It uses opts.Prefix and
 // opts.Group (defaults as for NewStock); opts.Grace does not matter to it.
 func NewReservations(client redis.UniversalClient, opts Options) *Reservations {
+	return &Reservations{newStateReader(client, opts)}
+}
+
+// stateReader is what the readers of the grab path's records share: the client, the
+// key names and the workers' consumer group.
+type stateReader struct {
+	client redis.UniversalClient
+	keys   Keys
+	group  string
+}
+
+// newStateReader reads through client, with opts.Prefix and opts.Group (defaults as
+// for NewStock).
+func newStateReader(client redis.UniversalClient, opts Options) stateReader {
 	if opts.Group == "" {
 		opts.Group = DefaultGroup
 	}
-	return &Reservations{client: client, keys: Keys{Prefix: opts.Prefix}, group: opts.Group}
+	return stateReader{client: client, keys: Keys{Prefix: opts.Prefix}, group: opts.Group}
 }
 
 // Find returns the reservation order id names. With user not 0 it looks in that
