@@ -170,7 +170,8 @@ func waitShown(t *testing.T, ctx context.Context, id string, what string, ok fun
 
 // The live page, in a real headless Chromium, shows a voucher the test creates and its
 // remaining count falling while a burst of grabs sells it; with an admin token it
-// shows the voucher's stats and the grab counts, and its pause button pauses the sale.
+// shows the voucher's units by state and the grab counts, and its pause button pauses
+// the sale.
 func TestUIShowsTheSaleLiveInChromium(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t)
@@ -205,7 +206,7 @@ func TestUIShowsTheSaleLiveInChromium(t *testing.T) {
 	if stored := evaluate[string](t, ctx, `sessionStorage.getItem("seckill.adminToken") || ""`); stored != a.admin {
 		t.Fatalf("the token is not kept in sessionStorage: %q", stored)
 	}
-	waitText(t, ctx, fmt.Sprintf(`tr[data-voucher-id="%s"] .orders`, id), fmt.Sprintf("queued %d ·", stock))
+	waitText(t, ctx, fmt.Sprintf(`tr[data-detail-for="%s"] td[data-count="queued"]`, id), strconv.Itoa(stock))
 	waitText(t, ctx, `#rates tr[data-outcome="reserved"]`, fmt.Sprintf("total %d", stock))
 	evaluate[bool](t, ctx, fmt.Sprintf(`document.querySelector('tr[data-voucher-id="%s"] button.toggle').click(); true`, id))
 	testenv.Eventually(t, 3*testenv.Patience, "the page's pause button paused the sale", func() (bool, string) {
@@ -247,5 +248,160 @@ func TestUICountsDownByTheServersClock(t *testing.T) {
 	seconds, _ := strconv.Atoi(m[2])
 	if left := 60*minutes + seconds; left > 600 {
 		t.Fatalf("countdown %q: %d s, want at most 600 (by the server's clock)", shown, left)
+	}
+}
+
+// countsShown is the units by state the page shows for voucher id, by the stats' names
+// (empty while it shows none).
+func countsShown(t *testing.T, ctx context.Context, id string) map[string]string {
+	t.Helper()
+	return evaluate[map[string]string](t, ctx, fmt.Sprintf(`Object.fromEntries(Array.from(
+		document.querySelectorAll('tr[data-detail-for="%s"] td[data-count]'), (td) => [td.dataset.count, td.textContent]))`, id))
+}
+
+// click waits, generously, until selector matches a button, and clicks it. The page
+// re-renders every second: the button is found and clicked in one go.
+func click(t *testing.T, ctx context.Context, selector string) {
+	t.Helper()
+	testenv.Eventually(t, 3*testenv.Patience, "the page shows "+selector, func() (bool, string) {
+		return evaluate[bool](t, ctx, fmt.Sprintf(`(() => { const b = document.querySelector(%q);
+			if (!b || b.disabled) return false; b.click(); return true; })()`, selector)), ""
+	})
+}
+
+// visible tells whether selector matches an element the page displays.
+func visible(t *testing.T, ctx context.Context, selector string) bool {
+	t.Helper()
+	return evaluate[bool](t, ctx, fmt.Sprintf(`(() => { const e = document.querySelector(%q);
+		return !!e && e.getClientRects().length > 0; })()`, selector))
+}
+
+// submitEdit fills the page's edit form with fields (name → value) and submits it.
+func submitEdit(t *testing.T, ctx context.Context, fields map[string]string) {
+	t.Helper()
+	js := `(() => { const f = document.getElementById("edit-form"); f.reset();`
+	for name, value := range fields {
+		js += fmt.Sprintf(` f.elements[%q].value = %q;`, name, value)
+	}
+	evaluate[bool](t, ctx, js+` document.getElementById("edit-result").textContent = ""; f.requestSubmit(); return true; })()`)
+}
+
+// The live page runs a sale for the people running it, in a real headless Chromium: a
+// sold-out sale reads sold_out; with an admin token (and a sign that it is in use) each
+// sale's units by state match its stats and a chart of its last minutes fills with
+// samples; the edit form adds units (under an Idempotency-Key) and shows a refused
+// removal's code; "end now" ends the sale for grabs too; signing out forgets the token.
+func TestUIRunsASaleInChromium(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	id := a.createVoucher(4, 1)
+	row := fmt.Sprintf(`tr[data-voucher-id="%s"]`, id)
+	detail := fmt.Sprintf(`tr[data-detail-for="%s"]`, id)
+	ctx := browser(t)
+	navCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(navCtx, chromedp.Navigate(a.url+"/ui/")); err != nil {
+		t.Fatalf("open the page: %v", err)
+	}
+	waitShown(t, ctx, id, "4 before the sale", func(n int) bool { return n == 4 })
+	if visible(t, ctx, "#admin-sign") {
+		t.Fatal("the admin sign shows with no token")
+	}
+
+	// Sold out: the tag is the server's state, not a green "live".
+	orders := make([]string, 4)
+	for i := range orders {
+		r := a.do(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", a.token(domain.UserID(100+i), false), "")
+		if r.Status != http.StatusAccepted {
+			t.Fatalf("grab %d: %d %s", i, r.Status, r.Raw)
+		}
+		orders[i] = r.Body["order_id"].(string)
+	}
+	waitText(t, ctx, row+" .badge", "sold_out")
+	if got := textOf(t, ctx, row+" .badge"); got != "sold_out" {
+		t.Fatalf("sold-out voucher tagged %q", got)
+	}
+
+	// The admin view, with its sign.
+	evaluate[bool](t, ctx, fmt.Sprintf(`document.getElementById("token").value = %q;
+		document.getElementById("token-form").requestSubmit(); true`, a.admin))
+	testenv.Eventually(t, 3*testenv.Patience, "the admin sign shows", func() (bool, string) {
+		return visible(t, ctx, "#admin-sign") && strings.Contains(textOf(t, ctx, "#admin-sign"), "admin token in use"), ""
+	})
+
+	// The units by state: two awaiting payment, one paid, one cancelled (back on sale).
+	a.fulfillAll()
+	if r := a.do(http.MethodPost, "/api/v1/orders/"+orders[0]+"/pay", a.token(100, false), ""); r.Status != http.StatusOK {
+		t.Fatalf("pay: %d %s", r.Status, r.Raw)
+	}
+	if r := a.do(http.MethodPost, "/api/v1/orders/"+orders[1]+"/cancel", a.token(101, false), ""); r.Status != http.StatusOK {
+		t.Fatalf("cancel: %d %s", r.Status, r.Raw)
+	}
+	want := map[string]string{"remaining": "1", "queued": "0", "awaiting_payment": "2", "paid": "1", "cancelled": "1", "expired": "0", "failed": "0"}
+	testenv.Eventually(t, 3*testenv.Patience, "the page's counts match the stats", func() (bool, string) {
+		r := a.do(http.MethodGet, "/api/v1/vouchers/"+id+"/stats", a.admin, "")
+		shown := countsShown(t, ctx, id)
+		for k, w := range want {
+			if api := fmt.Sprint(r.Body[k]); api != w || shown[k] != w {
+				return false, fmt.Sprintf("%s: stats %s, page %q, want %s (page %v, stats %s)", k, api, shown[k], w, shown, r.Raw)
+			}
+		}
+		return true, ""
+	})
+
+	// The chart: a few samples drawn, the grabs seen as a rate above zero.
+	testenv.Eventually(t, 3*testenv.Patience, "the chart has points", func() (bool, string) {
+		c := evaluate[map[string]string](t, ctx, fmt.Sprintf(`(() => { const s = document.querySelector('%s svg.chart');
+			return s ? {samples: s.dataset.samples, peak: s.dataset.peakRate,
+				left: s.querySelector("polyline.left").getAttribute("points"),
+				rate: s.querySelector("polyline.rate").getAttribute("points")} : {}; })()`, detail))
+		samples, _ := strconv.Atoi(c["samples"])
+		peak, _ := strconv.ParseFloat(c["peak"], 64)
+		return samples >= 5 && len(strings.Fields(c["left"])) == samples && len(strings.Fields(c["rate"])) == samples-1 && peak > 0,
+			fmt.Sprintf("%v", c)
+	})
+
+	// Edit: add units through the form, under an Idempotency-Key.
+	evaluate[bool](t, ctx, `window.sentKeys = []; window.fetch = ((f) => (u, o) => {
+		if (o && o.method === "PATCH") window.sentKeys.push(o.headers["Idempotency-Key"] || ""); return f(u, o); })(window.fetch); true`)
+	click(t, ctx, row+" button.edit")
+	testenv.Eventually(t, 3*testenv.Patience, "the edit form shows", func() (bool, string) { return visible(t, ctx, "#edit-form"), "" })
+	submitEdit(t, ctx, map[string]string{"add_units": "10"})
+	waitText(t, ctx, "#edit-result", "Saved")
+	waitShown(t, ctx, id, "11 after adding 10", func(n int) bool { return n == 11 })
+	waitText(t, ctx, row+" .stock", "14")
+	if v := a.do(http.MethodGet, "/api/v1/vouchers/"+id, "", ""); v.Body["remaining"] != 11.0 || v.Body["stock"] != 14.0 {
+		t.Fatalf("after the page's edit the API reads %s, want remaining 11 of 14", v.Raw)
+	}
+	if keys := evaluate[[]string](t, ctx, `window.sentKeys`); len(keys) != 1 || len(keys[0]) < 16 {
+		t.Fatalf("the edit was sent with Idempotency-Keys %q, want one", keys)
+	}
+
+	// A removal of more than is on sale: refused with its code, nothing changed.
+	submitEdit(t, ctx, map[string]string{"remove_units": "1000"})
+	waitText(t, ctx, "#edit-result", "not_enough_units")
+	if r := a.remaining(id); r != 11 {
+		t.Fatalf("a refused removal changed remaining to %v", r)
+	}
+
+	// End now, after a confirm: the tag reads ended, and so do grabs.
+	evaluate[bool](t, ctx, `window.confirmed = ""; window.confirm = (m) => { window.confirmed = m; return true; }; true`)
+	click(t, ctx, row+" button.end-now")
+	waitText(t, ctx, row+" .badge", "ended")
+	if asked := evaluate[string](t, ctx, `window.confirmed`); !strings.Contains(asked, id) {
+		t.Fatalf("end now asked %q, want a confirm naming the voucher", asked)
+	}
+	testenv.Eventually(t, 3*testenv.Patience, "a grab after end now answers 409 ended", func() (bool, string) {
+		r := a.do(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", a.token(200, false), "")
+		return r.Status == http.StatusConflict && r.code() == "ended", r.Raw
+	})
+
+	// Sign out: the sign and the admin's controls go, the token is forgotten.
+	click(t, ctx, "#sign-out")
+	testenv.Eventually(t, 3*testenv.Patience, "signed out", func() (bool, string) {
+		return !visible(t, ctx, "#admin-sign") && !visible(t, ctx, row+" button.edit") && !visible(t, ctx, detail), ""
+	})
+	if stored := evaluate[string](t, ctx, `sessionStorage.getItem("seckill.adminToken") || ""`); stored != "" {
+		t.Fatalf("the token is still in sessionStorage after sign out: %q", stored)
 	}
 }

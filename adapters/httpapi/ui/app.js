@@ -1,15 +1,27 @@
 // The live sale page: plain JavaScript, no build step. It reads the public voucher
 // list every second; with an admin token (kept in this tab's sessionStorage) it also
-// reads each voucher's stats and the Prometheus metrics, and offers pause/resume. It
-// tells time by the server's clock, never this device's (see serverNow).
+// reads each voucher's stats and the Prometheus metrics, draws each sale's last minutes
+// from samples it takes itself, and offers pause/resume, edit and end now. It tells
+// time by the server's clock, never this device's (see serverNow).
 "use strict";
 
 const TOKEN_KEY = "seckill.adminToken";
 const OUTCOMES = ["reserved", "sold_out", "already_purchased", "not_started", "ended", "paused",
   "rate_limited", "unavailable", "invalid", "not_found", "unauthorized"];
+const COUNTS = [["remaining", "remaining"], ["queued", "queued"], ["awaiting_payment", "awaiting payment"],
+  ["paid", "paid"], ["cancelled", "cancelled"], ["expired", "expired"], ["failed", "failed"]];
 const MAX_STATS = 20; // vouchers whose stats are read each second
+const WINDOW_MS = 5 * 60 * 1000; // what the charts show, and all the samples kept
+const RATE_SPAN_MS = 5000; // grabs per second are averaged over this much
+const SVG = "http://www.w3.org/2000/svg";
 
 let previous = null; // last metrics sample: {at, counts}
+let vouchers = []; // the last list read
+let stats = {}; // voucher id → its last stats answer
+const series = new Map(); // voucher id → samples [{at (performance.now()), left, taken}], oldest first
+let editing = null; // the voucher the edit form changes
+let pendingEdit = null; // an edit sent and not answered: {id, body, key}; a retry of it keeps its key
+let answers = 0; // vouchers shown from an action's answer: a list read before one is stale
 
 // The server's clock, which judges every sale: a device's clock is often seconds off,
 // and a countdown by it fires early or late. GET /api/v1/time is read as NTP reads a
@@ -48,15 +60,46 @@ function el(tag, attrs, ...children) {
   return e;
 }
 
+function svg(tag, attrs) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  return e;
+}
+
+// refusal is the error of an answer that is not 2xx: the contract's code and message.
+// (An error without .refused is a request that got no answer.)
+async function refusal(res) {
+  const body = await res.json().catch(() => null);
+  const e = body && body.error;
+  return Object.assign(new Error(e ? `${e.code}: ${e.message}` : `HTTP ${res.status}`), { refused: true });
+}
+
 async function getJSON(path, auth) {
   const headers = auth ? { Authorization: "Bearer " + token() } : {};
   const res = await fetch(path, { headers, cache: "no-store" });
-  const body = await res.json().catch(() => null);
-  if (!res.ok) {
-    const code = body && body.error ? body.error.code : res.status;
-    throw new Error(path + ": " + code);
-  }
-  return body;
+  if (!res.ok) throw new Error(path + ": " + (await refusal(res)).message);
+  return res.json();
+}
+
+// idempotencyKey is 128 random bits in hex (crypto.getRandomValues works on plain
+// http too, where crypto.randomUUID does not).
+function idempotencyKey() {
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+// patchVoucher sends an edit and answers the voucher as it left it. The edit goes under
+// an Idempotency-Key, kept until the server answers: sent again after a network
+// failure (the same edit, say by a second click), it is done once.
+async function patchVoucher(id, edit) {
+  const body = JSON.stringify(edit);
+  if (!pendingEdit || pendingEdit.id !== id || pendingEdit.body !== body) pendingEdit = { id, body, key: idempotencyKey() };
+  const res = await fetch(`/api/v1/vouchers/${id}`, {
+    method: "PATCH", body,
+    headers: { Authorization: "Bearer " + token(), "Content-Type": "application/json", "Idempotency-Key": pendingEdit.key },
+  });
+  pendingEdit = null;
+  if (!res.ok) throw await refusal(res);
+  return res.json();
 }
 
 // saleState is the voucher's state as the server answered it, carried forward by the
@@ -83,36 +126,204 @@ function duration(ms) {
   return `${sec}s`;
 }
 
-function row(v, stats) {
+// sample notes each listed voucher's units left and units taken (stock − remaining,
+// which an edit of the stock leaves alone) and forgets what is older than the window
+// or no longer listed. Samples closer than half a second replace the last one, so an
+// extra refresh (after an action) does not make a spike of a rate.
+function sample(list) {
+  const at = performance.now();
+  for (const v of list) {
+    const s = series.get(v.id) || [];
+    const point = { at, left: v.remaining, taken: v.stock - v.remaining };
+    if (s.length > 0 && at - s[s.length - 1].at < 500) s[s.length - 1] = point; else s.push(point);
+    while (s.length > 0 && at - s[0].at > WINDOW_MS) s.shift();
+    series.set(v.id, s);
+  }
+  const listed = new Set(list.map((v) => v.id));
+  for (const id of series.keys()) if (!listed.has(id)) series.delete(id);
+}
+
+// rates are the grabs per second at each sample after the first: the units taken over
+// the last RATE_SPAN_MS or so (one sample a second is too jumpy to read), net of
+// units that came back (a cancelled or expired order's units show in the units left;
+// a rate is never below zero).
+function rates(s) {
+  const out = [];
+  for (let i = 1, j = 0; i < s.length; i++) {
+    while (j < i - 1 && s[i].at - s[j].at > RATE_SPAN_MS) j++;
+    out.push({ at: s[i].at, rate: Math.max(0, (s[i].taken - s[j].taken) * 1000 / (s[i].at - s[j].at)) });
+  }
+  return out;
+}
+
+// chart draws a sale's last minutes: units left (scaled to the stock, or to the most
+// there were before units were removed) and grabs per second (scaled to the peak),
+// time running left to right up to now. It spans the samples the page has, at least a
+// minute and at most the window, so a sale watched for a minute fills the chart.
+function chart(v) {
+  const s = series.get(v.id) || [];
+  const r = rates(s);
+  const W = 240, H = 56, now = performance.now();
+  const span = Math.min(WINDOW_MS, Math.max(60000, s.length ? now - s[0].at : 0));
+  const maxLeft = Math.max(1, v.stock, ...s.map((p) => p.left));
+  const peak = Math.max(0, ...r.map((p) => p.rate));
+  const x = (at) => (W * (1 - (now - at) / span)).toFixed(1);
+  const y = (value, max) => (H - 2 - (H - 4) * value / Math.max(max, 1)).toFixed(1);
+  const left = s.map((p) => `${x(p.at)},${y(p.left, maxLeft)}`).join(" ");
+  const rate = r.map((p) => `${x(p.at)},${y(p.rate, peak)}`).join(" ");
+  const last = s.length ? s[s.length - 1].left : v.remaining;
+  const lastRate = r.length ? r[r.length - 1].rate : 0;
+  const minutes = Math.round(span / 60000);
+  const label = `Last ${minutes} min: ${last} units left of ${maxLeft}; ` +
+    `${lastRate.toFixed(1)} grabs per second now, peak ${peak.toFixed(1)}`;
+  const g = svg("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, width: W, height: H, role: "img",
+    "aria-label": label, "data-samples": s.length, "data-peak-rate": peak.toFixed(2) });
+  g.append(svg("line", { class: "axis", x1: 0, x2: W, y1: H - 1, y2: H - 1 }),
+    svg("polyline", { class: "left", points: left }), svg("polyline", { class: "rate", points: rate }));
+  return el("figure", { class: "chartbox" }, g, el("figcaption", {},
+    el("span", { class: "key-left" }, `left ${last}`), " · ",
+    el("span", { class: "key-rate" }, `${lastRate.toFixed(1)} grabs/s (peak ${peak.toFixed(1)})`),
+    el("span", { class: "muted" }, ` · last ${minutes} min`)));
+}
+
+// counts lays a voucher's stats out as a table, one column per state of its units.
+function counts(v, st) {
+  if (!st) return el("p", { class: "muted" }, "stats not read");
+  const head = el("tr", {}), body = el("tr", {});
+  for (const [key, label] of COUNTS) {
+    head.append(el("th", { scope: "col", class: "num" }, label));
+    body.append(el("td", { class: "num", "data-count": key }, String(st[key])));
+  }
+  return el("div", {},
+    el("table", { class: "counts", "aria-label": `units of voucher ${v.id} by state` }, el("thead", {}, head), el("tbody", {}, body)),
+    el("p", { class: "muted small" }, `stock ${st.stock} · queue entries not yet acknowledged ${st.pending}` +
+      (st.oldest_queued_ms !== undefined ? ` · oldest queued ${st.oldest_queued_ms} ms` : "")));
+}
+
+function button(action, text, onClick, disabled) {
+  const b = el("button", { type: "button", class: action, "data-action": action }, text);
+  if (disabled) b.disabled = true;
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+// rows are a voucher's row and, for admins, its detail row: the counts and the chart.
+function rows(v, admin) {
   const sold = v.stock > 0 ? (v.stock - v.remaining) / v.stock : 0;
   const [state, countdown] = saleState(v, serverNow());
+  const toggleAction = v.paused ? "resume" : "pause";
   const tr = el("tr", { "data-voucher-id": v.id },
     el("td", {}, v.id),
     el("td", { class: "title" }, v.title),
     el("td", {}, el("span", { class: "badge " + state }, state), " ", el("span", { class: "countdown muted" }, countdown)),
     el("td", { class: "num remaining" }, String(v.remaining)),
-    el("td", { class: "num" }, String(v.stock)),
+    el("td", { class: "num stock" }, String(v.stock)),
     el("td", { class: "barcol" }, el("div", { class: "bar", title: Math.round(sold * 100) + "% sold" },
       el("div", { style: "width:" + (sold * 100).toFixed(1) + "%" }))),
+    el("td", { class: "admin-only actions" },
+      button("toggle", toggleAction, () => toggle(v.id, toggleAction)),
+      button("edit", "edit", () => openEdit(v)),
+      button("end-now", "end now", () => endNow(v), state === "ended" || state === "upcoming")),
   );
-  const orders = el("td", { class: "admin-only orders" });
-  if (stats) {
-    orders.textContent = `queued ${stats.queued} · awaiting payment ${stats.awaiting_payment} · paid ${stats.paid}` +
-      ` · cancelled ${stats.cancelled} · expired ${stats.expired} · failed ${stats.failed} · pending ${stats.pending}` +
-      (stats.oldest_queued_ms !== undefined ? ` · oldest queued ${stats.oldest_queued_ms} ms` : "");
+  if (!admin) return [tr];
+  const detail = el("tr", { class: "detail admin-only", "data-detail-for": v.id },
+    el("td", { colspan: "7" }, el("div", { class: "detail-grid" }, counts(v, stats[v.id]), chart(v))));
+  return [tr, detail];
+}
+
+// render draws the list as last read; a button that had the focus keeps it.
+function render() {
+  const admin = token() !== "";
+  document.body.classList.toggle("is-admin", admin);
+  document.getElementById("admin-sign").hidden = !admin;
+  const active = document.activeElement;
+  const focused = active && active.dataset && active.dataset.action && active.closest("tr[data-voucher-id]");
+  const keep = focused ? [focused.dataset.voucherId, active.dataset.action] : null;
+  document.querySelector("#vouchers tbody").replaceChildren(...vouchers.flatMap((v) => rows(v, admin)));
+  document.getElementById("empty").hidden = vouchers.length > 0;
+  if (keep) {
+    const b = document.querySelector(`tr[data-voucher-id="${keep[0]}"] button[data-action="${keep[1]}"]`);
+    if (b) b.focus();
   }
-  tr.append(orders);
-  const action = v.paused ? "resume" : "pause";
-  const button = el("button", { type: "button", class: "toggle" }, action);
-  button.addEventListener("click", () => toggle(v.id, action));
-  tr.append(el("td", { class: "admin-only" }, button));
-  return tr;
+}
+
+// showVoucher puts a voucher as an answer left it on the page at once.
+function showVoucher(v) {
+  answers++;
+  vouchers = vouchers.map((w) => (w.id === v.id ? v : w));
+  render();
+}
+
+function note(text, error) {
+  const n = document.getElementById("action-note");
+  n.textContent = text;
+  n.classList.toggle("error", !!error);
 }
 
 async function toggle(id, action) {
-  const res = await fetch(`/api/v1/vouchers/${id}/${action}`, {
-    method: "POST", headers: { Authorization: "Bearer " + token() } });
-  if (!res.ok) setStatus(`${action} ${id}: HTTP ${res.status}`, true);
+  try {
+    const res = await fetch(`/api/v1/vouchers/${id}/${action}`, {
+      method: "POST", headers: { Authorization: "Bearer " + token() } });
+    if (!res.ok) throw await refusal(res);
+    showVoucher(await res.json());
+    note(`voucher ${id}: ${action}d`);
+  } catch (e) {
+    note(`${action} ${id}: ${e.message}`, true);
+  }
+  refresh();
+}
+
+async function endNow(v) {
+  if (serverNow() === null) { note("the server's clock is not read yet: try again in a moment", true); return; }
+  if (!window.confirm(`End the sale of voucher ${v.id} (${v.title}) now? Grabs are refused from then on.`)) return;
+  try {
+    showVoucher(await patchVoucher(v.id, { ends_at: new Date(serverNow()).toISOString() }));
+    note(`voucher ${v.id}: ended`);
+  } catch (e) {
+    note(`end ${v.id}: ${e.message}`, true);
+  }
+  refresh();
+}
+
+function openEdit(v) {
+  editing = v.id;
+  const form = document.getElementById("edit-form");
+  form.reset();
+  form.elements.per_user_limit.placeholder = String(v.per_user_limit);
+  form.elements.title.placeholder = v.title;
+  document.getElementById("edit-id").textContent = `${v.id} (${v.title}; ends ${new Date(Date.parse(v.ends_at)).toLocaleString()})`;
+  document.getElementById("edit-result").textContent = "";
+  document.getElementById("edit").hidden = false;
+  form.elements.add_units.focus();
+}
+
+// editOf is the edit the form asks for: only the fields filled in.
+function editOf(form) {
+  const edit = {};
+  for (const name of ["add_units", "remove_units", "per_user_limit"]) {
+    const value = form.elements[name].value.trim();
+    if (value !== "") edit[name] = Number(value);
+  }
+  if (form.elements.ends_at.value) edit.ends_at = new Date(form.elements.ends_at.value).toISOString();
+  if (form.elements.title.value.trim()) edit.title = form.elements.title.value.trim();
+  return edit;
+}
+
+async function submitEdit(ev) {
+  ev.preventDefault();
+  const form = ev.target, result = document.getElementById("edit-result");
+  const edit = editOf(form);
+  result.classList.remove("error");
+  if (Object.keys(edit).length === 0) { result.textContent = "Nothing to change."; return; }
+  try {
+    const v = await patchVoucher(editing, edit);
+    showVoucher(v);
+    form.reset();
+    result.textContent = `Saved: ${v.remaining} of ${v.stock} left, limit ${v.per_user_limit}, ${v.state}.`;
+  } catch (e) {
+    result.textContent = (e.refused ? "Refused: " : "No answer (send it again: it is done once): ") + e.message;
+    result.classList.add("error");
+  }
   refresh();
 }
 
@@ -160,9 +371,8 @@ async function refreshMetrics() {
   document.getElementById("pending").textContent = pending === undefined ? "–" : String(pending);
 }
 
-async function refresh() {
-  const admin = token() !== "";
-  document.body.classList.toggle("is-admin", admin);
+async function load() {
+  const seen = answers;
   let list;
   try {
     list = await getJSON("/api/v1/vouchers", false);
@@ -170,19 +380,33 @@ async function refresh() {
     setStatus("cannot read vouchers: " + e.message, true);
     return;
   }
-  const vouchers = list.vouchers || [];
-  const stats = {};
-  if (admin) {
-    await Promise.all(vouchers.slice(0, MAX_STATS).map(async (v) => {
-      try { stats[v.id] = await getJSON(`/api/v1/vouchers/${v.id}/stats`, true); }
+  const read = list.vouchers || [];
+  sample(read);
+  const fresh = {};
+  if (token() !== "") {
+    await Promise.all(read.slice(0, MAX_STATS).map(async (v) => {
+      try { fresh[v.id] = await getJSON(`/api/v1/vouchers/${v.id}/stats`, true); }
       catch (e) { document.getElementById("admin-note").textContent = e.message; }
     }));
     refreshMetrics().catch((e) => { document.getElementById("admin-note").textContent = e.message; });
   }
-  document.querySelector("#vouchers tbody").replaceChildren(...vouchers.map((v) => row(v, stats[v.id])));
-  document.getElementById("empty").hidden = vouchers.length > 0;
+  if (seen !== answers) return; // read before an action's answer: the next read follows
+  vouchers = read;
+  stats = fresh;
+  render();
   const now = serverNow();
   setStatus(now === null ? "updated (server clock not read yet)" : "updated " + new Date(now).toLocaleTimeString() + " server time");
+}
+
+// refresh reads the page's data again; one read at a time, and one more after it when
+// asked meanwhile (an action's answer must not be overwritten by an older read).
+let loading = null, again = false;
+function refresh() {
+  if (loading) { again = true; return; }
+  loading = load().finally(() => {
+    loading = null;
+    if (again) { again = false; refresh(); }
+  });
 }
 
 document.getElementById("token-form").addEventListener("submit", (ev) => {
@@ -192,12 +416,20 @@ document.getElementById("token-form").addEventListener("submit", (ev) => {
   input.value = "";
   document.getElementById("admin-note").textContent = "";
   previous = null;
+  render();
   refresh();
 });
-document.getElementById("forget").addEventListener("click", () => {
+document.getElementById("sign-out").addEventListener("click", () => {
   sessionStorage.removeItem(TOKEN_KEY);
-  refresh();
+  stats = {};
+  editing = null;
+  document.getElementById("edit").hidden = true;
+  document.getElementById("admin-note").textContent = "";
+  note("");
+  render();
 });
+document.getElementById("edit-form").addEventListener("submit", submitEdit);
+document.getElementById("edit-close").addEventListener("click", () => { document.getElementById("edit").hidden = true; });
 
 // The clock first (the first list is then judged by it), measured again every minute.
 measureClock().catch(() => {}).finally(() => { refresh(); setInterval(refresh, 1000); });
