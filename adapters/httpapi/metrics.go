@@ -245,7 +245,9 @@ func (l *requestLogger) write(c echo.Context, route string, status int, latency 
 	switch {
 	case status >= 500:
 		ce = l.log.Check(zapcore.WarnLevel, "request")
-	case latency >= slowRequest:
+	case latency >= slowRequest && route != orderEventsRoute && route != voucherEventsRoute:
+		// An event stream lasts as long as its client listens: its length is no
+		// slowness, and its end goes through the sampler.
 		ce = l.log.Check(zapcore.InfoLevel, "request")
 	default:
 		// Sampled out, the line costs nothing more: its fields are not even made.
