@@ -102,3 +102,21 @@ func TestTicketsRedeemOnce(t *testing.T) {
 		t.Fatalf("expired ticket: %v", err)
 	}
 }
+
+// BenchmarkPublishChange measures what announcing a change costs: one PUBLISH (or
+// SPUBLISH) round trip per call, nobody subscribed. It is the price a publish per grab
+// would add to the grab path, which is why grabs announce nothing (the voucher streams
+// read the units instead).
+func BenchmarkPublishChange(b *testing.B) {
+	ctx := context.Background()
+	changes := redisstore.NewChanges(testenv.Redis(b), redisstore.Options{Prefix: "b" + testenv.Unique()})
+	ch := ports.Change{Voucher: 7, Order: "01KB0000000000000000000001"}
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := changes.Publish(ctx, ch); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
