@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -408,5 +409,31 @@ func TestStreamsCloseEndsThem(t *testing.T) {
 	s.ends()
 	if s2, r := a.stream("/api/v1/vouchers/1/events", ""); s2 != nil || r.Status != http.StatusServiceUnavailable {
 		t.Fatalf("a stream after Close: %d %s", r.Status, r.Raw)
+	}
+}
+
+// A stream outlives the server's read timeout (serve sets one, for request bodies):
+// neither the connection nor the request's context ends when it passes.
+func TestStreamOutlivesTheReadTimeout(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t, func(s *setup) { s.streams.Ping = 20 * time.Millisecond })
+	srv := httptest.NewUnstartedServer(a.e)
+	srv.Config.ReadTimeout = 100 * time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close)
+	voucher := a.createVoucher(10, 1)
+	a.url = srv.URL
+	s, _ := a.stream("/api/v1/vouchers/"+voucher+"/events", "")
+	s.next()
+	// 20 pings take 400 ms at least, four read timeouts.
+	for i := range 20 {
+		select {
+		case _, ok := <-s.events:
+			if !ok {
+				t.Fatalf("the stream ended after %d pings", i)
+			}
+		case <-time.After(eventDeadline):
+			t.Fatal("no ping")
+		}
 	}
 }
