@@ -178,6 +178,20 @@ func TestEventsReachStreamsOnEveryInstance(t *testing.T) {
 		t.Fatalf("pause through B: %d %v", status, body)
 	}
 	sale.until(fanOutWithin, "paused", func(ev map[string]any) bool { return ev["state"] == "paused" })
+
+	// SIGTERM ends the instance's streams, so its drain need not wait for them:
+	// serve exits cleanly (stop fails the test otherwise) and the stream ends.
+	held := b.openStream("/api/v1/vouchers/"+voucher+"/events", "", "voucher")
+	held.until(testenv.Patience, "the voucher", func(map[string]any) bool { return true })
+	b.stop()
+	select {
+	case ev, open := <-held.events:
+		if open {
+			t.Fatalf("an event while shutting down: %v", ev)
+		}
+	case <-time.After(testenv.Patience):
+		t.Fatal("the stream outlived its instance's shutdown")
+	}
 }
 
 // TestEventsWithTheInProcessRedis follows an order by its stream on serve with nothing
