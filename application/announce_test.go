@@ -64,3 +64,23 @@ func TestChangesAreAnnounced(t *testing.T) {
 		t.Fatalf("pause announced %+v", got[len(got)-1])
 	}
 }
+
+// An edit that changed something is announced once; one that changed nothing, or was
+// refused, is not.
+func TestEditIsAnnounced(t *testing.T) {
+	t.Parallel()
+	f := newEditFixture(t, 10)
+	title := "Tea"
+	if _, err := f.apply(domain.VoucherEdit{Title: &title}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.apply(domain.VoucherEdit{Title: &title}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.apply(domain.VoucherEdit{RemoveUnits: units(11)}); !errors.Is(err, domain.ErrNotEnoughUnits) {
+		t.Fatalf("remove more than remain: %v", err)
+	}
+	if got, want := f.changes.Published(), []ports.Change{{Voucher: f.id}}; !slices.Equal(got, want) {
+		t.Fatalf("announced %+v, want %+v", got, want)
+	}
+}
