@@ -61,12 +61,14 @@ type EditVoucher struct {
 	stock    ports.Stock
 	recover  *RecoverVoucher
 	clock    ports.Clock
+	changes  ports.Changes
 	observe  func(actions []string)
 }
 
-// NewEditVoucher returns the use case; clock judges whether a sale has started.
-func NewEditVoucher(vouchers ports.Vouchers, stock ports.Stock, recovery *RecoverVoucher, clock ports.Clock) *EditVoucher {
-	return &EditVoucher{vouchers: vouchers, stock: stock, recover: recovery, clock: clock, observe: func([]string) {}}
+// NewEditVoucher returns the use case; clock judges whether a sale has started, and
+// every edit that changed something is announced on changes.
+func NewEditVoucher(vouchers ports.Vouchers, stock ports.Stock, recovery *RecoverVoucher, clock ports.Clock, changes ports.Changes) *EditVoucher {
+	return &EditVoucher{vouchers: vouchers, stock: stock, recover: recovery, clock: clock, changes: changes, observe: func([]string) {}}
 }
 
 // Observe makes every edit that changed something report its actions (EditActions)
@@ -147,6 +149,7 @@ func (uc *EditVoucher) Handle(ctx context.Context, cmd EditVoucherCmd) (LiveVouc
 		}
 	}
 	if actions := editActions(cmd.Edit, before, v); len(actions) > 0 {
+		publish(ctx, uc.changes, ports.Change{Voucher: v.ID})
 		uc.observe(actions)
 	}
 	return answered, nil

@@ -24,7 +24,7 @@ type editFixture struct {
 func newEditFixture(t *testing.T, stock int) *editFixture {
 	t.Helper()
 	f := &editFixture{sale: newSale(t, stock, 1)}
-	f.edit = application.NewEditVoucher(f.vouchers, f.stock, newRecover(f.vouchers, f.stock, f.orders, f.clock), f.clock)
+	f.edit = application.NewEditVoucher(f.vouchers, f.stock, newRecover(f.vouchers, f.stock, f.orders, f.clock), f.clock, f.changes)
 	f.edit.Observe(func(actions []string) { f.actions = append(f.actions, actions) })
 	return f
 }
@@ -152,7 +152,7 @@ func TestEditVoucherHealsALostCommit(t *testing.T) {
 			recovered[r]++
 		}
 	})
-	edit := application.NewEditVoucher(commitLost{f.vouchers}, f.stock, recovery, f.clock)
+	edit := application.NewEditVoucher(commitLost{f.vouchers}, f.stock, recovery, f.clock, memory.NewChanges())
 	_, err := edit.Handle(context.Background(), application.EditVoucherCmd{Voucher: f.id, Edit: domain.VoucherEdit{RemoveUnits: units(4)}})
 	if !errors.Is(err, domain.ErrUnavailable) {
 		t.Fatalf("a removal whose commit failed: %v, want %v", err, domain.ErrUnavailable)

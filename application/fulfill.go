@@ -34,13 +34,15 @@ type FulfillOrder struct {
 	orders        ports.Orders
 	queue         ports.Queue
 	compensate    *Compensate
+	changes       ports.Changes
 	maxDeliveries int64
 }
 
 // NewFulfillOrder returns the use case. A delivery seen more than maxDeliveries times
-// is dead-lettered instead of tried again.
-func NewFulfillOrder(orders ports.Orders, queue ports.Queue, compensate *Compensate, maxDeliveries int64) *FulfillOrder {
-	return &FulfillOrder{orders: orders, queue: queue, compensate: compensate, maxDeliveries: maxDeliveries}
+// is dead-lettered instead of tried again. The orders each batch makes (awaiting
+// payment, or failed) are announced on changes, in one call.
+func NewFulfillOrder(orders ports.Orders, queue ports.Queue, compensate *Compensate, changes ports.Changes, maxDeliveries int64) *FulfillOrder {
+	return &FulfillOrder{orders: orders, queue: queue, compensate: compensate, changes: changes, maxDeliveries: maxDeliveries}
 }
 
 // Handle persists a batch in one transaction and acknowledges it. An error wrapping
@@ -118,14 +120,19 @@ func (uc *FulfillOrder) settle(ctx context.Context, ds []ports.Delivery, results
 		return fmt.Errorf("persist returned %d results for %d reservations", len(results), len(ds))
 	}
 	ack := make([]ports.Delivery, 0, len(ds))
+	made := make([]ports.Change, 0, len(ds))
+	// The rows are committed: their announcement is due whatever follows.
+	defer func() { publish(ctx, uc.changes, made...) }()
 	for i, res := range results {
 		d := ds[i]
 		switch res.Outcome {
 		case ports.Persisted:
+			made = append(made, ports.Change{Voucher: d.VoucherID, Order: d.Reservation.OrderID})
 			rep.Persisted++
 		case ports.AlreadyPersisted:
 			rep.Redelivered++
 		case ports.Failed:
+			made = append(made, ports.Change{Voucher: d.VoucherID, Order: d.Reservation.OrderID})
 			if _, err := uc.compensate.Handle(ctx, failedOrder(d.Reservation)); err != nil {
 				return err
 			}

@@ -32,7 +32,7 @@ func newSale(t *testing.T, stock, limit int) sale {
 	f.stock.Queue = q
 	orders := memory.NewOrders(f.vouchers)
 	return sale{grabFixture: f, queue: q, orders: orders, maxDlvr: 5,
-		fulfill: application.NewFulfillOrder(orders, q, application.NewCompensate(f.stock, orders), 5)}
+		fulfill: application.NewFulfillOrder(orders, q, application.NewCompensate(f.stock, orders), f.changes, 5)}
 }
 
 func (s sale) read(t *testing.T) []ports.Delivery {

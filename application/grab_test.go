@@ -22,6 +22,8 @@ type grabFixture struct {
 	clock    *memory.Clock
 	grab     *application.GrabVoucher
 	id       domain.VoucherID
+	// changes hears what the use cases announce.
+	changes *memory.Changes
 }
 
 func newGrabFixture(t *testing.T, v domain.Voucher) grabFixture {
@@ -36,7 +38,8 @@ func newGrabFixture(t *testing.T, v domain.Voucher) grabFixture {
 	if err != nil {
 		t.Fatalf("create voucher: %v", err)
 	}
-	return grabFixture{vouchers: vouchers, stock: stock, clock: clock, grab: application.NewGrabVoucher(stock, clock, &memory.OrderIDs{}, nil, application.GrabOptions{SoldOutTTL: time.Second}), id: created.ID}
+	return grabFixture{vouchers: vouchers, stock: stock, clock: clock, grab: application.NewGrabVoucher(stock, clock, &memory.OrderIDs{}, nil, application.GrabOptions{SoldOutTTL: time.Second}), id: created.ID,
+		changes: memory.NewChanges()}
 }
 
 func TestGrabVoucherOutcomes(t *testing.T) {

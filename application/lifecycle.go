@@ -17,12 +17,14 @@ type PayOrder struct {
 	payments  ports.Payments
 	clock     ports.Clock
 	window    domain.PaymentWindow
+	changes   ports.Changes
 }
 
 // NewPayOrder returns the use case; a payment that arrives after the order's window
-// (by clock, the sale's) is refused.
-func NewPayOrder(get *GetOrder, lifecycle ports.OrderLifecycle, payments ports.Payments, clock ports.Clock, window domain.PaymentWindow) *PayOrder {
-	return &PayOrder{get: get, lifecycle: lifecycle, payments: payments, clock: clock, window: window}
+// (by clock, the sale's) is refused, and one recorded is announced on changes.
+func NewPayOrder(get *GetOrder, lifecycle ports.OrderLifecycle, payments ports.Payments, clock ports.Clock, window domain.PaymentWindow,
+	changes ports.Changes) *PayOrder {
+	return &PayOrder{get: get, lifecycle: lifecycle, payments: payments, clock: clock, window: window, changes: changes}
 }
 
 // Handle authorizes the payment and marks the order paid, keeping receipt's answer
@@ -58,6 +60,7 @@ func (uc *PayOrder) Handle(ctx context.Context, user domain.UserID, id domain.Or
 		}
 		return domain.Order{}, err
 	}
+	announce(ctx, uc.changes, paid)
 	return paid, nil
 }
 
@@ -66,11 +69,12 @@ type CancelOrder struct {
 	get        *GetOrder
 	lifecycle  ports.OrderLifecycle
 	compensate *Compensate
+	changes    ports.Changes
 }
 
-// NewCancelOrder returns the use case.
-func NewCancelOrder(get *GetOrder, lifecycle ports.OrderLifecycle, compensate *Compensate) *CancelOrder {
-	return &CancelOrder{get: get, lifecycle: lifecycle, compensate: compensate}
+// NewCancelOrder returns the use case; a cancellation is announced on changes.
+func NewCancelOrder(get *GetOrder, lifecycle ports.OrderLifecycle, compensate *Compensate, changes ports.Changes) *CancelOrder {
+	return &CancelOrder{get: get, lifecycle: lifecycle, compensate: compensate, changes: changes}
 }
 
 // Handle cancels the caller's order awaiting payment in the database, keeping
@@ -92,6 +96,7 @@ func (uc *CancelOrder) Handle(ctx context.Context, user domain.UserID, id domain
 	if err != nil {
 		return domain.Order{}, err
 	}
+	announce(ctx, uc.changes, cancelled)
 	// The cancellation is committed; a failed release is ReleaseClosed's to retry.
 	_, _ = uc.compensate.Handle(ctx, cancelled)
 	return cancelled, nil
@@ -105,11 +110,14 @@ type ExpireOrders struct {
 	compensate *Compensate
 	clock      ports.Clock
 	window     domain.PaymentWindow
+	changes    ports.Changes
 }
 
-// NewExpireOrders returns the use case for the given payment window.
-func NewExpireOrders(lifecycle ports.OrderLifecycle, compensate *Compensate, clock ports.Clock, window domain.PaymentWindow) *ExpireOrders {
-	return &ExpireOrders{lifecycle: lifecycle, compensate: compensate, clock: clock, window: window}
+// NewExpireOrders returns the use case for the given payment window; each expiry is
+// announced on changes.
+func NewExpireOrders(lifecycle ports.OrderLifecycle, compensate *Compensate, clock ports.Clock, window domain.PaymentWindow,
+	changes ports.Changes) *ExpireOrders {
+	return &ExpireOrders{lifecycle: lifecycle, compensate: compensate, clock: clock, window: window, changes: changes}
 }
 
 // expireBatch bounds one transaction of ExpireOrders.
@@ -126,6 +134,7 @@ func (uc *ExpireOrders) Handle(ctx context.Context) (int, error) {
 			return total, fmt.Errorf("expire orders: %w", err)
 		}
 		total += len(expired)
+		announce(ctx, uc.changes, expired...)
 		for _, o := range expired {
 			_, _ = uc.compensate.Handle(ctx, o)
 		}
@@ -166,4 +175,33 @@ func (uc *ReleaseClosed) Handle(ctx context.Context) (int, error) {
 			return done, nil
 		}
 	}
+}
+
+// announceWithin bounds an announcement: it is a hint, and a Redis that does not
+// answer must not hold the change that has committed already.
+const announceWithin = time.Second
+
+// announce tells every instance that orders changed, once their change has committed
+// (also when the request that made it has ended meanwhile). An announcement that
+// fails is dropped: the change stands, and the event streams read the truth again on
+// their own timers.
+func announce(ctx context.Context, changes ports.Changes, orders ...domain.Order) {
+	if len(orders) == 0 {
+		return
+	}
+	cs := make([]ports.Change, len(orders))
+	for i, o := range orders {
+		cs[i] = ports.Change{Voucher: o.VoucherID, Order: o.ID}
+	}
+	publish(ctx, changes, cs...)
+}
+
+// publish is announce's Publish, bounded by announceWithin.
+func publish(ctx context.Context, changes ports.Changes, cs ...ports.Change) {
+	if len(cs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), announceWithin)
+	defer cancel()
+	_ = changes.Publish(ctx, cs...)
 }

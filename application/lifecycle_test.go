@@ -34,9 +34,9 @@ func newLifecycle(t *testing.T, stock int) lifecycle {
 	get := application.NewGetOrder(s.orders, memory.Reservations{Stock: s.stock})
 	p := &memory.Payments{}
 	return lifecycle{sale: s, payments: p, get: get,
-		pay:     application.NewPayOrder(get, s.orders, p, s.clock, paymentWindow),
-		cancel:  application.NewCancelOrder(get, s.orders, comp),
-		expire:  application.NewExpireOrders(s.orders, comp, s.clock, paymentWindow),
+		pay:     application.NewPayOrder(get, s.orders, p, s.clock, paymentWindow, s.changes),
+		cancel:  application.NewCancelOrder(get, s.orders, comp, s.changes),
+		expire:  application.NewExpireOrders(s.orders, comp, s.clock, paymentWindow, s.changes),
 		release: application.NewReleaseClosed(s.orders, comp)}
 }
 
@@ -219,7 +219,7 @@ func TestPayVersusExpire(t *testing.T) {
 		ids[i] = l.persisted(t, domain.UserID(100+i))
 	}
 	l.clock.Set(t0.Add(paymentTimeout + time.Second))
-	pay := application.NewPayOrder(l.get, l.orders, l.payments, memory.NewClock(t0.Add(paymentTimeout)), paymentWindow)
+	pay := application.NewPayOrder(l.get, l.orders, l.payments, memory.NewClock(t0.Add(paymentTimeout)), paymentWindow, memory.NewChanges())
 	var wg sync.WaitGroup
 	paid := make([]bool, len(ids))
 	for i, id := range ids {

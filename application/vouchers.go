@@ -130,6 +130,18 @@ func (uc *GetVoucher) Handle(ctx context.Context, id domain.VoucherID) (LiveVouc
 	return live[0], nil
 }
 
+// Refresh returns v with its remaining units read again from the stock and its sale's
+// state judged again by the clock, without reading the voucher again: what changes
+// with every grab and with time, at the cost of one read of the stock. A change of the
+// voucher's terms or pause needs Handle.
+func (uc *GetVoucher) Refresh(ctx context.Context, v LiveVoucher) (LiveVoucher, error) {
+	live, err := uc.live(ctx, v.Voucher)
+	if err != nil {
+		return LiveVoucher{}, err
+	}
+	return live[0], nil
+}
+
 // ListVouchers reads a page of vouchers with their live remaining stock.
 type ListVouchers struct{ voucherReads }
 
@@ -324,11 +336,15 @@ func (uc *WarmVouchers) load(ctx context.Context, v domain.Voucher) (ports.WarmO
 }
 
 // PauseSale is the operator's kill switch: it stops (or resumes) a voucher's grabs.
-type PauseSale struct{ voucherReads }
+type PauseSale struct {
+	voucherReads
+	changes ports.Changes
+}
 
-// NewPauseSale returns the use case; clock judges the sale's state it answers.
-func NewPauseSale(vouchers ports.Vouchers, stock ports.Stock, clock ports.Clock) *PauseSale {
-	return &PauseSale{voucherReads{vouchers: vouchers, stock: stock, clock: clock}}
+// NewPauseSale returns the use case; clock judges the sale's state it answers, and
+// each pause and resume stored is announced on changes.
+func NewPauseSale(vouchers ports.Vouchers, stock ports.Stock, clock ports.Clock, changes ports.Changes) *PauseSale {
+	return &PauseSale{voucherReads{vouchers: vouchers, stock: stock, clock: clock}, changes}
 }
 
 // Handle records the flag in the database (the source of truth), with the audit
@@ -349,6 +365,9 @@ func (uc *PauseSale) Handle(ctx context.Context, id domain.VoucherID, paused boo
 	if err != nil {
 		return LiveVoucher{}, err
 	}
+	// Announced once Redis holds the flag too (the streams read the sale's state
+	// from both), or has failed to: the database's change stands either way.
+	defer publish(ctx, uc.changes, ports.Change{Voucher: id})
 	if _, err := uc.stock.SetPaused(ctx, id, paused); err != nil {
 		return LiveVoucher{}, fmt.Errorf("pause voucher %s: %w", id, err)
 	}

@@ -167,7 +167,7 @@ func TestVoucherStateFollowsTheClock(t *testing.T) {
 	f := newGrabFixture(t, window)
 	get := application.NewGetVoucher(f.vouchers, f.stock, f.clock)
 	list := application.NewListVouchers(f.vouchers, f.stock, f.clock)
-	pause := application.NewPauseSale(f.vouchers, f.stock, f.clock)
+	pause := application.NewPauseSale(f.vouchers, f.stock, f.clock, f.changes)
 	for _, tc := range []struct {
 		at   time.Time
 		want domain.SaleState
@@ -199,7 +199,7 @@ func TestPauseSale(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newGrabFixture(t, window)
-	pause := application.NewPauseSale(f.vouchers, f.stock, f.clock)
+	pause := application.NewPauseSale(f.vouchers, f.stock, f.clock, f.changes)
 	v, err := pause.Handle(ctx, f.id, true, domain.Author{Actor: "1"})
 	if err != nil || !v.Paused {
 		t.Fatalf("pause: %+v, %v", v, err)

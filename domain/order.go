@@ -53,6 +53,12 @@ func (s OrderStatus) HoldsStock() bool {
 	return s == StatusQueued || s == StatusAwaitingPayment || s == StatusPaid
 }
 
+// Final reports whether s is an order's last status: paid, cancelled, expired or
+// failed — no status follows it.
+func (s OrderStatus) Final() bool {
+	return s.Valid() && len(transitions[s]) == 0
+}
+
 // CanBecome reports whether an order may move from s to next.
 func (s OrderStatus) CanBecome(next OrderStatus) bool {
 	for _, t := range transitions[s] {

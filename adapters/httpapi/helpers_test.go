@@ -51,6 +51,8 @@ type api struct {
 	vouchers *sqlstore.Vouchers
 	orders   *sqlstore.Orders
 	db       *bun.DB
+	// expire expires the orders due, as the sweeper does.
+	expire *application.ExpireOrders
 	// idempotency keeps the API's Idempotency-Keys; dbURL names its database.
 	idempotency ports.Idempotency
 	dbURL       string
@@ -64,6 +66,10 @@ type setup struct {
 	// clock is the sale's clock of the use cases and of GET /api/v1/time: the host's
 	// by default.
 	clock ports.Clock
+	// streams tune the event streams (their Changes and Tickets are Redis's);
+	// onStreams, when set, is handed the hub.
+	streams   httpapi.StreamOptions
+	onStreams func(*httpapi.Streams)
 }
 
 // paymentWindow is the API's payment window in these tests.
@@ -106,6 +112,15 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	clock, ids := cfg.clock, system.ULIDs{}
 	cfg.http.Clock = clock
 	// A long flag life: a test that sees units come back sees it through the restock signal.
+	changes := redisstore.NewChanges(rdb, redisstore.Options{Prefix: prefix})
+	cfg.streams.Changes = changes
+	cfg.streams.Tickets = redisstore.NewTickets(rdb, redisstore.Options{Prefix: prefix})
+	cfg.streams.Log = testLogger(t)
+	streams := httpapi.NewStreams(cfg.streams)
+	cfg.http.Streams = streams
+	if cfg.onStreams != nil {
+		cfg.onStreams(streams)
+	}
 	grab := application.NewGrabVoucher(stock, clock, ids, nil, application.GrabOptions{SoldOutTTL: time.Minute})
 	audit := redisstore.NewAudit(rdb, redisstore.Options{Prefix: prefix})
 	getOrder := application.NewGetOrder(orders, reservations)
@@ -122,10 +137,10 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 			GetOrder:            getOrder,
 			ListOrders:          application.NewListOrders(orders, reservations),
 			GetVoucherStats:     application.NewGetVoucherStats(vouchers, orders, audit, clock),
-			PayOrder:            application.NewPayOrder(getOrder, orders, system.AcceptPayments{}, clock, paymentWindow),
-			CancelOrder:         application.NewCancelOrder(getOrder, orders, compensate),
-			PauseSale:           application.NewPauseSale(vouchers, stock, clock),
-			EditVoucher:         application.NewEditVoucher(vouchers, stock, recovery, clock),
+			PayOrder:            application.NewPayOrder(getOrder, orders, system.AcceptPayments{}, clock, paymentWindow, changes),
+			CancelOrder:         application.NewCancelOrder(getOrder, orders, compensate, changes),
+			PauseSale:           application.NewPauseSale(vouchers, stock, clock, changes),
+			EditVoucher:         application.NewEditVoucher(vouchers, stock, recovery, clock, changes),
 			ListAudit:           application.NewListAudit(sqlstore.NewAuditLog(db)),
 			ListVoucherOrders:   application.NewListVoucherOrders(vouchers, orders),
 			ExportVoucherOrders: application.NewExportVoucherOrders(vouchers, orders),
@@ -138,9 +153,12 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 		testLogger(t),
 	)
 	srv := httptest.NewServer(e)
+	// Streams end first, so the server's Close does not wait for them.
 	t.Cleanup(srv.Close)
+	t.Cleanup(streams.Close)
 	a := &api{t: t, url: srv.URL, redis: rdb, stock: stock, vouchers: vouchers, orders: orders, db: db, tokens: tokens, queue: queue, grab: grab, e: e,
-		fulfill: application.NewFulfillOrder(orders, queue, compensate, 5), idempotency: cfg.http.Idempotency, dbURL: dbURL}
+		fulfill: application.NewFulfillOrder(orders, queue, compensate, changes, 5), idempotency: cfg.http.Idempotency, dbURL: dbURL,
+		expire: application.NewExpireOrders(orders, compensate, clock, paymentWindow, changes)}
 	a.admin = a.token(1, true)
 	return a
 }

@@ -39,6 +39,13 @@ type Metrics struct {
 	// durations holds the duration series met so far, so that each request finds its
 	// own without hashing its labels and formatting its status anew.
 	durations seriesCache[durationSeries, prometheus.Observer]
+
+	// The event streams': open now, events sent by kind, clients dropped as too slow,
+	// streams refused at the limit.
+	streamsOpen    prometheus.Gauge
+	streamEvents   *prometheus.CounterVec
+	streamsDropped prometheus.Counter
+	streamsRefused prometheus.Counter
 }
 
 // durationSeries names one series of the duration histogram.
@@ -64,7 +71,26 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"route", "method", "code"}),
 	}
-	reg.MustRegister(m.grabs, m.duration)
+	m.streamsOpen = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "seckill_streams_open",
+		Help: "Event streams (server-sent events) open on this instance.",
+	})
+	m.streamEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "seckill_stream_events_total",
+		Help: "Events sent on the event streams, by kind (order, voucher).",
+	}, []string{"kind"})
+	m.streamsDropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "seckill_streams_dropped_total",
+		Help: "Event streams ended because their client did not keep up (its buffer was full, or a write outlasted its timeout); the client reconnects.",
+	})
+	m.streamsRefused = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "seckill_streams_refused_total",
+		Help: "Event streams refused with 503 because SECKILL_MAX_STREAMS were open on this instance.",
+	})
+	reg.MustRegister(m.grabs, m.duration, m.streamsOpen, m.streamEvents, m.streamsDropped, m.streamsRefused)
+	for _, kind := range []string{eventOrder, eventVoucher} {
+		m.streamEvents.WithLabelValues(kind)
+	}
 	m.outcomes = make(map[string]prometheus.Counter, len(GrabOutcomes))
 	for _, o := range GrabOutcomes {
 		m.outcomes[o] = m.grabs.WithLabelValues(o)
@@ -97,7 +123,7 @@ func (m *Metrics) knownRoutes(e *echo.Echo) map[string]bool {
 // successStatus is the status a route answers when all goes well.
 func successStatus(method, path string) int {
 	switch {
-	case method == http.MethodPost && path == "/api/v1/vouchers":
+	case method == http.MethodPost && (path == "/api/v1/vouchers" || path == "/api/v1/stream-tickets"):
 		return http.StatusCreated
 	case method == http.MethodPost && path == "/api/v1/vouchers/:id/grab":
 		return http.StatusAccepted
@@ -219,7 +245,9 @@ func (l *requestLogger) write(c echo.Context, route string, status int, latency 
 	switch {
 	case status >= 500:
 		ce = l.log.Check(zapcore.WarnLevel, "request")
-	case latency >= slowRequest:
+	case latency >= slowRequest && route != orderEventsRoute && route != voucherEventsRoute:
+		// An event stream lasts as long as its client listens: its length is no
+		// slowness, and its end goes through the sampler.
 		ce = l.log.Check(zapcore.InfoLevel, "request")
 	default:
 		// Sampled out, the line costs nothing more: its fields are not even made.

@@ -78,6 +78,11 @@ type Options struct {
 	// its route, continuing the caller's W3C trace context); nil traces nothing.
 	TracerProvider trace.TracerProvider
 
+	// Streams holds the event streams (GET /api/v1/orders/{id}/events and
+	// /api/v1/vouchers/{id}/events) and issues their tickets; New binds it to this
+	// API. Nil answers those routes 503 unavailable.
+	Streams *Streams
+
 	// Fulfillment reports whether fulfillment is stalled (the oldest reservation not yet
 	// persisted waits too long), shown on /readyz as "fulfilment": "stalled" or "ok"
 	// without making it fail: the API can still serve. Nil, or an error, leaves it out.
@@ -129,7 +134,8 @@ func globalMiddleware(opts Options, metrics *Metrics, routes func() map[string]b
 		middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{
 			Timeout: opts.RequestTimeout,
 			Skipper: func(c echo.Context) bool {
-				return c.Path() == grabRoute || c.Path() == voucherOrdersRoute && wantsCSV(c.Request())
+				return c.Path() == grabRoute || c.Path() == voucherOrdersRoute && wantsCSV(c.Request()) ||
+					c.Path() == orderEventsRoute || c.Path() == voucherEventsRoute
 			},
 		}),
 		strictQuery,
@@ -168,7 +174,7 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	// runs itself.
 	e.Use(func(echo.HandlerFunc) echo.HandlerFunc { return everyRequest })
 
-	h := handlers{uc: uc, log: log, clock: opts.Clock, payment: opts.PaymentWindow}
+	h := handlers{uc: uc, log: log, clock: opts.Clock, payment: opts.PaymentWindow, streams: opts.Streams}
 	auth := authenticate(tokens)
 	// The grab's gate runs after authentication (an anonymous flood is turned away
 	// without taking a slot) and before the handler; the reads anyone may call are
@@ -210,10 +216,23 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	route(http.MethodGet, api+"/orders/:id", h.getOrder, auth)
 	route(http.MethodPost, api+"/orders/:id/pay", h.payOrder, once(auth)...)
 	route(http.MethodPost, api+"/orders/:id/cancel", h.cancelOrder, once(auth)...)
+	streamRoutes(route, h, opts.Streams, metrics, auth, authenticateStream(tokens, opts.Streams), public)
 
 	operationRoutes(route, checks, opts, metrics, h.tellTime)
 	routes = metrics.knownRoutes(e)
 	return e
+}
+
+// streamRoutes binds streams (when there are) to the API's voucher reads and
+// instruments, and adds the event streams' routes and their tickets', through route.
+func streamRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc), h handlers, streams *Streams,
+	metrics *Metrics, auth, byTicket echo.MiddlewareFunc, public []echo.MiddlewareFunc) {
+	if streams != nil {
+		streams.getVoucher, streams.metrics = h.uc.GetVoucher, metrics
+	}
+	route(http.MethodPost, "/api/v1/stream-tickets", h.issueTicket, auth)
+	route(http.MethodGet, orderEventsRoute, h.orderEvents, byTicket)
+	route(http.MethodGet, voucherEventsRoute, h.voucherEvents, public...)
 }
 
 // operationRoutes adds, through route, what anyone may GET with no middleware of its
@@ -241,6 +260,12 @@ func operationRoutes(route func(method, path string, h echo.HandlerFunc, m ...ec
 
 // grabRoute is the grab's route: the hot path.
 const grabRoute = "/api/v1/vouchers/:id/grab"
+
+// The event streams' routes: they answer for as long as their client listens.
+const (
+	orderEventsRoute   = "/api/v1/orders/:id/events"
+	voucherEventsRoute = "/api/v1/vouchers/:id/events"
+)
 
 // chain wraps h in m, the first outermost, as Echo would for each request.
 func chain(h echo.HandlerFunc, m ...echo.MiddlewareFunc) echo.HandlerFunc {

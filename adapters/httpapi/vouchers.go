@@ -19,6 +19,8 @@ type handlers struct {
 	// window (their expires_at).
 	clock   ports.Clock
 	payment domain.PaymentWindow
+	// streams holds the event streams; nil when the API has none.
+	streams *Streams
 }
 
 // VoucherJSON is the contract's voucher, as the API answers it and a client (the

@@ -50,6 +50,17 @@ func (k Keys) Restock() string { return k.prefix() + ":restock" }
 // hash tag, so the announcement stays on the voucher's shard.
 func (k Keys) VoucherRestock(id domain.VoucherID) string { return k.key(id, "restock") }
 
+// Changes returns the name of the Pub/Sub channel on which the changes of one voucher
+// and its orders are announced (Changes.Publish): "<voucher>" or "<voucher>:<order>".
+// It has the voucher's hash tag, so on Redis Cluster the sharded channel stays on the
+// voucher's shard; on one server it is a classic channel of the same name.
+func (k Keys) Changes(id domain.VoucherID) string { return k.key(id, "changes") }
+
+// Ticket returns the key of a stream ticket, named by the hex SHA-256 of the ticket
+// (the key never holds the ticket itself): a string holding the user id, expiring
+// with the ticket. It lives in its own slot.
+func (k Keys) Ticket(digest string) string { return k.prefix() + ":ticket:" + digest }
+
 // Rate names a user's rate counter for one voucher (a GCRA "theoretical arrival
 // time"), in the voucher's slot so the reserve script can check it.
 func (k Keys) Rate(id domain.VoucherID, user domain.UserID) string {

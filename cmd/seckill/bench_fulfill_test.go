@@ -48,7 +48,7 @@ func newFulfillBench(b *testing.B) *fulfillBench {
 	queue := redisstore.NewQueue(rdb, redisstore.QueueOptions{Prefix: prefix, Consumer: "bench"})
 	orders := sqlstore.NewOrders(db)
 	return &fulfillBench{b: b, db: db, stock: stock, queue: queue,
-		fulfill: application.NewFulfillOrder(orders, queue, application.NewCompensate(stock, orders), 5)}
+		fulfill: application.NewFulfillOrder(orders, queue, application.NewCompensate(stock, orders), redisstore.NewChanges(rdb, redisstore.Options{Prefix: prefix}), 5)}
 }
 
 // reserve puts a fresh voucher on sale and makes n reservations of it, which wait in

@@ -66,6 +66,7 @@ type Config struct {
 	GrabBurst   int     `name:"grab-burst" env:"SECKILL_GRAB_BURST" default:"0" help:"Grab requests admitted at once before SECKILL_GRAB_RATE applies (0: one second's worth)."`
 	IPRate      int     `name:"ip-rate" env:"SECKILL_IP_RATE" default:"100" help:"Requests a second one client address may make to the public voucher reads, shared by all instances (0 disables)."`
 	IPBurst     int     `name:"ip-burst" env:"SECKILL_IP_BURST" default:"200" help:"Public reads one client address may make at once."`
+	MaxStreams  int     `name:"max-streams" env:"SECKILL_MAX_STREAMS" default:"10000" help:"Event streams (server-sent events) one instance holds open at once; beyond it 503."`
 
 	TrustedProxies string `name:"trusted-proxies" env:"SECKILL_TRUSTED_PROXIES" help:"Comma-separated CIDRs (or addresses) of the proxies in front of the service; from them, X-Forwarded-For names the client for per-address limits and logs (default: none, the connection's address)."`
 
@@ -196,6 +197,7 @@ func (c *Config) ranges() []bounded {
 		countSetting("SECKILL_MAX_DELIVERIES (--max-deliveries)", c.MaxDeliveries, 1, 1000, false),
 		durationSetting("SECKILL_TRIM_INTERVAL (--trim-interval)", c.TrimInterval, 100*time.Millisecond, time.Hour, false),
 		countSetting("SECKILL_MAX_INFLIGHT (--max-inflight)", int64(c.MaxInflight), 1, 1_000_000, off),
+		countSetting("SECKILL_MAX_STREAMS (--max-streams)", int64(c.MaxStreams), 1, 1_000_000, false),
 		countSetting("SECKILL_GRAB_BURST (--grab-burst)", int64(c.GrabBurst), 1, maxGrabRate, off),
 		countSetting("SECKILL_IP_RATE (--ip-rate)", int64(c.IPRate), 1, 1_000_000, off),
 		countSetting("SECKILL_IP_BURST (--ip-burst)", int64(c.IPBurst), 1, 1_000_000, off),

@@ -201,6 +201,7 @@ func TestConfigRanges(t *testing.T) {
 		{"SECKILL_MAX_DELIVERIES", []string{"1", "5", "1000"}, []string{"0", "1001"}, "0 is not between 1 and 1000"},
 		{"SECKILL_TRIM_INTERVAL", []string{"100ms", "10s", "1h"}, []string{"1ns", "0", "2h"}, "1ns is not between 100ms and 1h"},
 		{"SECKILL_MAX_INFLIGHT", []string{"0", "1", "10000", "1000000"}, []string{"-1", "1000001"}, "-1 is not between 1 and 1000000, or 0 (off)"},
+		{"SECKILL_MAX_STREAMS", []string{"1", "10000", "1000000"}, []string{"0", "-1", "1000001"}, "0 is not between 1 and 1000000"},
 		{"SECKILL_GRAB_BURST", []string{"0", "1", "10000000"}, []string{"-1", "10000001"}, "-1 is not between 1 and 10000000, or 0 (off)"},
 		{"SECKILL_IP_RATE", []string{"0", "1", "1000000"}, []string{"-1", "1000001"}, "-1 is not between 1 and 1000000, or 0 (off)"},
 		{"SECKILL_IP_BURST", []string{"0", "1", "1000000"}, []string{"-1", "1000001"}, "-1 is not between 1 and 1000000, or 0 (off)"},

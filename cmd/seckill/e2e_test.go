@@ -38,7 +38,7 @@ var (
 // seckilltestclock tag, so a test can play a host whose clock is off
 // (SECKILL_TEST_CLOCK_SKEW, testclock.go); without that variable it is the release
 // build.
-func seckillBinary(t *testing.T) string {
+func seckillBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "seckill-bin")
@@ -125,7 +125,7 @@ func startInstance(t *testing.T, extraEnv ...string) *instance {
 }
 
 // freeAddr returns a loopback address with a port nobody listens on.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -42,14 +42,16 @@ type app struct {
 	DB          *bun.DB
 	Idempotency ports.Idempotency
 	HTTP        *echo.Echo
-	Warm        *application.WarmVouchers
-	Worker      *application.Worker
-	Queue       *redisstore.Queue
-	Stock       *redisstore.Stock
-	Grab        *application.GrabVoucher
-	Expire      *application.ExpireOrders
-	Release     *application.ReleaseClosed
-	Reconcile   *application.Reconcile
+	// Streams are the API's event streams, ended when the server shuts down.
+	Streams   *httpapi.Streams
+	Warm      *application.WarmVouchers
+	Worker    *application.Worker
+	Queue     *redisstore.Queue
+	Stock     *redisstore.Stock
+	Grab      *application.GrabVoucher
+	Expire    *application.ExpireOrders
+	Release   *application.ReleaseClosed
+	Reconcile *application.Reconcile
 	// Leases keeps the periodic reconciliation to one instance at a time; Orders
 	// folds the database's unit counters (sqlstore.Orders.FoldUnits).
 	Leases *sqlstore.Leases
@@ -74,6 +76,10 @@ var redisSet = wire.NewSet(
 	wire.Bind(new(ports.Reservations), new(*redisstore.Reservations)),
 	redisstore.NewAudit,
 	redisstore.NewRateLimiter,
+	redisstore.NewChanges,
+	wire.Bind(new(ports.Changes), new(*redisstore.Changes)),
+	redisstore.NewTickets,
+	wire.Bind(new(ports.StreamTickets), new(*redisstore.Tickets)),
 )
 
 // databaseSet provides the database (PostgreSQL or SQLite) and its repositories.
@@ -142,6 +148,7 @@ var metricsSet = wire.NewSet(newMetrics, httpMetrics)
 var httpSet = wire.NewSet(
 	wire.Struct(new(httpapi.UseCases), "*"),
 	httpOptions,
+	streams,
 	tokens,
 	readinessChecks,
 	httpapi.New,
@@ -386,8 +393,9 @@ func paymentWindow(cfg Config) domain.PaymentWindow {
 	return domain.PaymentWindow(cfg.PaymentTimeout)
 }
 
-func expireOrders(lifecycle ports.OrderLifecycle, compensate *application.Compensate, clock ports.Clock, window domain.PaymentWindow) *application.ExpireOrders {
-	return application.NewExpireOrders(lifecycle, compensate, clock, window)
+func expireOrders(lifecycle ports.OrderLifecycle, compensate *application.Compensate, clock ports.Clock, window domain.PaymentWindow,
+	changes ports.Changes) *application.ExpireOrders {
+	return application.NewExpireOrders(lifecycle, compensate, clock, window, changes)
 }
 
 func reconcile(vouchers ports.Vouchers, audit ports.StockAudit, ledger ports.OrderAudit,
@@ -397,8 +405,9 @@ func reconcile(vouchers ports.Vouchers, audit ports.StockAudit, ledger ports.Ord
 }
 
 // editVoucher counts each edit by the kinds of change it made.
-func editVoucher(vouchers ports.Vouchers, stock ports.Stock, recovery *application.RecoverVoucher, clock ports.Clock, m *metrics) *application.EditVoucher {
-	uc := application.NewEditVoucher(vouchers, stock, recovery, clock)
+func editVoucher(vouchers ports.Vouchers, stock ports.Stock, recovery *application.RecoverVoucher, clock ports.Clock, changes ports.Changes,
+	m *metrics) *application.EditVoucher {
+	uc := application.NewEditVoucher(vouchers, stock, recovery, clock, changes)
 	uc.Observe(m.edited)
 	return uc
 }
@@ -411,8 +420,8 @@ func recoverVoucher(vouchers ports.Vouchers, stock ports.Stock, audit ports.Stoc
 	return uc
 }
 
-func fulfillOrder(orders ports.Orders, queue ports.Queue, compensate *application.Compensate, cfg Config) *application.FulfillOrder {
-	return application.NewFulfillOrder(orders, queue, compensate, cfg.MaxDeliveries)
+func fulfillOrder(orders ports.Orders, queue ports.Queue, compensate *application.Compensate, changes ports.Changes, cfg Config) *application.FulfillOrder {
+	return application.NewFulfillOrder(orders, queue, compensate, changes, cfg.MaxDeliveries)
 }
 
 func workerOptions(cfg Config) application.WorkerOptions {
@@ -451,14 +460,14 @@ func workerObserver(log *zap.Logger, m *metrics, cfg Common) application.WorkerO
 const stalledAfter = 30 * time.Second
 
 func httpOptions(cfg Config, limiter *redisstore.RateLimiter, idempotency ports.Idempotency, metrics *httpapi.Metrics,
-	queue *redisstore.Queue, clock ports.Clock, window domain.PaymentWindow) httpapi.Options {
+	queue *redisstore.Queue, clock ports.Clock, window domain.PaymentWindow, streams *httpapi.Streams) httpapi.Options {
 	// Validate has parsed the trusted proxies already.
 	proxies, _ := cfg.trustedProxies()
 	o := httpapi.Options{
 		BodyLimit: cfg.BodyLimit, RequestTimeout: cfg.RequestTimeout,
 		MaxInflight: cfg.MaxInflight, GrabRate: cfg.GrabRate, GrabBurst: cfg.GrabBurst,
 		IPLimit: cfg.IPRate, IPBurst: cfg.IPBurst, IPLimiter: limiter, Idempotency: idempotency,
-		Clock: clock, PaymentWindow: window,
+		Clock: clock, PaymentWindow: window, Streams: streams,
 		TrustedProxies: proxies,
 		Metrics:        metrics, MetricsElsewhere: cfg.MetricsAddr != "",
 		Fulfillment: func(ctx context.Context) (bool, error) {
@@ -470,6 +479,11 @@ func httpOptions(cfg Config, limiter *redisstore.RateLimiter, idempotency ports.
 		o.TracerProvider = otel.GetTracerProvider()
 	}
 	return o
+}
+
+// streams holds the API's event streams, fed by the changes every instance announces.
+func streams(cfg Config, changes ports.Changes, tickets ports.StreamTickets, log *zap.Logger) *httpapi.Streams {
+	return httpapi.NewStreams(httpapi.StreamOptions{Changes: changes, Tickets: tickets, Max: cfg.MaxStreams, Log: log})
 }
 
 func tokens(cfg Config) *httpapi.Tokens {

@@ -139,6 +139,9 @@ func serveThen(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Conf
 			ReadTimeout:       headerTimeout + cfg.RequestTimeout,
 			IdleTimeout:       2 * time.Minute,
 		}
+		// An event stream never goes idle by itself: the shutdown ends them all, so
+		// the drain waits only for the requests in flight.
+		srv.RegisterOnShutdown(a.Streams.Close)
 		log.Info("seckill serving", zap.String("addr", ln.Addr().String()))
 		g.Go(func() error { return runHTTP(gctx, srv, ln, cfg.ShutdownTimeout, log) })
 	}

@@ -41,7 +41,10 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
 	httpapiMetrics := httpMetrics(mainMetrics, universalClient, db, queue, log)
 	domainPaymentWindow := paymentWindow(cfg)
-	httpapiOptions := httpOptions(cfg, rateLimiter, idempotency, httpapiMetrics, queue, clock, domainPaymentWindow)
+	changes := redisstore.NewChanges(universalClient, options)
+	tickets := redisstore.NewTickets(universalClient, options)
+	httpapiStreams := streams(cfg, changes, tickets, log)
+	httpapiOptions := httpOptions(cfg, rateLimiter, idempotency, httpapiMetrics, queue, clock, domainPaymentWindow, httpapiStreams)
 	vouchers := sqlstore.NewVouchers(db)
 	stockStrategy, err := configuredStrategy(common)
 	if err != nil {
@@ -67,11 +70,11 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	listOrders := application.NewListOrders(orders, reservations)
 	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stockAudit, clock)
 	acceptPayments := system.AcceptPayments{}
-	payOrder := application.NewPayOrder(getOrder, orders, acceptPayments, clock, domainPaymentWindow)
+	payOrder := application.NewPayOrder(getOrder, orders, acceptPayments, clock, domainPaymentWindow, changes)
 	applicationCompensate := compensate(portsStock, orders, mainMetrics)
-	cancelOrder := application.NewCancelOrder(getOrder, orders, applicationCompensate)
-	pauseSale := application.NewPauseSale(vouchers, portsStock, clock)
-	applicationEditVoucher := editVoucher(vouchers, portsStock, applicationRecoverVoucher, clock, mainMetrics)
+	cancelOrder := application.NewCancelOrder(getOrder, orders, applicationCompensate, changes)
+	pauseSale := application.NewPauseSale(vouchers, portsStock, clock, changes)
+	applicationEditVoucher := editVoucher(vouchers, portsStock, applicationRecoverVoucher, clock, changes, mainMetrics)
 	auditLog := sqlstore.NewAuditLog(db)
 	listAudit := application.NewListAudit(auditLog)
 	listVoucherOrders := application.NewListVoucherOrders(vouchers, orders)
@@ -96,11 +99,11 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	v := readinessChecks(universalClient, db)
 	echo := httpapi.New(httpapiOptions, useCases, httpapiTokens, v, log)
 	warmVouchers := application.NewWarmVouchers(vouchers, portsStock, applicationRecoverVoucher, clock)
-	applicationFulfillOrder := fulfillOrder(orders, queue, applicationCompensate, cfg)
+	applicationFulfillOrder := fulfillOrder(orders, queue, applicationCompensate, changes, cfg)
 	applicationWorkerOptions := workerOptions(cfg)
 	applicationWorkerObserver := workerObserver(log, mainMetrics, common)
 	worker := application.NewWorker(applicationFulfillOrder, queue, applicationWorkerOptions, applicationWorkerObserver)
-	applicationExpireOrders := expireOrders(orders, applicationCompensate, clock, domainPaymentWindow)
+	applicationExpireOrders := expireOrders(orders, applicationCompensate, clock, domainPaymentWindow, changes)
 	applicationReleaseClosed := application.NewReleaseClosed(orders, applicationCompensate)
 	applicationReconcile := reconcile(vouchers, stockAudit, orders, applicationCompensate, applicationRecoverVoucher, auditLog, clock, common)
 	leases := sqlstore.NewLeases(db)
@@ -112,6 +115,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		DB:          db,
 		Idempotency: idempotency,
 		HTTP:        echo,
+		Streams:     httpapiStreams,
 		Warm:        warmVouchers,
 		Worker:      worker,
 		Queue:       queue,
