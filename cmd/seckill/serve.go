@@ -163,6 +163,10 @@ func serveThen(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Conf
 			})
 		}
 		g.Go(func() error { every(gctx, time.Second, func() { foldUnits(gctx, a, log) }); return nil })
+		if a.Webhooks != nil {
+			log.Info("webhook dispatcher started", zap.String("url", redactURL(cfg.WebhookURL)))
+			g.Go(func() error { return a.Webhooks.Run(gctx) })
+		}
 	}
 	// The warm-up runs beside the listener, not before it: the vouchers whose sale
 	// state it loads open at once, or answer 503 while their reservations are restored

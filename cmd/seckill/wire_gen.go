@@ -39,10 +39,11 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	rateLimiter := redisstore.NewRateLimiter(universalClient, options)
 	redisstoreQueueOptions := queueOptions(cfg, clock)
 	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
-	httpapiMetrics := httpMetrics(mainMetrics, universalClient, db, queue, log)
+	webhooks := sqlstore.NewWebhooks(db)
+	httpapiMetrics := httpMetrics(mainMetrics, universalClient, db, queue, webhooks, log)
 	domainPaymentWindow := paymentWindow(cfg)
 	httpapiOptions := httpOptions(cfg, rateLimiter, idempotency, httpapiMetrics, queue, clock, domainPaymentWindow)
-	vouchers := sqlstore.NewVouchers(db)
+	vouchers := outboxVouchers(db, cfg)
 	stockStrategy, err := configuredStrategy(common)
 	if err != nil {
 		cleanup2()
@@ -58,7 +59,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	uliDs := system.ULIDs{}
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
 	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, sqlstoreStock)
-	orders := sqlstore.NewOrders(db)
+	orders := outboxOrders(db, cfg)
 	applicationRecoverVoucher := recoverVoucher(vouchers, portsStock, stockAudit, orders, clock, mainMetrics)
 	applicationGrabOptions := grabOptions(cfg)
 	grabVoucher := application.NewGrabVoucher(portsStock, clock, uliDs, applicationRecoverVoucher, applicationGrabOptions)
@@ -76,6 +77,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	listAudit := application.NewListAudit(auditLog)
 	listVoucherOrders := application.NewListVoucherOrders(vouchers, orders)
 	exportVoucherOrders := application.NewExportVoucherOrders(vouchers, orders)
+	listDeliveries := application.NewListDeliveries(webhooks)
 	useCases := httpapi.UseCases{
 		CreateVoucher:       createVoucher,
 		GetVoucher:          getVoucher,
@@ -91,6 +93,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		ListAudit:           listAudit,
 		ListVoucherOrders:   listVoucherOrders,
 		ExportVoucherOrders: exportVoucherOrders,
+		ListDeliveries:      listDeliveries,
 	}
 	httpapiTokens := tokens(cfg)
 	v := readinessChecks(universalClient, db)
@@ -104,6 +107,12 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	applicationReleaseClosed := application.NewReleaseClosed(orders, applicationCompensate)
 	applicationReconcile := reconcile(vouchers, stockAudit, orders, applicationCompensate, applicationRecoverVoucher, auditLog, clock, common)
 	leases := sqlstore.NewLeases(db)
+	applicationDeliverWebhooks, err := deliverWebhooks(cfg, webhooks, domainPaymentWindow, mainMetrics, log)
+	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	mainApp := &app{
 		Redis:       universalClient,
 		Restarts:    restarts,
@@ -124,6 +133,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		Orders:      orders,
 		Metrics:     mainMetrics,
 		HTTPMetrics: httpapiMetrics,
+		Webhooks:    applicationDeliverWebhooks,
 	}
 	return mainApp, func() {
 		cleanup2()
