@@ -110,7 +110,9 @@ func newMetrics() *metrics {
 }
 
 // webhookAttempt counts one attempt at a webhook delivery.
-func (m *metrics) webhookAttempt(o application.WebhookOutcome) { m.webhooks.WithLabelValues(string(o)).Inc() }
+func (m *metrics) webhookAttempt(o application.WebhookOutcome) {
+	m.webhooks.WithLabelValues(string(o)).Inc()
+}
 
 // edited counts one edit of a voucher, once per kind of change it made.
 func (m *metrics) edited(actions []string) {
