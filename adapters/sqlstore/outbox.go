@@ -86,7 +86,10 @@ func (b *outbox) writeTx(ctx context.Context, tx bun.IDB) error {
 	if len(b.rows) == 0 {
 		return nil
 	}
-	if _, err := tx.NewInsert().Model(&b.rows).Exec(ctx); err != nil {
+	// The columns an event is written with; the rest take their defaults (pending, no
+	// attempt, no claim), which keeps the statement of a batch of 100 short.
+	_, err := tx.NewInsert().Model(&b.rows).Column("id", "type", "created_at", "payload", "next_attempt_at").Exec(ctx)
+	if err != nil {
 		return fmt.Errorf("insert %d webhook events: %w", len(b.rows), err)
 	}
 	return nil
@@ -244,6 +247,33 @@ func (s *Webhooks) Backlog(ctx context.Context) (int, error) {
 	n, err := s.db.NewSelect().Model((*outboxRow)(nil)).Where("w.next_attempt_at IS NOT NULL").Count(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("count webhook backlog: %w", classify(err))
+	}
+	return int(n), nil
+}
+
+// WebhookRetention is how long a delivery that is over (delivered, or given up) is
+// kept for the admin's list after its event: Purge forgets older ones.
+const WebhookRetention = 7 * 24 * time.Hour
+
+// Purge forgets the deliveries that are over (delivered or given up) whose event is
+// older than cutoff, and returns how many. Ids are ULIDs, so the rows older than
+// cutoff are a range of the primary key.
+func (s *Webhooks) Purge(ctx context.Context, cutoff time.Time) (int, error) {
+	bound := ulid.ULID{}
+	if err := bound.SetTime(ulid.Timestamp(cutoff)); err != nil {
+		return 0, fmt.Errorf("purge webhook deliveries: %w", err)
+	}
+	res, err := s.db.NewDelete().Model((*outboxRow)(nil)).
+		Where("w.id < ?", bound.String()).
+		Where("w.next_attempt_at IS NULL").
+		Where("w.created_at < ?", cutoff.UTC()).
+		Exec(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("purge webhook deliveries: %w", classify(err))
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("purge webhook deliveries: %w", err)
 	}
 	return int(n), nil
 }

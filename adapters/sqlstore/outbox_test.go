@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -277,5 +278,35 @@ func TestOutboxClaimsNeverOverlap(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("delivery %s claimed %d times", id, n)
 		}
+	}
+}
+
+func TestOutboxPurgeForgetsOnlyFinishedOldDeliveries(t *testing.T) {
+	f := newOutboxFixture(t)
+	v := f.voucher(t, 10)
+	f.persisted(t, reserve(1, v, 1, 1), reserve(2, v, 2, 1), reserve(3, v, 3, 1))
+	ctx := context.Background()
+	at := time.Now().Add(time.Second)
+	ds, err := f.hooks.Claim(ctx, at, 3, time.Minute)
+	if err != nil || len(ds) != 3 {
+		t.Fatalf("Claim = %d, %v", len(ds), err)
+	}
+	slices.SortFunc(ds, func(a, b ports.ClaimedDelivery) int { return strings.Compare(a.ID, b.ID) })
+	for i, a := range []ports.WebhookAttempt{{At: at, Status: 200}, {At: at, Err: "x", GiveUp: true}, {At: at, Err: "x", Next: at}} {
+		if ok, err := f.hooks.Record(ctx, ds[i], a); err != nil || !ok {
+			t.Fatalf("Record: %v, %v", ok, err)
+		}
+	}
+	// Events are younger than a cutoff of now minus a minute: nothing goes.
+	if n, err := f.hooks.Purge(ctx, time.Now().Add(-time.Minute)); err != nil || n != 0 {
+		t.Fatalf("Purge of nothing old = %d, %v", n, err)
+	}
+	// A cutoff after them takes the delivered and the given up, not the one to retry.
+	if n, err := f.hooks.Purge(ctx, time.Now().Add(time.Minute)); err != nil || n != 2 {
+		t.Fatalf("Purge = %d, %v; want 2", n, err)
+	}
+	left, err := f.hooks.List(ctx, ports.DeliveryQuery{Limit: 10})
+	if err != nil || len(left) != 1 || left[0].ID != ds[2].ID {
+		t.Fatalf("left = %+v, %v; want only %s", left, err, ds[2].ID)
 	}
 }

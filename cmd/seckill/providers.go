@@ -59,8 +59,10 @@ type app struct {
 	// whose registry GET /metrics serves.
 	Metrics     *metrics
 	HTTPMetrics *httpapi.Metrics
-	// Webhooks delivers the webhook outbox; nil with webhooks off.
+	// Webhooks delivers the webhook outbox; nil with webhooks off. Outbox is the
+	// outbox, purged of old deliveries hourly.
 	Webhooks *application.DeliverWebhooks
+	Outbox   *sqlstore.Webhooks
 }
 
 // redisSet provides the Redis client and the adapters built on it. The stock port and

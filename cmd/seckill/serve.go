@@ -203,11 +203,15 @@ func serveThen(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Conf
 	if cc, ok := a.Redis.(*redis.ClusterClient); ok {
 		g.Go(func() error { every(gctx, time.Second, func() { _ = a.Restarts.Recheck(gctx, cc) }); return nil })
 	}
-	// Idempotency keys are kept a day; older ones are forgotten hourly.
+	// Idempotency keys are kept a day, webhook deliveries that are over a week; older
+	// ones are forgotten hourly.
 	g.Go(func() error {
 		every(gctx, time.Hour, func() {
 			if _, err := a.Idempotency.Purge(gctx, a.Clock.Now().Add(-sqlstore.IdempotencyTTL)); err != nil {
 				log.Warn("purge idempotency keys", zap.Error(err))
+			}
+			if _, err := a.Outbox.Purge(gctx, time.Now().Add(-sqlstore.WebhookRetention)); err != nil {
+				log.Warn("purge webhook deliveries", zap.Error(err))
 			}
 		})
 		return nil

@@ -134,6 +134,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		Metrics:     mainMetrics,
 		HTTPMetrics: httpapiMetrics,
 		Webhooks:    applicationDeliverWebhooks,
+		Outbox:      webhooks,
 	}
 	return mainApp, func() {
 		cleanup2()
