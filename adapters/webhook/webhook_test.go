@@ -348,30 +348,34 @@ func signature(t *testing.T, id, timestamp string, body []byte) string {
 }
 
 // BenchmarkDeliver measures delivery to a local receiver that answers 204 at once:
-// one dispatcher with the default concurrency (8) claims, signs, posts and records
-// b.N events waiting in the outbox. Each operation is one delivery.
+// one dispatcher, with the default concurrency (8) and with 32, claims, signs, posts
+// and records b.N events waiting in the outbox. Each operation is one delivery.
 func BenchmarkDeliver(b *testing.B) {
-	f := newFixture(b)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	b.Cleanup(srv.Close)
-	for left := b.N; left > 0; left -= 1000 {
-		f.persist(b, min(left, 1000))
+	for _, concurrency := range []int{8, 32} {
+		b.Run(fmt.Sprintf("concurrency=%d", concurrency), func(b *testing.B) {
+			f := newFixture(b)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.WriteHeader(http.StatusNoContent)
+			}))
+			b.Cleanup(srv.Close)
+			for left := b.N; left > 0; left -= 1000 {
+				f.persist(b, min(left, 1000))
+			}
+			b.ResetTimer()
+			f.start(b, srv.URL, application.WebhookOptions{Concurrency: concurrency, Poll: 5 * time.Millisecond})
+			for {
+				n, err := f.hooks.Backlog(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if n == 0 {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
+		})
 	}
-	b.ResetTimer()
-	f.start(b, srv.URL, application.WebhookOptions{Poll: 5 * time.Millisecond})
-	for {
-		n, err := f.hooks.Backlog(context.Background())
-		if err != nil {
-			b.Fatal(err)
-		}
-		if n == 0 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "deliveries/s")
 }
