@@ -14,6 +14,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/seckill/seckill/adapters/testenv"
+	"github.com/seckill/seckill/domain"
 )
 
 // e2eWebhookSecret signs the webhooks of these tests: whsec_ and the base64 of 32 bytes.
@@ -112,5 +113,50 @@ func TestWebhooksSurviveKillNine(t *testing.T) {
 	defer rc.mu.Unlock()
 	if len(rc.bad) > 0 {
 		t.Fatalf("requests the receiver refused: %v", rc.bad)
+	}
+}
+
+// TestWebhooksHungReceiverLeavesTheSaleAlone points serve at an endpoint that accepts
+// every request and never answers: a sale goes on as ever (every grab answered 202,
+// every reservation persisted) while the attempts wait out their timeout, fail, and
+// are kept to be tried again.
+func TestWebhooksHungReceiverLeavesTheSaleAlone(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	fi := startFulfillInstance(t, "SECKILL_WEBHOOK_URL="+srv.URL, "SECKILL_WEBHOOK_SECRET="+e2eWebhookSecret)
+
+	const users = 40
+	id := fi.createVoucher(users, 1)
+	for u := 1; u <= users; u++ {
+		if status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", fi.token(domain.UserID(u), false), map[string]any{"quantity": 1}); status != http.StatusAccepted {
+			t.Fatalf("grab of user %d: %d %v", u, status, body)
+		}
+	}
+	admin := fi.token(1, true)
+	testenv.Eventually(t, 2*testenv.Patience, "every reservation persisted", func() (bool, string) {
+		_, stats := fi.call(http.MethodGet, "/api/v1/vouchers/"+id+"/stats", admin, nil)
+		return stats["awaiting_payment"] == float64(users), fmt.Sprint(stats)
+	})
+	// 40 orders and the sold-out: the first 8 attempts time out after 10 s and fail.
+	testenv.Eventually(t, 4*testenv.Patience, "attempts timed out", func() (bool, string) {
+		_, page := fi.call(http.MethodGet, "/api/v1/webhooks/deliveries?status=failed", admin, nil)
+		ds, _ := page["deliveries"].([]any)
+		for _, d := range ds {
+			if e, _ := d.(map[string]any)["last_error"].(string); strings.Contains(e, "no answer within 10s") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(page)
+	})
+	_, page := fi.call(http.MethodGet, "/api/v1/webhooks/deliveries?status=delivered", admin, nil)
+	if ds, _ := page["deliveries"].([]any); len(ds) != 0 {
+		t.Fatalf("deliveries delivered to an endpoint that never answers: %v", page)
 	}
 }
