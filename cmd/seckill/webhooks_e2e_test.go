@@ -122,7 +122,7 @@ func TestWebhooksSurviveKillNine(t *testing.T) {
 // are kept to be tried again.
 func TestWebhooksHungReceiverLeavesTheSaleAlone(t *testing.T) {
 	release := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		select {
 		case <-release:
 		case <-r.Context().Done():
