@@ -34,7 +34,8 @@ func pageLimit(limit int) (int, error) {
 // the filter it was made under, and the sort key of the page's last item —
 // "v|<status>|<voucher id>" for vouchers, "o|<voucher id or 0>|<created_at in Unix
 // nanoseconds>|<order id>" for a user's orders, "vo|<voucher id>|<status>|<order id>"
-// for a voucher's orders, "a|<voucher id or 0>|<entry id>" for the audit log. Naming
+// for a voucher's orders, "a|<voucher id or 0>|<entry id>" for the audit log,
+// "d|<status>|<delivery id>" for the webhook deliveries. Naming
 // the list and its filter lets a cursor
 // of another list, or of the same list under another filter, be refused rather than
 // silently skip or repeat items. A cursor is accepted only in its canonical form (it
@@ -44,6 +45,7 @@ const (
 	orderCursorKind         = "o"
 	voucherOrdersCursorKind = "vo"
 	auditCursorKind         = "a"
+	deliveryCursorKind      = "d"
 )
 
 var errBadCursor = domain.Invalid("cursor", "is not a cursor of this list: pass next_cursor of the previous page as it is")
@@ -166,4 +168,23 @@ func decodeVoucherOrdersCursor(cursor string, voucher domain.VoucherID, status d
 		return "", errBadCursor
 	}
 	return last, nil
+}
+
+// encodeDeliveryCursor returns the cursor of the page after the delivery last,
+// listed under status.
+func encodeDeliveryCursor(status domain.DeliveryStatus, last string) string {
+	return encodeCursor(deliveryCursorKind, string(status), last)
+}
+
+// decodeDeliveryCursor returns the id of the last delivery of the page before, for a
+// list under status, or errBadCursor.
+func decodeDeliveryCursor(cursor string, status domain.DeliveryStatus) (string, error) {
+	f, err := decodeCursor(cursor, deliveryCursorKind, 2)
+	if err != nil {
+		return "", err
+	}
+	if !plainID(f[1]) || encodeDeliveryCursor(status, f[1]) != cursor {
+		return "", errBadCursor
+	}
+	return f[1], nil
 }

@@ -105,8 +105,8 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 		t.Cleanup(func() { deleteKeys(rdb, "rate:"+prefix) }) // redis_rate's own prefix
 	}
 	stock := redisstore.NewStock(rdb, cfg.stock)
-	vouchers := sqlstore.NewVouchers(db)
-	orders := sqlstore.NewOrders(db)
+	vouchers := sqlstore.NewVouchers(db).WithOutbox()
+	orders := sqlstore.NewOrders(db).WithOutbox()
 	reservations := redisstore.NewReservations(rdb, redisstore.Options{Prefix: prefix})
 	queue := redisstore.NewQueue(rdb, redisstore.QueueOptions{Prefix: prefix, Consumer: "test-" + testenv.Unique()})
 	clock, ids := cfg.clock, system.ULIDs{}
@@ -144,6 +144,7 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 			ListAudit:           application.NewListAudit(sqlstore.NewAuditLog(db)),
 			ListVoucherOrders:   application.NewListVoucherOrders(vouchers, orders),
 			ExportVoucherOrders: application.NewExportVoucherOrders(vouchers, orders),
+			ListDeliveries:      application.NewListDeliveries(sqlstore.NewWebhooks(db)),
 		},
 		tokens,
 		[]httpapi.Check{

@@ -105,6 +105,7 @@ type UseCases struct {
 	ListAudit           *application.ListAudit
 	ListVoucherOrders   *application.ListVoucherOrders
 	ExportVoucherOrders *application.ExportVoucherOrders
+	ListDeliveries      *application.ListDeliveries
 }
 
 // Check is one dependency /readyz asks about.
@@ -211,6 +212,7 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	route(http.MethodPost, api+"/vouchers/:id/resume", h.pauseSale(false), auth, requireAdmin)
 	route(http.MethodPatch, api+"/vouchers/:id", h.editVoucher, once(auth, requireAdmin)...)
 	route(http.MethodGet, api+"/audit", h.listAudit, auth, requireAdmin)
+	route(http.MethodGet, api+"/webhooks/deliveries", h.listDeliveries, auth, requireAdmin)
 	route(http.MethodGet, voucherOrdersRoute, h.voucherOrders, auth, requireAdmin)
 	route(http.MethodGet, api+"/orders", h.listOrders, auth)
 	route(http.MethodGet, api+"/orders/:id", h.getOrder, auth)

@@ -74,6 +74,13 @@ func (s *Orders) Transition(ctx context.Context, id domain.OrderID, user domain.
 		if o, err = transitionTx(ctx, tx, id, user, to); err != nil {
 			return err
 		}
+		events := newOutbox(s.events)
+		if err := events.order(o); err != nil {
+			return err
+		}
+		if err := events.writeTx(ctx, tx); err != nil {
+			return err
+		}
 		return answerTx(ctx, tx, r, o)
 	})
 	if err != nil {
@@ -174,7 +181,16 @@ func (s *Orders) ExpireDue(ctx context.Context, cutoff time.Time, limit int) ([]
 	}
 	var rows []orderRow
 	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
-		return expireTx(ctx, tx, cutoff, limit, &rows)
+		if err := expireTx(ctx, tx, cutoff, limit, &rows); err != nil {
+			return err
+		}
+		events := newOutbox(s.events)
+		for _, r := range rows {
+			if err := events.order(r.order()); err != nil {
+				return err
+			}
+		}
+		return events.writeTx(ctx, tx)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("expire due orders: %w", classify(err))

@@ -22,11 +22,22 @@ var (
 // sold counters of their vouchers, in the same transaction.
 type Orders struct {
 	db *bun.DB
+	// events says to write the webhook events of each change (WithOutbox).
+	events bool
 }
 
 // NewOrders returns an Orders that stores through db.
 func NewOrders(db *bun.DB) *Orders {
 	return &Orders{db: db}
+}
+
+// WithOutbox returns an Orders that also writes the webhook event of each change of
+// an order's status to the outbox (webhook_outbox), in the change's transaction:
+// order.awaiting_payment and order.failed from Persist, order.paid, order.cancelled
+// and order.expired from Transition and ExpireDue, and voucher.sold_out from the
+// Persist in which a voucher's sold counter reaches its stock.
+func (s *Orders) WithOutbox() *Orders {
+	return &Orders{db: s.db, events: true}
 }
 
 // The reasons Persist gives for its Failed and VoucherGone results.

@@ -234,6 +234,42 @@ func BenchmarkPersist(b *testing.B) {
 	}
 }
 
+// BenchmarkPersistWebhooks is BenchmarkPersist with webhooks off and on, side by side
+// for each batch size so that both meet the same machine: on, each batch's transaction
+// also inserts its events (one order.awaiting_payment per order) in one statement.
+func BenchmarkPersistWebhooks(b *testing.B) {
+	ctx := context.Background()
+	db := openMigrated(b)
+	plain, vouchers := sqlstore.NewOrders(db), sqlstore.NewVouchers(db)
+	v := domain.Voucher{Title: "bench", Stock: math.MaxInt32, BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: 1}
+	if err := vouchers.Create(ctx, &v, domain.Author{}, nil); err != nil {
+		b.Fatalf("create voucher: %v", err)
+	}
+	for _, size := range []int{1, 10, 100} {
+		for _, hooks := range []string{"off", "on"} {
+			orders := plain
+			if hooks == "on" {
+				orders = plain.WithOutbox()
+			}
+			b.Run(fmt.Sprintf("batch=%d/webhooks=%s", size, hooks), func(b *testing.B) {
+				batch := make([]domain.Reservation, size)
+				ops := 0
+				for b.Loop() {
+					for i := range batch {
+						n := int(benchOrders.Add(1))
+						batch[i] = reserve(n, v.ID, int64(n), 1)
+					}
+					if _, err := orders.Persist(ctx, batch); err != nil {
+						b.Fatalf("Persist: %v", err)
+					}
+					ops++
+				}
+				b.ReportMetric(float64(ops*size)/b.Elapsed().Seconds(), "orders/s")
+			})
+		}
+	}
+}
+
 // A page of a user's orders is read through orders_user_id_created_at_id_idx, from the
 // cursor on, not by scanning and sorting every order of the user.
 func TestOrdersListByUserUsesIndex(t *testing.T) {

@@ -72,7 +72,7 @@ func (s *Orders) persist(ctx context.Context, rs []domain.Reservation) (map[doma
 		}
 
 		err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
-			return persistTx(ctx, tx, live, out)
+			return persistTx(ctx, tx, live, out, newOutbox(s.events))
 		})
 		if err == nil {
 			return out, nil
@@ -133,14 +133,17 @@ func storeSkipped(ctx context.Context, tx bun.Tx, skipped []orderRow, out map[do
 	return nil
 }
 
-// persistTx stores rs in tx and records each one's result in out.
+// persistTx stores rs in tx and records each one's result in out, and the webhook
+// events of what it stored in events, written with one insert at the end: an order
+// stored awaiting payment or failed by this transaction (not one an earlier delivery
+// stored), and a voucher whose sold counter this transaction filled.
 //
 // Locks are taken in one order by every Persist, so concurrent batches wait for each
 // other instead of deadlocking: order rows sorted by (voucher, user, id), which is the
 // order of both unique indexes (an id always names the same voucher and user); then
 // voucher rows by id, after all order rows, as a cancellation would (order first,
 // then its voucher's counter).
-func persistTx(ctx context.Context, tx bun.Tx, rs []domain.Reservation, out map[domain.OrderID]ports.PersistResult) error {
+func persistTx(ctx context.Context, tx bun.Tx, rs []domain.Reservation, out map[domain.OrderID]ports.PersistResult, events *outbox) error {
 	sorted := slices.Clone(rs)
 	slices.SortFunc(sorted, func(a, b domain.Reservation) int {
 		return cmp.Or(cmp.Compare(a.VoucherID, b.VoucherID), cmp.Compare(a.UserID, b.UserID), cmp.Compare(a.OrderID, b.OrderID))
@@ -186,29 +189,69 @@ func persistTx(ctx context.Context, tx bun.Tx, rs []domain.Reservation, out map[
 		vouchers = append(vouchers, v)
 	}
 	slices.Sort(vouchers)
+	var soldOut []domain.Voucher
 	for _, v := range vouchers {
-		refused, err := addSold(ctx, tx, v, fresh[v])
+		refused, full, err := addSold(ctx, tx, v, fresh[v])
 		if err != nil {
 			return err
 		}
 		for _, r := range refused {
 			out[r.OrderID] = ports.PersistResult{OrderID: r.OrderID, Outcome: ports.Failed, Reason: reasonSoldFull}
 		}
+		if full != nil {
+			soldOut = append(soldOut, *full)
+		}
 	}
-	return nil
+	if !events.enabled {
+		return nil
+	}
+	return persistEvents(ctx, tx, sorted, out, soldOut, events)
+}
+
+// persistEvents writes the webhook events of a Persist's transaction, in one insert:
+// each order it stored (awaiting payment, or failed: not one stored before), in the
+// order the rows were inserted, then each voucher it sold out.
+func persistEvents(ctx context.Context, tx bun.Tx, sorted []domain.Reservation, out map[domain.OrderID]ports.PersistResult,
+	soldOut []domain.Voucher, events *outbox) error {
+	for _, r := range sorted {
+		res := out[r.OrderID]
+		var status domain.OrderStatus
+		switch {
+		case res.Outcome == ports.Persisted:
+			status = domain.StatusAwaitingPayment
+		case res.Outcome == ports.Failed && res.Reason != reasonFailedBefore:
+			status = domain.StatusFailed
+		default:
+			continue
+		}
+		o := domain.Order{ID: r.OrderID, VoucherID: r.VoucherID, UserID: r.UserID, Quantity: r.Quantity, Status: status, CreatedAt: r.At.UTC()}
+		if err := events.order(o); err != nil {
+			return err
+		}
+	}
+	for _, v := range soldOut {
+		if err := events.voucher(domain.EventVoucherSoldOut, v); err != nil {
+			return err
+		}
+	}
+	return events.writeTx(ctx, tx)
 }
 
 // addSold adds the units of rs, orders of voucher v inserted in tx, to v's sold
 // counter. When the counter has no room for all of them it keeps those that fit and
-// turns the others into failed orders, which it returns.
-func addSold(ctx context.Context, tx bun.Tx, v domain.VoucherID, rs []domain.Reservation) ([]domain.Reservation, error) {
+// turns the others into failed orders, which it returns. When the units it added
+// filled the counter (sold reached stock), it returns the voucher as it now is.
+func addSold(ctx context.Context, tx bun.Tx, v domain.VoucherID, rs []domain.Reservation) ([]domain.Reservation, *domain.Voucher, error) {
 	units := 0
 	for _, r := range rs {
 		units += r.Quantity
 	}
-	ok, err := moveSold(ctx, tx, v, units)
-	if err != nil || ok {
-		return nil, err
+	moved, err := moveSold(ctx, tx, v, units)
+	if err != nil {
+		return nil, nil, err
+	}
+	if moved != nil {
+		return nil, filled(moved), nil
 	}
 
 	// The guard refused: some of rs cannot be live. The guarded update locked nothing,
@@ -220,7 +263,7 @@ func addSold(ctx context.Context, tx bun.Tx, v domain.VoucherID, rs []domain.Res
 		Apply(rowLock("NO KEY UPDATE")).
 		Scan(ctx, &stock, &sold)
 	if err != nil {
-		return nil, fmt.Errorf("lock voucher %s: %w", v, err)
+		return nil, nil, fmt.Errorf("lock voucher %s: %w", v, err)
 	}
 	byID := slices.Clone(rs)
 	slices.SortFunc(byID, func(a, b domain.Reservation) int { return cmp.Compare(a.OrderID, b.OrderID) })
@@ -246,38 +289,49 @@ func addSold(ctx context.Context, tx bun.Tx, v domain.VoucherID, rs []domain.Res
 			Where("o.id IN (?)", bun.List(refusedIDs)).
 			Exec(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("fail orders of voucher %s: %w", v, err)
+			return nil, nil, fmt.Errorf("fail orders of voucher %s: %w", v, err)
 		}
 	}
-	if kept > 0 {
-		ok, err := moveSold(ctx, tx, v, kept)
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			// Impossible while the row is locked; refuse to commit rather than guess.
-			return nil, fmt.Errorf("voucher %s: sold counter refused %d units after leaving room for them", v, kept)
-		}
+	if kept == 0 {
+		return refused, nil, nil
 	}
-	return refused, nil
+	moved, err = moveSold(ctx, tx, v, kept)
+	if err != nil {
+		return nil, nil, err
+	}
+	if moved == nil {
+		// Impossible while the row is locked; refuse to commit rather than guess.
+		return nil, nil, fmt.Errorf("voucher %s: sold counter refused %d units after leaving room for them", v, kept)
+	}
+	return refused, filled(moved), nil
+}
+
+// filled returns the voucher of row when its sold counter is full, nil otherwise.
+func filled(row *voucherRow) *domain.Voucher {
+	if row.Sold < row.Stock {
+		return nil
+	}
+	v := row.voucher()
+	return &v
 }
 
 // moveSold adds units to v's sold counter unless that would take it past the stock,
-// and reports whether it did.
-func moveSold(ctx context.Context, tx bun.Tx, v domain.VoucherID, units int) (bool, error) {
-	res, err := tx.NewUpdate().Model((*voucherRow)(nil)).
+// and returns the voucher's row as it left it, or nil when it did not.
+func moveSold(ctx context.Context, tx bun.Tx, v domain.VoucherID, units int) (*voucherRow, error) {
+	var rows []voucherRow
+	_, err := tx.NewUpdate().Model((*voucherRow)(nil)).
 		Set("sold = sold + ?", units).
 		Where("v.id = ?", int64(v)).
 		Where("v.sold + ? <= v.stock", units).
-		Exec(ctx)
+		Returning(voucherColumns).
+		Exec(ctx, &rows)
 	if err != nil {
-		return false, fmt.Errorf("move sold of voucher %s: %w", v, err)
+		return nil, fmt.Errorf("move sold of voucher %s: %w", v, err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("move sold of voucher %s: %w", v, err)
+	if len(rows) == 0 {
+		return nil, nil
 	}
-	return n == 1, nil
+	return &rows[0], nil
 }
 
 // missingVouchers returns the vouchers of rs that do not exist.

@@ -18,6 +18,15 @@ var _ ports.Vouchers = (*Vouchers)(nil)
 // Vouchers is a ports.Vouchers kept in the vouchers table.
 type Vouchers struct {
 	db *bun.DB
+	// events says to write the webhook event of each change (WithOutbox).
+	events bool
+}
+
+// WithOutbox returns a Vouchers that also writes voucher.updated to the webhook
+// outbox in the transaction of each Update that changes the voucher (an edit, a pause,
+// a resume).
+func (s *Vouchers) WithOutbox() *Vouchers {
+	return &Vouchers{db: s.db, events: true}
 }
 
 // NewVouchers returns a Vouchers that stores through db.
@@ -40,6 +49,10 @@ type voucherRow struct {
 	CreatedAt    time.Time `bun:"created_at"`
 	Version      int64     `bun:"version"`
 }
+
+// voucherColumns are the columns of voucherRow, for a RETURNING clause scanned into
+// it; unqualified, as SQLite's RETURNING takes no table alias.
+const voucherColumns = "id, title, stock, sold, begins_at, ends_at, per_user_limit, paused, created_at, version"
 
 func (r voucherRow) voucher() domain.Voucher {
 	return domain.Voucher{
@@ -78,7 +91,7 @@ func (s *Vouchers) Create(ctx context.Context, v *domain.Voucher, by domain.Auth
 		_, err := tx.NewInsert().
 			Model(&row).
 			Column("title", "stock", "begins_at", "ends_at", "per_user_limit", "paused", "created_at").
-			Returning("id, title, stock, sold, begins_at, ends_at, per_user_limit, paused, created_at, version").
+			Returning(voucherColumns).
 			Exec(ctx)
 		if err != nil {
 			return voucherCheckError(err)
@@ -120,6 +133,13 @@ func (s *Vouchers) Update(ctx context.Context, id domain.VoucherID, u ports.Vouc
 				return err
 			}
 			if err := appendTx(ctx, tx, domain.VoucherAudit(u.Action, u.By, &before, after)); err != nil {
+				return err
+			}
+			events := newOutbox(s.events)
+			if err := events.voucher(domain.EventVoucherUpdated, after); err != nil {
+				return err
+			}
+			if err := events.writeTx(ctx, tx); err != nil {
 				return err
 			}
 		}

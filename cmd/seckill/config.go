@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -77,6 +79,36 @@ type Config struct {
 
 	PaymentTimeout    time.Duration `name:"payment-timeout" env:"SECKILL_PAYMENT_TIMEOUT" default:"15m" help:"An order unpaid this long expires and its units go back on sale."`
 	ReconcileInterval time.Duration `name:"reconcile-interval" env:"SECKILL_RECONCILE_INTERVAL" default:"5m" help:"How often serve checks that Redis and the database agree, and logs any drift (0 disables)."`
+
+	WebhookURL    string `name:"webhook-url" env:"SECKILL_WEBHOOK_URL" help:"http(s) URL every order and voucher event is POSTed to (Standard Webhooks); unset, webhooks are off and no event is kept. Give every instance the same."`
+	WebhookSecret string `name:"webhook-secret" env:"SECKILL_WEBHOOK_SECRET" help:"Key the webhooks are signed with: whsec_ and the base64 of at least 24 bytes; required with SECKILL_WEBHOOK_URL."`
+}
+
+// minWebhookKey is the shortest webhook signing key serve accepts, in bytes.
+const minWebhookKey = 24
+
+// checkWebhook validates the webhook settings: a URL, when set, is an absolute http
+// or https URL and comes with a secret; a secret, when set, is whsec_ and the base64
+// of at least minWebhookKey bytes. The secret is never quoted back.
+func (c *Config) checkWebhook() error {
+	if c.WebhookURL != "" {
+		u, err := url.Parse(c.WebhookURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("SECKILL_WEBHOOK_URL (--webhook-url): %q is not an http or https URL", c.WebhookURL)
+		}
+		if c.WebhookSecret == "" {
+			return errors.New("SECKILL_WEBHOOK_SECRET (--webhook-secret): required with SECKILL_WEBHOOK_URL")
+		}
+	}
+	if c.WebhookSecret == "" {
+		return nil
+	}
+	key, ok := strings.CutPrefix(c.WebhookSecret, "whsec_")
+	raw, err := base64.StdEncoding.DecodeString(key)
+	if !ok || err != nil || len(raw) < minWebhookKey {
+		return fmt.Errorf("SECKILL_WEBHOOK_SECRET (--webhook-secret): must be whsec_ and the base64 of at least %d bytes", minWebhookKey)
+	}
+	return nil
 }
 
 // runsAPI and runsWorker read Roles (validated by Validate).
@@ -171,6 +203,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("SECKILL_USER_RATE (--user-rate): %v is not between 0 (off) and 1000", c.UserRate)
 	}
 	if err := inRange(c.ranges()...); err != nil {
+		return err
+	}
+	if err := c.checkWebhook(); err != nil {
 		return err
 	}
 	_, err := c.trustedProxies()

@@ -266,3 +266,35 @@ func TestConfigInProcessRedisRunsTheWorker(t *testing.T) {
 		}
 	}
 }
+
+// The webhook settings: a URL comes with a secret, whsec_ and the base64 of at least 24
+// bytes; anything else stops start-up with one line naming the setting, and never
+// quotes the secret.
+func TestConfigWebhook(t *testing.T) {
+	const good = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" // 24 bytes
+	for _, tc := range []struct{ url, secret, want string }{
+		{"", "", ""},
+		{"https://hooks.example.com/seckill", good, ""},
+		{"http://127.0.0.1:9000", good, ""},
+		{"", good, ""},
+		{"hooks.example.com", good, "SECKILL_WEBHOOK_URL (--webhook-url): "},
+		{"ftp://hooks.example.com", good, "SECKILL_WEBHOOK_URL (--webhook-url): "},
+		{"http://", good, "SECKILL_WEBHOOK_URL (--webhook-url): "},
+		{"https://hooks.example.com", "", "SECKILL_WEBHOOK_SECRET (--webhook-secret): "},
+		{"https://hooks.example.com", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "SECKILL_WEBHOOK_SECRET (--webhook-secret): "},
+		{"https://hooks.example.com", "whsec_not base64!", "SECKILL_WEBHOOK_SECRET (--webhook-secret): "},
+		{"https://hooks.example.com", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2La", "SECKILL_WEBHOOK_SECRET (--webhook-secret): "}, // 19 bytes
+	} {
+		cfg := serveDefaults(t)
+		cfg.WebhookURL, cfg.WebhookSecret = tc.url, tc.secret
+		err := cfg.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%q, %q: Validate() = %v", tc.url, tc.secret, err)
+		case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n")):
+			t.Errorf("%q, %q: Validate() = %v, want one line starting %q", tc.url, tc.secret, err, tc.want)
+		case err != nil && tc.secret != "" && strings.Contains(err.Error(), tc.secret):
+			t.Errorf("%q: the error quotes the secret: %v", tc.url, err)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/seckill/seckill/adapters/httpapi"
 	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
 )
@@ -35,6 +36,7 @@ type metrics struct {
 	edits       *prometheus.CounterVec
 	clockOffset prometheus.Gauge
 	statements  prometheus.Counter
+	webhooks    *prometheus.CounterVec
 }
 
 // breakerNames are the dependencies behind a circuit breaker, as the breakers name
@@ -77,13 +79,20 @@ func newMetrics() *metrics {
 			Name: "seckill_voucher_edits_total",
 			Help: "Changes of a voucher's sale made by an edit (PATCH /api/v1/vouchers/{id}) that committed, by action (add_units, remove_units, begins_at, ends_at, per_user_limit, title): an edit of several counts once in each.",
 		}, []string{"action"}),
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_webhook_deliveries_total",
+			Help: "Attempts this instance made to deliver a webhook, by outcome: delivered (a 2xx), failed (retried later), given_up (failed for 24 hours: not tried again).",
+		}, []string{"outcome"}),
 	}
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.persisted, m.failed, m.deadLetters, m.expired, m.released, m.breakerOpen, m.drift, m.unchecked,
-		m.recoveries, m.edits, m.clockOffset, m.statements,
+		m.recoveries, m.edits, m.clockOffset, m.statements, m.webhooks,
 	)
+	for _, o := range []application.WebhookOutcome{application.WebhookDelivered, application.WebhookFailed, application.WebhookGivenUp} {
+		m.webhooks.WithLabelValues(string(o))
+	}
 	for _, name := range breakerNames {
 		m.breakerOpen.WithLabelValues(name)
 	}
@@ -98,6 +107,11 @@ func newMetrics() *metrics {
 		m.edits.WithLabelValues(action)
 	}
 	return m
+}
+
+// webhookAttempt counts one attempt at a webhook delivery.
+func (m *metrics) webhookAttempt(o application.WebhookOutcome) {
+	m.webhooks.WithLabelValues(string(o)).Inc()
 }
 
 // edited counts one edit of a voucher, once per kind of change it made.
@@ -172,9 +186,9 @@ const backlogTimeout = time.Second
 // httpMetrics registers what is read at scrape time — the fulfillment backlog (from
 // the queue), the Redis and database connection pools — and returns the HTTP layer's
 // instruments on the same registry.
-func httpMetrics(m *metrics, client redis.UniversalClient, db *bun.DB, queue *redisstore.Queue, log *zap.Logger) *httpapi.Metrics {
+func httpMetrics(m *metrics, client redis.UniversalClient, db *bun.DB, queue *redisstore.Queue, hooks *sqlstore.Webhooks, log *zap.Logger) *httpapi.Metrics {
 	backlog := newBacklogCollector(queue, log)
-	m.reg.MustRegister(backlog, collectors.NewDBStatsCollector(db.DB, "seckill"))
+	m.reg.MustRegister(backlog, collectors.NewDBStatsCollector(db.DB, "seckill"), newWebhookCollector(hooks, log))
 	if pools, ok := client.(poolStater); ok {
 		m.reg.MustRegister(newRedisPoolCollector(pools))
 	}
@@ -287,4 +301,33 @@ func metricsServer(h http.Handler) *http.Server {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h)
 	return &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
+}
+
+// webhookCollector reads the webhook outbox's backlog once per scrape (one count by an
+// index). A scrape that cannot reach the database reports nothing rather than a
+// misleading zero.
+type webhookCollector struct {
+	hooks   *sqlstore.Webhooks
+	log     *zap.Logger
+	backlog *prometheus.Desc
+}
+
+func newWebhookCollector(hooks *sqlstore.Webhooks, log *zap.Logger) *webhookCollector {
+	return &webhookCollector{hooks: hooks, log: log, backlog: prometheus.NewDesc("seckill_webhook_backlog",
+		"Webhook deliveries still to be made (pending, or failed and to be retried), all instances: 0 with webhooks off.", nil, nil)}
+}
+
+// Describe implements prometheus.Collector.
+func (w *webhookCollector) Describe(ch chan<- *prometheus.Desc) { ch <- w.backlog }
+
+// Collect implements prometheus.Collector.
+func (w *webhookCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), backlogTimeout)
+	defer cancel()
+	n, err := w.hooks.Backlog(ctx)
+	if err != nil {
+		w.log.Debug("metrics: measure the webhook backlog", zap.Error(err))
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(w.backlog, prometheus.GaugeValue, float64(n))
 }

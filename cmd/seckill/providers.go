@@ -25,6 +25,7 @@ import (
 	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/adapters/system"
 	"github.com/seckill/seckill/adapters/telemetry"
+	"github.com/seckill/seckill/adapters/webhook"
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
 	"github.com/seckill/seckill/ports"
@@ -60,6 +61,10 @@ type app struct {
 	// whose registry GET /metrics serves.
 	Metrics     *metrics
 	HTTPMetrics *httpapi.Metrics
+	// Webhooks delivers the webhook outbox; nil with webhooks off. Outbox is the
+	// outbox, purged of old deliveries hourly.
+	Webhooks *application.DeliverWebhooks
+	Outbox   *sqlstore.Webhooks
 }
 
 // redisSet provides the Redis client and the adapters built on it. The stock port and
@@ -82,24 +87,78 @@ var redisSet = wire.NewSet(
 	wire.Bind(new(ports.StreamTickets), new(*redisstore.Tickets)),
 )
 
-// databaseSet provides the database (PostgreSQL or SQLite) and its repositories.
+// databaseSet provides the database (PostgreSQL or SQLite) and its repositories but
+// the vouchers' and the orders', which serveRepositorySet and plainRepositorySet
+// provide.
 var databaseSet = wire.NewSet(
 	openDatabase,
-	sqlstore.NewVouchers,
-	wire.Bind(new(ports.Vouchers), new(*sqlstore.Vouchers)),
-	sqlstore.NewOrders,
-	wire.Bind(new(ports.Orders), new(*sqlstore.Orders)),
-	wire.Bind(new(ports.VoucherOrders), new(*sqlstore.Orders)),
-	wire.Bind(new(ports.OrderLifecycle), new(*sqlstore.Orders)),
-	wire.Bind(new(ports.Releases), new(*sqlstore.Orders)),
-	wire.Bind(new(ports.OrderAudit), new(*sqlstore.Orders)),
 	sqlstore.NewIdempotency,
 	wire.Bind(new(ports.Idempotency), new(*sqlstore.Idempotency)),
 	sqlstore.NewAuditLog,
 	wire.Bind(new(ports.AuditLog), new(*sqlstore.AuditLog)),
 	sqlstore.NewLeases,
 	sqlstore.NewHeals,
+	sqlstore.NewWebhooks,
+	wire.Bind(new(ports.WebhookOutbox), new(*sqlstore.Webhooks)),
+	wire.Bind(new(ports.WebhookDeliveries), new(*sqlstore.Webhooks)),
 )
+
+// serveRepositorySet are serve's vouchers and orders: with webhooks on, they write the
+// webhook event of each change in its transaction (sqlstore's WithOutbox).
+var serveRepositorySet = wire.NewSet(outboxVouchers, outboxOrders,
+	wire.Bind(new(ports.Vouchers), new(*sqlstore.Vouchers)),
+	wire.Bind(new(ports.Orders), new(*sqlstore.Orders)),
+	wire.Bind(new(ports.VoucherOrders), new(*sqlstore.Orders)),
+	wire.Bind(new(ports.OrderLifecycle), new(*sqlstore.Orders)),
+	wire.Bind(new(ports.Releases), new(*sqlstore.Orders)),
+	wire.Bind(new(ports.OrderAudit), new(*sqlstore.Orders)),
+)
+
+// plainRepositorySet are the vouchers and orders of the other commands, which write
+// no webhook events (reconcile changes no order's status and edits no voucher).
+var plainRepositorySet = wire.NewSet(sqlstore.NewVouchers, sqlstore.NewOrders,
+	wire.Bind(new(ports.Vouchers), new(*sqlstore.Vouchers)),
+	wire.Bind(new(ports.Orders), new(*sqlstore.Orders)),
+	wire.Bind(new(ports.VoucherOrders), new(*sqlstore.Orders)),
+	wire.Bind(new(ports.OrderLifecycle), new(*sqlstore.Orders)),
+	wire.Bind(new(ports.Releases), new(*sqlstore.Orders)),
+	wire.Bind(new(ports.OrderAudit), new(*sqlstore.Orders)),
+)
+
+// outboxVouchers writes voucher.updated with each edit, pause and resume when
+// webhooks are on. Off, no event is kept: an outbox nobody delivers would only grow.
+func outboxVouchers(db *bun.DB, cfg Config) *sqlstore.Vouchers {
+	if cfg.WebhookURL == "" {
+		return sqlstore.NewVouchers(db)
+	}
+	return sqlstore.NewVouchers(db).WithOutbox()
+}
+
+// outboxOrders writes the orders' and sold-out events when webhooks are on.
+func outboxOrders(db *bun.DB, cfg Config) *sqlstore.Orders {
+	if cfg.WebhookURL == "" {
+		return sqlstore.NewOrders(db)
+	}
+	return sqlstore.NewOrders(db).WithOutbox()
+}
+
+// deliverWebhooks is the webhook dispatcher, with the contract's timings, counting
+// each attempt; nil when webhooks are off. Its clock is the host's, the one the
+// outbox's rows are stamped by.
+func deliverWebhooks(cfg Config, hooks ports.WebhookOutbox, window domain.PaymentWindow, m *metrics, log *zap.Logger) (*application.DeliverWebhooks, error) {
+	if cfg.WebhookURL == "" {
+		return nil, nil
+	}
+	sender, err := webhook.NewSender(cfg.WebhookURL, cfg.WebhookSecret)
+	if err != nil {
+		return nil, err
+	}
+	return application.NewDeliverWebhooks(hooks, sender, httpapi.WebhookBody(window), system.Clock{}, application.WebhookOptions{},
+		application.WebhookObserver{
+			Attempt: m.webhookAttempt,
+			Problem: func(err error) { log.Warn("webhooks", zap.Error(err)) },
+		}), nil
+}
 
 // systemSet provides the sale's clock and the order id source.
 var systemSet = wire.NewSet(
@@ -117,6 +176,8 @@ var applicationSet = wire.NewSet(
 	application.NewPauseSale,
 	editVoucher,
 	application.NewListAudit,
+	application.NewListDeliveries,
+	deliverWebhooks,
 	application.NewGetVoucher,
 	application.NewListVouchers,
 	grabOptions,

@@ -166,6 +166,10 @@ func serveThen(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Conf
 			})
 		}
 		g.Go(func() error { every(gctx, time.Second, func() { foldUnits(gctx, a, log) }); return nil })
+		if a.Webhooks != nil {
+			log.Info("webhook dispatcher started", zap.String("url", redactURL(cfg.WebhookURL)))
+			g.Go(func() error { return a.Webhooks.Run(gctx) })
+		}
 	}
 	// The warm-up runs beside the listener, not before it: the vouchers whose sale
 	// state it loads open at once, or answer 503 while their reservations are restored
@@ -202,21 +206,25 @@ func serveThen(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Conf
 	if cc, ok := a.Redis.(*redis.ClusterClient); ok {
 		g.Go(func() error { every(gctx, time.Second, func() { _ = a.Restarts.Recheck(gctx, cc) }); return nil })
 	}
-	// Idempotency keys are kept a day; older ones are forgotten hourly.
-	g.Go(func() error {
-		every(gctx, time.Hour, func() {
-			if _, err := a.Idempotency.Purge(gctx, a.Clock.Now().Add(-sqlstore.IdempotencyTTL)); err != nil {
-				log.Warn("purge idempotency keys", zap.Error(err))
-			}
-		})
-		return nil
-	})
+	g.Go(func() error { every(gctx, time.Hour, func() { purge(gctx, a, log) }); return nil })
 	err := g.Wait()
 	if cfg.embeddedRedis() && cfg.runsWorker() {
 		err = errors.Join(err, drainInProcess(a, log))
 	}
 	log.Info("stopped")
 	return err
+}
+
+// purge forgets what is kept only for a while: idempotency keys after a day, webhook
+// deliveries that are over (delivered, given up) a week after their event.
+func purge(ctx context.Context, a *app, log *zap.Logger) {
+	if _, err := a.Idempotency.Purge(ctx, a.Clock.Now().Add(-sqlstore.IdempotencyTTL)); err != nil {
+		log.Warn("purge idempotency keys", zap.Error(err))
+	}
+	// The outbox's rows are stamped by the host's clock.
+	if _, err := a.Outbox.Purge(ctx, time.Now().Add(-sqlstore.WebhookRetention)); err != nil {
+		log.Warn("purge webhook deliveries", zap.Error(err))
+	}
 }
 
 // drainInProcess persists every reservation the in-process Redis still holds, as it

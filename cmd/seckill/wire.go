@@ -14,7 +14,7 @@ import (
 
 // buildApp assembles serve's object graph.
 func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), error) {
-	wire.Build(commonSet, redisSet, databaseSet, systemSet, applicationSet, metricsSet, httpSet,
+	wire.Build(commonSet, redisSet, databaseSet, serveRepositorySet, systemSet, applicationSet, metricsSet, httpSet,
 		configuredStrategy, strategySet, wire.Struct(new(app), "*"))
 	return nil, nil, nil
 }
@@ -24,7 +24,7 @@ func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*applicat
 	wire.Build(
 		redisstore.NewRestarts, openRedis, stockOptions, redisstore.NewStock, redisstore.NewAudit,
 		configuredStrategy, strategySet,
-		databaseSet, systemSet, newMetrics, compensate, recoverVoucher, reconcile,
+		databaseSet, plainRepositorySet, systemSet, newMetrics, compensate, recoverVoucher, reconcile,
 	)
 	return nil, nil, nil
 }

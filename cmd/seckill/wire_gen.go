@@ -39,13 +39,14 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	rateLimiter := redisstore.NewRateLimiter(universalClient, options)
 	redisstoreQueueOptions := queueOptions(cfg, clock)
 	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
-	httpapiMetrics := httpMetrics(mainMetrics, universalClient, db, queue, log)
+	webhooks := sqlstore.NewWebhooks(db)
+	httpapiMetrics := httpMetrics(mainMetrics, universalClient, db, queue, webhooks, log)
 	domainPaymentWindow := paymentWindow(cfg)
 	changes := redisstore.NewChanges(universalClient, options)
 	tickets := redisstore.NewTickets(universalClient, options)
 	httpapiStreams := streams(cfg, changes, tickets, log)
 	httpapiOptions := httpOptions(cfg, rateLimiter, idempotency, httpapiMetrics, queue, clock, domainPaymentWindow, httpapiStreams)
-	vouchers := sqlstore.NewVouchers(db)
+	vouchers := outboxVouchers(db, cfg)
 	stockStrategy, err := configuredStrategy(common)
 	if err != nil {
 		cleanup2()
@@ -61,7 +62,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	uliDs := system.ULIDs{}
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
 	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, sqlstoreStock)
-	orders := sqlstore.NewOrders(db)
+	orders := outboxOrders(db, cfg)
 	applicationRecoverVoucher := recoverVoucher(vouchers, portsStock, stockAudit, orders, clock, mainMetrics)
 	applicationGrabOptions := grabOptions(cfg)
 	grabVoucher := application.NewGrabVoucher(portsStock, clock, uliDs, applicationRecoverVoucher, applicationGrabOptions)
@@ -79,6 +80,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	listAudit := application.NewListAudit(auditLog)
 	listVoucherOrders := application.NewListVoucherOrders(vouchers, orders)
 	exportVoucherOrders := application.NewExportVoucherOrders(vouchers, orders)
+	listDeliveries := application.NewListDeliveries(webhooks)
 	useCases := httpapi.UseCases{
 		CreateVoucher:       createVoucher,
 		GetVoucher:          getVoucher,
@@ -94,6 +96,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		ListAudit:           listAudit,
 		ListVoucherOrders:   listVoucherOrders,
 		ExportVoucherOrders: exportVoucherOrders,
+		ListDeliveries:      listDeliveries,
 	}
 	httpapiTokens := tokens(cfg)
 	v := readinessChecks(universalClient, db)
@@ -107,6 +110,12 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	applicationReleaseClosed := application.NewReleaseClosed(orders, applicationCompensate)
 	applicationReconcile := reconcile(vouchers, stockAudit, orders, applicationCompensate, applicationRecoverVoucher, auditLog, clock, common)
 	leases := sqlstore.NewLeases(db)
+	applicationDeliverWebhooks, err := deliverWebhooks(cfg, webhooks, domainPaymentWindow, mainMetrics, log)
+	if err != nil {
+		cleanup2()
+		cleanup()
+		return nil, nil, err
+	}
 	mainApp := &app{
 		Redis:       universalClient,
 		Restarts:    restarts,
@@ -128,6 +137,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		Orders:      orders,
 		Metrics:     mainMetrics,
 		HTTPMetrics: httpapiMetrics,
+		Webhooks:    applicationDeliverWebhooks,
+		Outbox:      webhooks,
 	}
 	return mainApp, func() {
 		cleanup2()

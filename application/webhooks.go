@@ -1,0 +1,263 @@
+package application
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+// RenderEvent renders an event as the body the webhook endpoint receives. It must
+// render an event the same way every time: every attempt sends the same body.
+type RenderEvent func(domain.Event) ([]byte, error)
+
+// WebhookOptions tune the webhook dispatcher. Zero values take the contract's.
+type WebhookOptions struct {
+	// Concurrency is the most deliveries sent at once (default 8).
+	Concurrency int
+	// Timeout bounds each attempt (default 10 s): an endpoint that has not answered
+	// by then failed this attempt.
+	Timeout time.Duration
+	// MinBackoff is the wait after a first failed attempt (default 1 s); it doubles
+	// with each failed attempt, with jitter (up to a fifth more), up to MaxBackoff
+	// (default 1 h).
+	MinBackoff, MaxBackoff time.Duration
+	// RetryFor is how long after its event a delivery is still retried (default 24 h):
+	// an attempt that fails later gives it up.
+	RetryFor time.Duration
+	// Poll is how often the outbox is looked at while nothing is due (default 500 ms).
+	Poll time.Duration
+}
+
+func (o WebhookOptions) withDefaults() WebhookOptions {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if o.Concurrency < 1 {
+		o.Concurrency = 8
+	}
+	def(&o.Timeout, 10*time.Second)
+	def(&o.MinBackoff, time.Second)
+	def(&o.MaxBackoff, time.Hour)
+	def(&o.RetryFor, 24*time.Hour)
+	def(&o.Poll, 500*time.Millisecond)
+	return o
+}
+
+// lease is how long a claim holds a delivery: far longer than an attempt may take, so
+// no other dispatcher sends it while this one still may.
+func (o WebhookOptions) lease() time.Duration { return 3*o.Timeout + 30*time.Second }
+
+// WebhookOutcome is what became of one attempt.
+type WebhookOutcome string
+
+// The outcomes of an attempt.
+const (
+	WebhookDelivered WebhookOutcome = "delivered"
+	WebhookFailed    WebhookOutcome = "failed"
+	WebhookGivenUp   WebhookOutcome = "given_up"
+)
+
+// WebhookObserver hears what the dispatcher has to say; either may be nil. Attempt is
+// called once per attempt with its outcome; Problem with a failure of the outbox
+// itself (the database), which the dispatcher retries at its next poll.
+type WebhookObserver struct {
+	Attempt func(WebhookOutcome)
+	Problem func(error)
+}
+
+// DeliverWebhooks sends the outbox's events to the webhook endpoint: at least once
+// each, under the same webhook-id every time, retrying a failed attempt (a non-2xx
+// answer, no answer within the timeout) with a doubling back-off for RetryFor, then
+// giving it up. It runs in goroutines of its own, Concurrency attempts at most at
+// once, each under its timeout, and touches nothing of the grab path or the
+// fulfillment: a dead, slow or hung endpoint only delays its own deliveries.
+type DeliverWebhooks struct {
+	outbox  ports.WebhookOutbox
+	sender  ports.WebhookSender
+	render  RenderEvent
+	clock   ports.Clock
+	opts    WebhookOptions
+	observe WebhookObserver
+}
+
+// NewDeliverWebhooks returns the dispatcher; clock is the one the outbox's rows are
+// stamped by (the host's).
+func NewDeliverWebhooks(outbox ports.WebhookOutbox, sender ports.WebhookSender, render RenderEvent, clock ports.Clock,
+	opts WebhookOptions, observe WebhookObserver) *DeliverWebhooks {
+	if observe.Attempt == nil {
+		observe.Attempt = func(WebhookOutcome) {}
+	}
+	if observe.Problem == nil {
+		observe.Problem = func(error) {}
+	}
+	return &DeliverWebhooks{outbox: outbox, sender: sender, render: render, clock: clock, opts: opts.withDefaults(), observe: observe}
+}
+
+// Run claims the deliveries due and sends them until ctx is cancelled, then waits for
+// the attempts in flight (each ends within its timeout) and returns nil. A delivery
+// whose attempt was cut short by the cancellation is not recorded: its claim lapses
+// and it is sent again, under the same id, by whichever dispatcher claims it next.
+func (uc *DeliverWebhooks) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	slots := make(chan struct{}, uc.opts.Concurrency)
+	freed := make(chan struct{}, 1)
+	poll := time.NewTimer(0)
+	defer poll.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-poll.C:
+		case <-freed:
+		}
+		for {
+			free := cap(slots) - len(slots)
+			if free == 0 {
+				break
+			}
+			ds, err := uc.outbox.Claim(ctx, uc.clock.Now(), free, uc.opts.lease())
+			if err != nil {
+				if ctx.Err() == nil {
+					uc.observe.Problem(fmt.Errorf("claim webhook deliveries: %w", err))
+				}
+				break
+			}
+			for _, d := range ds {
+				slots <- struct{}{}
+				wg.Go(func() {
+					defer func() {
+						<-slots
+						select {
+						case freed <- struct{}{}:
+						default:
+						}
+					}()
+					uc.attempt(ctx, d)
+				})
+			}
+			if len(ds) < free {
+				break
+			}
+		}
+		poll.Reset(uc.opts.Poll)
+	}
+}
+
+// attempt sends d once and records the outcome.
+func (uc *DeliverWebhooks) attempt(ctx context.Context, d ports.ClaimedDelivery) {
+	at := uc.clock.Now()
+	a := ports.WebhookAttempt{At: at}
+	body, err := uc.render(d.Event)
+	if err == nil {
+		sendCtx, cancel := context.WithTimeout(ctx, uc.opts.Timeout)
+		a.Status, err = uc.sender.Send(sendCtx, d.ID, at, body)
+		cancel()
+		if ctx.Err() != nil {
+			return // shutting down: the claim lapses and the delivery is sent again
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within %s", uc.opts.Timeout)
+		}
+	}
+	outcome := WebhookDelivered
+	if err != nil {
+		a.Err = err.Error()
+		outcome = WebhookFailed
+		if at.Sub(d.CreatedAt) >= uc.opts.RetryFor {
+			a.GiveUp, outcome = true, WebhookGivenUp
+		} else {
+			a.Next = at.Add(uc.backoff(d.Attempts + 1))
+		}
+	}
+	// The attempt is recorded even while shutdown begins: it was made.
+	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), uc.opts.Timeout)
+	defer cancel()
+	ok, err := uc.outbox.Record(recordCtx, d, a)
+	if err != nil {
+		uc.observe.Problem(fmt.Errorf("record webhook attempt %s: %w", d.ID, err))
+		return
+	}
+	if ok {
+		uc.observe.Attempt(outcome)
+	}
+}
+
+// backoff is the wait after the n-th failed attempt: MinBackoff doubled n-1 times, up
+// to a fifth more at random (so endpoints coming back are not hit all at once), at
+// most MaxBackoff.
+func (uc *DeliverWebhooks) backoff(n int) time.Duration {
+	d := uc.opts.MinBackoff
+	for i := 1; i < n && d < uc.opts.MaxBackoff; i++ {
+		d *= 2
+	}
+	if jitter := int64(d / 5); jitter > 0 {
+		d += time.Duration(rand.Int64N(jitter))
+	}
+	return min(d, uc.opts.MaxBackoff)
+}
+
+// ListDeliveriesQuery asks for a page of webhook deliveries.
+type ListDeliveriesQuery struct {
+	// Status, when not empty, keeps only the deliveries in that status.
+	Status domain.DeliveryStatus
+	// Limit is the page size, 1 to MaxPageLimit; 0 means DefaultPageLimit.
+	Limit int
+	// Cursor is NextCursor of the previous page; empty for the first page.
+	Cursor string
+}
+
+// DeliveryPage is a page of webhook deliveries, newest first.
+type DeliveryPage struct {
+	Deliveries []domain.Delivery
+	// NextCursor asks for the next page; empty on the last page.
+	NextCursor string
+}
+
+// ListDeliveries lists the webhook deliveries for an admin.
+type ListDeliveries struct {
+	deliveries ports.WebhookDeliveries
+}
+
+// NewListDeliveries returns the use case.
+func NewListDeliveries(deliveries ports.WebhookDeliveries) *ListDeliveries {
+	return &ListDeliveries{deliveries: deliveries}
+}
+
+// Handle returns a page of deliveries, newest first. A status that is not one of
+// domain.DeliveryStatus, a limit out of range, or a cursor that is not NextCursor of a
+// page of this list with the same status, returns a *domain.ValidationError.
+func (uc *ListDeliveries) Handle(ctx context.Context, q ListDeliveriesQuery) (DeliveryPage, error) {
+	if q.Status != "" && !q.Status.Valid() {
+		return DeliveryPage{}, domain.Invalid("status", "must be pending, failed or delivered")
+	}
+	limit, err := pageLimit(q.Limit)
+	if err != nil {
+		return DeliveryPage{}, err
+	}
+	query := ports.DeliveryQuery{Status: q.Status, Limit: limit + 1}
+	if q.Cursor != "" {
+		if query.Before, err = decodeDeliveryCursor(q.Cursor, q.Status); err != nil {
+			return DeliveryPage{}, err
+		}
+	}
+	// One more than the page tells whether another page follows.
+	ds, err := uc.deliveries.List(ctx, query)
+	if err != nil {
+		return DeliveryPage{}, fmt.Errorf("list webhook deliveries: %w", err)
+	}
+	page := DeliveryPage{Deliveries: ds}
+	if len(ds) > limit {
+		page.Deliveries = ds[:limit]
+		page.NextCursor = encodeDeliveryCursor(q.Status, ds[limit-1].ID)
+	}
+	return page, nil
+}
