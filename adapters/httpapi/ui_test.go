@@ -184,6 +184,16 @@ func TestUIShowsTheSaleLiveInChromium(t *testing.T) {
 		t.Fatalf("open the page: %v", err)
 	}
 	waitShown(t, ctx, id, fmt.Sprintf("%d before the sale", stock), func(n int) bool { return n == stock })
+	// The page follows the sale's event stream (and reads the list only every 10 s).
+	testenv.Eventually(t, 3*testenv.Patience, "the page follows the sale's stream", func() (bool, string) {
+		n := evaluate[string](t, ctx, `document.body.dataset.followed || ""`)
+		return n == "1", "streams followed: " + n
+	})
+	eventsSeen := func() int {
+		n, _ := strconv.Atoi(evaluate[string](t, ctx, `document.body.dataset.events || "0"`))
+		return n
+	}
+	before := eventsSeen()
 
 	burst := func(from, users int) {
 		var wg sync.WaitGroup
@@ -196,6 +206,9 @@ func TestUIShowsTheSaleLiveInChromium(t *testing.T) {
 	}
 	burst(1000, 15)
 	mid := waitShown(t, ctx, id, "25 after 15 grabs", func(n int) bool { return n == stock-15 })
+	if after := eventsSeen(); after <= before {
+		t.Fatalf("the count fell with no voucher event received (%d before, %d after): the page polled", before, after)
+	}
 	burst(2000, 60) // sells the rest
 	waitShown(t, ctx, id, fmt.Sprintf("0 after the sell-out (was %d)", mid), func(n int) bool { return n == 0 })
 

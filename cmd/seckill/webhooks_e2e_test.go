@@ -160,3 +160,37 @@ func TestWebhooksHungReceiverLeavesTheSaleAlone(t *testing.T) {
 		t.Fatalf("deliveries delivered to an endpoint that never answers: %v", page)
 	}
 }
+
+// TestWebhooksInTheZeroSetupMode: serve with nothing installed (the in-process Redis,
+// a SQLite file) delivers an order's events, signed, each once.
+func TestWebhooksInTheZeroSetupMode(t *testing.T) {
+	rc := &hookReceiver{events: make(map[string]string)}
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	fi := startZeroSetup(t, "SECKILL_WEBHOOK_URL="+srv.URL+"/hooks", "SECKILL_WEBHOOK_SECRET="+e2eWebhookSecret)
+
+	id := fi.createVoucher(5, 1)
+	user := fi.token(7, false)
+	status, g := fi.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", user, nil)
+	if status != http.StatusAccepted {
+		t.Fatalf("grab: %d %v", status, g)
+	}
+	order := g["order_id"].(string)
+	testenv.Eventually(t, 2*testenv.Patience, "order persisted", func() (bool, string) {
+		_, o := fi.call(http.MethodGet, "/api/v1/orders/"+order, user, nil)
+		return o["status"] == "awaiting_payment", fmt.Sprint(o)
+	})
+	if status, body := fi.call(http.MethodPost, "/api/v1/orders/"+order+"/pay", user, nil); status != http.StatusOK {
+		t.Fatalf("pay: %d %v", status, body)
+	}
+	want := []string{"order.awaiting_payment " + order + " awaiting_payment", "order.paid " + order + " paid"}
+	testenv.Eventually(t, 2*testenv.Patience, "both events delivered", func() (bool, string) {
+		got := rc.got()
+		return fmt.Sprint(got) == fmt.Sprint(want), fmt.Sprint(got)
+	})
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.bad) > 0 {
+		t.Fatalf("requests the receiver refused: %v", rc.bad)
+	}
+}

@@ -1,8 +1,11 @@
-// The live sale page: plain JavaScript, no build step. It reads the public voucher
-// list every second; with an admin token (kept in this tab's sessionStorage) it also
-// reads each voucher's stats and the Prometheus metrics, draws each sale's last minutes
-// from samples it takes itself, and offers pause/resume, edit and end now. It tells
-// time by the server's clock, never this device's (see serverNow).
+// The live sale page: plain JavaScript, no build step. It follows each open sale's
+// event stream (GET /api/v1/vouchers/{id}/events: its remaining units and state as
+// they change) and reads the public voucher list only to find new sales — every 10 s,
+// or every second while a sale is open that no stream follows. With an admin token
+// (kept in this tab's sessionStorage) it also reads each voucher's stats and the
+// Prometheus metrics every second, draws each sale's last minutes from samples it
+// takes itself, and offers pause/resume, edit and end now. It tells time by the
+// server's clock, never this device's (see serverNow).
 "use strict";
 
 const TOKEN_KEY = "seckill.adminToken";
@@ -11,6 +14,10 @@ const OUTCOMES = ["reserved", "sold_out", "already_purchased", "not_started", "e
 const COUNTS = [["remaining", "remaining"], ["queued", "queued"], ["awaiting_payment", "awaiting payment"],
   ["paid", "paid"], ["cancelled", "cancelled"], ["expired", "expired"], ["failed", "failed"]];
 const MAX_STATS = 20; // vouchers whose stats are read each second
+// Streams followed at once: a browser holds at most 6 HTTP/1.1 connections to a host,
+// and each stream keeps one; the rest stay free for the page's reads and actions.
+const MAX_FOLLOWED = 4;
+const LIST_EVERY_MS = 10000; // the list's reads while every open sale is followed
 const WINDOW_MS = 5 * 60 * 1000; // what the charts show, and all the samples kept
 const RATE_SPAN_MS = 5000; // grabs per second are averaged over this much
 const SVG = "http://www.w3.org/2000/svg";
@@ -22,6 +29,11 @@ const series = new Map(); // voucher id → samples [{at (performance.now()), le
 let editing = null; // the voucher the edit form changes
 let pendingEdit = null; // an edit sent and not answered: {id, body, key}; a retry of it keeps its key
 let answers = 0; // vouchers shown from an action's answer: a list read before one is stale
+const followed = new Map(); // voucher id → its EventSource
+let events = 0; // voucher events received; eventSeen[id] is the count at id's last one
+const eventSeen = {};
+let listReadAt = -Infinity; // performance.now() of the last list read
+let allFollowed = false; // every open sale listed has its stream
 
 // The server's clock, which judges every sale: a device's clock is often seconds off,
 // and a countdown by it fires early or late. GET /api/v1/time is read as NTP reads a
@@ -128,14 +140,17 @@ function duration(ms) {
 
 // sample notes each listed voucher's units left and units taken (stock − remaining,
 // which an edit of the stock leaves alone) and forgets what is older than the window
-// or no longer listed. Samples closer than half a second replace the last one, so an
-// extra refresh (after an action) does not make a spike of a rate.
+// or no longer listed. The samples are half a second apart at least: one taken sooner
+// (events come up to ten a second, and an action's answer between two reads) updates
+// the last one's figures and keeps its time, and the first is never updated, so a
+// series always starts from what the page saw first.
 function sample(list) {
   const at = performance.now();
   for (const v of list) {
     const s = series.get(v.id) || [];
     const point = { at, left: v.remaining, taken: v.stock - v.remaining };
-    if (s.length > 0 && at - s[s.length - 1].at < 500) s[s.length - 1] = point; else s.push(point);
+    const last = s[s.length - 1];
+    if (s.length > 1 && at - last.at < 500) s[s.length - 1] = { ...point, at: last.at }; else s.push(point);
     while (s.length > 0 && at - s[0].at > WINDOW_MS) s.shift();
     series.set(v.id, s);
   }
@@ -151,7 +166,9 @@ function rates(s) {
   const out = [];
   for (let i = 1, j = 0; i < s.length; i++) {
     while (j < i - 1 && s[i].at - s[j].at > RATE_SPAN_MS) j++;
-    out.push({ at: s[i].at, rate: Math.max(0, (s[i].taken - s[j].taken) * 1000 / (s[i].at - s[j].at)) });
+    // Over a second at least: two samples close together make no spike.
+    const span = Math.max(s[i].at - s[j].at, 1000);
+    out.push({ at: s[i].at, rate: Math.max(0, (s[i].taken - s[j].taken) * 1000 / span) });
   }
   return out;
 }
@@ -251,6 +268,34 @@ function render() {
 function showVoucher(v) {
   answers++;
   vouchers = vouchers.map((w) => (w.id === v.id ? v : w));
+  render();
+}
+
+// follow opens the event stream of each open sale listed (not ended), up to
+// MAX_FOLLOWED, and closes the streams of sales ended or no longer listed. It answers
+// whether every open sale is followed (else the list is read every second for them).
+function follow(list) {
+  const open = list.filter((v) => saleState(v, serverNow())[0] !== "ended");
+  const want = new Set(open.slice(0, MAX_FOLLOWED).map((v) => v.id));
+  for (const [id, es] of followed) if (!want.has(id)) { es.close(); followed.delete(id); }
+  for (const id of want) {
+    if (followed.has(id)) continue;
+    const es = new EventSource(`/api/v1/vouchers/${id}/events`);
+    es.addEventListener("voucher", (ev) => onVoucherEvent(JSON.parse(ev.data)));
+    followed.set(id, es); // EventSource reconnects by itself after an error
+  }
+  document.body.dataset.followed = String(followed.size);
+  return open.length <= MAX_FOLLOWED;
+}
+
+// onVoucherEvent shows a voucher as its stream sent it, and samples it for its chart.
+function onVoucherEvent(v) {
+  events++;
+  eventSeen[v.id] = events;
+  document.body.dataset.events = String(events);
+  if (!vouchers.some((w) => w.id === v.id)) return;
+  vouchers = vouchers.map((w) => (w.id === v.id ? v : w));
+  sample(vouchers);
   render();
 }
 
@@ -372,7 +417,8 @@ async function refreshMetrics() {
 }
 
 async function load() {
-  const seen = answers;
+  const seen = answers, since = events;
+  listReadAt = performance.now();
   let list;
   try {
     list = await getJSON("/api/v1/vouchers", false);
@@ -380,7 +426,11 @@ async function load() {
     setStatus("cannot read vouchers: " + e.message, true);
     return;
   }
-  const read = list.vouchers || [];
+  // A voucher whose stream told more since this read began keeps what it told.
+  const read = (list.vouchers || []).map((v) => {
+    const shown = vouchers.find((w) => w.id === v.id);
+    return shown && (eventSeen[v.id] || 0) > since ? shown : v;
+  });
   sample(read);
   const fresh = {};
   if (token() !== "") {
@@ -393,6 +443,7 @@ async function load() {
   if (seen !== answers) return; // read before an action's answer: the next read follows
   vouchers = read;
   stats = fresh;
+  allFollowed = follow(read);
   render();
   const now = serverNow();
   setStatus(now === null ? "updated (server clock not read yet)" : "updated " + new Date(now).toLocaleTimeString() + " server time");
@@ -431,6 +482,18 @@ document.getElementById("sign-out").addEventListener("click", () => {
 document.getElementById("edit-form").addEventListener("submit", submitEdit);
 document.getElementById("edit-close").addEventListener("click", () => { document.getElementById("edit").hidden = true; });
 
+// tick runs every second: the admin's reads, and the list's when it is due; otherwise
+// the page only samples what its streams told and draws it again (the countdowns, the
+// charts' time running on).
+function tick() {
+  if (token() !== "" || !allFollowed || performance.now() - listReadAt >= LIST_EVERY_MS) {
+    refresh();
+    return;
+  }
+  sample(vouchers);
+  render();
+}
+
 // The clock first (the first list is then judged by it), measured again every minute.
-measureClock().catch(() => {}).finally(() => { refresh(); setInterval(refresh, 1000); });
+measureClock().catch(() => {}).finally(() => { refresh(); setInterval(tick, 1000); });
 setInterval(() => measureClock().catch(() => {}), 60000);
