@@ -121,7 +121,10 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	if cfg.onStreams != nil {
 		cfg.onStreams(streams)
 	}
-	grab := application.NewGrabVoucher(stock, clock, ids, nil, application.GrabOptions{SoldOutTTL: time.Minute})
+	denyList := sqlstore.NewDenyList(db)
+	denyChanges := redisstore.NewDenyChanges(rdb, redisstore.Options{Prefix: prefix})
+	denied := application.NewDeniedUsers(denyList)
+	grab := application.NewGrabVoucher(stock, clock, ids, nil, application.GrabOptions{SoldOutTTL: time.Minute, Denied: denied})
 	audit := redisstore.NewAudit(rdb, redisstore.Options{Prefix: prefix})
 	getOrder := application.NewGetOrder(orders, reservations)
 	compensate := application.NewCompensate(stock, orders)
@@ -145,6 +148,9 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 			ListVoucherOrders:   application.NewListVoucherOrders(vouchers, orders),
 			ExportVoucherOrders: application.NewExportVoucherOrders(vouchers, orders),
 			ListDeliveries:      application.NewListDeliveries(sqlstore.NewWebhooks(db)),
+			DenyUser:            application.NewDenyUser(denyList, denyChanges, denied),
+			AllowUser:           application.NewAllowUser(denyList, denyChanges, denied),
+			ListDenied:          application.NewListDenied(denyList),
 		},
 		tokens,
 		[]httpapi.Check{

@@ -106,6 +106,9 @@ type UseCases struct {
 	ListVoucherOrders   *application.ListVoucherOrders
 	ExportVoucherOrders *application.ExportVoucherOrders
 	ListDeliveries      *application.ListDeliveries
+	DenyUser            *application.DenyUser
+	AllowUser           *application.AllowUser
+	ListDenied          *application.ListDenied
 }
 
 // Check is one dependency /readyz asks about.
@@ -213,6 +216,9 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	route(http.MethodPatch, api+"/vouchers/:id", h.editVoucher, once(auth, requireAdmin)...)
 	route(http.MethodGet, api+"/audit", h.listAudit, auth, requireAdmin)
 	route(http.MethodGet, api+"/webhooks/deliveries", h.listDeliveries, auth, requireAdmin)
+	route(http.MethodPut, api+"/denylist/:user_id", h.denyUser, once(auth, requireAdmin)...)
+	route(http.MethodDelete, api+"/denylist/:user_id", h.allowUser, once(auth, requireAdmin)...)
+	route(http.MethodGet, api+"/denylist", h.listDenied, auth, requireAdmin)
 	route(http.MethodGet, voucherOrdersRoute, h.voucherOrders, auth, requireAdmin)
 	route(http.MethodGet, api+"/orders", h.listOrders, auth)
 	route(http.MethodGet, api+"/orders/:id", h.getOrder, auth)
