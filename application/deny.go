@@ -3,6 +3,7 @@ package application
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/seckill/seckill/domain"
@@ -13,8 +14,11 @@ import (
 // with no round trip to any store: a map swapped whole on each reload, read through an
 // atomic pointer, so a grab never waits for a lock.
 type DeniedUsers struct {
-	list  ports.DenyList
-	users atomic.Pointer[map[domain.UserID]struct{}]
+	list ports.DenyList
+	// reloading keeps one reload at a time, so a read older than another's never
+	// replaces it.
+	reloading sync.Mutex
+	users     atomic.Pointer[map[domain.UserID]struct{}]
 }
 
 // NewDeniedUsers returns an empty set that Reload fills from list.
@@ -37,6 +41,8 @@ func (d *DeniedUsers) Len() int {
 
 // Reload reads the whole list again; on an error the set is left as it was.
 func (d *DeniedUsers) Reload(ctx context.Context) error {
+	d.reloading.Lock()
+	defer d.reloading.Unlock()
 	users, err := d.list.Users(ctx)
 	if err != nil {
 		return fmt.Errorf("reload the deny list: %w", err)
