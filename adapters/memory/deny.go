@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -61,7 +62,7 @@ func (l *DenyList) List(_ context.Context, after domain.UserID, limit int) ([]do
 			out = append(out, d)
 		}
 	}
-	slices.SortFunc(out, func(a, b domain.Denial) int { return int(a.User - b.User) })
+	slices.SortFunc(out, func(a, b domain.Denial) int { return cmp.Compare(a.User, b.User) })
 	if len(out) > limit {
 		out = out[:limit]
 	}
