@@ -23,6 +23,9 @@ type GrabOptions struct {
 	// SoldOutTTL is how long this instance answers sold_out for a voucher without
 	// asking Redis, once Redis said it has no unit left; 0 always asks.
 	SoldOutTTL time.Duration
+	// Denied, when set, is this instance's copy of the deny list: a listed user's
+	// grab is refused before it reaches the stock.
+	Denied *DeniedUsers
 }
 
 // GrabVoucher is the hot path: it reserves units in one call to the stock, which also
@@ -38,6 +41,7 @@ type GrabVoucher struct {
 	clock    ports.Clock
 	ids      ports.OrderIDs
 	soldOut  *soldOutFlags
+	denied   *DeniedUsers
 	recovery *RecoverVoucher
 	misses   *missFlights
 }
@@ -46,7 +50,7 @@ type GrabVoucher struct {
 // state; with nil, a grab of a voucher without one answers domain.ErrNotFound.
 func NewGrabVoucher(stock ports.Stock, clock ports.Clock, ids ports.OrderIDs, recovery *RecoverVoucher, opts GrabOptions) *GrabVoucher {
 	return &GrabVoucher{stock: stock, clock: clock, ids: ids, soldOut: newSoldOutFlags(opts.SoldOutTTL),
-		recovery: recovery, misses: newMissFlights()}
+		denied: opts.Denied, recovery: recovery, misses: newMissFlights()}
 }
 
 // Restocked tells the grab path that units of a voucher came back on sale, so it asks
@@ -56,7 +60,7 @@ func (uc *GrabVoucher) Restocked(id domain.VoucherID) {
 }
 
 // Handle validates the command, mints the order id and reserves. It returns the
-// reservation, or a *domain.ValidationError, domain.ErrSoldOut, an
+// reservation, or a *domain.ValidationError, domain.ErrDenied, domain.ErrSoldOut, an
 // *domain.AlreadyPurchasedError naming the user's existing order, domain.ErrNotStarted,
 // domain.ErrEnded, domain.ErrNotFound (no such voucher) or an error wrapping
 // domain.ErrUnavailable (among others: the voucher's sale state is being rebuilt).
@@ -68,6 +72,9 @@ func (uc *GrabVoucher) Handle(ctx context.Context, cmd GrabVoucherCmd) (domain.R
 		return domain.Reservation{}, domain.Invalid("user", "must be a positive integer")
 	case cmd.Quantity < 1 || cmd.Quantity > domain.MaxQuantity:
 		return domain.Reservation{}, domain.Invalid("quantity", "must be between 1 and the per-user limit")
+	}
+	if uc.denied != nil && uc.denied.Denied(cmd.UserID) {
+		return domain.Reservation{}, domain.ErrDenied
 	}
 	now := uc.clock.Now()
 	if uc.soldOut.isSet(cmd.VoucherID, now) {

@@ -26,7 +26,7 @@ type grabFixture struct {
 	changes *memory.Changes
 }
 
-func newGrabFixture(t *testing.T, v domain.Voucher) grabFixture {
+func newGrabFixture(t testing.TB, v domain.Voucher) grabFixture {
 	t.Helper()
 	vouchers := memory.NewVouchers()
 	stock := memory.NewStock()

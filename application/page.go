@@ -35,7 +35,7 @@ func pageLimit(limit int) (int, error) {
 // "v|<status>|<voucher id>" for vouchers, "o|<voucher id or 0>|<created_at in Unix
 // nanoseconds>|<order id>" for a user's orders, "vo|<voucher id>|<status>|<order id>"
 // for a voucher's orders, "a|<voucher id or 0>|<entry id>" for the audit log,
-// "d|<status>|<delivery id>" for the webhook deliveries. Naming
+// "d|<status>|<delivery id>" for the webhook deliveries, "u|<user id>" for the deny list. Naming
 // the list and its filter lets a cursor
 // of another list, or of the same list under another filter, be refused rather than
 // silently skip or repeat items. A cursor is accepted only in its canonical form (it
@@ -46,6 +46,7 @@ const (
 	voucherOrdersCursorKind = "vo"
 	auditCursorKind         = "a"
 	deliveryCursorKind      = "d"
+	denialCursorKind        = "u"
 )
 
 var errBadCursor = domain.Invalid("cursor", "is not a cursor of this list: pass next_cursor of the previous page as it is")
@@ -129,6 +130,24 @@ func decodeAuditCursor(cursor string, voucher domain.VoucherID) (int64, error) {
 	}
 	last, err := strconv.ParseInt(f[1], 10, 64)
 	if err != nil || last < 1 || encodeAuditCursor(voucher, last) != cursor {
+		return 0, errBadCursor
+	}
+	return last, nil
+}
+
+// encodeDenialCursor returns the cursor of the deny list's page after user last.
+func encodeDenialCursor(last domain.UserID) string {
+	return encodeCursor(denialCursorKind, last.String())
+}
+
+// decodeDenialCursor returns the last user of the page before, or errBadCursor.
+func decodeDenialCursor(cursor string) (domain.UserID, error) {
+	f, err := decodeCursor(cursor, denialCursorKind, 1)
+	if err != nil {
+		return 0, err
+	}
+	last, err := domain.ParseUserID(f[0])
+	if err != nil || encodeDenialCursor(last) != cursor {
 		return 0, errBadCursor
 	}
 	return last, nil

@@ -15,6 +15,8 @@ const (
 	AuditVoucherPause    AuditAction = "voucher.pause"
 	AuditVoucherResume   AuditAction = "voucher.resume"
 	AuditReconcileRepair AuditAction = "reconcile.repair"
+	AuditDenylistAdd     AuditAction = "denylist.add"
+	AuditDenylistRemove  AuditAction = "denylist.remove"
 )
 
 // Author is who makes an admin change, and under which request: what the change's

@@ -37,6 +37,8 @@ var (
 	ErrNotEnoughUnits = errors.New("not enough units on sale")
 	// ErrAlreadyStarted: an edit moves the start of a sale that has started.
 	ErrAlreadyStarted = errors.New("sale already started")
+	// ErrDenied: an admin put the user on the deny list; none of its grabs is taken.
+	ErrDenied = errors.New("user denied")
 )
 
 // ErrRateLimited means the caller sent more requests than its limit allows. It is

@@ -1,13 +1,16 @@
 package httpapi_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/uptrace/bun"
 
 	"github.com/seckill/seckill/adapters/breaker"
 	"github.com/seckill/seckill/adapters/redisstore"
@@ -133,6 +136,52 @@ func BenchmarkGrabHandler(b *testing.B) {
 // has pressed once before the clock starts.
 func BenchmarkGrabHandlerSoldOut(b *testing.B) {
 	benchGrabHandler(b, http.StatusConflict, 1, 1000)
+}
+
+// BenchmarkGrabHandlerDenyCheck is BenchmarkGrabHandlerSoldOut (the cheapest grab:
+// no Redis call) without a deny list and with one of 10,000 users the grabbing users
+// are not on, in one run: what the check costs an unlisted user's grab.
+func BenchmarkGrabHandlerDenyCheck(b *testing.B) {
+	for _, bc := range []struct {
+		name   string
+		listed int
+	}{{"without", 0}, {"with10000", 10_000}} {
+		b.Run(bc.name, func(b *testing.B) {
+			a := newAPI(b, func(s *setup) { s.noDenyList = bc.listed == 0 })
+			if bc.listed > 0 {
+				a.denyMany(bc.listed)
+			}
+			id := a.createVoucher(1, 1)
+			post(b, benchClient(), a.url+"/api/v1/vouchers/"+id+"/grab", a.token(50_000, false), http.StatusAccepted)
+			auth := make([]string, 1000)
+			for i := range auth {
+				auth[i] = "Bearer " + a.token(domain.UserID(100_000+i), false)
+			}
+			serveInProcess(b, a.e, "/api/v1/vouchers/"+id+"/grab", auth, http.StatusConflict, true)
+		})
+	}
+}
+
+// denyMany lists users 1 to n in one statement and reloads the grab path's copy.
+func (a *api) denyMany(n int) {
+	a.t.Helper()
+	type row struct {
+		bun.BaseModel `bun:"table:denylist"`
+		UserID        int64     `bun:"user_id"`
+		Reason        string    `bun:"reason"`
+		At            time.Time `bun:"at"`
+	}
+	rows := make([]row, n)
+	for i := range rows {
+		rows[i] = row{UserID: int64(i + 1), At: time.Now().UTC()}
+	}
+	ctx := context.Background()
+	if _, err := a.db.NewInsert().Model(&rows).Exec(ctx); err != nil {
+		a.t.Fatalf("deny %d users: %v", n, err)
+	}
+	if err := a.denied.Reload(ctx); err != nil || a.denied.Len() != n {
+		a.t.Fatalf("reload: %v, %d listed, want %d", err, a.denied.Len(), n)
+	}
 }
 
 // BenchmarkHelloWorldHandler is the in-process baseline of the two above: a bare Echo

@@ -149,6 +149,7 @@ var sentinelAnswers = []struct {
 	{domain.ErrNotFound, http.StatusNotFound, "not_found", "not found"},
 	{errUnauthorized, http.StatusUnauthorized, "unauthorized", errUnauthorized.Error()},
 	{errForbidden, http.StatusForbidden, "forbidden", errForbidden.Error()},
+	{domain.ErrDenied, http.StatusForbidden, "denied", "an admin put this user on the deny list: its grabs are refused"},
 	{domain.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", unavailableMessage},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, "unavailable", unavailableMessage},
 }

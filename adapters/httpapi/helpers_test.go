@@ -56,6 +56,8 @@ type api struct {
 	// idempotency keeps the API's Idempotency-Keys; dbURL names its database.
 	idempotency ports.Idempotency
 	dbURL       string
+	// denied is the grab path's copy of the deny list.
+	denied *application.DeniedUsers
 }
 
 // setup is what a test may adjust before newAPI wires the API. Every limit is off by
@@ -70,6 +72,8 @@ type setup struct {
 	// onStreams, when set, is handed the hub.
 	streams   httpapi.StreamOptions
 	onStreams func(*httpapi.Streams)
+	// noDenyList leaves the grab path without its deny list (a benchmark's baseline).
+	noDenyList bool
 }
 
 // paymentWindow is the API's payment window in these tests.
@@ -121,7 +125,14 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	if cfg.onStreams != nil {
 		cfg.onStreams(streams)
 	}
-	grab := application.NewGrabVoucher(stock, clock, ids, nil, application.GrabOptions{SoldOutTTL: time.Minute})
+	denyList := sqlstore.NewDenyList(db)
+	denyChanges := redisstore.NewDenyChanges(rdb, redisstore.Options{Prefix: prefix})
+	denied := application.NewDeniedUsers(denyList)
+	grabOpts := application.GrabOptions{SoldOutTTL: time.Minute, Denied: denied}
+	if cfg.noDenyList {
+		grabOpts.Denied = nil
+	}
+	grab := application.NewGrabVoucher(stock, clock, ids, nil, grabOpts)
 	audit := redisstore.NewAudit(rdb, redisstore.Options{Prefix: prefix})
 	getOrder := application.NewGetOrder(orders, reservations)
 	compensate := application.NewCompensate(stock, orders)
@@ -145,6 +156,9 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 			ListVoucherOrders:   application.NewListVoucherOrders(vouchers, orders),
 			ExportVoucherOrders: application.NewExportVoucherOrders(vouchers, orders),
 			ListDeliveries:      application.NewListDeliveries(sqlstore.NewWebhooks(db)),
+			DenyUser:            application.NewDenyUser(denyList, denyChanges, denied),
+			AllowUser:           application.NewAllowUser(denyList, denyChanges, denied),
+			ListDenied:          application.NewListDenied(denyList),
 		},
 		tokens,
 		[]httpapi.Check{
@@ -157,7 +171,7 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	// Streams end first, so the server's Close does not wait for them.
 	t.Cleanup(srv.Close)
 	t.Cleanup(streams.Close)
-	a := &api{t: t, url: srv.URL, redis: rdb, stock: stock, vouchers: vouchers, orders: orders, db: db, tokens: tokens, queue: queue, grab: grab, e: e,
+	a := &api{t: t, url: srv.URL, denied: denied, redis: rdb, stock: stock, vouchers: vouchers, orders: orders, db: db, tokens: tokens, queue: queue, grab: grab, e: e,
 		fulfill: application.NewFulfillOrder(orders, queue, compensate, changes, 5), idempotency: cfg.http.Idempotency, dbURL: dbURL,
 		expire: application.NewExpireOrders(orders, compensate, clock, paymentWindow, changes)}
 	a.admin = a.token(1, true)

@@ -186,6 +186,9 @@ func replay(c echo.Context, kept ports.IdempotentRequest, fingerprint string) er
 		return errIdempotencyConflict("a request with this Idempotency-Key is still in progress")
 	}
 	c.Response().Header().Set("Idempotent-Replayed", "true")
+	if kept.Status == http.StatusNoContent {
+		return c.NoContent(kept.Status)
+	}
 	return c.Blob(kept.Status, echo.MIMEApplicationJSON, kept.Body)
 }
 

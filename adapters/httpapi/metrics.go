@@ -20,7 +20,7 @@ import (
 // grab request was answered.
 var GrabOutcomes = []string{
 	"reserved", "sold_out", "already_purchased", "not_started", "ended", "paused",
-	"rate_limited", "unavailable", "invalid", "not_found", "unauthorized",
+	"rate_limited", "unavailable", "invalid", "not_found", "unauthorized", "denied",
 }
 
 // unmatchedRoute is the route label of a request no route matched: the raw path would
@@ -63,7 +63,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		reg: reg,
 		grabs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_grab_requests_total",
-			Help: "Grab requests answered, by outcome (reserved, sold_out, already_purchased, not_started, ended, paused, rate_limited, unavailable, invalid, not_found, unauthorized).",
+			Help: "Grab requests answered, by outcome (reserved, sold_out, already_purchased, not_started, ended, paused, rate_limited, unavailable, invalid, not_found, unauthorized, denied).",
 		}, []string{"outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "seckill_http_request_duration_seconds",
@@ -195,7 +195,8 @@ func grabOutcome(c echo.Context, err error) string {
 		code = d.Code
 	}
 	switch code {
-	case "sold_out", "already_purchased", "not_started", "ended", "paused", "rate_limited", "unavailable", "not_found", "unauthorized":
+	case "sold_out", "already_purchased", "not_started", "ended", "paused", "rate_limited", "unavailable", "not_found", "unauthorized",
+		"denied":
 		return code
 	case "invalid_request":
 		return "invalid"

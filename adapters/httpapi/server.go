@@ -106,6 +106,9 @@ type UseCases struct {
 	ListVoucherOrders   *application.ListVoucherOrders
 	ExportVoucherOrders *application.ExportVoucherOrders
 	ListDeliveries      *application.ListDeliveries
+	DenyUser            *application.DenyUser
+	AllowUser           *application.AllowUser
+	ListDenied          *application.ListDenied
 }
 
 // Check is one dependency /readyz asks about.
@@ -213,6 +216,7 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	route(http.MethodPatch, api+"/vouchers/:id", h.editVoucher, once(auth, requireAdmin)...)
 	route(http.MethodGet, api+"/audit", h.listAudit, auth, requireAdmin)
 	route(http.MethodGet, api+"/webhooks/deliveries", h.listDeliveries, auth, requireAdmin)
+	denyListRoutes(route, h, once(auth, requireAdmin), auth)
 	route(http.MethodGet, voucherOrdersRoute, h.voucherOrders, auth, requireAdmin)
 	route(http.MethodGet, api+"/orders", h.listOrders, auth)
 	route(http.MethodGet, api+"/orders/:id", h.getOrder, auth)
@@ -223,6 +227,15 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	operationRoutes(route, checks, opts, metrics, h.tellTime)
 	routes = metrics.knownRoutes(e)
 	return e
+}
+
+// denyListRoutes adds the deny list's routes through route: the writes behind
+// adminOnce (an admin, Idempotency-Key kept), the read behind auth and an admin.
+func denyListRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc), h handlers,
+	adminOnce []echo.MiddlewareFunc, auth echo.MiddlewareFunc) {
+	route(http.MethodPut, "/api/v1/denylist/:user_id", h.denyUser, adminOnce...)
+	route(http.MethodDelete, "/api/v1/denylist/:user_id", h.allowUser, adminOnce...)
+	route(http.MethodGet, "/api/v1/denylist", h.listDenied, auth, requireAdmin)
 }
 
 // streamRoutes binds streams (when there are) to the API's voucher reads and

@@ -45,6 +45,12 @@ func (k Keys) Dead(id domain.VoucherID) string { return k.key(id, "dead") }
 // channel, not a key: it has no hash tag and holds nothing.
 func (k Keys) Restock() string { return k.prefix() + ":restock" }
 
+// Denials returns the name of the Pub/Sub channel on which a change of the deny list is
+// announced, on one server and on Redis Cluster alike: classic PUBLISH is broadcast to
+// every node of a cluster, and changes of the list are rare. It is a channel, not a
+// key.
+func (k Keys) Denials() string { return k.prefix() + ":denials" }
+
 // VoucherRestock returns the name of the sharded Pub/Sub channel (SPUBLISH) on which
 // the restocks of one voucher are announced on Redis Cluster: it has the voucher's
 // hash tag, so the announcement stays on the voucher's shard.

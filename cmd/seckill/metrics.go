@@ -186,9 +186,14 @@ const backlogTimeout = time.Second
 // httpMetrics registers what is read at scrape time — the fulfillment backlog (from
 // the queue), the Redis and database connection pools — and returns the HTTP layer's
 // instruments on the same registry.
-func httpMetrics(m *metrics, client redis.UniversalClient, db *bun.DB, queue *redisstore.Queue, hooks *sqlstore.Webhooks, log *zap.Logger) *httpapi.Metrics {
+func httpMetrics(m *metrics, client redis.UniversalClient, db *bun.DB, queue *redisstore.Queue, hooks *sqlstore.Webhooks,
+	denied *application.DeniedUsers, log *zap.Logger) *httpapi.Metrics {
 	backlog := newBacklogCollector(queue, log)
-	m.reg.MustRegister(backlog, collectors.NewDBStatsCollector(db.DB, "seckill"), newWebhookCollector(hooks, log))
+	m.reg.MustRegister(backlog, collectors.NewDBStatsCollector(db.DB, "seckill"), newWebhookCollector(hooks, log),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "seckill_denied_users",
+			Help: "Users on the deny list as this instance last loaded it (at start, every " + denyReload.String() + ", and at once when a change is announced).",
+		}, func() float64 { return float64(denied.Len()) }))
 	if pools, ok := client.(poolStater); ok {
 		m.reg.MustRegister(newRedisPoolCollector(pools))
 	}

@@ -65,6 +65,10 @@ type app struct {
 	// outbox, purged of old deliveries hourly.
 	Webhooks *application.DeliverWebhooks
 	Outbox   *sqlstore.Webhooks
+	// Denied is this instance's copy of the deny list, reloaded on a timer and when
+	// DenyChanges announces a change.
+	Denied      *application.DeniedUsers
+	DenyChanges *redisstore.DenyChanges
 }
 
 // redisSet provides the Redis client and the adapters built on it. The stock port and
@@ -85,6 +89,8 @@ var redisSet = wire.NewSet(
 	wire.Bind(new(ports.Changes), new(*redisstore.Changes)),
 	redisstore.NewTickets,
 	wire.Bind(new(ports.StreamTickets), new(*redisstore.Tickets)),
+	redisstore.NewDenyChanges,
+	wire.Bind(new(ports.DenyChanges), new(*redisstore.DenyChanges)),
 )
 
 // databaseSet provides the database (PostgreSQL or SQLite) and its repositories but
@@ -101,6 +107,8 @@ var databaseSet = wire.NewSet(
 	sqlstore.NewWebhooks,
 	wire.Bind(new(ports.WebhookOutbox), new(*sqlstore.Webhooks)),
 	wire.Bind(new(ports.WebhookDeliveries), new(*sqlstore.Webhooks)),
+	sqlstore.NewDenyList,
+	wire.Bind(new(ports.DenyList), new(*sqlstore.DenyList)),
 )
 
 // serveRepositorySet are serve's vouchers and orders: with webhooks on, they write the
@@ -180,6 +188,10 @@ var applicationSet = wire.NewSet(
 	deliverWebhooks,
 	application.NewGetVoucher,
 	application.NewListVouchers,
+	application.NewDeniedUsers,
+	application.NewDenyUser,
+	application.NewAllowUser,
+	application.NewListDenied,
 	grabOptions,
 	application.NewGrabVoucher,
 	application.NewWarmVouchers,
@@ -408,8 +420,10 @@ func grabStockOptions(cfg Config, restarts *redisstore.Restarts) redisstore.Opti
 // machine to write it.
 const maxTurnWait = 800 * time.Millisecond
 
-func grabOptions(cfg Config) application.GrabOptions {
-	return application.GrabOptions{SoldOutTTL: cfg.SoldOutTTL}
+// grabOptions tune the grab path: the sold-out flags' life, and the deny list it
+// refuses listed users by.
+func grabOptions(cfg Config, denied *application.DeniedUsers) application.GrabOptions {
+	return application.GrabOptions{SoldOutTTL: cfg.SoldOutTTL, Denied: denied}
 }
 
 // The worker's idle rhythm: a read waits for new entries at most readBlock, and the

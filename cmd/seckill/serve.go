@@ -183,6 +183,13 @@ func serveThen(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Conf
 		return nil
 	})
 	if cfg.runsAPI() {
+		g.Go(func() error { followDenials(gctx, a, log); return nil })
+		g.Go(func() error {
+			if err := a.DenyChanges.SubscribeDenials(gctx, func() { reloadDenials(gctx, a, log) }); err != nil {
+				log.Warn("deny list changes unheard; the list is read every "+denyReload.String()+" instead", zap.Error(err))
+			}
+			return nil
+		})
 		// Units released anywhere clear this instance's sold-out flags at once.
 		// Without the signal the flags still lapse after SECKILL_SOLD_OUT_TTL, so a
 		// failure here is logged, not fatal.
@@ -213,6 +220,27 @@ func serveThen(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Conf
 	}
 	log.Info("stopped")
 	return err
+}
+
+// denyReload is how often each instance reads the deny list again, whether or not a
+// change was announced: the bound on how long a lost announcement (Redis down, a
+// subscription reconnecting) leaves the instance behind.
+const denyReload = 2 * time.Second
+
+// followDenials keeps this instance's copy of the deny list current: read at once and
+// again every denyReload; serve also reads it at once whenever a change is announced
+// (on Redis Pub/Sub, so every instance hears it within a round trip).
+func followDenials(ctx context.Context, a *app, log *zap.Logger) {
+	reloadDenials(ctx, a, log)
+	every(ctx, denyReload, func() { reloadDenials(ctx, a, log) })
+}
+
+// reloadDenials reads the deny list again. A failed read keeps the copy there is and
+// is logged; the next one may succeed.
+func reloadDenials(ctx context.Context, a *app, log *zap.Logger) {
+	if err := a.Denied.Reload(ctx); err != nil && ctx.Err() == nil {
+		log.Warn("deny list", zap.Error(err))
+	}
 }
 
 // purge forgets what is kept only for a while: idempotency keys after a day, webhook

@@ -40,7 +40,9 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	redisstoreQueueOptions := queueOptions(cfg, clock)
 	queue := redisstore.NewQueue(universalClient, redisstoreQueueOptions)
 	webhooks := sqlstore.NewWebhooks(db)
-	httpapiMetrics := httpMetrics(mainMetrics, universalClient, db, queue, webhooks, log)
+	denyList := sqlstore.NewDenyList(db)
+	deniedUsers := application.NewDeniedUsers(denyList)
+	httpapiMetrics := httpMetrics(mainMetrics, universalClient, db, queue, webhooks, deniedUsers, log)
 	domainPaymentWindow := paymentWindow(cfg)
 	changes := redisstore.NewChanges(universalClient, options)
 	tickets := redisstore.NewTickets(universalClient, options)
@@ -64,7 +66,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, sqlstoreStock)
 	orders := outboxOrders(db, cfg)
 	applicationRecoverVoucher := recoverVoucher(vouchers, portsStock, stockAudit, orders, clock, mainMetrics)
-	applicationGrabOptions := grabOptions(cfg)
+	applicationGrabOptions := grabOptions(cfg, deniedUsers)
 	grabVoucher := application.NewGrabVoucher(portsStock, clock, uliDs, applicationRecoverVoucher, applicationGrabOptions)
 	reservations := redisstore.NewReservations(universalClient, options)
 	getOrder := application.NewGetOrder(orders, reservations)
@@ -81,6 +83,10 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	listVoucherOrders := application.NewListVoucherOrders(vouchers, orders)
 	exportVoucherOrders := application.NewExportVoucherOrders(vouchers, orders)
 	listDeliveries := application.NewListDeliveries(webhooks)
+	denyChanges := redisstore.NewDenyChanges(universalClient, options)
+	denyUser := application.NewDenyUser(denyList, denyChanges, deniedUsers)
+	allowUser := application.NewAllowUser(denyList, denyChanges, deniedUsers)
+	listDenied := application.NewListDenied(denyList)
 	useCases := httpapi.UseCases{
 		CreateVoucher:       createVoucher,
 		GetVoucher:          getVoucher,
@@ -97,6 +103,9 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		ListVoucherOrders:   listVoucherOrders,
 		ExportVoucherOrders: exportVoucherOrders,
 		ListDeliveries:      listDeliveries,
+		DenyUser:            denyUser,
+		AllowUser:           allowUser,
+		ListDenied:          listDenied,
 	}
 	httpapiTokens := tokens(cfg)
 	v := readinessChecks(universalClient, db)
@@ -139,6 +148,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		HTTPMetrics: httpapiMetrics,
 		Webhooks:    applicationDeliverWebhooks,
 		Outbox:      webhooks,
+		Denied:      deniedUsers,
+		DenyChanges: denyChanges,
 	}
 	return mainApp, func() {
 		cleanup2()

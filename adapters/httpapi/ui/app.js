@@ -10,7 +10,7 @@
 
 const TOKEN_KEY = "seckill.adminToken";
 const OUTCOMES = ["reserved", "sold_out", "already_purchased", "not_started", "ended", "paused",
-  "rate_limited", "unavailable", "invalid", "not_found", "unauthorized"];
+  "rate_limited", "unavailable", "invalid", "not_found", "unauthorized", "denied"];
 const COUNTS = [["remaining", "remaining"], ["queued", "queued"], ["awaiting_payment", "awaiting payment"],
   ["paid", "paid"], ["cancelled", "cancelled"], ["expired", "expired"], ["failed", "failed"]];
 const MAX_STATS = 20; // vouchers whose stats are read each second

@@ -1,0 +1,182 @@
+package application
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+// DeniedUsers is this instance's copy of the deny list, which the grab path reads
+// with no round trip to any store: a map swapped whole on each reload, read through an
+// atomic pointer, so a grab never waits for a lock.
+type DeniedUsers struct {
+	list ports.DenyList
+	// reloading keeps one reload at a time, so a read older than another's never
+	// replaces it.
+	reloading sync.Mutex
+	users     atomic.Pointer[map[domain.UserID]struct{}]
+}
+
+// NewDeniedUsers returns an empty set that Reload fills from list.
+func NewDeniedUsers(list ports.DenyList) *DeniedUsers {
+	d := &DeniedUsers{list: list}
+	d.users.Store(&map[domain.UserID]struct{}{})
+	return d
+}
+
+// Denied reports whether user was listed at the last reload.
+func (d *DeniedUsers) Denied(user domain.UserID) bool {
+	_, ok := (*d.users.Load())[user]
+	return ok
+}
+
+// Len returns how many users the set holds.
+func (d *DeniedUsers) Len() int {
+	return len(*d.users.Load())
+}
+
+// Reload reads the whole list again; on an error the set is left as it was.
+func (d *DeniedUsers) Reload(ctx context.Context) error {
+	d.reloading.Lock()
+	defer d.reloading.Unlock()
+	users, err := d.list.Users(ctx)
+	if err != nil {
+		return fmt.Errorf("reload the deny list: %w", err)
+	}
+	m := make(map[domain.UserID]struct{}, len(users))
+	for _, u := range users {
+		m[u] = struct{}{}
+	}
+	d.users.Store(&m)
+	return nil
+}
+
+// DenyUser puts a user on the deny list, or changes its reason.
+type DenyUser struct {
+	list    ports.DenyList
+	changes ports.DenyChanges
+	local   *DeniedUsers
+}
+
+// NewDenyUser returns the use case: it writes to list, announces the change on
+// changes and reloads local, this instance's set, at once.
+func NewDenyUser(list ports.DenyList, changes ports.DenyChanges, local *DeniedUsers) *DenyUser {
+	return &DenyUser{list: list, changes: changes, local: local}
+}
+
+// DenyUserCmd asks to list User with Reason.
+type DenyUserCmd struct {
+	Denial  domain.Denial
+	By      domain.Author
+	Receipt *ports.Receipt[domain.Denial]
+}
+
+// DenyListChange is the outcome of a change of the deny list. Unannounced, when not
+// nil, says why the other instances were not told at once: the change stands, and
+// they see it at their next periodic reload.
+type DenyListChange struct {
+	Denial      domain.Denial
+	Unannounced error
+}
+
+// Handle validates and stores the denial. It returns a *domain.ValidationError,
+// ports.ErrClaimLost or an error wrapping domain.ErrUnavailable.
+func (uc *DenyUser) Handle(ctx context.Context, cmd DenyUserCmd) (DenyListChange, error) {
+	if err := domain.ValidateDenial(cmd.Denial); err != nil {
+		return DenyListChange{}, err
+	}
+	d, err := uc.list.Deny(ctx, cmd.Denial, cmd.By, cmd.Receipt)
+	if err != nil {
+		return DenyListChange{}, fmt.Errorf("deny user %s: %w", cmd.Denial.User, err)
+	}
+	return DenyListChange{Denial: d, Unannounced: announceDenials(ctx, uc.changes, uc.local)}, nil
+}
+
+// announceDenials reloads this instance's set and tells the others to reload theirs.
+func announceDenials(ctx context.Context, changes ports.DenyChanges, local *DeniedUsers) error {
+	err := changes.AnnounceDenials(ctx)
+	if rerr := local.Reload(ctx); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// AllowUser takes a user off the deny list.
+type AllowUser struct {
+	list    ports.DenyList
+	changes ports.DenyChanges
+	local   *DeniedUsers
+}
+
+// NewAllowUser returns the use case, which writes to list, announces on changes and
+// reloads local at once.
+func NewAllowUser(list ports.DenyList, changes ports.DenyChanges, local *DeniedUsers) *AllowUser {
+	return &AllowUser{list: list, changes: changes, local: local}
+}
+
+// AllowUserCmd asks to take User off the deny list.
+type AllowUserCmd struct {
+	User    domain.UserID
+	By      domain.Author
+	Receipt *ports.Receipt[domain.UserID]
+}
+
+// Handle takes the user off the list; a user not listed is no error. It returns a
+// *domain.ValidationError, ports.ErrClaimLost or an error wrapping
+// domain.ErrUnavailable; Unannounced as DenyUser's.
+func (uc *AllowUser) Handle(ctx context.Context, cmd AllowUserCmd) (DenyListChange, error) {
+	if cmd.User <= 0 {
+		return DenyListChange{}, domain.Invalid("user_id", "must be a positive integer")
+	}
+	if err := uc.list.Allow(ctx, cmd.User, cmd.By, cmd.Receipt); err != nil {
+		return DenyListChange{}, fmt.Errorf("allow user %s: %w", cmd.User, err)
+	}
+	return DenyListChange{Denial: domain.Denial{User: cmd.User}, Unannounced: announceDenials(ctx, uc.changes, uc.local)}, nil
+}
+
+// ListDenied reads a page of the deny list, by user id.
+type ListDenied struct {
+	list ports.DenyList
+}
+
+// NewListDenied returns the use case.
+func NewListDenied(list ports.DenyList) *ListDenied {
+	return &ListDenied{list: list}
+}
+
+// DenialPage is a page of the deny list.
+type DenialPage struct {
+	Denials []domain.Denial
+	// NextCursor asks for the next page; empty on the last page.
+	NextCursor string
+}
+
+// Handle returns the page after cursor (empty: the first) of limit denials (0:
+// DefaultPageLimit). A limit out of range or a cursor not of this list returns a
+// *domain.ValidationError.
+func (uc *ListDenied) Handle(ctx context.Context, limit int, cursor string) (DenialPage, error) {
+	limit, err := pageLimit(limit)
+	if err != nil {
+		return DenialPage{}, err
+	}
+	var after domain.UserID
+	if cursor != "" {
+		if after, err = decodeDenialCursor(cursor); err != nil {
+			return DenialPage{}, err
+		}
+	}
+	ds, err := uc.list.List(ctx, after, limit+1)
+	if err != nil {
+		return DenialPage{}, fmt.Errorf("list the deny list: %w", err)
+	}
+	page := DenialPage{Denials: ds}
+	if len(ds) > limit {
+		page.Denials = ds[:limit]
+		page.NextCursor = encodeDenialCursor(ds[limit-1].User)
+	}
+	return page, nil
+}
