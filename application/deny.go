@@ -55,17 +55,30 @@ func (d *DeniedUsers) Reload(ctx context.Context) error {
 	return nil
 }
 
-// DenyUser puts a user on the deny list, or changes its reason.
-type DenyUser struct {
+// denyWrites is what the use cases that change the deny list share: the list they
+// write, where they announce a change, and this instance's set, reloaded at once.
+type denyWrites struct {
 	list    ports.DenyList
 	changes ports.DenyChanges
 	local   *DeniedUsers
 }
 
+// announce reloads this instance's set and tells the others to reload theirs.
+func (w denyWrites) announce(ctx context.Context) error {
+	err := w.changes.AnnounceDenials(ctx)
+	if rerr := w.local.Reload(ctx); rerr != nil && err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// DenyUser puts a user on the deny list, or changes its reason.
+type DenyUser struct{ denyWrites }
+
 // NewDenyUser returns the use case: it writes to list, announces the change on
 // changes and reloads local, this instance's set, at once.
 func NewDenyUser(list ports.DenyList, changes ports.DenyChanges, local *DeniedUsers) *DenyUser {
-	return &DenyUser{list: list, changes: changes, local: local}
+	return &DenyUser{denyWrites{list: list, changes: changes, local: local}}
 }
 
 // DenyUserCmd asks to list User with Reason.
@@ -93,29 +106,16 @@ func (uc *DenyUser) Handle(ctx context.Context, cmd DenyUserCmd) (DenyListChange
 	if err != nil {
 		return DenyListChange{}, fmt.Errorf("deny user %s: %w", cmd.Denial.User, err)
 	}
-	return DenyListChange{Denial: d, Unannounced: announceDenials(ctx, uc.changes, uc.local)}, nil
-}
-
-// announceDenials reloads this instance's set and tells the others to reload theirs.
-func announceDenials(ctx context.Context, changes ports.DenyChanges, local *DeniedUsers) error {
-	err := changes.AnnounceDenials(ctx)
-	if rerr := local.Reload(ctx); rerr != nil && err == nil {
-		err = rerr
-	}
-	return err
+	return DenyListChange{Denial: d, Unannounced: uc.announce(ctx)}, nil
 }
 
 // AllowUser takes a user off the deny list.
-type AllowUser struct {
-	list    ports.DenyList
-	changes ports.DenyChanges
-	local   *DeniedUsers
-}
+type AllowUser struct{ denyWrites }
 
 // NewAllowUser returns the use case, which writes to list, announces on changes and
 // reloads local at once.
 func NewAllowUser(list ports.DenyList, changes ports.DenyChanges, local *DeniedUsers) *AllowUser {
-	return &AllowUser{list: list, changes: changes, local: local}
+	return &AllowUser{denyWrites{list: list, changes: changes, local: local}}
 }
 
 // AllowUserCmd asks to take User off the deny list.
@@ -135,7 +135,7 @@ func (uc *AllowUser) Handle(ctx context.Context, cmd AllowUserCmd) (DenyListChan
 	if err := uc.list.Allow(ctx, cmd.User, cmd.By, cmd.Receipt); err != nil {
 		return DenyListChange{}, fmt.Errorf("allow user %s: %w", cmd.User, err)
 	}
-	return DenyListChange{Denial: domain.Denial{User: cmd.User}, Unannounced: announceDenials(ctx, uc.changes, uc.local)}, nil
+	return DenyListChange{Denial: domain.Denial{User: cmd.User}, Unannounced: uc.announce(ctx)}, nil
 }
 
 // ListDenied reads a page of the deny list, by user id.

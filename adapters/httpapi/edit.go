@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"go.uber.org/zap"
 
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
@@ -43,12 +42,9 @@ func (h handlers) editVoucher(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if v.Warming != nil {
-		// Stored, so changed: the periodic warm-up carries the new terms to the
-		// grab path (it finds its sale state's version behind).
-		h.log.Warn("voucher changed; its sale state takes the new terms later", zap.String("voucher", v.ID.String()), zap.Error(v.Warming))
-	}
-	return answerWith(c, v, editedVoucher)
+	// Stored, so changed: the periodic warm-up carries the new terms to the
+	// grab path (it finds its sale state's version behind).
+	return h.answerStored(c, v, "voucher changed; its sale state takes the new terms later", editedVoucher)
 }
 
 // editedVoucher is the answer to a change of voucher v: 200 with the voucher.

@@ -87,12 +87,18 @@ func (h handlers) createVoucher(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// Stored, so created: its sale state is loaded by the first grab or the
+	// periodic warm-up (grabs answer 503 until then).
+	return h.answerStored(c, v, "voucher created; its sale state will be loaded later", createdVoucher)
+}
+
+// answerStored answers a write that stored voucher v by answer; when the grab path
+// could not take the stored terms yet (v.Warming), it logs later, naming why.
+func (h handlers) answerStored(c echo.Context, v application.LiveVoucher, later string, answer func(application.LiveVoucher) (int, []byte, error)) error {
 	if v.Warming != nil {
-		// Stored, so created: its sale state is loaded by the first grab or the
-		// periodic warm-up (grabs answer 503 until then).
-		h.log.Warn("voucher created; its sale state will be loaded later", zap.String("voucher", v.ID.String()), zap.Error(v.Warming))
+		h.log.Warn(later, zap.String("voucher", v.ID.String()), zap.Error(v.Warming))
 	}
-	return answerWith(c, v, createdVoucher)
+	return answerWith(c, v, answer)
 }
 
 // createdVoucher is the answer to creating voucher v: 201 with the voucher, as the
