@@ -221,6 +221,11 @@ func TestUIShowsTheSaleLiveInChromium(t *testing.T) {
 	}
 	waitText(t, ctx, fmt.Sprintf(`tr[data-detail-for="%s"] td[data-count="queued"]`, id), strconv.Itoa(stock))
 	waitText(t, ctx, `#rates tr[data-outcome="reserved"]`, fmt.Sprintf("total %d", stock))
+	// The page's own stream is among the instance's open streams.
+	testenv.Eventually(t, 3*testenv.Patience, "the page shows the streams open", func() (bool, string) {
+		n, err := strconv.Atoi(textOf(t, ctx, "#streams"))
+		return err == nil && n >= 1, textOf(t, ctx, "#streams")
+	})
 	evaluate[bool](t, ctx, fmt.Sprintf(`document.querySelector('tr[data-voucher-id="%s"] button.toggle').click(); true`, id))
 	testenv.Eventually(t, 3*testenv.Patience, "the page's pause button paused the sale", func() (bool, string) {
 		return a.do(http.MethodGet, "/api/v1/vouchers/"+id, "", "").Body["paused"] == true, ""

@@ -384,7 +384,7 @@ function parseMetrics(text) {
   for (const line of text.split("\n")) {
     let m = line.match(/^seckill_grab_requests_total\{outcome="([a-z_]+)"\} (\S+)$/);
     if (m) { counts[m[1]] = Number(m[2]); continue; }
-    m = line.match(/^(seckill_fulfilment_lag_seconds|seckill_queue_pending) (\S+)$/);
+    m = line.match(/^(seckill_fulfilment_lag_seconds|seckill_queue_pending|seckill_streams_open|seckill_webhook_backlog) (\S+)$/);
     if (m) gauges[m[1]] = Number(m[2]);
   }
   return { counts, gauges };
@@ -412,8 +412,10 @@ async function refreshMetrics() {
   previous = { at, counts };
   const lag = gauges.seckill_fulfilment_lag_seconds;
   document.getElementById("lag").textContent = lag === undefined ? "–" : lag.toFixed(2) + " s";
-  const pending = gauges.seckill_queue_pending;
-  document.getElementById("pending").textContent = pending === undefined ? "–" : String(pending);
+  for (const [id, name] of [["pending", "seckill_queue_pending"], ["streams", "seckill_streams_open"],
+    ["webhook-backlog", "seckill_webhook_backlog"]]) {
+    document.getElementById(id).textContent = gauges[name] === undefined ? "–" : String(gauges[name]);
+  }
 }
 
 async function load() {
