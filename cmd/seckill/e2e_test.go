@@ -60,7 +60,7 @@ func seckillBinary(t testing.TB) string {
 
 // instance is one running `seckill serve` on real Redis and PostgreSQL.
 type instance struct {
-	t      *testing.T
+	t      testing.TB
 	base   string
 	env    []string
 	cmd    *exec.Cmd

@@ -19,7 +19,7 @@ import (
 // sseStream is an event stream opened on an instance, its events decoded as they
 // arrive; events is closed when the stream ends.
 type sseStream struct {
-	t      *testing.T
+	t      testing.TB
 	events chan map[string]any
 }
 

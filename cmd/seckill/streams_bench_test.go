@@ -2,15 +2,11 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,12 +20,10 @@ import (
 
 // benchServe is a `seckill serve` process for the stream benchmarks: a process of its
 // own, so its memory is its own and each side of 10,000 connections has its own file
-// descriptors.
+// descriptors. It is driven as the end-to-end tests drive theirs (instance).
 type benchServe struct {
-	b      *testing.B
-	base   string
-	cmd    *exec.Cmd
-	tokens *httpapi.Tokens
+	*instance
+	b *testing.B
 }
 
 // startBenchServes starts n `serve` processes on one Redis (and key prefix) and one
@@ -51,69 +45,13 @@ func startBenchServes(b *testing.B, n int, extraEnv ...string) []*benchServe {
 	out := make([]*benchServe, n)
 	for i := range out {
 		addr := freeAddr(b)
-		s := &benchServe{b: b, base: "http://" + addr, tokens: httpapi.NewTokens([]byte(e2eSecret))}
-		s.cmd = exec.Command(bin, "serve")
-		s.cmd.Env = append(slices.Clone(env), "SECKILL_HTTP_ADDR="+addr)
-		s.cmd.Stderr = os.Stderr
-		if err := s.cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() {
-			_ = s.cmd.Process.Signal(os.Interrupt)
-			_ = s.cmd.Wait()
-		})
-		testenv.Eventually(b, 30*time.Second, "serve ready", func() (bool, string) {
-			res, err := http.Get(s.base + "/readyz")
-			if err != nil {
-				return false, err.Error()
-			}
-			_ = res.Body.Close()
-			return res.StatusCode == http.StatusOK, strconv.Itoa(res.StatusCode)
-		})
-		out[i] = s
+		in := &instance{t: b, base: "http://" + addr, env: append(slices.Clone(env), "SECKILL_HTTP_ADDR="+addr),
+			logs: &syncBuffer{}, tokens: httpapi.NewTokens([]byte(e2eSecret))}
+		in.start()
+		b.Cleanup(in.stop)
+		out[i] = &benchServe{instance: in, b: b}
 	}
 	return out
-}
-
-func (s *benchServe) token(user domain.UserID, admin bool) string {
-	tok, err := s.tokens.Mint(user, admin, time.Hour)
-	if err != nil {
-		s.b.Fatal(err)
-	}
-	return tok
-}
-
-// call sends one request and decodes the answer.
-func (s *benchServe) call(method, path, token string, body any) (int, map[string]any) {
-	var rd io.Reader
-	if body != nil {
-		raw, _ := json.Marshal(body)
-		rd = bytes.NewReader(raw)
-	}
-	req, _ := http.NewRequest(method, s.base+path, rd)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.b.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer res.Body.Close()
-	var out map[string]any
-	_ = json.NewDecoder(res.Body).Decode(&out)
-	return res.StatusCode, out
-}
-
-func (s *benchServe) createVoucher(stock int) string {
-	now := time.Now().UTC()
-	status, v := s.call(http.MethodPost, "/api/v1/vouchers", s.token(1, true), map[string]any{
-		"title": "Bench", "stock": stock, "per_user_limit": 1,
-		"begins_at": now.Add(-time.Minute), "ends_at": now.Add(time.Hour),
-	})
-	if status != http.StatusCreated {
-		s.b.Fatalf("create voucher: %d %v", status, v)
-	}
-	return v["id"].(string)
 }
 
 func (s *benchServe) grab(voucher string, user domain.UserID) string {
@@ -202,7 +140,7 @@ func BenchmarkIdleStreams(b *testing.B) {
 	for _, kind := range []string{"order", "voucher"} {
 		b.Run(kind, func(b *testing.B) {
 			s := startBenchServes(b, 1, "SECKILL_MAX_STREAMS="+strconv.Itoa(streams+1))[0]
-			voucher := s.createVoucher(10)
+			voucher := s.createVoucher(10, 1)
 			user := s.token(10, false)
 			path := "/api/v1/vouchers/" + voucher + "/events"
 			if kind == "order" {
@@ -246,7 +184,7 @@ func BenchmarkCommitToEvent(b *testing.B) {
 	const streams = 1000
 	servers := startBenchServes(b, 2)
 	a, via := servers[0], servers[1]
-	voucher := a.createVoucher(streams)
+	voucher := a.createVoucher(streams, 1)
 	orders := make([]string, streams)
 	for i := range orders {
 		orders[i] = via.grab(voucher, domain.UserID(1000+i))
