@@ -20,7 +20,7 @@ import (
 // grab request was answered.
 var GrabOutcomes = []string{
 	"reserved", "sold_out", "already_purchased", "not_started", "ended", "paused",
-	"rate_limited", "unavailable", "invalid", "not_found", "unauthorized", "denied",
+	"rate_limited", "unavailable", "invalid", "not_found", "unauthorized", "denied", "challenge_required",
 }
 
 // unmatchedRoute is the route label of a request no route matched: the raw path would
@@ -46,6 +46,10 @@ type Metrics struct {
 	streamEvents   *prometheus.CounterVec
 	streamsDropped prometheus.Counter
 	streamsRefused prometheus.Counter
+
+	// powRaise is the bits the last challenge issued here added to its voucher's
+	// pow_difficulty for the load.
+	powRaise prometheus.Gauge
 }
 
 // durationSeries names one series of the duration histogram.
@@ -63,7 +67,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		reg: reg,
 		grabs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_grab_requests_total",
-			Help: "Grab requests answered, by outcome (reserved, sold_out, already_purchased, not_started, ended, paused, rate_limited, unavailable, invalid, not_found, unauthorized, denied).",
+			Help: "Grab requests answered, by outcome (reserved, sold_out, already_purchased, not_started, ended, paused, rate_limited, unavailable, invalid, not_found, unauthorized, denied, challenge_required).",
 		}, []string{"outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "seckill_http_request_duration_seconds",
@@ -87,7 +91,11 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		Name: "seckill_streams_refused_total",
 		Help: "Event streams refused with 503 because SECKILL_MAX_STREAMS were open on this instance.",
 	})
-	reg.MustRegister(m.grabs, m.duration, m.streamsOpen, m.streamEvents, m.streamsDropped, m.streamsRefused)
+	m.powRaise = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "seckill_pow_difficulty_raise_bits",
+		Help: "Bits the last proof-of-work challenge issued on this instance asked for above its voucher's pow_difficulty: 2 while more than 80% of the grab door's limit (SECKILL_MAX_INFLIGHT, adapted) was in flight, else 0.",
+	})
+	reg.MustRegister(m.grabs, m.duration, m.streamsOpen, m.streamEvents, m.streamsDropped, m.streamsRefused, m.powRaise)
 	for _, kind := range []string{eventOrder, eventVoucher} {
 		m.streamEvents.WithLabelValues(kind)
 	}
@@ -196,7 +204,7 @@ func grabOutcome(c echo.Context, err error) string {
 	}
 	switch code {
 	case "sold_out", "already_purchased", "not_started", "ended", "paused", "rate_limited", "unavailable", "not_found", "unauthorized",
-		"denied":
+		"denied", "challenge_required":
 		return code
 	case "invalid_request":
 		return "invalid"
