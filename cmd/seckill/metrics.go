@@ -37,6 +37,7 @@ type metrics struct {
 	clockOffset prometheus.Gauge
 	statements  prometheus.Counter
 	webhooks    *prometheus.CounterVec
+	challenges  *prometheus.CounterVec
 }
 
 // breakerNames are the dependencies behind a circuit breaker, as the breakers name
@@ -83,13 +84,20 @@ func newMetrics() *metrics {
 			Name: "seckill_webhook_deliveries_total",
 			Help: "Attempts this instance made to deliver a webhook, by outcome: delivered (a 2xx), failed (retried later), given_up (failed for 24 hours: not tried again).",
 		}, []string{"outcome"}),
+		challenges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_challenges_total",
+			Help: "Challenges of vouchers with \"challenge\": \"pow\" (proof of work, or Turnstile with SECKILL_CHALLENGE=turnstile), by outcome: issued (GET …/challenge, and every 403 challenge_required), verified (a proof accepted and spent), refused (missing, wrong, expired, spent or another's).",
+		}, []string{"outcome"}),
 	}
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.persisted, m.failed, m.deadLetters, m.expired, m.released, m.breakerOpen, m.drift, m.unchecked,
-		m.recoveries, m.edits, m.clockOffset, m.statements, m.webhooks,
+		m.recoveries, m.edits, m.clockOffset, m.statements, m.webhooks, m.challenges,
 	)
+	for _, o := range application.ChallengeOutcomes {
+		m.challenges.WithLabelValues(o)
+	}
 	for _, o := range []application.WebhookOutcome{application.WebhookDelivered, application.WebhookFailed, application.WebhookGivenUp} {
 		m.webhooks.WithLabelValues(string(o))
 	}
@@ -112,6 +120,11 @@ func newMetrics() *metrics {
 // webhookAttempt counts one attempt at a webhook delivery.
 func (m *metrics) webhookAttempt(o application.WebhookOutcome) {
 	m.webhooks.WithLabelValues(string(o)).Inc()
+}
+
+// challenge counts one challenge issued, or one proof verified or refused.
+func (m *metrics) challenge(outcome string) {
+	m.challenges.WithLabelValues(outcome).Inc()
 }
 
 // edited counts one edit of a voucher, once per kind of change it made.

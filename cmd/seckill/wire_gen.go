@@ -87,6 +87,9 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	denyUser := application.NewDenyUser(denyList, denyChanges, deniedUsers)
 	allowUser := application.NewAllowUser(denyList, denyChanges, deniedUsers)
 	listDenied := application.NewListDenied(denyList)
+	portsChallenge := challenge(cfg, universalClient, clock)
+	applicationIssueChallenge := issueChallenge(vouchers, portsChallenge, clock, mainMetrics)
+	applicationVerifyProof := verifyProof(portsChallenge, mainMetrics)
 	useCases := httpapi.UseCases{
 		CreateVoucher:       createVoucher,
 		GetVoucher:          getVoucher,
@@ -106,6 +109,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		DenyUser:            denyUser,
 		AllowUser:           allowUser,
 		ListDenied:          listDenied,
+		IssueChallenge:      applicationIssueChallenge,
+		VerifyProof:         applicationVerifyProof,
 	}
 	httpapiTokens := tokens(cfg)
 	v := readinessChecks(universalClient, db)
