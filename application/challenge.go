@@ -21,10 +21,6 @@ const (
 // ChallengeOutcomes lists every outcome, for those who report each one.
 var ChallengeOutcomes = []string{ChallengeIssued, ChallengeVerified, ChallengeRefused}
 
-// MaxChallengeDifficulty is the most bits of work a challenge asks for, however much
-// the load raises a voucher's pow_difficulty.
-const MaxChallengeDifficulty = 32
-
 // challengeTermsLife is how long IssueChallenge trusts the challenge terms it read of
 // a voucher: a flood of grabs refused for want of a proof, each answered with a fresh
 // challenge, reads the database once per voucher in this time, not once per grab.
@@ -37,7 +33,7 @@ const challengeTermsMax = 10_000
 // IssueChallenge hands a user a fresh challenge for a voucher with one ("challenge":
 // "pow"): GET /api/v1/vouchers/{id}/challenge, and every 403 challenge_required. It
 // asks for the voucher's pow_difficulty plus the bits the caller raises it by under
-// load, at most MaxChallengeDifficulty.
+// load, at most domain.MaxPowDifficulty.
 type IssueChallenge struct {
 	vouchers  ports.Vouchers
 	challenge ports.Challenge
@@ -92,7 +88,7 @@ func (uc *IssueChallenge) Handle(ctx context.Context, cmd IssueChallengeCmd) (po
 	if t.kind != domain.ChallengePow {
 		return ports.ChallengeOffer{}, domain.ErrNotFound
 	}
-	difficulty := min(t.difficulty+max(cmd.Raise, 0), MaxChallengeDifficulty)
+	difficulty := min(t.difficulty+max(cmd.Raise, 0), domain.MaxPowDifficulty)
 	offer, err := uc.challenge.Issue(ctx, cmd.VoucherID, cmd.UserID, difficulty)
 	if err != nil {
 		return ports.ChallengeOffer{}, err

@@ -19,10 +19,6 @@ import (
 // ahead of a sale is stale by its start.
 const ChallengeLifetime = 2 * time.Minute
 
-// MaxDifficulty is the most bits of work a challenge may ask for (the contract's
-// pow_difficulty is 1 to 32).
-const MaxDifficulty = 32
-
 // challengeRandom is how many random bytes a challenge holds; one byte more carries its
 // difficulty.
 const challengeRandom = 16
@@ -58,11 +54,11 @@ func NewProofOfWork(client redis.UniversalClient, opts Options, clock ports.Cloc
 	return &ProofOfWork{client: client, keys: Keys{Prefix: opts.Prefix}, clock: clock}
 }
 
-// Issue draws a challenge asking for difficulty bits (clamped to 1..MaxDifficulty) and
+// Issue draws a challenge asking for difficulty bits (clamped to 1..domain.MaxPowDifficulty) and
 // keeps it for user on voucher for ChallengeLifetime. It returns an error wrapping
 // domain.ErrUnavailable when Redis did not take it.
 func (p *ProofOfWork) Issue(ctx context.Context, voucher domain.VoucherID, user domain.UserID, difficulty int) (ports.ChallengeOffer, error) {
-	difficulty = min(max(difficulty, 1), MaxDifficulty)
+	difficulty = min(max(difficulty, 1), domain.MaxPowDifficulty)
 	var raw [challengeRandom + 1]byte
 	_, _ = rand.Read(raw[:challengeRandom]) // crypto/rand never fails (it crashes instead)
 	raw[challengeRandom] = byte(difficulty)
@@ -112,7 +108,7 @@ func checkProof(proof string) (string, bool) {
 		return "", false
 	}
 	difficulty := int(raw[challengeRandom])
-	if difficulty < 1 || difficulty > MaxDifficulty || !domain.PowSolves(challenge, nonce, difficulty) {
+	if difficulty < 1 || difficulty > domain.MaxPowDifficulty || !domain.PowSolves(challenge, nonce, difficulty) {
 		return "", false
 	}
 	return challenge, true
