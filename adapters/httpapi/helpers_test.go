@@ -137,6 +137,7 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	getOrder := application.NewGetOrder(orders, reservations)
 	compensate := application.NewCompensate(stock, orders)
 	recovery := application.NewRecoverVoucher(vouchers, stock, audit, orders, clock)
+	pow := redisstore.NewProofOfWork(rdb, redisstore.Options{Prefix: prefix}, clock)
 	tokens := httpapi.NewTokens([]byte(secret))
 	e := httpapi.New(
 		cfg.http,
@@ -159,6 +160,8 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 			DenyUser:            application.NewDenyUser(denyList, denyChanges, denied),
 			AllowUser:           application.NewAllowUser(denyList, denyChanges, denied),
 			ListDenied:          application.NewListDenied(denyList),
+			IssueChallenge:      application.NewIssueChallenge(vouchers, pow, clock),
+			VerifyProof:         application.NewVerifyProof(pow),
 		},
 		tokens,
 		[]httpapi.Check{
