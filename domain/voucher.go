@@ -79,6 +79,9 @@ type Voucher struct {
 	// changes them (Apply). The grab path keeps the version its terms came from, so a
 	// late write of older terms is told from a newer one.
 	Version int64
+	// PLACEHOLDER fields until the foundation lands.
+	Admission Admission
+	Challenge ChallengeKind
 }
 
 // Terms reports whether v and w sell on the same terms: stock, window and per-user
