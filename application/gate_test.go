@@ -123,11 +123,11 @@ func TestGrabVoucherProof(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tests := []struct {
-		name      string
-		challenge domain.ChallengeKind
-		proof     string
+		name       string
+		challenge  domain.ChallengeKind
+		proof      string
 		noVerifier bool
-		want      error
+		want       error
 		// verified: the verifier was asked; judged: the grab reached the stock.
 		verified, judged bool
 	}{

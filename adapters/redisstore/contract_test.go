@@ -37,7 +37,7 @@ func TestWatchStockContract(t *testing.T) {
 		forgetPrefix(t, client, w.Keys().Prefix)
 		return stocktest.Subject{Stock: w, Recorded: streamed(client, w.Keys()), UnavailableUnderContention: true,
 			IssuePass: issuePass(client, w.Keys()),
-			Audit: redisstore.NewAudit(client, redisstore.Options{Prefix: w.Keys().Prefix})}
+			Audit:     redisstore.NewAudit(client, redisstore.Options{Prefix: w.Keys().Prefix})}
 	})
 }
 
