@@ -785,10 +785,15 @@ func testGrabWithoutATimeIsJudgedByTheSaleClock(t *testing.T, f *fixture) {
 	f.reserve(t, untimed(upcoming.ID, 3), domain.ErrNotStarted, "")
 }
 
-// gated returns v sold with admission and challenge.
+// gated returns v sold with admission and challenge, and their settings as
+// application.CreateVoucher gives them (a shuffled mode's seed among them).
 func gated(v domain.Voucher, admission domain.Admission, challenge domain.ChallengeKind) domain.Voucher {
 	v.Admission, v.Challenge = admission, challenge
 	v.Title += fmt.Sprintf(", %s, %s", admission, challenge)
+	v = v.WithAdmissionDefaults(v.BeginsAt.Add(-time.Hour))
+	if admission.Shuffled() {
+		v.Seed = domain.NewSeed()
+	}
 	return v
 }
 
