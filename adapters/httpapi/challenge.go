@@ -13,11 +13,6 @@ import (
 	"github.com/seckill/seckill/ports"
 )
 
-// PowHeader carries the proof a grab, queue join or draw entry of a voucher with a
-// challenge needs: "<challenge>:<nonce>" with proof of work, the Turnstile token with
-// Turnstile.
-const PowHeader = "X-Seckill-Pow"
-
 // challengeRoute hands out challenges.
 const challengeRoute = "/api/v1/vouchers/:id/challenge"
 

@@ -66,7 +66,10 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, sqlstoreStock)
 	orders := outboxOrders(db, cfg)
 	applicationRecoverVoucher := recoverVoucher(vouchers, portsStock, stockAudit, orders, clock, mainMetrics)
-	applicationGrabOptions := grabOptions(cfg, deniedUsers)
+	applicationPassKey := passKey(cfg)
+	portsChallenge := challenge(cfg, universalClient, clock)
+	applicationVerifyProof := verifyProof(portsChallenge, mainMetrics)
+	applicationGrabOptions := grabOptions(cfg, deniedUsers, applicationPassKey, applicationVerifyProof)
 	grabVoucher := application.NewGrabVoucher(portsStock, clock, uliDs, applicationRecoverVoucher, applicationGrabOptions)
 	reservations := redisstore.NewReservations(universalClient, options)
 	getOrder := application.NewGetOrder(orders, reservations)
@@ -87,9 +90,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	denyUser := application.NewDenyUser(denyList, denyChanges, deniedUsers)
 	allowUser := application.NewAllowUser(denyList, denyChanges, deniedUsers)
 	listDenied := application.NewListDenied(denyList)
-	portsChallenge := challenge(cfg, universalClient, clock)
 	applicationIssueChallenge := issueChallenge(vouchers, portsChallenge, clock, mainMetrics)
-	applicationVerifyProof := verifyProof(portsChallenge, mainMetrics)
 	useCases := httpapi.UseCases{
 		CreateVoucher:       createVoucher,
 		GetVoucher:          getVoucher,

@@ -13,7 +13,7 @@
 
 const TOKEN_KEY = "seckill.adminToken";
 const OUTCOMES = ["reserved", "sold_out", "already_purchased", "not_started", "ended", "paused",
-  "rate_limited", "unavailable", "invalid", "not_found", "unauthorized", "denied", "challenge_required"];
+  "rate_limited", "unavailable", "invalid", "not_found", "unauthorized", "denied", "queue_required", "challenge_required"];
 const COUNTS = [["remaining", "remaining"], ["queued", "queued"], ["awaiting_payment", "awaiting payment"],
   ["paid", "paid"], ["cancelled", "cancelled"], ["expired", "expired"], ["failed", "failed"]];
 const MAX_STATS = 20; // vouchers whose stats are read each second
