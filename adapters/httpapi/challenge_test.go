@@ -72,3 +72,33 @@ func TestChallengeIsIssuedForAVoucherWithOne(t *testing.T) {
 		}
 	}
 }
+
+// A grab of a sale with a proof of work: refused without a proof with a challenge to
+// answer in the error; taken with the answer; the answer is the user's alone (another
+// user's grab with it is refused and spends nothing) and good once.
+func TestGrabWithTheChallengeOfItsRefusal(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	id := a.createPowVoucher(5, 8)
+	grab := "/api/v1/vouchers/" + id + "/grab"
+	alice, bob := a.token(21, false), a.token(22, false)
+	r := a.do(http.MethodPost, grab, alice, "")
+	e, _ := r.Body["error"].(map[string]any)
+	challenge, _ := e["challenge"].(string)
+	if r.Status != http.StatusForbidden || r.code() != "challenge_required" || challenge == "" || e["difficulty"] != 8.0 || e["expires_at"] == nil {
+		t.Fatalf("a grab without a proof: %d %s, want 403 challenge_required with a challenge of 8 bits", r.Status, r.Raw)
+	}
+	proof := challenge + ":" + domain.SolvePow(challenge, 8)
+	for i, tc := range []struct {
+		token  string
+		status int
+	}{{bob, http.StatusForbidden}, {alice, http.StatusAccepted}, {alice, http.StatusForbidden}} {
+		r := a.serveFrom(http.MethodPost, grab, tc.token, "", "192.0.2.1:1", "X-Seckill-Pow", proof)
+		if r.Status != tc.status {
+			t.Fatalf("grab %d with the proof: %d %s, want %d", i, r.Status, r.Raw, tc.status)
+		}
+	}
+	if got := a.remaining(id); got != 4 {
+		t.Fatalf("remaining %v, want 4: one grab taken", got)
+	}
+}
