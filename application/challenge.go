@@ -137,7 +137,8 @@ func NewVerifyProof(challenge ports.Challenge) *VerifyProof {
 }
 
 // Observe makes every proof checked report ChallengeVerified or ChallengeRefused to
-// fn. Call it before the use case serves.
+// fn (a request without a proof has none to check: it reports nothing). Call it
+// before the use case serves.
 func (uc *VerifyProof) Observe(fn func(outcome string)) { uc.observe = fn }
 
 // Verify checks proof for user on voucher (see ports.Challenge.Verify): nil, an error
@@ -145,8 +146,7 @@ func (uc *VerifyProof) Observe(fn func(outcome string)) { uc.observe = fn }
 // domain.ErrUnavailable.
 func (uc *VerifyProof) Verify(ctx context.Context, voucher domain.VoucherID, user domain.UserID, proof string) error {
 	if proof == "" {
-		uc.observe(ChallengeRefused)
-		return domain.ErrChallengeRequired
+		return domain.ErrChallengeRequired // no proof to count: the caller counts the refusal
 	}
 	err := uc.challenge.Verify(ctx, voucher, user, proof)
 	switch {

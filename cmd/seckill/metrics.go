@@ -86,7 +86,7 @@ func newMetrics() *metrics {
 		}, []string{"outcome"}),
 		challenges: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_challenges_total",
-			Help: "Challenges of vouchers with \"challenge\": \"pow\" (proof of work, or Turnstile with SECKILL_CHALLENGE=turnstile), by outcome: issued (GET …/challenge, and every 403 challenge_required), verified (a proof accepted and spent), refused (missing, wrong, expired, spent or another's).",
+			Help: "Challenges of vouchers with \"challenge\": \"pow\" (proof of work, or Turnstile with SECKILL_CHALLENGE=turnstile), by outcome: issued (GET …/challenge, and every 403 challenge_required), verified (a proof accepted and spent), refused (a proof sent and refused: malformed, wrong, expired, spent or another's; a request without one is counted by its route, as seckill_grab_requests_total's challenge_required).",
 		}, []string{"outcome"}),
 	}
 	reg.MustRegister(
