@@ -16,14 +16,19 @@ if from == 1 then
   redis.call('DEL', KEYS[2], KEYS[3])
 end
 local n = #ARGV - 3
-if n > 0 then
-  local places = {}
-  for i = 1, n do
+-- In slices of 500 users: unpack's bound on the arguments of one command.
+for first = 1, n, 500 do
+  local last = math.min(first + 499, n)
+  local places, users = {}, {}
+  for i = first, last do
     places[#places + 1] = ARGV[3 + i]
     places[#places + 1] = from + i - 1
+    users[#users + 1] = ARGV[3 + i]
   end
   redis.call('HSET', KEYS[2], unpack(places))
-  redis.call('RPUSH', KEYS[3], unpack(ARGV, 4))
+  redis.call('RPUSH', KEYS[3], unpack(users))
+end
+if n > 0 then
   redis.call('PEXPIREAT', KEYS[2], expire_at)
   redis.call('PEXPIREAT', KEYS[3], expire_at)
 end

@@ -144,3 +144,34 @@ func TestWaitingRoomShufflesEarlyJoinersThenAdmitsWithinTheWindow(t *testing.T) 
 		t.Fatalf("Place(29) once sold out = %+v, %v", p, err)
 	}
 }
+
+func TestWaitingRoomInstallsALongOrderInChunksAndStartsOverWhenCutShort(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := room(t)
+	v := voucher(1, 10, 1)
+	order := make([]domain.UserID, 12345)
+	for i := range order {
+		order[i] = domain.UserID(len(order) - i)
+	}
+	// An install cut short: its first chunk only. Admission stays closed.
+	check(t, w.Install(ctx, v, order[:100]))
+	check(t, w.client.HDel(ctx, w.keys.Room(v.ID), "installed").Err())
+	if ok, err := w.Installed(ctx, v.ID); err != nil || ok {
+		t.Fatalf("Installed after a cut-short install = %v, %v", ok, err)
+	}
+	check(t, w.Install(ctx, v, order))
+	for _, i := range []int{0, 4999, 5000, 12344} {
+		if p, err := w.Place(ctx, v.ID, order[i]); err != nil || p.Position != int64(i+1) {
+			t.Fatalf("Place(%d) = %+v, %v; want position %d", order[i], p, err, i+1)
+		}
+	}
+	if n, err := w.client.LLen(ctx, w.keys.RoomLine(v.ID)).Result(); err != nil || n != int64(len(order)) {
+		t.Fatalf("line of %d, %v; want %d", n, err, len(order))
+	}
+	// Installed: a second install changes nothing.
+	check(t, w.Install(ctx, v, order[:10]))
+	if n, _ := w.client.LLen(ctx, w.keys.RoomLine(v.ID)).Result(); n != int64(len(order)) {
+		t.Fatalf("a second install changed the line to %d", n)
+	}
+}
