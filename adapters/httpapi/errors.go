@@ -149,6 +149,7 @@ var sentinelAnswers = []struct {
 	{domain.ErrNotFound, http.StatusNotFound, "not_found", "not found"},
 	{errUnauthorized, http.StatusUnauthorized, "unauthorized", errUnauthorized.Error()},
 	{errForbidden, http.StatusForbidden, "forbidden", errForbidden.Error()},
+	{domain.ErrNoWaitingRoom, http.StatusConflict, "no_waiting_room", "this voucher is not sold through a waiting room (its admission is first_come or draw)"},
 	{domain.ErrDenied, http.StatusForbidden, "denied", "an admin put this user on the deny list: its grabs are refused"},
 	{domain.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", unavailableMessage},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, "unavailable", unavailableMessage},

@@ -16,6 +16,7 @@ import (
 	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
 )
 
 // metrics are the process's Prometheus instruments outside the HTTP layer: what the
@@ -37,6 +38,10 @@ type metrics struct {
 	clockOffset prometheus.Gauge
 	statements  prometheus.Counter
 	webhooks    *prometheus.CounterVec
+	joins       *prometheus.CounterVec
+	admitted    prometheus.Counter
+	passes      prometheus.Gauge
+	shuffles    prometheus.Histogram
 }
 
 // breakerNames are the dependencies behind a circuit breaker, as the breakers name
@@ -84,7 +89,9 @@ func newMetrics() *metrics {
 			Help: "Attempts this instance made to deliver a webhook, by outcome: delivered (a 2xx), failed (retried later), given_up (failed for 24 hours: not tried again).",
 		}, []string{"outcome"}),
 	}
+	m.roomMetrics()
 	reg.MustRegister(
+		m.joins, m.admitted, m.passes, m.shuffles,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.persisted, m.failed, m.deadLetters, m.expired, m.released, m.breakerOpen, m.drift, m.unchecked,
@@ -107,6 +114,50 @@ func newMetrics() *metrics {
 		m.edits.WithLabelValues(action)
 	}
 	return m
+}
+
+// roomMetrics makes the waiting rooms' instruments.
+func (m *metrics) roomMetrics() {
+	m.joins = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "seckill_queue_joins_total",
+		Help: "Users who joined a waiting room through this instance (joining again counts again), by when: early (before the sale began: shuffled) or late (in arrival order).",
+	}, []string{"when"})
+	m.joins.WithLabelValues("early")
+	m.joins.WithLabelValues("late")
+	m.admitted = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "seckill_queue_admitted_total",
+		Help: "Users this instance's admission steps let in from a waiting room (each given a pass).",
+	})
+	m.passes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "seckill_queue_passes_outstanding",
+		Help: "Passes outstanding (given, not used, not expired) in the waiting rooms of the sales on, at this instance's last admission step.",
+	})
+	m.shuffles = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "seckill_queue_shuffle_seconds",
+		Help:    "Time one shuffle of a waiting room took on this instance, from reading its early joiners to the order installed.",
+		Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
+	})
+}
+
+// joined counts one join of a waiting room.
+func (m *metrics) joined(early bool) {
+	m.joins.WithLabelValues(map[bool]string{true: "early", false: "late"}[early]).Inc()
+}
+
+// roomObserver records what the waiting rooms' loop does, and logs each shuffle.
+func (m *metrics) roomObserver(log *zap.Logger) application.RoomObserver {
+	return application.RoomObserver{
+		Admitted:    func(_ domain.VoucherID, a ports.Admission) { m.admitted.Add(float64(len(a.Users))) },
+		Outstanding: func(n int) { m.passes.Set(float64(n)) },
+		Saved: func(v domain.VoucherID, entrants int) {
+			log.Info("waiting room shuffle saved; installing", zap.Stringer("voucher", v), zap.Int("entrants", entrants))
+			shuffleSaved()
+		},
+		Shuffled: func(v domain.VoucherID, entrants int, took time.Duration) {
+			m.shuffles.Observe(took.Seconds())
+			log.Info("waiting room shuffled: admission open", zap.Stringer("voucher", v), zap.Int("entrants", entrants), zap.Duration("took", took))
+		},
+	}
 }
 
 // webhookAttempt counts one attempt at a webhook delivery.
