@@ -39,6 +39,17 @@ var (
 	ErrAlreadyStarted = errors.New("sale already started")
 	// ErrDenied: an admin put the user on the deny list; none of its grabs is taken.
 	ErrDenied = errors.New("user denied")
+	// ErrQueueRequired: the voucher admits through its waiting room, and the grab
+	// brought no valid pass of its user for it (none, forged, another's, expired or
+	// used).
+	ErrQueueRequired = errors.New("a pass from the waiting room is required")
+	// ErrChallengeRequired: the voucher asks for a proof of work (or another
+	// challenge), and the request brought no valid, unspent one of its user for it.
+	ErrChallengeRequired = errors.New("a solved challenge is required")
+	// ErrEntriesClosed: the voucher's draw takes no more entries.
+	ErrEntriesClosed = errors.New("entries closed")
+	// ErrNotSoldOut: a waitlist is joined only while the voucher is sold out.
+	ErrNotSoldOut = errors.New("voucher not sold out")
 )
 
 // ErrRateLimited means the caller sent more requests than its limit allows. It is

@@ -151,6 +151,10 @@ var sentinelAnswers = []struct {
 	{errForbidden, http.StatusForbidden, "forbidden", errForbidden.Error()},
 	{domain.ErrNoWaitingRoom, http.StatusConflict, "no_waiting_room", "this voucher is not sold through a waiting room (its admission is first_come or draw)"},
 	{domain.ErrDenied, http.StatusForbidden, "denied", "an admin put this user on the deny list: its grabs are refused"},
+	{domain.ErrQueueRequired, http.StatusForbidden, "queue_required", "this sale admits through its waiting room: grab with a valid pass of yours (X-Seckill-Pass)"},
+	{domain.ErrChallengeRequired, http.StatusForbidden, "challenge_required", "this sale asks for a solved challenge (X-Seckill-Pow)"},
+	{domain.ErrEntriesClosed, http.StatusConflict, "entries_closed", "the draw takes no more entries"},
+	{domain.ErrNotSoldOut, http.StatusConflict, "not_sold_out", "the waitlist opens only while the voucher is sold out"},
 	{domain.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", unavailableMessage},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, "unavailable", unavailableMessage},
 }
