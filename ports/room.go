@@ -74,7 +74,7 @@ type Admission struct {
 type Shuffle struct {
 	Voucher domain.VoucherID
 	// Seed is the voucher's secret seed, published with the shuffle.
-	Seed []byte
+	Seed domain.Seed
 	// Entrants are the users shuffled, ascending by id (domain.SortEntrants); the
 	// order is domain.Shuffle(Seed, Entrants).
 	Entrants []domain.UserID

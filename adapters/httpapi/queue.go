@@ -54,7 +54,7 @@ func toQueueJSON(v application.QueueView) QueueJSON {
 		q.Pass, q.PassExpiresAt = &v.Pass, &at
 	}
 	if sh := v.Shuffle; sh != nil {
-		seed := hex.EncodeToString(sh.Seed)
+		seed := hex.EncodeToString(sh.Seed[:])
 		q.Seed, q.Entrants, q.EntrantsDigest = &seed, &sh.Count, &sh.Digest
 	}
 	if v.WaitKnown {

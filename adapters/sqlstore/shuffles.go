@@ -46,7 +46,7 @@ func (s *Shuffles) Save(ctx context.Context, sh ports.Shuffle) (ports.Shuffle, e
 	for i, u := range sh.Entrants {
 		binary.BigEndian.PutUint64(packed[8*i:], uint64(u))
 	}
-	row := shuffleRow{VoucherID: int64(sh.Voucher), Seed: sh.Seed, EntrantsCount: len(sh.Entrants), EntrantsDigest: sh.Digest,
+	row := shuffleRow{VoucherID: int64(sh.Voucher), Seed: sh.Seed[:], EntrantsCount: len(sh.Entrants), EntrantsDigest: sh.Digest,
 		Entrants: packed, ShuffledAt: sh.ShuffledAt.UTC().Truncate(time.Millisecond)}
 	if _, err := s.db.NewInsert().Model(&row).On("CONFLICT (voucher_id) DO NOTHING").Exec(ctx); err != nil {
 		return ports.Shuffle{}, fmt.Errorf("save the shuffle of voucher %s: %w", sh.Voucher, classify(err))
@@ -69,7 +69,10 @@ func (s *Shuffles) Get(ctx context.Context, id domain.VoucherID, entrants bool) 
 	if err != nil {
 		return ports.Shuffle{}, fmt.Errorf("read the shuffle of voucher %s: %w", id, classify(err))
 	}
-	sh := ports.Shuffle{Voucher: id, Seed: row.Seed, Count: row.EntrantsCount, Digest: row.EntrantsDigest, ShuffledAt: row.ShuffledAt.UTC()}
+	if len(row.Seed) != domain.SeedSize {
+		return ports.Shuffle{}, fmt.Errorf("the shuffle of voucher %s holds a seed of %d bytes", id, len(row.Seed))
+	}
+	sh := ports.Shuffle{Voucher: id, Seed: domain.Seed(row.Seed), Count: row.EntrantsCount, Digest: row.EntrantsDigest, ShuffledAt: row.ShuffledAt.UTC()}
 	if entrants {
 		if len(row.Entrants) != 8*row.EntrantsCount {
 			return ports.Shuffle{}, fmt.Errorf("the shuffle of voucher %s holds %d bytes of entrants for %d", id, len(row.Entrants), row.EntrantsCount)

@@ -20,14 +20,14 @@ func TestShufflesKeepTheFirstSaved(t *testing.T) {
 		t.Fatalf("Get before any shuffle: %v, want ErrNotFound", err)
 	}
 	at := time.Date(2026, 12, 6, 10, 0, 0, 123e6, time.UTC)
-	first := ports.Shuffle{Voucher: 7, Seed: []byte("0123456789abcdef0123456789abcdef"),
+	first := ports.Shuffle{Voucher: 7, Seed: domain.Seed([]byte("0123456789abcdef0123456789abcdef")),
 		Entrants: []domain.UserID{1, 5, 1 << 40}, Digest: "d1", ShuffledAt: at}
 	got, err := s.Save(ctx, first)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(got.Entrants, first.Entrants) || got.Count != 3 || got.Digest != "d1" || !got.ShuffledAt.Equal(at) ||
-		string(got.Seed) != string(first.Seed) {
+		got.Seed != first.Seed {
 		t.Fatalf("Save = %+v, want %+v", got, first)
 	}
 	// A second instance's shuffle, saved later, loses: the first stands.

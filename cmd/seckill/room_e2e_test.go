@@ -176,7 +176,7 @@ func (d *roomDriver) published(voucher, commitment string, user domain.UserID, e
 		d.t.Fatalf("published %v entrants, digest %v; want %d, %s", body["entrants"], body["entrants_digest"], len(early),
 			domain.EntrantsDigest(sorted))
 	}
-	return domain.Shuffle(seed, sorted)
+	return domain.Shuffle(domain.Seed(seed), sorted)
 }
 
 // wantPositions checks that each of users reads its position, position from+i.

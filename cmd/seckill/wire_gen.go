@@ -87,6 +87,11 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	denyUser := application.NewDenyUser(denyList, denyChanges, deniedUsers)
 	allowUser := application.NewAllowUser(denyList, denyChanges, deniedUsers)
 	listDenied := application.NewListDenied(denyList)
+	waitingRoom := redisstore.NewWaitingRoom(universalClient, options)
+	applicationJoinQueue := joinQueue(vouchers, waitingRoom, clock, deniedUsers, mainMetrics)
+	shuffles := sqlstore.NewShuffles(db)
+	applicationPassKey := passKey(cfg)
+	queueStatus := application.NewQueueStatus(vouchers, waitingRoom, shuffles, clock, applicationPassKey)
 	useCases := httpapi.UseCases{
 		CreateVoucher:       createVoucher,
 		GetVoucher:          getVoucher,
@@ -106,6 +111,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		DenyUser:            denyUser,
 		AllowUser:           allowUser,
 		ListDenied:          listDenied,
+		JoinQueue:           applicationJoinQueue,
+		QueueStatus:         queueStatus,
 	}
 	httpapiTokens := tokens(cfg)
 	v := readinessChecks(universalClient, db)
@@ -125,6 +132,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		cleanup()
 		return nil, nil, err
 	}
+	applicationAdmitQueues := admitQueues(vouchers, waitingRoom, shuffles, leases, clock, queue, mainMetrics, log)
 	mainApp := &app{
 		Redis:       universalClient,
 		Restarts:    restarts,
@@ -150,6 +158,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		Outbox:      webhooks,
 		Denied:      deniedUsers,
 		DenyChanges: denyChanges,
+		Rooms:       applicationAdmitQueues,
 	}
 	return mainApp, func() {
 		cleanup2()
