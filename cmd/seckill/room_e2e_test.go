@@ -375,12 +375,16 @@ func TestWaitingRoomShuffleSurvivesAKillNineAndARedisLoss(t *testing.T) {
 	if body, err := d.place(0, voucher, early[0]); err != nil || body["seed"] == nil || body["position"] != nil {
 		t.Fatalf("after the kill: %v %v; want the shuffle published, not installed", body, err)
 	}
-	// Joiners after the start are late ones, whether or not the order is installed.
-	d.join(voucher, userRange(5000, 5))
+	// Joiners after the start are late ones, in arrival order, whether or not the
+	// order is installed.
+	late := userRange(5000, 5)
+	for _, u := range late {
+		d.join(voucher, []domain.UserID{u})
+	}
 	api.another("SECKILL_ROLES=api,worker", "SECKILL_TEST_SHUFFLE_PAUSE=0s")
 	order := d.published(voucher, commitment, early[0], early)
 	d.wantPositions(voucher, order, 1)
-	d.wantPositions(voucher, userRange(5000, 5)[:1], len(order)+1)
+	d.wantPositions(voucher, late, len(order)+1)
 
 	ctx := context.Background()
 	keys := []string{a.keys.Room(vid), a.keys.RoomEarly(vid), a.keys.RoomPlaces(vid), a.keys.RoomLate(vid),
