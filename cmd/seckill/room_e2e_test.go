@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/adapters/testenv"
+	"github.com/seckill/seckill/cmd/internal/history"
 	"github.com/seckill/seckill/domain"
 )
 
@@ -237,13 +238,13 @@ func TestWaitingRoomAdmitsInThePublishedOrder(t *testing.T) {
 
 	// The passes outstanding, sampled throughout.
 	ctx, stop := context.WithCancel(context.Background())
-	var most atomic.Int64
+	var outstanding []int
 	sampled := make(chan struct{})
 	go func() {
 		defer close(sampled)
 		for ctx.Err() == nil {
-			if n, err := a.redis.ZCard(ctx, a.keys.Passes(vid)).Result(); err == nil && n > most.Load() {
-				most.Store(n)
+			if n, err := a.redis.ZCard(ctx, a.keys.Passes(vid)).Result(); err == nil {
+				outstanding = append(outstanding, int(n))
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
@@ -334,8 +335,8 @@ func TestWaitingRoomAdmitsInThePublishedOrder(t *testing.T) {
 	if err != nil || admitted < stock || admitted > len(order) {
 		t.Fatalf("admitted %d (%v), want between %d and %d", admitted, err, stock, len(order))
 	}
-	waiting := append(slices.Clone(order[admitted:]), late...)
-	d.each(waiting[:200], func(i int, u domain.UserID) error {
+	waiting := append(slices.Clone(order[admitted:min(admitted+200, len(order))]), late[:200]...)
+	d.each(waiting, func(i int, u domain.UserID) error {
 		body, err := d.place(i, voucher, u)
 		if err == nil && (body["admitted"] != false || body["sold_out"] != true || body["pass"] != nil) {
 			err = fmt.Errorf("user %d still waiting once sold out reads %v", u, body)
@@ -347,10 +348,27 @@ func TestWaitingRoomAdmitsInThePublishedOrder(t *testing.T) {
 	}
 	stop()
 	<-sampled
-	if most.Load() > window {
-		t.Fatalf("%d passes outstanding at once, over the window of %d", most.Load(), window)
+	// The history checker's verdict on the room: positions as published, admission
+	// from the front only, the window kept.
+	read := append(slices.Clone(order[:admitted]), waiting...)
+	places := make([]history.Place, len(read))
+	d.each(read, func(i int, u domain.UserID) error {
+		body, err := d.place(i, voucher, u)
+		if err == nil {
+			p, _ := body["position"].(float64)
+			places[i] = history.Place{User: int64(u), Position: int(p), Admitted: body["admitted"] == true, SoldOut: body["sold_out"] == true}
+		}
+		return err
+	})
+	published := make([]int64, len(order))
+	for i, u := range order {
+		published[i] = int64(u)
 	}
-	t.Logf("%d admitted, at most %d passes outstanding; %d reserved, %d grabs answered sold_out", admitted, most.Load(), reserved, soldOut)
+	if err := history.CheckRoom(history.Room{Published: published, Places: places, Window: window, Outstanding: outstanding}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d admitted, at most %d passes outstanding (%d samples); %d reserved, %d grabs answered sold_out",
+		admitted, slices.Max(outstanding), len(outstanding), reserved, soldOut)
 }
 
 // TestWaitingRoomShuffleSurvivesAKillNineAndARedisLoss: the instance that shuffles is
