@@ -11,9 +11,41 @@ import (
 	"github.com/seckill/seckill/ports"
 )
 
+// roomVoucherAge is how long the waiting room's reads keep a voucher read from the
+// store: joins and places, which every user in a queue makes (and its event stream
+// every 500 ms), read the database about once a second per voucher and instance.
+const roomVoucherAge = time.Second
+
+// roomVouchers reads vouchers through a cache of roomVoucherAge.
+type roomVouchers struct {
+	vouchers ports.Vouchers
+	cache    sync.Map // domain.VoucherID -> cachedVoucher
+}
+
+// cachedVoucher is a voucher and when it was read (the host's monotonic clock).
+type cachedVoucher struct {
+	v  domain.Voucher
+	at time.Time
+}
+
+// get returns voucher id as read at most roomVoucherAge ago.
+func (r *roomVouchers) get(ctx context.Context, id domain.VoucherID) (domain.Voucher, error) {
+	if c, ok := r.cache.Load(id); ok {
+		if c := c.(cachedVoucher); time.Since(c.at) < roomVoucherAge { //nolint:forcetypeassert // only cachedVouchers are stored
+			return c.v, nil
+		}
+	}
+	v, err := r.vouchers.Get(ctx, id)
+	if err != nil {
+		return domain.Voucher{}, err
+	}
+	r.cache.Store(id, cachedVoucher{v: v, at: time.Now()})
+	return v, nil
+}
+
 // JoinQueue puts a user in a voucher's waiting room.
 type JoinQueue struct {
-	vouchers ports.Vouchers
+	vouchers *roomVouchers
 	room     ports.WaitingRoom
 	clock    ports.Clock
 	denied   *DeniedUsers
@@ -23,7 +55,7 @@ type JoinQueue struct {
 // NewJoinQueue returns the use case: the vouchers it reads, the rooms it writes,
 // the sale's clock, and the deny list whose users it refuses (nil: none).
 func NewJoinQueue(vouchers ports.Vouchers, room ports.WaitingRoom, clock ports.Clock, denied *DeniedUsers) *JoinQueue {
-	return &JoinQueue{vouchers: vouchers, room: room, clock: clock, denied: denied, joined: func(bool) {}}
+	return &JoinQueue{vouchers: &roomVouchers{vouchers: vouchers}, room: room, clock: clock, denied: denied, joined: func(bool) {}}
 }
 
 // Observe calls fn with each join that put a user in a room (early: before the
@@ -38,7 +70,7 @@ func (uc *JoinQueue) Handle(ctx context.Context, id domain.VoucherID, user domai
 	if uc.denied != nil && uc.denied.Denied(user) {
 		return domain.ErrDenied
 	}
-	v, err := uc.vouchers.Get(ctx, id)
+	v, err := uc.vouchers.get(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -85,7 +117,7 @@ type QueueView struct {
 
 // QueueStatus reads a user's place in a voucher's waiting room.
 type QueueStatus struct {
-	vouchers ports.Vouchers
+	vouchers *roomVouchers
 	room     ports.WaitingRoom
 	shuffles ports.Shuffles
 	clock    ports.Clock
@@ -96,13 +128,13 @@ type QueueStatus struct {
 
 // NewQueueStatus returns the use case; key signs the passes.
 func NewQueueStatus(vouchers ports.Vouchers, room ports.WaitingRoom, shuffles ports.Shuffles, clock ports.Clock, key PassKey) *QueueStatus {
-	return &QueueStatus{vouchers: vouchers, room: room, shuffles: shuffles, clock: clock, key: key}
+	return &QueueStatus{vouchers: &roomVouchers{vouchers: vouchers}, room: room, shuffles: shuffles, clock: clock, key: key}
 }
 
 // Handle returns user's place in voucher id's waiting room, or domain.ErrNotFound
 // (no such voucher, or the user never joined), or domain.ErrNoWaitingRoom.
 func (uc *QueueStatus) Handle(ctx context.Context, id domain.VoucherID, user domain.UserID) (QueueView, error) {
-	v, err := uc.vouchers.Get(ctx, id)
+	v, err := uc.vouchers.get(ctx, id)
 	if err != nil {
 		return QueueView{}, err
 	}
@@ -263,6 +295,14 @@ func (uc *AdmitQueues) step(ctx context.Context, v domain.Voucher) (int, error) 
 		return 0, err
 	}
 	if !installed {
+		// The list may be a moment old: the shuffle judges by the voucher as it is
+		// now (an edit may have moved its start).
+		if v, err = uc.vouchers.Get(ctx, v.ID); err != nil {
+			return 0, err
+		}
+		if uc.clock.Now().Before(v.BeginsAt) {
+			return 0, nil
+		}
 		if installed, err = uc.Shuffle(ctx, v); err != nil || !installed {
 			return 0, err
 		}
