@@ -58,6 +58,8 @@ type api struct {
 	dbURL       string
 	// denied is the grab path's copy of the deny list.
 	denied *application.DeniedUsers
+	// rooms runs the waiting rooms' step (shuffle, admission), as a worker does.
+	rooms *application.AdmitQueues
 }
 
 // setup is what a test may adjust before newAPI wires the API. Every limit is off by
@@ -138,6 +140,8 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	compensate := application.NewCompensate(stock, orders)
 	recovery := application.NewRecoverVoucher(vouchers, stock, audit, orders, clock)
 	tokens := httpapi.NewTokens([]byte(secret))
+	room := redisstore.NewWaitingRoom(rdb, redisstore.Options{Prefix: prefix})
+	shuffles := sqlstore.NewShuffles(db)
 	e := httpapi.New(
 		cfg.http,
 		httpapi.UseCases{
@@ -159,6 +163,8 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 			DenyUser:            application.NewDenyUser(denyList, denyChanges, denied),
 			AllowUser:           application.NewAllowUser(denyList, denyChanges, denied),
 			ListDenied:          application.NewListDenied(denyList),
+			JoinQueue:           application.NewJoinQueue(vouchers, room, clock, denied),
+			QueueStatus:         application.NewQueueStatus(vouchers, room, shuffles, clock, application.NewPassKey([]byte(secret))),
 		},
 		tokens,
 		[]httpapi.Check{
@@ -173,7 +179,9 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	t.Cleanup(streams.Close)
 	a := &api{t: t, url: srv.URL, denied: denied, redis: rdb, stock: stock, vouchers: vouchers, orders: orders, db: db, tokens: tokens, queue: queue, grab: grab, e: e,
 		fulfill: application.NewFulfillOrder(orders, queue, compensate, changes, 5), idempotency: cfg.http.Idempotency, dbURL: dbURL,
-		expire: application.NewExpireOrders(orders, compensate, clock, paymentWindow, changes)}
+		expire: application.NewExpireOrders(orders, compensate, clock, paymentWindow, changes),
+		rooms: application.NewAdmitQueues(vouchers, room, shuffles, sqlstore.NewLeases(db), clock,
+			application.RoomOptions{Holder: "test"}, application.RoomObserver{})}
 	a.admin = a.token(1, true)
 	return a
 }
