@@ -161,6 +161,7 @@ var sentinelAnswers = []struct {
 	{domain.ErrNotFound, http.StatusNotFound, "not_found", "not found"},
 	{errUnauthorized, http.StatusUnauthorized, "unauthorized", errUnauthorized.Error()},
 	{errForbidden, http.StatusForbidden, "forbidden", errForbidden.Error()},
+	{domain.ErrNoWaitingRoom, http.StatusConflict, "no_waiting_room", "this voucher is not sold through a waiting room (its admission is first_come or draw)"},
 	{domain.ErrDenied, http.StatusForbidden, "denied", "an admin put this user on the deny list: its grabs are refused"},
 	{domain.ErrQueueRequired, http.StatusForbidden, "queue_required", "this sale admits through its waiting room: grab with a valid pass of yours (X-Seckill-Pass)"},
 	{domain.ErrChallengeRequired, http.StatusForbidden, "challenge_required", "this sale asks for a solved challenge (X-Seckill-Pow)"},

@@ -60,6 +60,8 @@ type api struct {
 	denied *application.DeniedUsers
 	// passKey signs the waiting rooms' passes the grab path checks.
 	passKey application.PassKey
+	// rooms runs the waiting rooms' step (shuffle, admission), as a worker does.
+	rooms *application.AdmitQueues
 }
 
 // setup is what a test may adjust before newAPI wires the API. Every limit is off by
@@ -143,6 +145,10 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	compensate := application.NewCompensate(stock, orders)
 	recovery := application.NewRecoverVoucher(vouchers, stock, audit, orders, clock)
 	tokens := httpapi.NewTokens([]byte(secret))
+	room := redisstore.NewWaitingRoom(rdb, redisstore.Options{Prefix: prefix})
+	shuffles := sqlstore.NewShuffles(db)
+	joinQueue := application.NewJoinQueue(vouchers, room, clock, denied)
+	joinQueue.RequireProofs(verifyProof)
 	e := httpapi.New(
 		cfg.http,
 		httpapi.UseCases{
@@ -166,6 +172,8 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 			ListDenied:          application.NewListDenied(denyList),
 			IssueChallenge:      application.NewIssueChallenge(vouchers, pow, clock),
 			VerifyProof:         verifyProof,
+			JoinQueue:           joinQueue,
+			QueueStatus:         application.NewQueueStatus(vouchers, room, shuffles, clock, application.NewPassKey([]byte(secret))),
 		},
 		tokens,
 		[]httpapi.Check{
@@ -180,7 +188,9 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	t.Cleanup(streams.Close)
 	a := &api{t: t, url: srv.URL, denied: denied, passKey: passKey, redis: rdb, stock: stock, vouchers: vouchers, orders: orders, db: db, tokens: tokens, queue: queue, grab: grab, e: e,
 		fulfill: application.NewFulfillOrder(orders, queue, compensate, changes, 5), idempotency: cfg.http.Idempotency, dbURL: dbURL,
-		expire: application.NewExpireOrders(orders, compensate, clock, paymentWindow, changes)}
+		expire: application.NewExpireOrders(orders, compensate, clock, paymentWindow, changes),
+		rooms: application.NewAdmitQueues(vouchers, room, shuffles, sqlstore.NewLeases(db), clock,
+			application.RoomOptions{Holder: "test"}, application.RoomObserver{})}
 	a.admin = a.token(1, true)
 	return a
 }

@@ -113,6 +113,8 @@ type UseCases struct {
 	// challenge asks for; nil answers every challenge 404 and refuses every proof.
 	IssueChallenge *application.IssueChallenge
 	VerifyProof    *application.VerifyProof
+	JoinQueue      *application.JoinQueue
+	QueueStatus    *application.QueueStatus
 }
 
 // Check is one dependency /readyz asks about.
@@ -143,7 +145,7 @@ func globalMiddleware(opts Options, metrics *Metrics, routes func() map[string]b
 			Timeout: opts.RequestTimeout,
 			Skipper: func(c echo.Context) bool {
 				return c.Path() == grabRoute || c.Path() == voucherOrdersRoute && wantsCSV(c.Request()) ||
-					c.Path() == orderEventsRoute || c.Path() == voucherEventsRoute
+					c.Path() == orderEventsRoute || c.Path() == voucherEventsRoute || c.Path() == queueEventsRoute
 			},
 		}),
 		strictQuery,
@@ -229,6 +231,7 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	route(http.MethodPost, api+"/orders/:id/pay", h.payOrder, once(auth)...)
 	route(http.MethodPost, api+"/orders/:id/cancel", h.cancelOrder, once(auth)...)
 	streamRoutes(route, h, opts.Streams, metrics, auth, authenticateStream(tokens, opts.Streams), public)
+	queueRoutes(route, h, auth, authenticateStream(tokens, opts.Streams))
 
 	operationRoutes(route, checks, opts, metrics, h.tellTime)
 	routes = metrics.knownRoutes(e)

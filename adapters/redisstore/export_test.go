@@ -38,3 +38,6 @@ func HoldEmbedded(t testing.TB, e *Embedded) (release func()) {
 	t.Cleanup(release)
 	return release
 }
+
+// SetNow makes w's scripts judge by now (Unix ms) instead of the sale's clock.
+func (w *WaitingRoom) SetNow(now func() int64) { w.now = now }

@@ -101,6 +101,33 @@ func (k Keys) Registry() string { return k.prefix() + ":vouchers" }
 // has no hash tag.
 func (k Keys) Active() string { return k.prefix() + ":active" }
 
+// Room returns the key of the hash of the waiting room's counters: closed (1 once
+// early joining ended), installed (1 once the shuffled order is in place), early (how
+// many were shuffled), late (how many joined later), admitted (how many were let in),
+// and the measure of the admission rate (rate, in users per 1000 s, over the last
+// window; since and count, the window being measured).
+func (k Keys) Room(id domain.VoucherID) string { return k.key(id, "room") }
+
+// RoomEarly returns the key of the set of the users who joined the waiting room before
+// the sale began (user ids, decimal), shuffled at the start.
+func (k Keys) RoomEarly(id domain.VoucherID) string { return k.key(id, "room:early") }
+
+// RoomPlaces returns the key of the hash from an early joiner's user id to its
+// position in the shuffled order (1..early), written by the shuffle's install.
+func (k Keys) RoomPlaces(id domain.VoucherID) string { return k.key(id, "room:places") }
+
+// RoomLate returns the key of the hash from a late joiner's user id to its arrival
+// number (1, 2, …): its position is early + that number.
+func (k Keys) RoomLate(id domain.VoucherID) string { return k.key(id, "room:late") }
+
+// RoomLine returns the key of the list of the shuffled early joiners still to be let
+// in, front first.
+func (k Keys) RoomLine(id domain.VoucherID) string { return k.key(id, "room:line") }
+
+// RoomLateLine returns the key of the list of the late joiners still to be let in, in
+// arrival order: the line goes on there once RoomLine is empty.
+func (k Keys) RoomLateLine(id domain.VoucherID) string { return k.key(id, "room:lateline") }
+
 func (k Keys) key(id domain.VoucherID, name string) string {
 	return k.prefix() + ":{v" + id.String() + "}:" + name
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
 )
 
 // metrics are the process's Prometheus instruments outside the HTTP layer: what the
@@ -38,6 +39,10 @@ type metrics struct {
 	statements  prometheus.Counter
 	webhooks    *prometheus.CounterVec
 	challenges  *prometheus.CounterVec
+	joins       *prometheus.CounterVec
+	admitted    prometheus.Counter
+	passes      prometheus.Gauge
+	shuffles    prometheus.Histogram
 }
 
 // breakerNames are the dependencies behind a circuit breaker, as the breakers name
@@ -89,7 +94,9 @@ func newMetrics() *metrics {
 			Help: "Challenges of vouchers with \"challenge\": \"pow\" (proof of work, or Turnstile with SECKILL_CHALLENGE=turnstile), by outcome: issued (GET …/challenge, and every 403 challenge_required), verified (a proof accepted and spent), refused (a proof sent and refused: malformed, wrong, expired, spent or another's; a request without one is counted by its route, as seckill_grab_requests_total's challenge_required).",
 		}, []string{"outcome"}),
 	}
+	m.roomMetrics()
 	reg.MustRegister(
+		m.joins, m.admitted, m.passes, m.shuffles,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.persisted, m.failed, m.deadLetters, m.expired, m.released, m.breakerOpen, m.drift, m.unchecked,
@@ -115,6 +122,50 @@ func newMetrics() *metrics {
 		m.edits.WithLabelValues(action)
 	}
 	return m
+}
+
+// roomMetrics makes the waiting rooms' instruments.
+func (m *metrics) roomMetrics() {
+	m.joins = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "seckill_queue_joins_total",
+		Help: "Users who joined a waiting room through this instance (joining again counts again), by when: early (before the sale began: shuffled) or late (in arrival order).",
+	}, []string{"when"})
+	m.joins.WithLabelValues("early")
+	m.joins.WithLabelValues("late")
+	m.admitted = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "seckill_queue_admitted_total",
+		Help: "Users this instance's admission steps let in from a waiting room (each given a pass).",
+	})
+	m.passes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "seckill_queue_passes_outstanding",
+		Help: "Passes outstanding (given, not used, not expired) in the waiting rooms of the sales on, at this instance's last admission step.",
+	})
+	m.shuffles = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "seckill_queue_shuffle_seconds",
+		Help:    "Time one shuffle of a waiting room took on this instance, from reading its early joiners to the order installed.",
+		Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
+	})
+}
+
+// joined counts one join of a waiting room.
+func (m *metrics) joined(early bool) {
+	m.joins.WithLabelValues(map[bool]string{true: "early", false: "late"}[early]).Inc()
+}
+
+// roomObserver records what the waiting rooms' loop does, and logs each shuffle.
+func (m *metrics) roomObserver(log *zap.Logger) application.RoomObserver {
+	return application.RoomObserver{
+		Admitted:    func(_ domain.VoucherID, a ports.Admission) { m.admitted.Add(float64(len(a.Users))) },
+		Outstanding: func(n int) { m.passes.Set(float64(n)) },
+		Saved: func(v domain.VoucherID, entrants int) {
+			log.Info("waiting room shuffle saved; installing", zap.Stringer("voucher", v), zap.Int("entrants", entrants))
+			shuffleSaved()
+		},
+		Shuffled: func(v domain.VoucherID, entrants int, took time.Duration) {
+			m.shuffles.Observe(took.Seconds())
+			log.Info("waiting room shuffled: admission open", zap.Stringer("voucher", v), zap.Int("entrants", entrants), zap.Duration("took", took))
+		},
+	}
 }
 
 // webhookAttempt counts one attempt at a webhook delivery.

@@ -70,6 +70,8 @@ type app struct {
 	// DenyChanges announces a change.
 	Denied      *application.DeniedUsers
 	DenyChanges *redisstore.DenyChanges
+	// Rooms shuffles and admits the waiting rooms (the worker role's loop, admit).
+	Rooms *application.AdmitQueues
 }
 
 // redisSet provides the Redis client and the adapters built on it. The stock port and
@@ -92,6 +94,8 @@ var redisSet = wire.NewSet(
 	wire.Bind(new(ports.StreamTickets), new(*redisstore.Tickets)),
 	redisstore.NewDenyChanges,
 	wire.Bind(new(ports.DenyChanges), new(*redisstore.DenyChanges)),
+	redisstore.NewWaitingRoom,
+	wire.Bind(new(ports.WaitingRoom), new(*redisstore.WaitingRoom)),
 )
 
 // databaseSet provides the database (PostgreSQL or SQLite) and its repositories but
@@ -110,6 +114,9 @@ var databaseSet = wire.NewSet(
 	wire.Bind(new(ports.WebhookDeliveries), new(*sqlstore.Webhooks)),
 	sqlstore.NewDenyList,
 	wire.Bind(new(ports.DenyList), new(*sqlstore.DenyList)),
+	sqlstore.NewShuffles,
+	wire.Bind(new(ports.Shuffles), new(*sqlstore.Shuffles)),
+	wire.Bind(new(ports.Leases), new(*sqlstore.Leases)),
 )
 
 // serveRepositorySet are serve's vouchers and orders: with webhooks on, they write the
@@ -193,6 +200,9 @@ var applicationSet = wire.NewSet(
 	application.NewDenyUser,
 	application.NewAllowUser,
 	application.NewListDenied,
+	joinQueue,
+	application.NewQueueStatus,
+	admitQueues,
 	grabOptions,
 	application.NewGrabVoucher,
 	application.NewWarmVouchers,
@@ -448,6 +458,23 @@ func grabStockOptions(cfg Config, restarts *redisstore.Restarts) redisstore.Opti
 // flight: the 503 it then gets comes within a second, with room to spare for a busy
 // machine to write it.
 const maxTurnWait = 800 * time.Millisecond
+
+// joinQueue counts the users who join a waiting room, early or late, and checks the
+// proofs of the rooms that ask for one.
+func joinQueue(vouchers ports.Vouchers, room ports.WaitingRoom, clock ports.Clock, denied *application.DeniedUsers,
+	proofs *application.VerifyProof, m *metrics) *application.JoinQueue {
+	uc := application.NewJoinQueue(vouchers, room, clock, denied)
+	uc.Observe(m.joined)
+	uc.RequireProofs(proofs)
+	return uc
+}
+
+// admitQueues runs the waiting rooms, the shuffle's lease held in this worker's name.
+func admitQueues(vouchers ports.Vouchers, room ports.WaitingRoom, shuffles ports.Shuffles, leases ports.Leases,
+	clock ports.Clock, queue *redisstore.Queue, m *metrics, log *zap.Logger) *application.AdmitQueues {
+	return application.NewAdmitQueues(vouchers, room, shuffles, leases, clock,
+		application.RoomOptions{Holder: queue.Consumer()}, m.roomObserver(log))
+}
 
 // grabOptions tune the grab path: the sold-out flags' life, the deny list it refuses
 // listed users by, the key it checks the waiting rooms' passes with, and the proofs

@@ -166,6 +166,7 @@ func serveThen(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Conf
 			})
 		}
 		g.Go(func() error { every(gctx, time.Second, func() { foldUnits(gctx, a, log) }); return nil })
+		g.Go(func() error { every(gctx, admitEvery, func() { admit(gctx, a, log) }); return nil })
 		if a.Webhooks != nil {
 			log.Info("webhook dispatcher started", zap.String("url", redactURL(cfg.WebhookURL)))
 			g.Go(func() error { return a.Webhooks.Run(gctx) })
@@ -551,5 +552,17 @@ func foldUnits(ctx context.Context, a *app, log *zap.Logger) {
 		if n < foldBatch {
 			return
 		}
+	}
+}
+
+// admitEvery is how often each worker runs a step of the waiting rooms: the shuffle
+// at a sale's start, and admission as passes are used or expire.
+const admitEvery = 150 * time.Millisecond
+
+// admit runs one step of the waiting rooms (application.AdmitQueues). A failure is
+// logged; the next step tries again.
+func admit(ctx context.Context, a *app, log *zap.Logger) {
+	if err := a.Rooms.Handle(ctx); err != nil && ctx.Err() == nil {
+		log.Warn("waiting rooms", zap.Error(err))
 	}
 }

@@ -91,6 +91,10 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	allowUser := application.NewAllowUser(denyList, denyChanges, deniedUsers)
 	listDenied := application.NewListDenied(denyList)
 	applicationIssueChallenge := issueChallenge(vouchers, portsChallenge, clock, mainMetrics)
+	waitingRoom := redisstore.NewWaitingRoom(universalClient, options)
+	applicationJoinQueue := joinQueue(vouchers, waitingRoom, clock, deniedUsers, applicationVerifyProof, mainMetrics)
+	shuffles := sqlstore.NewShuffles(db)
+	queueStatus := application.NewQueueStatus(vouchers, waitingRoom, shuffles, clock, applicationPassKey)
 	useCases := httpapi.UseCases{
 		CreateVoucher:       createVoucher,
 		GetVoucher:          getVoucher,
@@ -112,6 +116,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		ListDenied:          listDenied,
 		IssueChallenge:      applicationIssueChallenge,
 		VerifyProof:         applicationVerifyProof,
+		JoinQueue:           applicationJoinQueue,
+		QueueStatus:         queueStatus,
 	}
 	httpapiTokens := tokens(cfg)
 	v := readinessChecks(universalClient, db)
@@ -131,6 +137,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		cleanup()
 		return nil, nil, err
 	}
+	applicationAdmitQueues := admitQueues(vouchers, waitingRoom, shuffles, leases, clock, queue, mainMetrics, log)
 	mainApp := &app{
 		Redis:       universalClient,
 		Restarts:    restarts,
@@ -156,6 +163,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		Outbox:      webhooks,
 		Denied:      deniedUsers,
 		DenyChanges: denyChanges,
+		Rooms:       applicationAdmitQueues,
 	}
 	return mainApp, func() {
 		cleanup2()

@@ -1,0 +1,164 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/seckill/seckill/application"
+	"github.com/seckill/seckill/domain"
+)
+
+// eventQueue is the kind of the waiting room's events.
+const eventQueue = "queue"
+
+// queueEventsRoute is the waiting room's event stream.
+const queueEventsRoute = "/api/v1/vouchers/:id/queue/events"
+
+// QueueEvery is how often a waiting room's stream reads its user's place again: a
+// change (a position learnt, a pass given) reaches the client within it.
+const QueueEvery = 500 * time.Millisecond
+
+// QueueJSON is a user's place in a waiting room, as GET …/queue answers it and its
+// stream sends it. Fields not known yet are null: position and ahead before the
+// shuffle, the seed, entrants and their digest until it ran, the pass until the user
+// is admitted (and once it is used or expired), the estimated wait without a measured
+// admission rate (or once admitted or sold out).
+type QueueJSON struct {
+	Position             *int64     `json:"position"`
+	Ahead                *int64     `json:"ahead"`
+	Admitted             bool       `json:"admitted"`
+	SoldOut              bool       `json:"sold_out"`
+	Pass                 *string    `json:"pass"`
+	PassExpiresAt        *time.Time `json:"pass_expires_at"`
+	Commitment           string     `json:"commitment"`
+	Seed                 *string    `json:"seed"`
+	Entrants             *int       `json:"entrants"`
+	EntrantsDigest       *string    `json:"entrants_digest"`
+	EstimatedWaitSeconds *int64     `json:"estimated_wait_seconds"`
+}
+
+// toQueueJSON renders a user's place.
+func toQueueJSON(v application.QueueView) QueueJSON {
+	q := QueueJSON{Admitted: v.Admitted, SoldOut: v.SoldOut, Commitment: v.Commitment}
+	if v.Position > 0 {
+		q.Position, q.Ahead = &v.Position, &v.Ahead
+	}
+	if v.Pass != "" {
+		at := v.PassExpires.UTC()
+		q.Pass, q.PassExpiresAt = &v.Pass, &at
+	}
+	if sh := v.Shuffle; sh != nil {
+		seed := hex.EncodeToString(sh.Seed[:])
+		q.Seed, q.Entrants, q.EntrantsDigest = &seed, &sh.Count, &sh.Digest
+	}
+	if v.WaitKnown {
+		secs := int64(v.Wait / time.Second)
+		q.EstimatedWaitSeconds = &secs
+	}
+	return q
+}
+
+// joinQueue answers POST /api/v1/vouchers/{id}/queue: 202 with the caller's place,
+// the same place when it joined already.
+func (h handlers) joinQueue(c echo.Context) error {
+	id, err := domain.ParseVoucherID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	user := principal(c).User
+	if err := h.uc.JoinQueue.Handle(ctx, id, user, c.Request().Header.Get(PowHeader)); err != nil {
+		return h.withChallenge(c, id, user, err)
+	}
+	v, err := h.uc.QueueStatus.Handle(ctx, id, user)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, toQueueJSON(v))
+}
+
+// queueStatus answers GET /api/v1/vouchers/{id}/queue: the caller's place, or 404
+// when it never joined.
+func (h handlers) queueStatus(c echo.Context) error {
+	id, err := domain.ParseVoucherID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	v, err := h.uc.QueueStatus.Handle(c.Request().Context(), id, principal(c).User)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toQueueJSON(v))
+}
+
+// queueEvents answers GET /api/v1/vouchers/{id}/queue/events: the caller's place at
+// once, then again whenever it changes (read every QueueEvery), until the client
+// leaves. A caller who never joined is answered 404 before the stream starts.
+func (h handlers) queueEvents(c echo.Context) error {
+	id, err := domain.ParseVoucherID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if h.streams == nil || !h.streams.acquire() {
+		return errStreamsFull
+	}
+	defer h.streams.release()
+	ctx := c.Request().Context()
+	user := principal(c).User
+	v, err := h.uc.QueueStatus.Handle(ctx, id, user)
+	if err != nil {
+		return err
+	}
+	last, err := json.Marshal(toQueueJSON(v))
+	if err != nil {
+		return fmt.Errorf("encode queue: %w", err)
+	}
+	w := h.streams.begin(c)
+	if w.event(eventQueue, last) != nil {
+		return nil
+	}
+	ping := time.NewTicker(h.streams.opts.Ping)
+	defer ping.Stop()
+	read := time.NewTicker(QueueEvery)
+	defer read.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-h.streams.closed:
+			return nil
+		case <-ping.C:
+			if w.ping() != nil {
+				return nil
+			}
+		case <-read.C:
+			v, err := h.uc.QueueStatus.Handle(ctx, id, user)
+			if err != nil {
+				continue // tried again at the next read
+			}
+			b, err := json.Marshal(toQueueJSON(v))
+			if err != nil || bytes.Equal(b, last) {
+				continue
+			}
+			last = b
+			if w.event(eventQueue, b) != nil {
+				return nil
+			}
+		}
+	}
+}
+
+// queueRoutes adds the waiting room's routes through route: join and read behind
+// auth, the stream behind byTicket (a ticket or the Authorization header).
+func queueRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc), h handlers,
+	auth, byTicket echo.MiddlewareFunc) {
+	route(http.MethodPost, "/api/v1/vouchers/:id/queue", h.joinQueue, auth)
+	route(http.MethodGet, "/api/v1/vouchers/:id/queue", h.queueStatus, auth)
+	route(http.MethodGet, queueEventsRoute, h.queueEvents, byTicket)
+}

@@ -1,0 +1,74 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/adapters/testenv"
+	"github.com/seckill/seckill/domain"
+)
+
+// TestQueueJoinsReadsAndAdmits: a waiting room through the API, every answer checked
+// against the OpenAPI document: the refusals (a first-come voucher, a user who never
+// joined, a denied user), joins before the start (the same place again), then, once
+// the sale began and a worker's step shuffled and admitted, the places with the
+// published shuffle and the first in line's pass.
+func TestQueueJoinsReadsAndAdmits(t *testing.T) {
+	a := newAPI(t)
+	now := time.Now().UTC()
+	body, _ := json.Marshal(map[string]any{
+		"title": "Room", "stock": 5, "per_user_limit": 1, "begins_at": now.Add(2 * time.Second), "ends_at": now.Add(time.Hour),
+		"admission": "waiting_room", "queue_window": 2,
+	})
+	r := a.do(http.MethodPost, "/api/v1/vouchers", a.admin, string(body))
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Status, r.Raw)
+	}
+	room := r.Body["id"].(string)
+	plain := a.createVoucher(5, 1)
+	if r := a.do(http.MethodPost, "/api/v1/vouchers/"+plain+"/queue", a.token(5, false), ""); r.Status != http.StatusConflict || r.code() != "no_waiting_room" {
+		t.Fatalf("join a first-come voucher: %d %s", r.Status, r.Raw)
+	}
+	if r := a.do(http.MethodGet, "/api/v1/vouchers/"+room+"/queue", a.token(5, false), ""); r.Status != http.StatusNotFound || r.code() != "not_found" {
+		t.Fatalf("the place of a user who never joined: %d %s", r.Status, r.Raw)
+	}
+	if r := a.do(http.MethodPut, "/api/v1/denylist/9", a.admin, ""); r.Status != http.StatusNoContent {
+		t.Fatalf("deny: %d %s", r.Status, r.Raw)
+	}
+	if r := a.do(http.MethodPost, "/api/v1/vouchers/"+room+"/queue", a.token(9, false), ""); r.Status != http.StatusForbidden || r.code() != "denied" {
+		t.Fatalf("a denied user joins: %d %s", r.Status, r.Raw)
+	}
+	for _, u := range []domain.UserID{1, 2, 3, 1} {
+		r := a.do(http.MethodPost, "/api/v1/vouchers/"+room+"/queue", a.token(u, false), "")
+		if r.Status != http.StatusAccepted || r.Body["position"] != nil || r.Body["seed"] != nil || r.Body["commitment"] == "" {
+			t.Fatalf("join of %d: %d %s", u, r.Status, r.Raw)
+		}
+	}
+	testenv.Eventually(t, time.Minute, "the room shuffled", func() (bool, string) {
+		if err := a.rooms.Handle(context.Background()); err != nil {
+			return false, err.Error()
+		}
+		r := a.do(http.MethodGet, "/api/v1/vouchers/"+room+"/queue", a.token(1, false), "")
+		return r.Status == http.StatusOK && r.Body["position"] != nil, fmt.Sprintf("%d %s", r.Status, r.Raw)
+	})
+	admitted := 0
+	for _, u := range []domain.UserID{1, 2, 3} {
+		r := a.do(http.MethodGet, "/api/v1/vouchers/"+room+"/queue", a.token(u, false), "")
+		if r.Status != http.StatusOK || r.Body["entrants"] != float64(3) || r.Body["seed"] == nil {
+			t.Fatalf("the place of %d: %d %s", u, r.Status, r.Raw)
+		}
+		if r.Body["admitted"] == true {
+			admitted++
+			if r.Body["pass"] == nil || r.Body["pass_expires_at"] == nil || r.Body["position"].(float64) > 2 {
+				t.Fatalf("an admitted user's place: %s", r.Raw)
+			}
+		}
+	}
+	if admitted != 2 {
+		t.Fatalf("%d admitted, want the window: 2", admitted)
+	}
+}

@@ -1,0 +1,177 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/testenv"
+	"github.com/seckill/seckill/domain"
+)
+
+// testRoom is a waiting room and a stock sharing one prefix on the test server, and
+// the clock the room's scripts judge by (Unix ms).
+type testRoom struct {
+	*redisstore.WaitingRoom
+	stock  *redisstore.Stock
+	at     *int64
+	keys   redisstore.Keys
+	client redis.UniversalClient
+}
+
+// room returns a testRoom whose clock starts at now.
+func room(t testing.TB) testRoom {
+	t.Helper()
+	client := testenv.Redis(t)
+	opts := redisstore.Options{Prefix: "t" + testenv.Unique()}
+	w := redisstore.NewWaitingRoom(client, opts)
+	at := now.UnixMilli()
+	w.SetNow(func() int64 { return at })
+	return testRoom{WaitingRoom: w, stock: redisstore.NewStock(client, opts), at: &at, keys: redisstore.Keys{Prefix: opts.Prefix}, client: client}
+}
+
+func TestWaitingRoomShufflesEarlyJoinersThenAdmitsWithinTheWindow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := room(t)
+	stock, at := w.stock, w.at
+	v := voucher(1, 15, 1) // on sale from an hour before now
+	if _, err := stock.Warm(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	*at = v.BeginsAt.UnixMilli() - 1000
+	for u := domain.UserID(1); u <= 8; u++ {
+		early, err := w.Join(ctx, v, u)
+		if err != nil || !early {
+			t.Fatalf("Join(%d) before the start = %v, %v; want early", u, early, err)
+		}
+	}
+	if early, err := w.Join(ctx, v, 3); err != nil || !early {
+		t.Fatalf("Join(3) again = %v, %v; want early (the same place)", early, err)
+	}
+	if _, err := w.Place(ctx, v.ID, 99); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("Place of a user who never joined: %v, want ErrNotFound", err)
+	}
+	if p, err := w.Place(ctx, v.ID, 3); err != nil || !p.Early || p.Position != 0 {
+		t.Fatalf("Place(3) before the shuffle = %+v, %v; want early, position unknown", p, err)
+	}
+	if _, closed, err := w.Close(ctx, v); err != nil || closed {
+		t.Fatalf("Close before the start = %v, %v; want not closed", closed, err)
+	}
+
+	*at = v.BeginsAt.UnixMilli()
+	early, closed, err := w.Close(ctx, v)
+	if err != nil || !closed {
+		t.Fatalf("Close at the start = %v, %v", closed, err)
+	}
+	slices.Sort(early)
+	if want := []domain.UserID{1, 2, 3, 4, 5, 6, 7, 8}; !slices.Equal(early, want) {
+		t.Fatalf("early joiners = %v, want %v", early, want)
+	}
+	// Joiners from the start on are late, in arrival order, whatever the clock
+	// says once closed.
+	*at = v.BeginsAt.UnixMilli() - 1
+	for u := domain.UserID(20); u < 30; u++ {
+		if e, err := w.Join(ctx, v, u); err != nil || e {
+			t.Fatalf("Join(%d) after the close = %v, %v; want late", u, e, err)
+		}
+	}
+	if e, err := w.Join(ctx, v, 25); err != nil || e {
+		t.Fatalf("Join(25) again = %v, %v", e, err)
+	}
+	*at = v.BeginsAt.UnixMilli() + 10
+	if a, err := w.Admit(ctx, v, 5, time.Minute); err != nil || len(a.Users) != 0 || a.Outstanding != -1 {
+		t.Fatalf("Admit before the install = %+v, %v; want nothing", a, err)
+	}
+	order := []domain.UserID{5, 3, 8, 1, 7, 2, 6, 4}
+	check(t, w.Install(ctx, v, order))
+	if ok, err := w.Installed(ctx, v.ID); err != nil || !ok {
+		t.Fatalf("Installed = %v, %v", ok, err)
+	}
+	for i, u := range order {
+		p, err := w.Place(ctx, v.ID, u)
+		if err != nil || p.Position != int64(i+1) || !p.Early {
+			t.Fatalf("Place(%d) = %+v, %v; want position %d", u, p, err, i+1)
+		}
+	}
+	if p, err := w.Place(ctx, v.ID, 25); err != nil || p.Position != int64(len(order)+6) {
+		t.Fatalf("Place(25) = %+v, %v; want position %d", p, err, len(order)+6)
+	}
+
+	// The window: 5 passes at most outstanding.
+	a, err := w.Admit(ctx, v, 5, time.Minute)
+	check(t, err)
+	if !slices.Equal(a.Users, order[:5]) || a.Outstanding != 5 || a.Expires.UnixMilli() != *at+60000 {
+		t.Fatalf("Admit = %+v; want %v, 5 outstanding", a, order[:5])
+	}
+	if a, err := w.Admit(ctx, v, 5, time.Minute); err != nil || len(a.Users) != 0 || a.Outstanding != 5 {
+		t.Fatalf("Admit with the window full = %+v, %v", a, err)
+	}
+	p, err := w.Place(ctx, v.ID, order[0])
+	if err != nil || p.Admitted != 5 || p.PassExpires.UnixMilli() != *at+60000 {
+		t.Fatalf("Place of the first = %+v, %v; want admitted 5, a pass", p, err)
+	}
+	// A pass used (the grab removes it) frees a place in the window.
+	check(t, w.client.ZRem(ctx, w.keys.Passes(v.ID), order[0].String()).Err())
+	if a, err := w.Admit(ctx, v, 5, time.Minute); err != nil || !slices.Equal(a.Users, order[5:6]) {
+		t.Fatalf("Admit after a pass was used = %+v, %v; want %v", a, err, order[5:6])
+	}
+	// Passes expire: the next ones, the shuffled first, then the late in order.
+	*at += 60001
+	a, err = w.Admit(ctx, v, 5, time.Minute)
+	check(t, err)
+	if want := []domain.UserID{6, 4, 20, 21, 22}; !slices.Equal(a.Users, want) || a.Outstanding != 5 {
+		t.Fatalf("Admit after the passes expired = %+v; want %v", a, want)
+	}
+	if p, err := w.Place(ctx, v.ID, order[1]); err != nil || !p.PassExpires.IsZero() || p.Admitted != 11 {
+		t.Fatalf("Place of an expired pass's user = %+v, %v", p, err)
+	}
+	if p, err := w.Place(ctx, v.ID, 29); err != nil || p.Position != 18 || p.SoldOut || p.Rate <= 0 {
+		t.Fatalf("Place(29) = %+v, %v; want position 18, a rate", p, err)
+	}
+	// Sold out: no one else is let in, and everyone reads it.
+	check(t, w.client.HSet(ctx, w.keys.Meta(v.ID), "remaining", 0).Err())
+	*at += 60001
+	if a, err := w.Admit(ctx, v, 5, time.Minute); err != nil || len(a.Users) != 0 || a.Outstanding != 0 {
+		t.Fatalf("Admit once sold out = %+v, %v", a, err)
+	}
+	if p, err := w.Place(ctx, v.ID, 29); err != nil || !p.SoldOut || p.Admitted != 11 {
+		t.Fatalf("Place(29) once sold out = %+v, %v", p, err)
+	}
+}
+
+func TestWaitingRoomInstallsALongOrderInChunksAndStartsOverWhenCutShort(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := room(t)
+	v := voucher(1, 10, 1)
+	order := make([]domain.UserID, 12345)
+	for i := range order {
+		order[i] = domain.UserID(len(order) - i)
+	}
+	// An install cut short: its first chunk only. Admission stays closed.
+	check(t, w.Install(ctx, v, order[:100]))
+	check(t, w.client.HDel(ctx, w.keys.Room(v.ID), "installed").Err())
+	if ok, err := w.Installed(ctx, v.ID); err != nil || ok {
+		t.Fatalf("Installed after a cut-short install = %v, %v", ok, err)
+	}
+	check(t, w.Install(ctx, v, order))
+	for _, i := range []int{0, 4999, 5000, 12344} {
+		if p, err := w.Place(ctx, v.ID, order[i]); err != nil || p.Position != int64(i+1) {
+			t.Fatalf("Place(%d) = %+v, %v; want position %d", order[i], p, err, i+1)
+		}
+	}
+	if n, err := w.client.LLen(ctx, w.keys.RoomLine(v.ID)).Result(); err != nil || n != int64(len(order)) {
+		t.Fatalf("line of %d, %v; want %d", n, err, len(order))
+	}
+	// Installed: a second install changes nothing.
+	check(t, w.Install(ctx, v, order[:10]))
+	if n, _ := w.client.LLen(ctx, w.keys.RoomLine(v.ID)).Result(); n != int64(len(order)) {
+		t.Fatalf("a second install changed the line to %d", n)
+	}
+}

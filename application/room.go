@@ -1,0 +1,378 @@
+package application
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+// roomVoucherAge is how long the waiting room's reads keep a voucher read from the
+// store: joins and places, which every user in a queue makes (and its event stream
+// every 500 ms), read the database about once a second per voucher and instance.
+const roomVoucherAge = time.Second
+
+// roomVouchers reads vouchers through a cache of roomVoucherAge.
+type roomVouchers struct {
+	vouchers ports.Vouchers
+	cache    sync.Map // domain.VoucherID -> cachedVoucher
+}
+
+// cachedVoucher is a voucher and when it was read (the host's monotonic clock).
+type cachedVoucher struct {
+	v  domain.Voucher
+	at time.Time
+}
+
+// get returns voucher id as read at most roomVoucherAge ago.
+func (r *roomVouchers) get(ctx context.Context, id domain.VoucherID) (domain.Voucher, error) {
+	if c, ok := r.cache.Load(id); ok {
+		if c := c.(cachedVoucher); time.Since(c.at) < roomVoucherAge { //nolint:forcetypeassert // only cachedVouchers are stored
+			return c.v, nil
+		}
+	}
+	v, err := r.vouchers.Get(ctx, id)
+	if err != nil {
+		return domain.Voucher{}, err
+	}
+	r.cache.Store(id, cachedVoucher{v: v, at: time.Now()})
+	return v, nil
+}
+
+// JoinQueue puts a user in a voucher's waiting room.
+type JoinQueue struct {
+	vouchers *roomVouchers
+	room     ports.WaitingRoom
+	clock    ports.Clock
+	denied   *DeniedUsers
+	proofs   ProofVerifier
+	joined   func(early bool)
+}
+
+// NewJoinQueue returns the use case: the vouchers it reads, the rooms it writes,
+// the sale's clock, and the deny list whose users it refuses (nil: none).
+func NewJoinQueue(vouchers ports.Vouchers, room ports.WaitingRoom, clock ports.Clock, denied *DeniedUsers) *JoinQueue {
+	return &JoinQueue{vouchers: &roomVouchers{vouchers: vouchers}, room: room, clock: clock, denied: denied, joined: func(bool) {}}
+}
+
+// Observe calls fn with each join that put a user in a room (early: before the
+// start). It must be called before Handle is.
+func (uc *JoinQueue) Observe(fn func(early bool)) { uc.joined = fn }
+
+// RequireProofs has the joins of a voucher that asks for a challenge checked (and
+// their proofs spent) by proofs; without it such a join is always refused. It must be
+// called before Handle is.
+func (uc *JoinQueue) RequireProofs(proofs ProofVerifier) { uc.proofs = proofs }
+
+// Handle puts user in voucher id's waiting room; joining again keeps the place there
+// is. It returns domain.ErrDenied for a listed user, domain.ErrNotFound,
+// domain.ErrNoWaitingRoom for a voucher sold otherwise, domain.ErrNotStarted before
+// its queue_opens_at, domain.ErrEnded once its sale ended, and, for a voucher that
+// asks for a challenge, domain.ErrChallengeRequired unless proof (the client's
+// solution, "" for none) is a valid one of user's, which it spends.
+func (uc *JoinQueue) Handle(ctx context.Context, id domain.VoucherID, user domain.UserID, proof string) error {
+	if uc.denied != nil && uc.denied.Denied(user) {
+		return domain.ErrDenied
+	}
+	v, err := uc.vouchers.get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if v.Admission != domain.AdmissionWaitingRoom {
+		return domain.ErrNoWaitingRoom
+	}
+	now := uc.clock.Now()
+	switch {
+	case now.Before(v.QueueOpensAt):
+		return domain.ErrNotStarted
+	case !now.Before(v.EndsAt):
+		return domain.ErrEnded
+	}
+	if v.Challenge == domain.ChallengePow {
+		if proof == "" || uc.proofs == nil {
+			return domain.ErrChallengeRequired
+		}
+		if err := uc.proofs.Verify(ctx, id, user, proof); err != nil {
+			return err
+		}
+	}
+	early, err := uc.room.Join(ctx, v, user)
+	if err != nil {
+		return err
+	}
+	uc.joined(early)
+	return nil
+}
+
+// QueueView is what a user reads of its place in a waiting room.
+type QueueView struct {
+	// Position counts from 1 and never changes; 0 while it is not known yet (before
+	// the shuffle). Ahead is how many are still to be let in before the user.
+	Position, Ahead int64
+	Admitted        bool
+	SoldOut         bool
+	// Pass is the signed pass of an admitted user (domain.SignPass) while it is
+	// outstanding, and PassExpires when it expires; "" and zero otherwise.
+	Pass        string
+	PassExpires time.Time
+	// Commitment is the hex SHA-256 of the voucher's seed.
+	Commitment string
+	// Shuffle is the published shuffle (seed, entrants' count and digest, no
+	// entrants), once it ran; nil before.
+	Shuffle *ports.Shuffle
+	// Wait is the estimated wait until the user is let in, from the measured
+	// admission rate; WaitKnown is false while it cannot be told (no rate yet,
+	// position unknown, admitted, sold out).
+	Wait      time.Duration
+	WaitKnown bool
+}
+
+// QueueStatus reads a user's place in a voucher's waiting room.
+type QueueStatus struct {
+	vouchers *roomVouchers
+	room     ports.WaitingRoom
+	shuffles ports.Shuffles
+	clock    ports.Clock
+	key      PassKey
+	// published caches the shuffles read: a shuffle never changes once saved.
+	published sync.Map // domain.VoucherID -> ports.Shuffle
+}
+
+// NewQueueStatus returns the use case; key signs the passes.
+func NewQueueStatus(vouchers ports.Vouchers, room ports.WaitingRoom, shuffles ports.Shuffles, clock ports.Clock, key PassKey) *QueueStatus {
+	return &QueueStatus{vouchers: &roomVouchers{vouchers: vouchers}, room: room, shuffles: shuffles, clock: clock, key: key}
+}
+
+// Handle returns user's place in voucher id's waiting room, or domain.ErrNotFound
+// (no such voucher, or the user never joined), or domain.ErrNoWaitingRoom.
+func (uc *QueueStatus) Handle(ctx context.Context, id domain.VoucherID, user domain.UserID) (QueueView, error) {
+	v, err := uc.vouchers.get(ctx, id)
+	if err != nil {
+		return QueueView{}, err
+	}
+	if v.Admission != domain.AdmissionWaitingRoom {
+		return QueueView{}, domain.ErrNoWaitingRoom
+	}
+	p, err := uc.room.Place(ctx, id, user)
+	if err != nil {
+		return QueueView{}, err
+	}
+	view := QueueView{Position: p.Position, SoldOut: p.SoldOut, Commitment: v.Commitment()}
+	if p.Position > 0 {
+		view.Admitted = p.Position <= p.Admitted
+		if !view.Admitted {
+			view.Ahead = p.Position - p.Admitted - 1
+			if p.Rate > 0 && !p.SoldOut {
+				view.Wait = time.Duration(float64(view.Ahead+1) / p.Rate * float64(time.Second)).Round(time.Second)
+				view.WaitKnown = true
+			}
+		}
+	}
+	if !p.PassExpires.IsZero() {
+		view.PassExpires = p.PassExpires
+		view.Pass = domain.SignPass(uc.key, domain.Pass{Voucher: id, User: user, Expires: p.PassExpires})
+	}
+	if !uc.clock.Now().Before(v.BeginsAt) {
+		sh, err := uc.shuffle(ctx, id)
+		if err != nil {
+			return QueueView{}, err
+		}
+		view.Shuffle = sh
+	}
+	return view, nil
+}
+
+// shuffle returns voucher id's published shuffle, without its entrants, or nil
+// before it ran.
+func (uc *QueueStatus) shuffle(ctx context.Context, id domain.VoucherID) (*ports.Shuffle, error) {
+	if sh, ok := uc.published.Load(id); ok {
+		s := sh.(ports.Shuffle) //nolint:forcetypeassert // only Shuffles are stored
+		return &s, nil
+	}
+	sh, err := uc.shuffles.Get(ctx, id, false)
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, nil //nolint:nilnil // not shuffled yet is no error
+	}
+	if err != nil {
+		return nil, err
+	}
+	uc.published.Store(id, sh)
+	return &sh, nil
+}
+
+// RoomOptions tune AdmitQueues.
+type RoomOptions struct {
+	// Holder names this instance in the shuffle's lease (required).
+	Holder string
+	// LeaseTTL is how long the instance that shuffles holds the voucher's lease: an
+	// instance that dies in the middle is taken over after it; DefaultRoomLease when
+	// 0.
+	LeaseTTL time.Duration
+	// ListEvery is how often the list of waiting-room vouchers is read again;
+	// DefaultRoomList when 0.
+	ListEvery time.Duration
+}
+
+// The defaults of RoomOptions.
+const (
+	DefaultRoomLease = 15 * time.Second
+	DefaultRoomList  = 2 * time.Second
+)
+
+// RoomObserver hears what AdmitQueues does; nil fields hear nothing.
+type RoomObserver struct {
+	// Admitted hears each admission step that let users in.
+	Admitted func(v domain.VoucherID, a ports.Admission)
+	// Outstanding hears, after each Handle, the passes outstanding in every room it
+	// stepped, summed.
+	Outstanding func(n int)
+	// Saved hears each shuffle saved in the database (or found saved), just before
+	// its install.
+	Saved func(v domain.VoucherID, entrants int)
+	// Shuffled hears each shuffle installed: how many entrants, and how long the
+	// shuffle took from reading the entrants to the install's end.
+	Shuffled func(v domain.VoucherID, entrants int, took time.Duration)
+}
+
+// AdmitQueues runs the waiting rooms: at the start of each waiting-room sale one
+// instance (the holder of the voucher's lease) shuffles the early joiners, saves the
+// shuffle in the database and installs it in the room; then every instance that runs
+// it lets users in, each step atomic in the store, so several may run at once.
+type AdmitQueues struct {
+	vouchers ports.Vouchers
+	room     ports.WaitingRoom
+	shuffles ports.Shuffles
+	leases   ports.Leases
+	clock    ports.Clock
+	opts     RoomOptions
+	obs      RoomObserver
+
+	list     []domain.Voucher
+	listedAt time.Time
+}
+
+// NewAdmitQueues returns the use case.
+func NewAdmitQueues(vouchers ports.Vouchers, room ports.WaitingRoom, shuffles ports.Shuffles, leases ports.Leases,
+	clock ports.Clock, opts RoomOptions, obs RoomObserver) *AdmitQueues {
+	if opts.LeaseTTL <= 0 {
+		opts.LeaseTTL = DefaultRoomLease
+	}
+	if opts.ListEvery <= 0 {
+		opts.ListEvery = DefaultRoomList
+	}
+	return &AdmitQueues{vouchers: vouchers, room: room, shuffles: shuffles, leases: leases, clock: clock, opts: opts, obs: obs}
+}
+
+// Handle runs one step of every waiting room whose sale is on: the shuffle of a room
+// not yet installed (by the lease's holder), then an admission step. It is not safe
+// for concurrent use (one loop calls it). A room that fails does not stop the others;
+// the errors are joined.
+func (uc *AdmitQueues) Handle(ctx context.Context) error {
+	now := uc.clock.Now()
+	if uc.list == nil || now.Sub(uc.listedAt) >= uc.opts.ListEvery || now.Before(uc.listedAt) {
+		active, err := uc.vouchers.Active(ctx, now)
+		if err != nil {
+			return fmt.Errorf("waiting rooms: %w", err)
+		}
+		uc.list, uc.listedAt = uc.list[:0], now
+		for _, v := range active {
+			if v.Admission == domain.AdmissionWaitingRoom {
+				uc.list = append(uc.list, v)
+			}
+		}
+	}
+	var errs []error
+	outstanding := 0
+	for _, v := range uc.list {
+		if now.Before(v.BeginsAt) || !now.Before(v.EndsAt) {
+			continue
+		}
+		n, err := uc.step(ctx, v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("waiting room of voucher %s: %w", v.ID, err))
+		}
+		outstanding += n
+	}
+	if uc.obs.Outstanding != nil {
+		uc.obs.Outstanding(outstanding)
+	}
+	return errors.Join(errs...)
+}
+
+// step shuffles v's room if it is not installed yet, and admits; it returns the
+// passes outstanding after.
+func (uc *AdmitQueues) step(ctx context.Context, v domain.Voucher) (int, error) {
+	installed, err := uc.room.Installed(ctx, v.ID)
+	if err != nil {
+		return 0, err
+	}
+	if !installed {
+		// The list may be a moment old: the shuffle judges by the voucher as it is
+		// now (an edit may have moved its start).
+		if v, err = uc.vouchers.Get(ctx, v.ID); err != nil {
+			return 0, err
+		}
+		if uc.clock.Now().Before(v.BeginsAt) {
+			return 0, nil
+		}
+		if installed, err = uc.Shuffle(ctx, v); err != nil || !installed {
+			return 0, err
+		}
+	}
+	a, err := uc.room.Admit(ctx, v, v.QueueWindow, domain.PassLifetime)
+	if err != nil {
+		return 0, err
+	}
+	if len(a.Users) > 0 && uc.obs.Admitted != nil {
+		uc.obs.Admitted(v.ID, a)
+	}
+	return max(a.Outstanding, 0), nil
+}
+
+// roomLease names the lease of voucher id's shuffle.
+func roomLease(id domain.VoucherID) string { return "shuffle:" + id.String() }
+
+// Shuffle runs v's shuffle if this instance takes the voucher's lease: the saved
+// shuffle when there is one (a Redis that restarted, an instance that died before
+// the install), else the early joiners, closed to new ones, sorted and saved with the
+// seed before the order domain.Shuffle makes of them is installed. It reports
+// whether the order is installed; false, with no error, while another instance holds
+// the lease or the sale's clock has not reached the start.
+func (uc *AdmitQueues) Shuffle(ctx context.Context, v domain.Voucher) (bool, error) {
+	_, ok, err := uc.leases.Acquire(ctx, roomLease(v.ID), uc.opts.Holder, uc.opts.LeaseTTL)
+	if err != nil || !ok {
+		return false, err
+	}
+	defer func() {
+		// The lease is let go at once, whatever became of the request's context.
+		_ = uc.leases.Release(context.WithoutCancel(ctx), roomLease(v.ID), uc.opts.Holder)
+	}()
+	start := time.Now()
+	sh, err := uc.shuffles.Get(ctx, v.ID, true)
+	if errors.Is(err, domain.ErrNotFound) {
+		early, closed, cerr := uc.room.Close(ctx, v)
+		if cerr != nil || !closed {
+			return false, cerr
+		}
+		sorted := domain.SortEntrants(early)
+		sh, err = uc.shuffles.Save(ctx, ports.Shuffle{Voucher: v.ID, Seed: v.Seed, Entrants: sorted,
+			Digest: domain.EntrantsDigest(sorted), ShuffledAt: uc.clock.Now()})
+	}
+	if err != nil {
+		return false, err
+	}
+	if uc.obs.Saved != nil {
+		uc.obs.Saved(v.ID, len(sh.Entrants))
+	}
+	if err := uc.room.Install(ctx, v, domain.Shuffle(sh.Seed, sh.Entrants)); err != nil {
+		return false, err
+	}
+	if uc.obs.Shuffled != nil {
+		uc.obs.Shuffled(v.ID, len(sh.Entrants), time.Since(start))
+	}
+	return true, nil
+}

@@ -1,0 +1,105 @@
+package ports
+
+import (
+	"context"
+	"time"
+
+	"github.com/seckill/seckill/domain"
+)
+
+// WaitingRoom keeps the waiting rooms of the vouchers sold with one (admission
+// "waiting_room"): who joined, in which order they are let in, and the passes of those
+// let in. Joining costs O(1), reading a place O(1). Every method returns an error
+// wrapping domain.ErrUnavailable when the store cannot be reached.
+type WaitingRoom interface {
+	// Join puts user in v's waiting room, once: before v.BeginsAt by the sale's clock
+	// among the early joiners (an unordered set, shuffled at the start), from then on
+	// at the end of the line, in arrival order. Joining again keeps the place there
+	// is. It reports whether user joined early.
+	Join(ctx context.Context, v domain.Voucher, user domain.UserID) (early bool, err error)
+	// Place returns where user stands in voucher id's room, or domain.ErrNotFound
+	// when user never joined it.
+	Place(ctx context.Context, id domain.VoucherID, user domain.UserID) (RoomPlace, error)
+	// Installed reports whether the shuffled order of v's early joiners is in place,
+	// so that admission may run.
+	Installed(ctx context.Context, id domain.VoucherID) (bool, error)
+	// Close ends v's early joining and returns the early joiners (in no order): from
+	// then on every joiner is a late one. It reports false, closing nothing, while the
+	// sale's clock is before v.BeginsAt.
+	Close(ctx context.Context, v domain.Voucher) (early []domain.UserID, closed bool, err error)
+	// Install puts the early joiners in order (positions 1..len(order)) before the
+	// late ones, and opens admission. Installing again, before admission opened,
+	// starts over; it must not be called once Installed reports true.
+	Install(ctx context.Context, v domain.Voucher, order []domain.UserID) error
+	// Admit lets users in from the front of v's line, atomically whichever
+	// instance calls: it forgets the expired passes, then, while fewer than
+	// window passes are outstanding and units remain on sale, gives the next
+	// user in line a pass (Keys.Passes in the Redis adapter) that expires lifetime
+	// from now. Nothing happens before Install, while the sale is paused or once it
+	// ended.
+	Admit(ctx context.Context, v domain.Voucher, window int, lifetime time.Duration) (Admission, error)
+}
+
+// RoomPlace is where a user stands in a waiting room.
+type RoomPlace struct {
+	// Early is set for a user who joined before the start (shuffled).
+	Early bool
+	// Position counts from 1 and never changes; 0 while not known yet (an early
+	// joiner before the shuffle; a late one before the early ones' count is known).
+	Position int64
+	// Admitted is how many users of the room have been let in so far: a user with
+	// a Position up to it has been.
+	Admitted int64
+	// SoldOut is set once no unit is left on sale.
+	SoldOut bool
+	// PassExpires is when the user's pass expires; zero without an outstanding pass
+	// (none given yet, used or expired).
+	PassExpires time.Time
+	// Rate is the measured admission rate, users a second; 0 when unknown.
+	Rate float64
+}
+
+// Admission is what one Admit did.
+type Admission struct {
+	// Users were let in, in the line's order, each with a pass until Expires.
+	Users   []domain.UserID
+	Expires time.Time
+	// Outstanding counts the passes outstanding after the step; -1 before the
+	// shuffle is installed.
+	Outstanding int
+}
+
+// Shuffle is the published result of a waiting room's (or a draw's) shuffle, kept in
+// the database before anyone is admitted, so it outlives any instance and Redis.
+type Shuffle struct {
+	Voucher domain.VoucherID
+	// Seed is the voucher's secret seed, published with the shuffle.
+	Seed domain.Seed
+	// Entrants are the users shuffled, ascending by id (domain.SortEntrants); the
+	// order is domain.Shuffle(Seed, Entrants).
+	Entrants []domain.UserID
+	// Count is how many entrants there are (len(Entrants) when they are read).
+	Count int
+	// Digest is domain.EntrantsDigest(Entrants).
+	Digest     string
+	ShuffledAt time.Time
+}
+
+// Shuffles keeps each voucher's one shuffle. Every method returns an error wrapping
+// domain.ErrUnavailable when the database cannot be reached.
+type Shuffles interface {
+	// Save stores s unless the voucher has a shuffle already, and returns the one
+	// stored: the first saved wins, so every instance installs the same order.
+	Save(ctx context.Context, s Shuffle) (Shuffle, error)
+	// Get returns the voucher's shuffle, or domain.ErrNotFound before it ran. With
+	// entrants false, Entrants is left empty (the summary: seed, count, digest).
+	Get(ctx context.Context, id domain.VoucherID, entrants bool) (Shuffle, error)
+}
+
+// Leases lets one instance at a time do a piece of work: Acquire takes or renews
+// lease name for holder for ttl, reporting false while another holds it; Release
+// gives it up at once. The state is whatever the last holder saved.
+type Leases interface {
+	Acquire(ctx context.Context, name, holder string, ttl time.Duration) (state string, ok bool, err error)
+	Release(ctx context.Context, name, holder string) error
+}
