@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/adapters/httpapi"
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
 )
@@ -70,5 +71,40 @@ func TestQueueJoinsReadsAndAdmits(t *testing.T) {
 	}
 	if admitted != 2 {
 		t.Fatalf("%d admitted, want the window: 2", admitted)
+	}
+}
+
+// A waiting room that asks for a proof of work takes a join only with a solved
+// challenge of the joining user's, spent by the join; the refusal carries a fresh one.
+func TestQueueJoinOfAProofOfWorkRoomNeedsAProof(t *testing.T) {
+	a := newAPI(t)
+	now := time.Now().UTC()
+	body, _ := json.Marshal(map[string]any{
+		"title": "Room", "stock": 5, "begins_at": now.Add(5 * time.Minute), "ends_at": now.Add(2 * time.Hour),
+		"admission": "waiting_room", "challenge": "pow", "pow_difficulty": 8,
+	})
+	r := a.do(http.MethodPost, "/api/v1/vouchers", a.admin, string(body))
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Status, r.Raw)
+	}
+	path := "/api/v1/vouchers/" + r.Body["id"].(string) + "/queue"
+	refused := a.do(http.MethodPost, path, a.token(1, false), "")
+	e, _ := refused.Body["error"].(map[string]any)
+	challenge, _ := e["challenge"].(string)
+	if refused.Status != http.StatusForbidden || refused.code() != "challenge_required" || challenge == "" || e["difficulty"] != 8.0 {
+		t.Fatalf("join without a proof: %d %s, want 403 challenge_required with a fresh challenge", refused.Status, refused.Raw)
+	}
+	proof := challenge + ":" + domain.SolvePow(challenge, 8)
+	if r := a.serveFrom(http.MethodPost, path, a.token(2, false), "", "", httpapi.PowHeader, proof); r.Status != http.StatusForbidden || r.code() != "challenge_required" {
+		t.Fatalf("join with another user's proof: %d %s", r.Status, r.Raw)
+	}
+	if r := a.serveFrom(http.MethodPost, path, a.token(1, false), "", "", httpapi.PowHeader, proof); r.Status != http.StatusAccepted {
+		t.Fatalf("join with the user's proof: %d %s", r.Status, r.Raw)
+	}
+	if r := a.serveFrom(http.MethodPost, path, a.token(3, false), "", "", httpapi.PowHeader, proof); r.Status != http.StatusForbidden {
+		t.Fatalf("the spent proof again: %d %s", r.Status, r.Raw)
+	}
+	if r := a.do(http.MethodGet, path, a.token(1, false), ""); r.Status != http.StatusOK {
+		t.Fatalf("the joiner's place: %d %s", r.Status, r.Raw)
 	}
 }
