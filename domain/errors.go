@@ -39,6 +39,12 @@ var (
 	ErrAlreadyStarted = errors.New("sale already started")
 	// ErrDenied: an admin put the user on the deny list; none of its grabs is taken.
 	ErrDenied = errors.New("user denied")
+	// ErrNotSoldOut: the voucher still has units on sale (or its sale has not started),
+	// so there is no waitlist to join.
+	ErrNotSoldOut = errors.New("voucher not sold out")
+	// ErrWaitlistUnsupported: the stock strategy keeps no waitlist (only the Redis
+	// strategies, lua and watch, hand returned units to one).
+	ErrWaitlistUnsupported = errors.New("waitlist unsupported by the stock strategy")
 )
 
 // ErrRateLimited means the caller sent more requests than its limit allows. It is
