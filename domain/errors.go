@@ -50,6 +50,9 @@ var (
 	ErrEntriesClosed = errors.New("entries closed")
 	// ErrNotSoldOut: a waitlist is joined only while the voucher is sold out.
 	ErrNotSoldOut = errors.New("voucher not sold out")
+	// ErrWaitlistUnsupported: the stock strategy keeps no waitlist (only the Redis
+	// strategies, lua and watch, hand returned units to one).
+	ErrWaitlistUnsupported = errors.New("waitlist unsupported by the stock strategy")
 )
 
 // ErrRateLimited means the caller sent more requests than its limit allows. It is

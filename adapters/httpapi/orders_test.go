@@ -106,7 +106,7 @@ func TestVoucherStats(t *testing.T) {
 	}
 	delete(r.Body, "oldest_queued_ms")
 	assertJSON(t, r.Body, map[string]any{"stock": 10.0, "remaining": 6.0, "queued": 1.0, "awaiting_payment": 3.0,
-		"paid": 0.0, "cancelled": 0.0, "expired": 0.0, "failed": 0.0, "pending": 1.0})
+		"paid": 0.0, "cancelled": 0.0, "expired": 0.0, "failed": 0.0, "pending": 1.0, "waitlist": 0.0})
 }
 
 func TestPayAndCancel(t *testing.T) {

@@ -109,6 +109,7 @@ type UseCases struct {
 	DenyUser            *application.DenyUser
 	AllowUser           *application.AllowUser
 	ListDenied          *application.ListDenied
+	Waitlist            *application.Waitlist
 }
 
 // Check is one dependency /readyz asks about.
@@ -222,6 +223,9 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	route(http.MethodGet, api+"/orders/:id", h.getOrder, auth)
 	route(http.MethodPost, api+"/orders/:id/pay", h.payOrder, once(auth)...)
 	route(http.MethodPost, api+"/orders/:id/cancel", h.cancelOrder, once(auth)...)
+	route(http.MethodPost, waitlistRoute, h.joinWaitlist, once(auth)...)
+	route(http.MethodGet, waitlistRoute, h.waitlistPosition, auth)
+	route(http.MethodDelete, waitlistRoute, h.leaveWaitlist, once(auth)...)
 	streamRoutes(route, h, opts.Streams, metrics, auth, authenticateStream(tokens, opts.Streams), public)
 
 	operationRoutes(route, checks, opts, metrics, h.tellTime)

@@ -192,6 +192,7 @@ var applicationSet = wire.NewSet(
 	application.NewDenyUser,
 	application.NewAllowUser,
 	application.NewListDenied,
+	application.NewWaitlist,
 	grabOptions,
 	application.NewGrabVoucher,
 	application.NewWarmVouchers,

@@ -71,7 +71,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	reservations := redisstore.NewReservations(universalClient, options)
 	getOrder := application.NewGetOrder(orders, reservations)
 	listOrders := application.NewListOrders(orders, reservations)
-	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stockAudit, clock)
+	waitlist := selectWaitlist(stockStrategy, stock)
+	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stockAudit, clock, waitlist)
 	acceptPayments := system.AcceptPayments{}
 	payOrder := application.NewPayOrder(getOrder, orders, acceptPayments, clock, domainPaymentWindow, changes)
 	applicationCompensate := compensate(portsStock, orders, mainMetrics)
@@ -84,9 +85,10 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	exportVoucherOrders := application.NewExportVoucherOrders(vouchers, orders)
 	listDeliveries := application.NewListDeliveries(webhooks)
 	denyChanges := redisstore.NewDenyChanges(universalClient, options)
-	denyUser := application.NewDenyUser(denyList, denyChanges, deniedUsers)
+	denyUser := application.NewDenyUser(denyList, denyChanges, deniedUsers, waitlist)
 	allowUser := application.NewAllowUser(denyList, denyChanges, deniedUsers)
 	listDenied := application.NewListDenied(denyList)
+	applicationWaitlist := application.NewWaitlist(waitlist, vouchers, uliDs, clock, deniedUsers)
 	useCases := httpapi.UseCases{
 		CreateVoucher:       createVoucher,
 		GetVoucher:          getVoucher,
@@ -106,6 +108,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		DenyUser:            denyUser,
 		AllowUser:           allowUser,
 		ListDenied:          listDenied,
+		Waitlist:            applicationWaitlist,
 	}
 	httpapiTokens := tokens(cfg)
 	v := readinessChecks(universalClient, db)
