@@ -153,6 +153,8 @@ var sentinelAnswers = []struct {
 	{domain.ErrDenied, http.StatusForbidden, "denied", "an admin put this user on the deny list: its grabs are refused"},
 	{domain.ErrQueueRequired, http.StatusForbidden, "queue_required", "this sale admits through its waiting room: grab with a valid pass of yours (X-Seckill-Pass)"},
 	{domain.ErrChallengeRequired, http.StatusForbidden, "challenge_required", "this sale asks for a solved challenge (X-Seckill-Pow)"},
+	{domain.ErrNotDraw, http.StatusConflict, "not_a_draw", "this voucher is not sold by a draw: it takes no entries"},
+	{domain.ErrDrawUnsupported, http.StatusConflict, "draw_unsupported", "this deployment's stock strategy runs no draws (it needs SECKILL_STOCK_STRATEGY lua or watch)"},
 	{domain.ErrEntriesClosed, http.StatusConflict, "entries_closed", "the draw takes no more entries"},
 	{domain.ErrNotSoldOut, http.StatusConflict, "not_sold_out", "the waitlist opens only while the voucher is sold out"},
 	{domain.ErrUnavailable, http.StatusServiceUnavailable, "unavailable", unavailableMessage},

@@ -110,6 +110,8 @@ type UseCases struct {
 	AllowUser           *application.AllowUser
 	ListDenied          *application.ListDenied
 	Waitlist            *application.Waitlist
+	EnterDraw           *application.EnterDraw
+	GetDraw             *application.GetDraw
 }
 
 // Check is one dependency /readyz asks about.
@@ -226,6 +228,9 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	route(http.MethodPost, waitlistRoute, h.joinWaitlist, once(auth)...)
 	route(http.MethodGet, waitlistRoute, h.waitlistPosition, auth)
 	route(http.MethodDelete, waitlistRoute, h.leaveWaitlist, once(auth)...)
+	route(http.MethodPost, entriesRoute, h.enterDraw, once(auth)...)
+	route(http.MethodGet, drawRoute, h.getDraw, public...)
+	route(http.MethodGet, drawEntrantsRoute, h.drawEntrants, public...)
 	streamRoutes(route, h, opts.Streams, metrics, auth, authenticateStream(tokens, opts.Streams), public)
 
 	operationRoutes(route, checks, opts, metrics, h.tellTime)

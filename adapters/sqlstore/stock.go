@@ -381,3 +381,34 @@ func (NoWaitlist) Drop(context.Context, domain.UserID) error { return nil }
 func (NoWaitlist) Length(context.Context, domain.VoucherID) (int, error) {
 	return 0, domain.ErrWaitlistUnsupported
 }
+
+// NoEntries is the ports.Entries of the postgres stock strategy, which runs no draws:
+// every method answers domain.ErrDrawUnsupported.
+type NoEntries struct{}
+
+var _ ports.Entries = NoEntries{}
+
+// Enter answers domain.ErrDrawUnsupported.
+func (NoEntries) Enter(context.Context, domain.Voucher, domain.UserID) (int, error) {
+	return 0, domain.ErrDrawUnsupported
+}
+
+// Count answers domain.ErrDrawUnsupported.
+func (NoEntries) Count(context.Context, domain.VoucherID) (int, error) {
+	return 0, domain.ErrDrawUnsupported
+}
+
+// Close answers domain.ErrDrawUnsupported.
+func (NoEntries) Close(context.Context, domain.Voucher) ([]domain.UserID, error) {
+	return nil, domain.ErrDrawUnsupported
+}
+
+// Progress answers domain.ErrDrawUnsupported.
+func (NoEntries) Progress(context.Context, domain.VoucherID) (int, bool, error) {
+	return 0, false, domain.ErrDrawUnsupported
+}
+
+// Take answers domain.ErrDrawUnsupported.
+func (NoEntries) Take(context.Context, domain.VoucherID, int, int, []domain.DrawStep, []domain.OrderID) (int, int, error) {
+	return 0, 0, domain.ErrDrawUnsupported
+}

@@ -37,6 +37,12 @@ type metrics struct {
 	clockOffset prometheus.Gauge
 	statements  prometheus.Counter
 	webhooks    *prometheus.CounterVec
+	// draws, drawEntrants and drawWinners count the draws this instance carried out
+	// to their end, their entrants and winners; drawDuration times them.
+	draws        prometheus.Counter
+	drawEntrants prometheus.Counter
+	drawWinners  prometheus.Counter
+	drawDuration prometheus.Histogram
 }
 
 // breakerNames are the dependencies behind a circuit breaker, as the breakers name
@@ -51,14 +57,22 @@ func newMetrics() *metrics {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 	}
 	m := &metrics{
-		reg:         reg,
-		persisted:   counter("seckill_reservations_persisted_total", "Reservations the fulfillment worker turned into orders."),
-		failed:      counter("seckill_reservations_failed_total", "Reservations that could never become live orders: stored as failed, their units returned."),
-		deadLetters: counter("seckill_dead_letters_total", "Queue entries moved to a dead-letter stream (malformed, or failing past the delivery limit)."),
-		expired:     counter("seckill_orders_expired_total", "Orders expired unpaid by this instance."),
-		released:    counter("seckill_units_released_total", "Units put back on sale (cancelled, expired or failed orders, reconciliation repairs)."),
-		unchecked:   counter("seckill_reconcile_unchecked_total", "Vouchers the periodic reconciliation could not check (Redis or the database failed for them); each is checked again at the next pass."),
-		statements:  counter("seckill_db_statements_total", "Statements this process sent to the database, BEGIN and COMMIT included."),
+		reg:          reg,
+		persisted:    counter("seckill_reservations_persisted_total", "Reservations the fulfillment worker turned into orders."),
+		failed:       counter("seckill_reservations_failed_total", "Reservations that could never become live orders: stored as failed, their units returned."),
+		deadLetters:  counter("seckill_dead_letters_total", "Queue entries moved to a dead-letter stream (malformed, or failing past the delivery limit)."),
+		expired:      counter("seckill_orders_expired_total", "Orders expired unpaid by this instance."),
+		released:     counter("seckill_units_released_total", "Units put back on sale (cancelled, expired or failed orders, reconciliation repairs)."),
+		unchecked:    counter("seckill_reconcile_unchecked_total", "Vouchers the periodic reconciliation could not check (Redis or the database failed for them); each is checked again at the next pass."),
+		statements:   counter("seckill_db_statements_total", "Statements this process sent to the database, BEGIN and COMMIT included."),
+		draws:        counter("seckill_draws_total", "Draws this instance carried out to their end (recorded, every winner's order reserved, the backfill in place)."),
+		drawEntrants: counter("seckill_draw_entrants_total", "Entrants of the draws this instance carried out."),
+		drawWinners:  counter("seckill_draw_winners_total", "Winners of the draws this instance carried out: orders of one unit, awaiting payment."),
+		drawDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "seckill_draw_duration_seconds",
+			Help:    "How long carrying out a draw took on this instance, from reading its entrants to its last winner's reservation (or from where it resumed).",
+			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
+		}),
 		breakerOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "seckill_breaker_open",
 			Help: "1 while the circuit breaker of a dependency is open (calls fail at once), else 0.",
@@ -89,6 +103,7 @@ func newMetrics() *metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.persisted, m.failed, m.deadLetters, m.expired, m.released, m.breakerOpen, m.drift, m.unchecked,
 		m.recoveries, m.edits, m.clockOffset, m.statements, m.webhooks,
+		m.draws, m.drawEntrants, m.drawWinners, m.drawDuration,
 	)
 	for _, o := range []application.WebhookOutcome{application.WebhookDelivered, application.WebhookFailed, application.WebhookGivenUp} {
 		m.webhooks.WithLabelValues(string(o))
@@ -335,4 +350,12 @@ func (w *webhookCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(w.backlog, prometheus.GaugeValue, float64(n))
+}
+
+// drawn counts a draw carried out to its end.
+func (m *metrics) drawn(entrants, winners int, took time.Duration) {
+	m.draws.Inc()
+	m.drawEntrants.Add(float64(entrants))
+	m.drawWinners.Add(float64(winners))
+	m.drawDuration.Observe(took.Seconds())
 }

@@ -72,7 +72,7 @@ func configuredStrategy(cfg Common) (StockStrategy, error) {
 // strategySet provides the stock port and the audit of its state for a given
 // StockStrategy. The Redis adapters are built either way: the fulfillment queue, the
 // reservations and the restock signal read Redis whatever takes the stock.
-var strategySet = wire.NewSet(sqlstore.NewStock, selectStock, selectStockAudit, selectWaitlist)
+var strategySet = wire.NewSet(sqlstore.NewStock, selectStock, selectStockAudit, selectWaitlist, selectEntries)
 
 // selectStock returns the stock port of strategy: the Lua script (lua), the
 // optimistic transaction over the same keys (watch), or the database (postgres).
@@ -105,4 +105,14 @@ func selectWaitlist(strategy StockStrategy, lua *redisstore.Stock) ports.Waitlis
 		return sqlstore.NoWaitlist{}
 	}
 	return redisstore.NewWaitlist(lua)
+}
+
+// selectEntries returns the draws' entries of strategy: kept in Redis beside the sale
+// state for lua and watch, whose winners are reservations and whose backfill is the
+// waitlist; none for postgres, whose entries answer 409 draw_unsupported.
+func selectEntries(strategy StockStrategy, lua *redisstore.Stock) ports.Entries {
+	if strategy == StrategyPostgres {
+		return sqlstore.NoEntries{}
+	}
+	return redisstore.NewEntries(lua)
 }

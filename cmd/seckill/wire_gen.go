@@ -89,6 +89,10 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	allowUser := application.NewAllowUser(denyList, denyChanges, deniedUsers)
 	listDenied := application.NewListDenied(denyList)
 	applicationWaitlist := application.NewWaitlist(waitlist, vouchers, uliDs, clock, deniedUsers)
+	entries := selectEntries(stockStrategy, stock)
+	enterDraw := application.NewEnterDraw(entries, vouchers, deniedUsers)
+	draws := sqlstore.NewDraws(db)
+	getDraw := application.NewGetDraw(draws, entries, vouchers)
 	useCases := httpapi.UseCases{
 		CreateVoucher:       createVoucher,
 		GetVoucher:          getVoucher,
@@ -109,6 +113,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		AllowUser:           allowUser,
 		ListDenied:          listDenied,
 		Waitlist:            applicationWaitlist,
+		EnterDraw:           enterDraw,
+		GetDraw:             getDraw,
 	}
 	httpapiTokens := tokens(cfg)
 	v := readinessChecks(universalClient, db)
@@ -128,6 +134,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		cleanup()
 		return nil, nil, err
 	}
+	applicationRunDraws := drawRunner(draws, entries, leases, uliDs, clock, queue, cfg, mainMetrics)
 	mainApp := &app{
 		Redis:       universalClient,
 		Restarts:    restarts,
@@ -153,6 +160,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		Outbox:      webhooks,
 		Denied:      deniedUsers,
 		DenyChanges: denyChanges,
+		Draws:       applicationRunDraws,
 	}
 	return mainApp, func() {
 		cleanup2()
