@@ -16,6 +16,20 @@ type GrabVoucherCmd struct {
 	VoucherID domain.VoucherID
 	UserID    domain.UserID
 	Quantity  int
+	// Pass is the waiting room's pass the grab carries, as the client sent it (a
+	// token of domain.SignPass); "" for none.
+	Pass string
+	// Proof is the solved challenge the grab carries, as the client sent it (for a
+	// proof of work "<challenge>:<nonce>"); "" for none.
+	Proof string
+}
+
+// ProofVerifier checks a solved challenge: Verify returns nil when proof is a valid,
+// unspent solution of a challenge issued to user for voucher, and spends it; else
+// domain.ErrChallengeRequired (or an error wrapping domain.ErrUnavailable when it
+// could not tell).
+type ProofVerifier interface {
+	Verify(ctx context.Context, voucher domain.VoucherID, user domain.UserID, proof string) error
 }
 
 // GrabOptions tune the grab path.
@@ -26,6 +40,11 @@ type GrabOptions struct {
 	// Denied, when set, is this instance's copy of the deny list: a listed user's
 	// grab is refused before it reaches the stock.
 	Denied *DeniedUsers
+	// PassKey signs the waiting room's passes; a grab's pass is verified with it.
+	PassKey PassKey
+	// Proofs, when set, verifies the solved challenge a grab carries. Without it a
+	// grab is never proven, and a sale that asks for a challenge refuses every grab.
+	Proofs ProofVerifier
 }
 
 // GrabVoucher is the hot path: it reserves units in one call to the stock, which also
@@ -42,6 +61,8 @@ type GrabVoucher struct {
 	ids      ports.OrderIDs
 	soldOut  *soldOutFlags
 	denied   *DeniedUsers
+	passKey  PassKey
+	proofs   ProofVerifier
 	recovery *RecoverVoucher
 	misses   *missFlights
 }
@@ -50,7 +71,7 @@ type GrabVoucher struct {
 // state; with nil, a grab of a voucher without one answers domain.ErrNotFound.
 func NewGrabVoucher(stock ports.Stock, clock ports.Clock, ids ports.OrderIDs, recovery *RecoverVoucher, opts GrabOptions) *GrabVoucher {
 	return &GrabVoucher{stock: stock, clock: clock, ids: ids, soldOut: newSoldOutFlags(opts.SoldOutTTL),
-		denied: opts.Denied, recovery: recovery, misses: newMissFlights()}
+		denied: opts.Denied, passKey: opts.PassKey, proofs: opts.Proofs, recovery: recovery, misses: newMissFlights()}
 }
 
 // Restocked tells the grab path that units of a voucher came back on sale, so it asks
@@ -59,8 +80,15 @@ func (uc *GrabVoucher) Restocked(id domain.VoucherID) {
 	uc.soldOut.clear(id)
 }
 
-// Handle validates the command, mints the order id and reserves. It returns the
-// reservation, or a *domain.ValidationError, domain.ErrDenied, domain.ErrSoldOut, an
+// Handle validates the command, mints the order id and reserves. A pass or a proof the
+// grab carries is checked first, where it costs least: the pass's signature here,
+// with no store asked (a pass that is forged, malformed, another user's or voucher's,
+// or expired is refused), the proof by the ProofVerifier (which spends it), once the
+// grab is not answered sold out from memory; the stock then judges the grab with what
+// they proved (domain.Reservation Pass and Proven; domain.Sale.Judge). A grab that
+// carries neither costs nothing more.
+// It returns the reservation, or a *domain.ValidationError, domain.ErrDenied,
+// domain.ErrQueueRequired, domain.ErrChallengeRequired, domain.ErrSoldOut, an
 // *domain.AlreadyPurchasedError naming the user's existing order, domain.ErrNotStarted,
 // domain.ErrEnded, domain.ErrNotFound (no such voucher) or an error wrapping
 // domain.ErrUnavailable (among others: the voucher's sale state is being rebuilt).
@@ -77,8 +105,23 @@ func (uc *GrabVoucher) Handle(ctx context.Context, cmd GrabVoucherCmd) (domain.R
 		return domain.Reservation{}, domain.ErrDenied
 	}
 	now := uc.clock.Now()
+	var pass time.Time
+	if cmd.Pass != "" {
+		p, err := domain.VerifyPass(uc.passKey, cmd.Pass, cmd.VoucherID, cmd.UserID, now)
+		if err != nil {
+			return domain.Reservation{}, err
+		}
+		pass = p.Expires
+	}
 	if uc.soldOut.isSet(cmd.VoucherID, now) {
 		return domain.Reservation{}, domain.ErrSoldOut
+	}
+	proven := false
+	if cmd.Proof != "" && uc.proofs != nil {
+		if err := uc.proofs.Verify(ctx, cmd.VoucherID, cmd.UserID, cmd.Proof); err != nil {
+			return domain.Reservation{}, err
+		}
+		proven = true
 	}
 	// No time: the stock judges the grab by the sale's clock at the moment it judges
 	// it (see ports.Stock.Reserve), not by this instance's reading before the grab
@@ -88,6 +131,8 @@ func (uc *GrabVoucher) Handle(ctx context.Context, cmd GrabVoucherCmd) (domain.R
 		VoucherID: cmd.VoucherID,
 		UserID:    cmd.UserID,
 		Quantity:  cmd.Quantity,
+		Pass:      pass,
+		Proven:    proven,
 	}
 	err := uc.stock.Reserve(ctx, r)
 	if errors.Is(err, domain.ErrNotFound) && uc.recovery != nil {

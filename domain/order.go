@@ -88,12 +88,23 @@ const MaxQuantity = 1000
 
 // Reservation is what a successful grab records: Quantity units of VoucherID held for
 // UserID under OrderID, at At (the application's clock).
+//
+// Pass and Proven are what the grab brought to its gates (Sale.Judge, rules 1 and 2),
+// checked by the caller before the stock judges it; they are not recorded: no stream
+// entry, order or record carries them.
 type Reservation struct {
 	OrderID   OrderID
 	VoucherID VoucherID
 	UserID    UserID
 	Quantity  int
 	At        time.Time
+	// Pass is the expiry of the waiting room's pass the grab carries, whose signature
+	// the caller verified (VerifyPass) for this user and voucher; zero: none. The
+	// stock takes a pass once: the reservation it admits uses it up.
+	Pass time.Time
+	// Proven reports that the caller verified a solved challenge of this user for
+	// this voucher (a proof of work).
+	Proven bool
 }
 
 // Validate checks that r can be recorded and read back: a quantity of at least 1, an

@@ -5,33 +5,56 @@ import (
 	"time"
 )
 
-// Sale is a voucher's sale state as a stock holds it when it judges a grab: the
-// operator's pause, the window, the per-user limit and the units left.
+// Sale is a voucher's sale state as a stock holds it when it judges a grab: how
+// buyers are admitted and what they must solve, the operator's pause, the window, the
+// per-user limit and the units left.
 type Sale struct {
-	Paused       bool
-	BeginsAt     time.Time
-	EndsAt       time.Time
-	PerUserLimit int
-	Remaining    int
+	// Admission and Challenge are the voucher's; "" reads as first come and none.
+	Admission Admission
+	Challenge ChallengeKind
+	// PassOutstanding reports that the stock holds the pass the grab carries
+	// (Reservation.Pass) as outstanding: issued to the grab's user for this voucher
+	// with that expiry, and not used yet. A stock reads it for a waiting room's grab
+	// that carries a pass; it means nothing otherwise.
+	PassOutstanding bool
+	Paused          bool
+	BeginsAt        time.Time
+	EndsAt          time.Time
+	PerUserLimit    int
+	Remaining       int
 }
 
 // Judge is the grab rule: it decides whether r may take r.Quantity units of the sale,
 // given held, the order r.UserID already holds of the voucher ("" for none). It checks,
 // in this order, and answers the first rule r breaks:
 //
-//  1. the sale is paused: ErrPaused;
-//  2. the window, judged at r.At to the millisecond (the precision the stocks keep):
+//  1. the challenge: ErrChallengeRequired when the sale asks for a proof of work and
+//     r brings none (r.Proven false);
+//  2. the admission (admit): ErrQueueRequired for a waiting room's grab without an
+//     outstanding pass that is still valid at r.At;
+//  3. the sale is paused: ErrPaused;
+//  4. the window, judged at r.At to the millisecond (the precision the stocks keep):
 //     ErrNotStarted before BeginsAt, ErrEnded from EndsAt on;
-//  3. the per-user limit: a *ValidationError on quantity;
-//  4. an order already held: an *AlreadyPurchasedError naming held;
-//  5. the units left: ErrSoldOut when fewer than r.Quantity remain.
+//  5. the per-user limit: a *ValidationError on quantity;
+//  6. an order already held: an *AlreadyPurchasedError naming held;
+//  7. the units left: ErrSoldOut when fewer than r.Quantity remain.
+//
+// The gates come first: a client that skipped them learns nothing of the sale's state
+// (paused, sold out, its own order) without passing them.
 //
 // It returns nil when r may be taken. Every ports.Stock written in Go calls it once it
 // has read the state; the Redis grab script (adapters/redisstore/reserve.lua) is the
 // one other copy of the rule, held to it by the stock contract suite. A stock with a
 // per-user rate judges the rate before Judge, and one with a bound on the backlog
-// judges it after (ARCHITECTURE.md, "Where the rules live").
+// judges it after (ARCHITECTURE.md, "Where the rules live"). A stock that takes r
+// with a pass uses the pass up in the same step.
 func (s Sale) Judge(r Reservation, held OrderID) error {
+	if s.Challenge == ChallengePow && !r.Proven {
+		return ErrChallengeRequired
+	}
+	if err := s.admit(r); err != nil {
+		return err
+	}
 	if s.Paused {
 		return ErrPaused
 	}
@@ -45,6 +68,22 @@ func (s Sale) Judge(r Reservation, held OrderID) error {
 		return &AlreadyPurchasedError{OrderID: held}
 	case s.Remaining < r.Quantity:
 		return ErrSoldOut
+	}
+	return nil
+}
+
+// admit is the admission gate of a first-come grab (Judge, rule 2), the one place the
+// admission modes' grab rules live: a waiting room admits a grab that carries a pass
+// the stock holds as outstanding (PassOutstanding) and that has not expired at r.At,
+// judged to the millisecond (a pass expiring at r.At is expired, as VerifyPass has
+// it); first come admits every grab. A draw's first-come grabs are admitted as first
+// come's for now: the draw's own rules for them belong here. reserve.lua's admitted
+// is its copy.
+func (s Sale) admit(r Reservation) error {
+	if s.Admission == AdmissionWaitingRoom {
+		if r.Pass.IsZero() || !s.PassOutstanding || !toMillis(r.At).Before(toMillis(r.Pass)) {
+			return ErrQueueRequired
+		}
 	}
 	return nil
 }

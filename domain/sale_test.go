@@ -86,6 +86,53 @@ func TestSaleJudgeEachRule(t *testing.T) {
 	}
 }
 
+// TestSaleJudgeGates: a proof of work is asked only where the sale asks for one, and a
+// waiting room admits only a grab with an outstanding pass still valid at its time.
+func TestSaleJudgeGates(t *testing.T) {
+	t.Parallel()
+	at := t0.Add(time.Minute)
+	pow := func(s *domain.Sale) { s.Challenge = domain.ChallengePow }
+	room := func(s *domain.Sale) { s.Admission = domain.AdmissionWaitingRoom; s.PassOutstanding = true }
+	proven := func(r *domain.Reservation) { r.Proven = true }
+	pass := func(expires time.Time) func(*domain.Reservation) {
+		return func(r *domain.Reservation) { r.Pass = expires }
+	}
+	tests := []struct {
+		name string
+		sale func(*domain.Sale)
+		r    func(*domain.Reservation)
+		want error
+	}{
+		{"first come asks nothing", nil, nil, nil},
+		{"first come takes a grab with a pass and a proof", nil, func(r *domain.Reservation) { r.Pass = at.Add(time.Minute); r.Proven = true }, nil},
+		{"none spelled out asks nothing", func(s *domain.Sale) { s.Challenge = domain.ChallengeNone; s.Admission = domain.AdmissionFirstCome }, nil, nil},
+		{"a draw's first-come grab asks nothing yet", func(s *domain.Sale) { s.Admission = domain.AdmissionDraw }, nil, nil},
+		{"proof of work without a proof", pow, nil, domain.ErrChallengeRequired},
+		{"proof of work proven", pow, proven, nil},
+		{"waiting room without a pass", room, nil, domain.ErrQueueRequired},
+		{"waiting room with a pass", room, pass(at.Add(time.Minute)), nil},
+		{"waiting room with a pass valid for a millisecond more", room, pass(at.Add(time.Millisecond)), nil},
+		{"waiting room with a pass expiring at the grab", room, pass(at), domain.ErrQueueRequired},
+		{"waiting room with a pass expiring within the grab's millisecond", room, pass(at.Add(300 * time.Microsecond)), domain.ErrQueueRequired},
+		{"waiting room with an expired pass", room, pass(at.Add(-time.Minute)), domain.ErrQueueRequired},
+		{"waiting room with a pass the stock does not hold (used, another's)", func(s *domain.Sale) { room(s); s.PassOutstanding = false }, pass(at.Add(time.Minute)), domain.ErrQueueRequired},
+		{"the challenge before the waiting room", func(s *domain.Sale) { pow(s); room(s) }, pass(at.Add(time.Minute)), domain.ErrChallengeRequired},
+		{"both gates passed", func(s *domain.Sale) { pow(s); room(s) }, func(r *domain.Reservation) { r.Pass = at.Add(time.Minute); r.Proven = true }, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, r := open(), grabAt(at, 1)
+			if tc.sale != nil {
+				tc.sale(&s)
+			}
+			if tc.r != nil {
+				tc.r(&r)
+			}
+			wantAnswer(t, "Judge", s.Judge(r, ""), tc.want, "")
+		})
+	}
+}
+
 // TestSaleJudgeRuleOrder breaks every combination of the rules at once and checks
 // that the first rule broken, in Judge's order, is the answer.
 func TestSaleJudgeRuleOrder(t *testing.T) {
@@ -108,6 +155,8 @@ func TestSaleJudgeRuleOrder(t *testing.T) {
 			window = rule{"ended", domain.ErrEnded, func(g *grab) { g.r.At = t0.Add(2 * time.Hour) }}
 		}
 		return []rule{
+			{"challenged", domain.ErrChallengeRequired, func(g *grab) { g.sale.Challenge = domain.ChallengePow }},
+			{"queued", domain.ErrQueueRequired, func(g *grab) { g.sale.Admission = domain.AdmissionWaitingRoom }},
 			{"paused", domain.ErrPaused, func(g *grab) { g.sale.Paused = true }},
 			window,
 			{"over the limit", domain.ErrInvalid, func(g *grab) { g.r.Quantity = 3 }},

@@ -58,6 +58,8 @@ type api struct {
 	dbURL       string
 	// denied is the grab path's copy of the deny list.
 	denied *application.DeniedUsers
+	// passKey signs the waiting rooms' passes the grab path checks.
+	passKey application.PassKey
 }
 
 // setup is what a test may adjust before newAPI wires the API. Every limit is off by
@@ -128,7 +130,8 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	denyList := sqlstore.NewDenyList(db)
 	denyChanges := redisstore.NewDenyChanges(rdb, redisstore.Options{Prefix: prefix})
 	denied := application.NewDeniedUsers(denyList)
-	grabOpts := application.GrabOptions{SoldOutTTL: time.Minute, Denied: denied}
+	passKey := application.NewPassKey([]byte(secret))
+	grabOpts := application.GrabOptions{SoldOutTTL: time.Minute, Denied: denied, PassKey: passKey}
 	if cfg.noDenyList {
 		grabOpts.Denied = nil
 	}
@@ -173,7 +176,7 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	// Streams end first, so the server's Close does not wait for them.
 	t.Cleanup(srv.Close)
 	t.Cleanup(streams.Close)
-	a := &api{t: t, url: srv.URL, denied: denied, redis: rdb, stock: stock, vouchers: vouchers, orders: orders, db: db, tokens: tokens, queue: queue, grab: grab, e: e,
+	a := &api{t: t, url: srv.URL, denied: denied, passKey: passKey, redis: rdb, stock: stock, vouchers: vouchers, orders: orders, db: db, tokens: tokens, queue: queue, grab: grab, e: e,
 		fulfill: application.NewFulfillOrder(orders, queue, compensate, changes, 5), idempotency: cfg.http.Idempotency, dbURL: dbURL,
 		expire: application.NewExpireOrders(orders, compensate, clock, paymentWindow, changes)}
 	a.admin = a.token(1, true)

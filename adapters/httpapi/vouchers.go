@@ -239,6 +239,14 @@ func (h handlers) pauseSale(paused bool) echo.HandlerFunc {
 	}
 }
 
+// The headers a grab brings its gates in (domain.Sale.Judge): the waiting room's pass
+// (a token of domain.SignPass) and a solved challenge ("<challenge>:<nonce>" for a proof
+// of work).
+const (
+	PassHeader = "X-Seckill-Pass"
+	PowHeader  = "X-Seckill-Pow"
+)
+
 type grabRequest struct {
 	Quantity *int `json:"quantity"`
 }
@@ -269,8 +277,12 @@ func (h handlers) grab(c echo.Context) error {
 			qty = *req.Quantity
 		}
 	}
+	// A waiting room's pass and a solved challenge travel as headers, so a grab keeps
+	// its body (most send none).
+	header := c.Request().Header
 	r, err := h.uc.GrabVoucher.Handle(c.Request().Context(), application.GrabVoucherCmd{
 		VoucherID: id, UserID: principal(c).User, Quantity: qty,
+		Pass: header.Get(PassHeader), Proof: header.Get(PowHeader),
 	})
 	if err != nil {
 		return err

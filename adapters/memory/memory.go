@@ -20,6 +20,9 @@ type Stock struct {
 	mu       sync.Mutex
 	reserves int
 	sales    map[domain.VoucherID]*sale
+	// passes holds the outstanding passes (IssuePass), as the Redis passes set does:
+	// their expiry in Unix ms.
+	passes map[passHolder]int64
 	// Reserved lists every reservation made, in order: what the Redis adapter appends
 	// to a voucher's stream.
 	Reserved []domain.Reservation
@@ -36,6 +39,12 @@ type Stock struct {
 	// a grab or a release may come after the Redis adapter's pages passed its place;
 	// the snapshot is then not Consistent.
 	DuringSnapshot func()
+}
+
+// passHolder is whose pass of which voucher.
+type passHolder struct {
+	voucher domain.VoucherID
+	user    domain.UserID
 }
 
 type sale struct {
@@ -56,7 +65,16 @@ var _ ports.Stock = (*Stock)(nil)
 
 // NewStock returns an empty stock.
 func NewStock() *Stock {
-	return &Stock{sales: map[domain.VoucherID]*sale{}}
+	return &Stock{sales: map[domain.VoucherID]*sale{}, passes: map[passHolder]int64{}}
+}
+
+// IssuePass records p as outstanding, as a waiting room admitting p.User adds its
+// member to the Redis passes set (redisstore.Keys.Passes): it replaces the user's
+// earlier pass of the voucher. A grab of a waiting room is taken with it once.
+func (s *Stock) IssuePass(p domain.Pass) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.passes[passHolder{p.Voucher, p.User}] = p.Expires.UnixMilli()
 }
 
 // Warm loads v if absent, with v.Stock - v.Sold units left (never below 0); with
@@ -87,7 +105,8 @@ func (s *Stock) Warm(_ context.Context, v domain.Voucher) (ports.WarmOutcome, er
 }
 
 // Reserve judges r by the grab rule (domain.Sale.Judge) against the loaded voucher,
-// as the Redis and PostgreSQL strategies do.
+// as the Redis and PostgreSQL strategies do; a waiting room's grab is taken with an
+// outstanding pass (IssuePass) of r.Pass's expiry, which it uses up.
 func (s *Stock) Reserve(_ context.Context, r domain.Reservation) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -113,10 +132,23 @@ func (s *Stock) Reserve(_ context.Context, r domain.Reservation) error {
 	if sl.restoring {
 		return fmt.Errorf("voucher %s: sale state being restored: %w", r.VoucherID, domain.ErrUnavailable)
 	}
-	state := domain.Sale{Paused: sl.v.Paused, BeginsAt: sl.v.BeginsAt, EndsAt: sl.v.EndsAt,
-		PerUserLimit: sl.v.PerUserLimit, Remaining: sl.remaining}
+	holder := passHolder{r.VoucherID, r.UserID}
+	pass, issued := s.passes[holder]
+	state := domain.Sale{
+		Admission:       sl.v.Admission,
+		Challenge:       sl.v.Challenge,
+		PassOutstanding: issued && !r.Pass.IsZero() && pass == r.Pass.UnixMilli(),
+		Paused:          sl.v.Paused,
+		BeginsAt:        sl.v.BeginsAt,
+		EndsAt:          sl.v.EndsAt,
+		PerUserLimit:    sl.v.PerUserLimit,
+		Remaining:       sl.remaining,
+	}
 	if err := state.Judge(r, sl.buyers[r.UserID]); err != nil {
 		return err
+	}
+	if sl.v.Admission == domain.AdmissionWaitingRoom {
+		delete(s.passes, holder)
 	}
 	sl.remaining -= r.Quantity
 	sl.buyers[r.UserID] = r.OrderID

@@ -25,7 +25,8 @@ func TestStockContract(t *testing.T) {
 			Stock: s,
 			// Like the Redis adapter, the fake loads a voucher with live orders
 			// restoring, until Restored.
-			Audit: s,
+			Audit:     s,
+			IssuePass: func(_ *testing.T, p domain.Pass) { s.IssuePass(p) },
 			// Read once the calls are done: Reserve appends under the fake's mutex.
 			Recorded: func(_ *testing.T, id domain.VoucherID) []domain.Reservation {
 				var out []domain.Reservation

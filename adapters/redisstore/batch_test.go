@@ -28,7 +28,7 @@ func TestStockContractWithoutCoalescing(t *testing.T) {
 		client := testenv.Redis(t)
 		s := redisstore.NewStock(client, redisstore.Options{Prefix: "t" + testenv.Unique(), MaxBatch: 1})
 		forgetPrefix(t, client, s.Keys().Prefix)
-		return stocktest.Subject{Stock: s, Recorded: streamed(client, s.Keys()),
+		return stocktest.Subject{Stock: s, Recorded: streamed(client, s.Keys()), IssuePass: issuePass(client, s.Keys()),
 			Audit: redisstore.NewAudit(client, redisstore.Options{Prefix: s.Keys().Prefix})}
 	})
 }

@@ -19,7 +19,7 @@ func TestStockContract(t *testing.T) {
 	stocktest.Run(t, func(t *testing.T) stocktest.Subject {
 		client, s := newStock(t, 0)
 		forgetPrefix(t, client, s.Keys().Prefix)
-		return stocktest.Subject{Stock: s, Recorded: streamed(client, s.Keys()),
+		return stocktest.Subject{Stock: s, Recorded: streamed(client, s.Keys()), IssuePass: issuePass(client, s.Keys()),
 			Audit: redisstore.NewAudit(client, redisstore.Options{Prefix: s.Keys().Prefix})}
 	})
 }
@@ -36,7 +36,8 @@ func TestWatchStockContract(t *testing.T) {
 		w := redisstore.NewWatchStock(redisstore.NewStock(client, redisstore.Options{Prefix: "w" + testenv.Unique()}), 0)
 		forgetPrefix(t, client, w.Keys().Prefix)
 		return stocktest.Subject{Stock: w, Recorded: streamed(client, w.Keys()), UnavailableUnderContention: true,
-			Audit: redisstore.NewAudit(client, redisstore.Options{Prefix: w.Keys().Prefix})}
+			IssuePass: issuePass(client, w.Keys()),
+			Audit:     redisstore.NewAudit(client, redisstore.Options{Prefix: w.Keys().Prefix})}
 	})
 }
 
@@ -47,6 +48,16 @@ func forgetPrefix(t *testing.T, client redis.UniversalClient, prefix string) {
 			t.Errorf("delete the keys of %s: %v", prefix, err)
 		}
 	})
+}
+
+// issuePass makes a pass outstanding under k as the waiting room does: the user's
+// member of the voucher's passes set, scored with the pass's expiry.
+func issuePass(client redis.UniversalClient, k redisstore.Keys) func(*testing.T, domain.Pass) {
+	return func(t *testing.T, p domain.Pass) {
+		t.Helper()
+		check(t, client.ZAdd(context.Background(), k.Passes(p.Voucher),
+			redis.Z{Score: float64(p.Expires.UnixMilli()), Member: p.User.String()}).Err())
+	}
 }
 
 // streamed returns what a grab recorded for fulfillment under k: the entries of a

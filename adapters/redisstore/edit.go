@@ -38,7 +38,8 @@ func (s *Stock) Edit(ctx context.Context, v domain.Voucher, mode ports.EditMode)
 	keys := []string{s.keys.Meta(v.ID), s.keys.Buyers(v.ID), s.keys.Orders(v.ID), s.keys.Released(v.ID),
 		s.keys.Stream(v.ID), s.keys.Dead(v.ID), s.keys.Waitlist(v.ID), s.keys.Waiting(v.ID)}
 	reply, err := editScript.Run(ctx, s.client, keys, v.Stock, v.BeginsAt.UnixMilli(), v.EndsAt.UnixMilli(),
-		v.PerUserLimit, s.grace.Milliseconds(), v.Version, editModes[mode], channel, v.ID.String(), sharded).Slice()
+		v.PerUserLimit, s.grace.Milliseconds(), v.Version, editModes[mode], channel, v.ID.String(), sharded,
+		string(admissionOf(v)), string(challengeOf(v))).Slice()
 	if err != nil {
 		return false, fmt.Errorf("edit stock: %w", err)
 	}

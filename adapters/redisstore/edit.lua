@@ -15,14 +15,16 @@
 -- version), 'held' (whatever version the state holds: the caller holds the voucher's
 -- lock) or 'strict' ('held', refusing to take away more units than remain),
 -- ARGV[8] restock channel, ARGV[9] voucher_id (the message), ARGV[10] sharded ('1':
--- SPUBLISH on the voucher's own channel, as on Redis Cluster; '0': PUBLISH).
+-- SPUBLISH on the voucher's own channel, as on Redis Cluster; '0': PUBLISH),
+-- ARGV[11] admission, ARGV[12] challenge (they never change; written with the terms,
+-- so a state loaded without them gets them, as warm.lua does).
 -- Returns {1, user_1, order_1, …} when it changed the state (the users units were
 -- handed off to, each with the order it now holds), else {code}: 0 when there was nothing to change (the same
 -- terms, or in mode 'newer' a version not older than the state's); -1 without sale
 -- state (nothing written); in mode 'strict', changing nothing, -2 when fewer units
 -- remain than the stock loses and -3 while the state is being restored (its remaining
 -- units are not known yet).
-local m = sale_state(KEYS[1], 'version', 'restoring', 'settled')
+local m = sale_state(KEYS[1], 'version', 'restoring', 'settled', 'admission', 'challenge')
 if not m then
   return {-1}
 end
@@ -46,7 +48,8 @@ local ends = tonumber(ARGV[3])
 local expire = math.max(ends, now) + tonumber(ARGV[5])
 local reopened = m.settled == '1' and now < ends
 if left == remaining and tostring(stock) == ARGV[1] and m.begins == ARGV[2] and m.ends == ARGV[3] and
-    m.limit == ARGV[4] and version == want and not reopened then
+    m.limit == ARGV[4] and version == want and not reopened and m.admission == ARGV[11] and
+    m.challenge == ARGV[12] then
   return {0}
 end
 local given, to = 0, {}
@@ -56,7 +59,7 @@ if left > remaining then
     waitlist = KEYS[7], waiting = KEYS[8]}, m, ARGV[9], left - remaining, ARGV[3], expire)
 end
 redis.call('HSET', KEYS[1], 'stock', ARGV[1], 'remaining', left - given, 'begins', ARGV[2], 'ends', ARGV[3],
-  'limit', ARGV[4], 'expire', expire, 'version', ARGV[6])
+  'limit', ARGV[4], 'expire', expire, 'version', ARGV[6], 'admission', ARGV[11], 'challenge', ARGV[12])
 if left ~= remaining then
   -- 'gen' counts the changes of the remaining and held units (see reserve.lua).
   redis.call('HINCRBY', KEYS[1], 'gen', 1)

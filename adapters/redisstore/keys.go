@@ -29,6 +29,13 @@ func (k Keys) Orders(id domain.VoucherID) string { return k.key(id, "orders") }
 // orders it restores from. It expires with the sale state.
 func (k Keys) Released(id domain.VoucherID) string { return k.key(id, "released") }
 
+// Passes returns the key of the sorted set of a waiting room's outstanding passes:
+// member the user id (decimal), score the pass's expiry (Unix ms). The waiting room
+// adds a member when it admits a user; a grab that carries the pass is taken only
+// while its user's member holds that expiry, and the reservation removes it in the same
+// step, so a pass admits one order.
+func (k Keys) Passes(id domain.VoucherID) string { return k.key(id, "passes") }
+
 // Stream returns the key of the stream of the voucher's reservations, one entry with
 // fields order, voucher, user, qty and at (Unix ms) per reservation.
 func (k Keys) Stream(id domain.VoucherID) string { return k.key(id, "stream") }

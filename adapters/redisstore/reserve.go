@@ -25,6 +25,8 @@ const (
 	paused
 	backlogged
 	restoring
+	challengeRequired
+	queueRequired
 )
 
 // reserveScript judges a batch of grabs of one voucher in order and takes each one
@@ -42,9 +44,13 @@ var reserveScript = newScript(reserveSrc)
 // moment the script runs, which also stamps the reservation (its order's created_at).
 // Concurrent Reserves of one voucher share Redis calls (see Options.MaxBatch): while
 // one call is in flight, the grabs that arrive go together in the next.
-// It returns domain.ErrSoldOut, an *domain.AlreadyPurchasedError naming the existing
-// order, domain.ErrNotStarted, domain.ErrEnded, domain.ErrNotFound (no sale state), a
-// *domain.ValidationError (quantity below 1 or above the per-user limit), a
+// A grab of a waiting room is taken only with an outstanding pass (its user's member of
+// Keys.Passes scored with r.Pass, not expired by the sale's clock), which the
+// reservation uses up: the member leaves the set in the same step.
+// It returns domain.ErrChallengeRequired, domain.ErrQueueRequired (the gates of
+// domain.Sale.Judge), domain.ErrSoldOut, an *domain.AlreadyPurchasedError naming the
+// existing order, domain.ErrNotStarted, domain.ErrEnded, domain.ErrNotFound (no sale
+// state), a *domain.ValidationError (quantity below 1 or above the per-user limit), a
 // *domain.RateLimitedError (the user is over Options.UserRate), domain.ErrPaused, or
 // an error wrapping domain.ErrUnavailable (backlog over Options.MaxBacklog, Redis
 // unreachable, or ctx ended while the grab waited for its turn, before it was sent).
@@ -93,15 +99,15 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 		return batchReply{remaining: -1}, nil
 	}
 	id := rs[0].VoucherID
-	keys := make([]string, 4, 4+2*len(rs))
-	keys[0], keys[1], keys[2], keys[3] = s.keys.Meta(id), s.keys.Buyers(id), s.keys.Orders(id), s.keys.Stream(id)
+	keys := make([]string, 5, 5+2*len(rs))
+	keys[0], keys[1], keys[2], keys[3], keys[4] = s.keys.Meta(id), s.keys.Buyers(id), s.keys.Orders(id), s.keys.Stream(id), s.keys.Passes(id)
 	// On one server the script adds each reservation to its user's index; on a cluster
 	// it cannot reach the users' slots, and the index is written first (indexGrabs).
 	var indexTTL int64
 	if !s.sharded {
 		indexTTL = max(s.grace.Milliseconds(), 1)
 	}
-	args := make([]any, 6, 6+5*len(rs))
+	args := make([]any, 6, 6+7*len(rs))
 	args[0], args[1], args[2], args[3], args[4], args[5] = id.String(), s.interval, s.tolerance, s.maxBacklog, s.group, indexTTL
 	for i, r := range rs {
 		if r.VoucherID != id || r.Quantity < 1 {
@@ -114,7 +120,7 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 		if tps != nil {
 			tp = tps[i]
 		}
-		args = append(args, r.UserID.String(), string(r.OrderID), r.Quantity, atMillis(r.At), tp)
+		args = append(args, r.UserID.String(), string(r.OrderID), r.Quantity, atMillis(r.At), tp, atMillis(r.Pass), luaFlag(r.Proven))
 	}
 	if indexTTL > 0 {
 		for _, r := range rs {
@@ -232,6 +238,10 @@ func reserveOutcome(r domain.Reservation, code int64, extra string) error {
 		return fmt.Errorf("reserve stock: voucher %s: %w: too many reservations wait to be persisted", r.VoucherID, domain.ErrUnavailable)
 	case restoring:
 		return fmt.Errorf("reserve stock: voucher %s: %w: its sale state is being restored", r.VoucherID, domain.ErrUnavailable)
+	case challengeRequired:
+		return domain.ErrChallengeRequired
+	case queueRequired:
+		return domain.ErrQueueRequired
 	}
 	return fmt.Errorf("reserve stock: unexpected outcome %d %q", code, extra)
 }

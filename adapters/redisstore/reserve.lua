@@ -6,28 +6,33 @@
 -- of the batch see what earlier ones took: the units, and the buyer (a user's second
 -- grab in one batch is answered with the first one's order).
 --
--- KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders, KEYS[4] stream, then, with a rate
--- limit, KEYS[4+i] the rate counter of grab i's user (all of one voucher, one hash
--- tag), then, when ARGV[6] > 0, KEYS[4+r+i] the index of grab i's user
--- (Keys.UserOrders; r is the number of rate keys, 0 or n).
+-- KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders, KEYS[4] stream, KEYS[5] passes (the
+-- waiting room's outstanding passes, Keys.Passes), then, with a rate limit, KEYS[5+i]
+-- the rate counter of grab i's user (all of one voucher, one hash tag), then, when
+-- ARGV[6] > 0, KEYS[5+r+i] the index of grab i's user (Keys.UserOrders; r is the
+-- number of rate keys, 0 or n).
 -- ARGV[1] voucher_id, ARGV[2] rate_interval_ms (0: no limit), ARGV[3] rate_tolerance_ms,
 -- ARGV[4] max_backlog (0: none), ARGV[5] group, ARGV[6] index_ttl_ms (0: the caller
 -- wrote the users' index itself, as on Redis Cluster, where a user's index lives in
 -- another slot; else each reservation is added to its user's index, which then expires
--- after this long), then five per grab i, from ARGV[7+5(i-1)]: user_id, order_id, qty,
+-- after this long), then seven per grab i, from ARGV[7+7(i-1)]: user_id, order_id, qty,
 -- at_ms (when the grab is judged; '0': now, by the sale's clock — Redis's TIME, see
 -- sale_now), traceparent ('' when untraced; else the entry's "tp" field, so the batch
--- that persists the entry links to the grab's trace).
+-- that persists the entry links to the grab's trace), pass_ms (the expiry of the pass
+-- the grab carries, Unix ms; '0': none), proven ('1': the caller verified the grab's
+-- proof of work; else '0').
 -- Returns {remaining, code_1, extra_1, code_2, extra_2, …}: the units left after the
 -- batch (-1 without sale state), then per grab 0 reserved (extra: order id), 1 already
 -- purchased (extra: the held order id), 2 sold out, 3 not started, 4 ended, 5 no sale
 -- state, 6 quantity above the per-user limit, 7 over the user's rate (extra: retry
 -- after, ms), 8 paused, 9 backlog over its bound, 10 sale state being restored (see
--- warm.lua); extra is '' where it says nothing. A sale the queue has settled
+-- warm.lua), 11 challenge required, 12 queue required; extra is '' where it says
+-- nothing. A grab a waiting room admits uses its pass up: its member leaves the
+-- passes set in the same step. A sale the queue has settled
 -- (settle.lua: ended by the sale's clock, every entry persisted) answers ended to
 -- every grab, so no entry is appended that no worker would read.
-local m = sale_state(KEYS[1], 'paused', 'restoring', 'settled')
-local n = (#ARGV - 6) / 5
+local m = sale_state(KEYS[1], 'paused', 'restoring', 'settled', 'admission', 'challenge')
+local n = (#ARGV - 6) / 7
 local out = {-1}
 -- answer_all answers every grab of the batch with code, nothing taken.
 local function answer_all(code)
@@ -47,9 +52,9 @@ if m.restoring == '1' then
 end
 local remaining, begins, ends, limit = tonumber(m.remaining), tonumber(m.begins), tonumber(m.ends), tonumber(m.limit)
 local interval, tolerance, bound = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local index_ttl, index_base = tonumber(ARGV[6]), 4
+local index_ttl, index_base = tonumber(ARGV[6]), 5
 if interval > 0 then
-  index_base = 4 + n
+  index_base = 5 + n
 end
 -- Entries not yet persisted (see unacked in prelude.lua), counted once for the batch
 -- and then kept up to date as it appends. The stream's length bounds them: only past
@@ -69,7 +74,7 @@ end
 -- The sale's clock, read once for the batch when a grab asks for it.
 local clock
 local function at(i)
-  local given = ARGV[7 + 5 * (i - 1) + 3]
+  local given = ARGV[7 + 7 * (i - 1) + 3]
   if given ~= '0' then
     return tonumber(given), given
   end
@@ -84,43 +89,70 @@ local took, buyers, orders = {}, {}, {}
 -- the buyers hash only at its end, so a read per grab would see the same.
 local users = {}
 for i = 1, n do
-  users[i] = ARGV[7 + 5 * (i - 1)]
+  users[i] = ARGV[7 + 7 * (i - 1)]
 end
 local held = redis.call('HMGET', KEYS[2], unpack(users))
 
+-- admitted is the admission gate (Go twin: domain.Sale.admit, where the modes' grab
+-- rules live): a waiting room admits a grab whose pass (pass, Unix ms; '0': none) has
+-- not expired at now and is outstanding — its user's member of the passes set, scored
+-- with that very expiry (a pass used, or another of the user's passes, is not). It
+-- returns whether the grab is admitted, and whether taking it uses a pass up. Every
+-- other mode admits every grab (a draw's first-come grabs too, for now).
+local function admitted(user, pass, now)
+  if m.admission ~= 'waiting_room' then
+    return true, false
+  end
+  local expires = tonumber(pass)
+  if expires == 0 or expires <= now then
+    return false, false
+  end
+  local score = redis.call('ZSCORE', KEYS[5], user)
+  return score ~= false and tonumber(score) == expires, true
+end
+
 local function judge(i)
-  local base = 7 + 5 * (i - 1)
+  local base = 7 + 7 * (i - 1)
   local user, order, qty = ARGV[base], ARGV[base + 1], tonumber(ARGV[base + 2])
   local now, stamp = at(i)
   -- Per-user rate (GCRA): every attempt counts, whatever its answer. The WATCH
   -- strategy calls the same function before its transaction (rate.lua).
   if interval > 0 then
-    local wait = user_rate(KEYS[4 + i], now, interval, tolerance)
+    local wait = user_rate(KEYS[5 + i], now, interval, tolerance)
     if wait > 0 then
       return 7, tostring(wait)
     end
   end
-  -- Go twin: domain.Sale.Judge, rule 1 (paused).
+  -- Go twin: domain.Sale.Judge, rule 1 (the challenge).
+  if m.challenge == 'pow' and ARGV[base + 6] ~= '1' then
+    return 11, ''
+  end
+  -- Go twin: domain.Sale.Judge, rule 2 (the admission).
+  local admit, uses_pass = admitted(user, ARGV[base + 5], now)
+  if not admit then
+    return 12, ''
+  end
+  -- Go twin: domain.Sale.Judge, rule 3 (paused).
   if m.paused == '1' then
     return 8, ''
   end
-  -- Go twin: domain.Sale.Judge, rule 2 (the window).
+  -- Go twin: domain.Sale.Judge, rule 4 (the window).
   if now < begins then
     return 3, ''
   end
   if now >= ends or m.settled == '1' then
     return 4, ''
   end
-  -- Go twin: domain.Sale.Judge, rule 3 (the per-user limit).
+  -- Go twin: domain.Sale.Judge, rule 5 (the per-user limit).
   if qty > limit then
     return 6, ''
   end
-  -- Go twin: domain.Sale.Judge, rule 4 (an order already held).
+  -- Go twin: domain.Sale.Judge, rule 6 (an order already held).
   local existing = took[user] or held[i]
   if existing then
     return 1, existing
   end
-  -- Go twin: domain.Sale.Judge, rule 5 (the units left).
+  -- Go twin: domain.Sale.Judge, rule 7 (the units left).
   if remaining < qty then
     return 2, ''
   end
@@ -129,6 +161,10 @@ local function judge(i)
     return 9, ''
   end
   remaining = remaining - qty
+  if uses_pass then
+    -- Used up with the reservation it admits: a later grab of the batch sees it gone.
+    redis.call('ZREM', KEYS[5], user)
+  end
   took[user] = order
   buyers[#buyers + 1] = user
   buyers[#buyers + 1] = order

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -69,7 +70,7 @@ func cleanup(t testing.TB, client redis.UniversalClient, s *redisstore.Stock, id
 		// The registry and the active set are in slots of their own.
 		err := errors.Join(
 			client.Unlink(context.Background(), k.Meta(id), k.Buyers(id), k.Orders(id), k.Stream(id), k.Dead(id),
-				k.Waitlist(id), k.Waiting(id)).Err(),
+				k.Waitlist(id), k.Waiting(id), k.Passes(id)).Err(),
 			client.Unlink(context.Background(), k.Registry()).Err(),
 			client.Unlink(context.Background(), k.Active()).Err())
 		if err != nil {
@@ -112,6 +113,7 @@ func TestKeys(t *testing.T) {
 		{k.Waitlist(42), "p:{v42}:waitlist"},
 		{k.Waiting(42), "p:{v42}:waiting"},
 		{k.UserWaits(9), "p:{u9}:waits"},
+		{k.Passes(42), "p:{v42}:passes"},
 		{k.Registry(), "p:vouchers"},
 		{k.Restock(), "p:restock"},
 		{redisstore.Keys{}.Restock(), "seckill:restock"},
@@ -135,6 +137,7 @@ func TestWarmWritesTheMetaHash(t *testing.T) {
 	v := voucher(1, 10, 2)
 	v.Sold = 3
 	v.Version = 4
+	v.Admission, v.Challenge = domain.AdmissionWaitingRoom, domain.ChallengePow
 	warm(t, client, s, v)
 
 	meta, err := client.HGetAll(ctx, s.Keys().Meta(v.ID)).Result()
@@ -150,6 +153,8 @@ func TestWarmWritesTheMetaHash(t *testing.T) {
 		"paused":    "0",
 		"restoring": "1", // live orders hold 3 units: their reservations come next
 		"version":   "4",
+		"admission": "waiting_room",
+		"challenge": "pow",
 	}
 	if !maps.Equal(meta, want) {
 		t.Fatalf("meta = %v, want %v", meta, want)
@@ -158,6 +163,34 @@ func TestWarmWritesTheMetaHash(t *testing.T) {
 	check(t, err)
 	if got, want := at.Milliseconds(), expire; got != want {
 		t.Fatalf("meta expires at %d, want %d (EndsAt + default grace)", got, want)
+	}
+}
+
+// TestWarmGivesAStateItsAdmission: a sale state loaded without an admission and a
+// challenge (by a version before them) reads as first come, and the next warm-up
+// writes the voucher's, changing nothing else: its grabs pass the gates from then on.
+func TestWarmGivesAStateItsAdmission(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	client, s := newStock(t, 0)
+	v := voucher(1, 10, 2)
+	v.Admission, v.Challenge = domain.AdmissionWaitingRoom, domain.ChallengePow
+	warm(t, client, s, v)
+	check(t, client.HDel(ctx, s.Keys().Meta(v.ID), "admission", "challenge").Err())
+	check(t, s.Reserve(ctx, grab(v.ID, 1, 1)))
+
+	loaded, err := s.Warm(ctx, v)
+	check(t, err)
+	if loaded != ports.WarmPresent {
+		t.Fatalf("Warm = %v, want %v", loaded, ports.WarmPresent)
+	}
+	meta, err := client.HMGet(ctx, s.Keys().Meta(v.ID), "admission", "challenge", "remaining").Result()
+	check(t, err)
+	if want := []any{"waiting_room", "pow", "9"}; !slices.Equal(meta, want) {
+		t.Fatalf("admission, challenge, remaining = %v, want %v", meta, want)
+	}
+	if err := s.Reserve(ctx, grab(v.ID, 2, 1)); !errors.Is(err, domain.ErrChallengeRequired) {
+		t.Fatalf("grab without a proof once warmed again = %v, want %v", err, domain.ErrChallengeRequired)
 	}
 }
 

@@ -29,6 +29,8 @@ var warmScript = newScript(warmSrc)
 // ports.WarmRestoring again, so a caller that died midway is followed by one that
 // finishes; a state there and whole whose terms are of another version than v's makes
 // it report ports.WarmStale, changing nothing.
+// The state holds v's admission and challenge, which never change: a state there
+// without them (loaded by an older version) gets them, so its grabs pass the gates.
 // Whether or not it loaded, it creates the voucher's stream and consumer group if they
 // are missing, adds v.ID to the registry (Keys.Registry) and to the set of active
 // vouchers the queue takes the streams to read from (Keys.Active); all are idempotent,
@@ -40,7 +42,8 @@ func (s *Stock) Warm(ctx context.Context, v domain.Voucher) (ports.WarmOutcome, 
 	restoring := luaFlag(v.Sold > 0)
 	loaded, err := warmScript.Run(ctx, s.client, []string{s.keys.Meta(v.ID), s.keys.Stream(v.ID)},
 		v.Stock, left, v.BeginsAt.UnixMilli(), v.EndsAt.UnixMilli(), v.PerUserLimit,
-		v.EndsAt.Add(s.grace).UnixMilli(), s.group, luaFlag(v.Paused), restoring, v.Version).Int()
+		v.EndsAt.Add(s.grace).UnixMilli(), s.group, luaFlag(v.Paused), restoring, v.Version,
+		string(admissionOf(v)), string(challengeOf(v))).Int()
 	if err != nil {
 		return ports.WarmPresent, fmt.Errorf("warm stock: %w", err)
 	}
@@ -77,6 +80,23 @@ func (s *Stock) register(ctx context.Context, v domain.Voucher) error {
 		}
 	}
 	return nil
+}
+
+// admissionOf is v's admission as the sale state holds it: first come when v leaves it
+// empty (a voucher built before admission modes).
+func admissionOf(v domain.Voucher) domain.Admission {
+	if v.Admission == "" {
+		return domain.AdmissionFirstCome
+	}
+	return v.Admission
+}
+
+// challengeOf is v's challenge as the sale state holds it: none when v leaves it empty.
+func challengeOf(v domain.Voucher) domain.ChallengeKind {
+	if v.Challenge == "" {
+		return domain.ChallengeNone
+	}
+	return v.Challenge
 }
 
 // luaFlag is how the scripts take a yes or no: "1" or "0".

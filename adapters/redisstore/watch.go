@@ -109,7 +109,8 @@ var rateSrc string
 var rateScript = newScript(rateSrc)
 
 // attempt is one optimistic transaction on a connection that watches the voucher's
-// meta and buyers. It sets *answer to the grab's answer (nil: reserved) and returns
+// meta and buyers. A waiting room's grab is taken with its pass (see read), which the
+// transaction uses up: the user's member leaves the passes set. It sets *answer to the grab's answer (nil: reserved) and returns
 // nil, or returns an error: redis.TxFailedErr when a watched key changed, so nothing
 // was written and the grab must be judged again. It judges in the order of
 // reserve.lua — the rate (by rate.lua, reserve.lua's own limiter, once per grab), the
@@ -118,7 +119,7 @@ var rateScript = newScript(rateSrc)
 // state.
 func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, g *watchGrab, answer *error) error {
 	k := w.keys
-	m, existing, ok, err := w.read(ctx, tx, g)
+	m, existing, pass, ok, err := w.read(ctx, tx, g)
 	if err != nil {
 		return err
 	}
@@ -146,7 +147,8 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, g *watchGrab, an
 			return nil
 		}
 	}
-	state := domain.Sale{Paused: m.paused, BeginsAt: time.UnixMilli(m.begins), EndsAt: time.UnixMilli(m.ends),
+	state := domain.Sale{Admission: m.admission, Challenge: m.challenge, PassOutstanding: !r.Pass.IsZero() && pass == r.Pass.UnixMilli(),
+		Paused: m.paused, BeginsAt: time.UnixMilli(m.begins), EndsAt: time.UnixMilli(m.ends),
 		PerUserLimit: int(m.limit), Remaining: int(m.remaining)}
 	if m.settled {
 		// The queue is done with the sale (settle.lua): its window has closed, as the
@@ -176,6 +178,10 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, g *watchGrab, an
 		p.HSet(ctx, k.Buyers(r.VoucherID), r.UserID.String(), string(r.OrderID))
 		p.HSet(ctx, k.Orders(r.VoucherID), string(r.OrderID), encodeRecord(r))
 		p.XAdd(ctx, &redis.XAddArgs{Stream: k.Stream(r.VoucherID), Values: entryValues(r, traceParent(ctx))})
+		if m.admission == domain.AdmissionWaitingRoom {
+			// The pass that admitted the grab is used up with it (reserve.lua's ZREM).
+			p.ZRem(ctx, k.Passes(r.VoucherID), r.UserID.String())
+		}
 		for _, key := range []string{k.Buyers(r.VoucherID), k.Orders(r.VoucherID), k.Stream(r.VoucherID)} {
 			p.PExpireAt(ctx, key, time.UnixMilli(m.expire))
 		}
@@ -191,39 +197,58 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, g *watchGrab, an
 // read reads, on the connection that watches them, what the grab is judged by: the
 // voucher's sale state (ok false when it has none) and the order the user's buyer
 // entry names ("" for none) — and, for a grab without a time, the sale's clock
-// (Redis's TIME), which then becomes the grab's time.
-func (w *WatchStock) read(ctx context.Context, tx *redis.Tx, g *watchGrab) (m saleMeta, held domain.OrderID, ok bool, err error) {
+// (Redis's TIME), which then becomes the grab's time; for a grab with a pass, the
+// expiry of the user's outstanding pass (pass, Unix ms; -1 for none).
+//
+// The passes set is read, not watched: the one write that matters to this grab, a
+// concurrent reservation that uses the user's pass up, changes the watched sale state
+// too, so it fails this transaction all the same.
+func (w *WatchStock) read(ctx context.Context, tx *redis.Tx, g *watchGrab) (m saleMeta, held domain.OrderID, pass int64, ok bool, err error) {
 	k := w.keys
 	var meta *redis.SliceCmd
 	var buyer *redis.StringCmd
 	var clock *redis.TimeCmd
+	var passed *redis.FloatCmd
 	_, err = tx.Pipelined(ctx, func(p redis.Pipeliner) error {
 		meta = p.HMGet(ctx, k.Meta(g.r.VoucherID), grabFields...)
 		buyer = p.HGet(ctx, k.Buyers(g.r.VoucherID), g.r.UserID.String())
 		if g.r.At.IsZero() {
 			clock = p.Time(ctx)
 		}
+		if !g.r.Pass.IsZero() {
+			passed = p.ZScore(ctx, k.Passes(g.r.VoucherID), g.r.UserID.String())
+		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return m, "", false, err
+		return m, "", -1, false, err
 	}
 	if err := meta.Err(); err != nil {
-		return m, "", false, err
+		return m, "", -1, false, err
 	}
 	if clock != nil {
 		now, err := clock.Result()
 		if err != nil {
-			return m, "", false, err
+			return m, "", -1, false, err
 		}
 		g.r.At = now.Truncate(time.Millisecond).UTC()
 	}
 	order, err := buyer.Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return m, "", false, err
+		return m, "", -1, false, err
+	}
+	pass = -1
+	if passed != nil {
+		score, err := passed.Result()
+		switch {
+		case err == nil:
+			pass = int64(score)
+		case !errors.Is(err, redis.Nil):
+			return m, "", -1, false, err
+		}
 	}
 	m, ok, err = saleState(meta.Val())
-	return m, domain.OrderID(order), ok, err
+	return m, domain.OrderID(order), pass, ok, err
 }
 
 // backlogged reports whether more of the voucher's reservations wait to be persisted
@@ -246,11 +271,14 @@ func (w *WatchStock) backlogged(ctx context.Context, tx *redis.Tx, id domain.Vou
 type saleMeta struct {
 	remaining, begins, ends, limit, expire int64
 	paused, restoring, settled             bool
+	// admission and challenge are "" in a state loaded without them: first come, none.
+	admission domain.Admission
+	challenge domain.ChallengeKind
 }
 
 // grabFields are the fields of the meta hash a grab reads, in saleState's order; the
 // stock is read for its presence only.
-var grabFields = []string{"remaining", "begins", "ends", "limit", "expire", "paused", "stock", "restoring", "settled"}
+var grabFields = []string{"remaining", "begins", "ends", "limit", "expire", "paused", "stock", "restoring", "settled", "admission", "challenge"}
 
 // saleState decodes HMGET meta grabFields…. It reports false when there is no sale
 // state: like the scripts (sale_state in prelude.lua), it takes a hash missing any of
@@ -278,6 +306,9 @@ func saleState(vals []any) (saleMeta, bool, error) {
 	paused, _ := vals[5].(string)
 	restoring, _ := vals[7].(string)
 	settled, _ := vals[8].(string)
+	admission, _ := vals[9].(string)
+	challenge, _ := vals[10].(string)
 	return saleMeta{remaining: n[0], begins: n[1], ends: n[2], limit: n[3], expire: n[4],
-		paused: paused == "1", restoring: restoring == "1", settled: settled == "1"}, true, nil
+		paused: paused == "1", restoring: restoring == "1", settled: settled == "1",
+		admission: domain.Admission(admission), challenge: domain.ChallengeKind(challenge)}, true, nil
 }

@@ -28,8 +28,8 @@ var (
 // oversell. The price is the lock: the grabs of one voucher run one at a time, each
 // several statements long, on a pool of a few dozen connections.
 //
-// Its sale state is the vouchers row itself: stock, sold, window, limit and paused
-// flag. So Warm loads nothing, SetPaused leaves the flag PauseSale already stored,
+// Its sale state is the vouchers row itself: stock, sold, window, limit, paused flag,
+// admission and challenge. So Warm loads nothing, SetPaused leaves the flag PauseSale already stored,
 // Edit leaves the terms an edit already stored, and Release has nothing to give back
 // (see each).
 //
@@ -64,12 +64,19 @@ func (s *Stock) Warm(context.Context, domain.Voucher) (ports.WarmOutcome, error)
 // (the row lock is the one the UPDATE takes anyway; unlike FOR UPDATE it does not block
 // the foreign-key checks of other transactions' orders). The order is stored under
 // r.OrderID with created_at r.At (the clock's time when r.At is zero). It judges by the
-// grab rule (domain.Sale.Judge), at that time to the millisecond, and answers as the Redis script does: domain.ErrPaused,
-// domain.ErrNotStarted, domain.ErrEnded, a *domain.ValidationError (quantity below 1
-// or above the per-user limit, an empty order id, a user below 1), an
-// *domain.AlreadyPurchasedError naming the user's live order, domain.ErrSoldOut, or
-// domain.ErrNotFound for an unknown voucher. An unreachable or overloaded database is
-// an error wrapping domain.ErrUnavailable.
+// grab rule (domain.Sale.Judge), at that time to the millisecond, and answers as the
+// Redis script does: domain.ErrChallengeRequired, domain.ErrQueueRequired,
+// domain.ErrPaused, domain.ErrNotStarted, domain.ErrEnded, a *domain.ValidationError
+// (quantity below 1 or above the per-user limit, an empty order id, a user below 1),
+// an *domain.AlreadyPurchasedError naming the user's live order, domain.ErrSoldOut,
+// or domain.ErrNotFound for an unknown voucher. An unreachable or overloaded database
+// is an error wrapping domain.ErrUnavailable.
+//
+// A waiting room's passes are issued in Redis, which this strategy does not read: it
+// cannot know which passes are outstanding. It takes a grab of a waiting room with a
+// pass whose signature the caller verified (r.Pass) that has not expired at r.At and
+// was not used before: the transaction that takes the grab records the pass in
+// used_passes, and a pass found there admits nothing (domain.ErrQueueRequired).
 func (s *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
 	if r.At.IsZero() {
 		r.At = s.clock.Now()
@@ -96,7 +103,7 @@ func (s *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
 func reserveTx(ctx context.Context, tx bun.Tx, r domain.Reservation) (answer error, err error) {
 	var v voucherRow
 	err = tx.NewSelect().Model(&v).
-		Column("stock", "sold", "begins_at", "ends_at", "per_user_limit", "paused").
+		Column("stock", "sold", "begins_at", "ends_at", "per_user_limit", "paused", "admission", "challenge").
 		Where("v.id = ?", int64(r.VoucherID)).
 		Apply(rowLock("NO KEY UPDATE")).
 		Scan(ctx)
@@ -124,8 +131,18 @@ func reserveTx(ctx context.Context, tx bun.Tx, r domain.Reservation) (answer err
 	if len(held) > 0 {
 		holding = domain.OrderID(held[0])
 	}
-	state := domain.Sale{Paused: v.Paused, BeginsAt: v.BeginsAt, EndsAt: v.EndsAt,
+	room := domain.Admission(v.Admission) == domain.AdmissionWaitingRoom
+	state := domain.Sale{Admission: domain.Admission(v.Admission), Challenge: domain.ChallengeKind(v.Challenge),
+		Paused: v.Paused, BeginsAt: v.BeginsAt, EndsAt: v.EndsAt,
 		PerUserLimit: v.PerUserLimit, Remaining: v.Stock - v.Sold}
+	if room && !r.Pass.IsZero() {
+		used, err := tx.NewSelect().Model((*usedPassRow)(nil)).Where("p.voucher_id = ?", int64(r.VoucherID)).
+			Where("p.user_id = ?", int64(r.UserID)).Where("p.expires_ms = ?", r.Pass.UnixMilli()).Exists(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("look up the pass: %w", err)
+		}
+		state.PassOutstanding = !used
+	}
 	if refusal := state.Judge(r, holding); refusal != nil {
 		return refusal, nil
 	}
@@ -133,6 +150,11 @@ func reserveTx(ctx context.Context, tx bun.Tx, r domain.Reservation) (answer err
 	row := newOrderRow(r, domain.StatusAwaitingPayment)
 	if _, err := tx.NewInsert().Model(&row).Exec(ctx); err != nil {
 		return nil, fmt.Errorf("insert order: %w", err)
+	}
+	if room {
+		if err := usePass(ctx, tx, r); err != nil {
+			return nil, err
+		}
 	}
 	// The CHECK sold <= stock backs the judgement above.
 	if _, err := tx.NewUpdate().Model((*voucherRow)(nil)).
@@ -142,6 +164,33 @@ func reserveTx(ctx context.Context, tx bun.Tx, r domain.Reservation) (answer err
 		return nil, fmt.Errorf("move sold: %w", err)
 	}
 	return nil, nil
+}
+
+// usedPassRow is a row of used_passes: a waiting room's pass that admitted an order.
+type usedPassRow struct {
+	bun.BaseModel `bun:"table:used_passes,alias:p"`
+
+	VoucherID int64 `bun:"voucher_id,pk"`
+	UserID    int64 `bun:"user_id,pk"`
+	// ExpiresMs is the pass's expiry, Unix ms, as its token carries it.
+	ExpiresMs int64 `bun:"expires_ms,pk"`
+}
+
+// usePass records r's pass as used, in the transaction that takes r, and forgets the
+// user's passes of the voucher that expired by r.At: they admit nothing anyway, so the
+// table holds about one row per user and voucher. The voucher's row lock serializes
+// the grabs of the voucher, so no other transaction used the pass since it was looked
+// up; the primary key backs that.
+func usePass(ctx context.Context, tx bun.Tx, r domain.Reservation) error {
+	if _, err := tx.NewDelete().Table("used_passes").Where("voucher_id = ? AND user_id = ? AND expires_ms <= ?",
+		int64(r.VoucherID), int64(r.UserID), r.At.UnixMilli()).Exec(ctx); err != nil {
+		return fmt.Errorf("forget expired passes: %w", err)
+	}
+	row := usedPassRow{VoucherID: int64(r.VoucherID), UserID: int64(r.UserID), ExpiresMs: r.Pass.UnixMilli()}
+	if _, err := tx.NewInsert().Model(&row).Exec(ctx); err != nil {
+		return fmt.Errorf("use the pass: %w", err)
+	}
+	return nil
 }
 
 // Remaining returns stock minus sold of each of ids that exists, in one statement;

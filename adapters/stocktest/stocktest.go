@@ -71,6 +71,16 @@ type Subject struct {
 	// have taken and recorded nothing. The suite accepts it in the concurrency test,
 	// and nowhere else.
 	UnavailableUnderContention bool
+
+	// IssuePass, when set, makes p outstanding as a waiting room does when it admits
+	// p.User: the Redis strategies add the user's member to the passes set
+	// (redisstore.Keys.Passes), memory.Stock records it (IssuePass). A pass is then
+	// taken only while it is outstanding with its very expiry. When nil, the Stock
+	// cannot know which passes were issued (the postgres strategy: the waiting room
+	// issues them in Redis): it takes any pass unexpired at the grab's time, once, and
+	// the suite skips the cases that need it to know (another user's pass, a pass
+	// never issued).
+	IssuePass func(t *testing.T, p domain.Pass)
 }
 
 // at0 is when the suite's grabs happen, in the middle of every voucher's sale. It lies
@@ -105,6 +115,12 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 		{"ReleaseOnceUnderConcurrency", testReleaseOnceUnderConcurrency},
 		{"ConcurrentGrabsSellExactlyTheStock", testConcurrentGrabsSellExactlyTheStock},
 		{"GrabWithoutATimeIsJudgedByTheSaleClock", testGrabWithoutATimeIsJudgedByTheSaleClock},
+		{"ProofOfWorkGate", testProofOfWorkGate},
+		{"WaitingRoomGate", testWaitingRoomGate},
+		{"WaitingRoomPassIsUsedOnce", testWaitingRoomPassIsUsedOnce},
+		{"WaitingRoomPassOfAnother", testWaitingRoomPassOfAnother},
+		{"GatesComeFirst", testGatesComeFirst},
+		{"WaitingRoomPassOnceUnderConcurrency", testWaitingRoomPassOnceUnderConcurrency},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -767,4 +783,213 @@ func testGrabWithoutATimeIsJudgedByTheSaleClock(t *testing.T, f *fixture) {
 	f.reserve(t, untimed(ended.ID, 2), domain.ErrEnded, "")
 	upcoming := window(time.Hour, 2*time.Hour)
 	f.reserve(t, untimed(upcoming.ID, 3), domain.ErrNotStarted, "")
+}
+
+// gated returns v sold with admission and challenge, and their settings as
+// application.CreateVoucher gives them (a shuffled mode's seed among them).
+func gated(v domain.Voucher, admission domain.Admission, challenge domain.ChallengeKind) domain.Voucher {
+	v.Admission, v.Challenge = admission, challenge
+	v.Title += fmt.Sprintf(", %s, %s", admission, challenge)
+	v = v.WithAdmissionDefaults(v.BeginsAt.Add(-time.Hour))
+	if admission.Shuffled() {
+		v.Seed = domain.NewSeed()
+	}
+	return v
+}
+
+// issue makes user's pass of voucher id outstanding, expiring at expires, where the
+// Stock knows the passes issued (Subject.IssuePass), and returns the expiry the grab
+// carries.
+func (f *fixture) issue(t *testing.T, id domain.VoucherID, user domain.UserID, expires time.Time) time.Time {
+	t.Helper()
+	if f.IssuePass != nil {
+		f.IssuePass(t, domain.Pass{Voucher: id, User: user, Expires: expires})
+	}
+	return expires
+}
+
+// withPass returns r carrying a pass that expires at expires.
+func withPass(r domain.Reservation, expires time.Time) domain.Reservation {
+	r.Pass = expires
+	return r
+}
+
+// proven returns r with a proof of work its caller verified.
+func proven(r domain.Reservation) domain.Reservation {
+	r.Proven = true
+	return r
+}
+
+func testProofOfWorkGate(t *testing.T, f *fixture) {
+	v := f.sell(t, gated(voucher(5, 1), domain.AdmissionFirstCome, domain.ChallengePow))
+	// Without a proof: refused, nothing taken, nothing recorded.
+	f.reserve(t, grab(v.ID, 1, 1, "o1"), domain.ErrChallengeRequired, "")
+	f.wantRemaining(t, v.ID, 5)
+	f.wantRecorded(t, v.ID)
+	first := proven(grab(v.ID, 1, 1, "o1-proven"))
+	f.reserve(t, first, nil, "")
+	f.wantRemaining(t, v.ID, 4)
+	f.wantRecorded(t, v.ID, first)
+
+	// A sale without a challenge takes a grab with or without one.
+	plain := f.sell(t, voucher(5, 1))
+	f.reserve(t, grab(plain.ID, 1, 1, "o2"), nil, "")
+	f.reserve(t, proven(grab(plain.ID, 2, 1, "o3")), nil, "")
+	f.wantRemaining(t, plain.ID, 3)
+}
+
+func testWaitingRoomGate(t *testing.T, f *fixture) {
+	v := f.sell(t, gated(voucher(5, 2), domain.AdmissionWaitingRoom, domain.ChallengeNone))
+	// No pass: refused.
+	f.reserve(t, grab(v.ID, 1, 1, "o1"), domain.ErrQueueRequired, "")
+	// A pass expired at the grab's time, or at its very millisecond: refused, and not
+	// used up.
+	pass := f.issue(t, v.ID, 1, at0.Add(time.Minute))
+	late := withPass(grab(v.ID, 1, 1, "o1-late"), pass)
+	late.At = pass
+	f.reserve(t, late, domain.ErrQueueRequired, "")
+	late.At = pass.Add(time.Hour)
+	f.reserve(t, late, domain.ErrQueueRequired, "")
+	// A refusal by another rule leaves the pass outstanding: over the limit, then
+	// paused.
+	f.reserve(t, withPass(grab(v.ID, 1, 3, "o1-over"), pass), domain.ErrInvalid, "")
+	f.pause(t, v.ID, true)
+	f.reserve(t, withPass(grab(v.ID, 1, 1, "o1-paused"), pass), domain.ErrPaused, "")
+	f.pause(t, v.ID, false)
+	f.wantRemaining(t, v.ID, 5)
+	f.wantRecorded(t, v.ID)
+
+	// Valid up to its last millisecond.
+	taken := withPass(grab(v.ID, 1, 2, "o1-taken"), pass)
+	taken.At = pass.Add(-time.Millisecond)
+	f.reserve(t, taken, nil, "")
+	f.wantRemaining(t, v.ID, 3)
+	f.wantRecorded(t, v.ID, taken)
+
+	// A first-come sale takes a grab with a pass as one without (the pass is not the
+	// sale's to use up).
+	plain := f.sell(t, voucher(5, 1))
+	f.reserve(t, withPass(grab(plain.ID, 1, 1, "o2"), at0.Add(time.Minute)), nil, "")
+	f.wantRemaining(t, plain.ID, 4)
+}
+
+func testWaitingRoomPassIsUsedOnce(t *testing.T, f *fixture) {
+	v := f.sell(t, gated(voucher(5, 1), domain.AdmissionWaitingRoom, domain.ChallengeNone))
+	pass := f.issue(t, v.ID, 1, at0.Add(time.Minute))
+	first := withPass(grab(v.ID, 1, 1, "o1"), pass)
+	f.reserve(t, first, nil, "")
+	// Replayed while its order is held: refused by the gate, before the order held.
+	f.reserve(t, withPass(grab(v.ID, 1, 1, "o1-replay"), pass), domain.ErrQueueRequired, "")
+	// Replayed once the order is closed and its units are back: still used.
+	f.release(t, f.close(t, first), true)
+	f.wantRemaining(t, v.ID, 5)
+	f.reserve(t, withPass(grab(v.ID, 1, 1, "o1-again"), pass), domain.ErrQueueRequired, "")
+	f.wantRemaining(t, v.ID, 5)
+	f.wantRecorded(t, v.ID, first)
+
+	// A new pass admits the user again, once.
+	if f.IssuePass == nil {
+		return // a new pass is told from the old one by its expiry alone
+	}
+	next := f.issue(t, v.ID, 1, at0.Add(2*time.Minute))
+	// The old pass is not the outstanding one.
+	f.reserve(t, withPass(grab(v.ID, 1, 1, "o1-old"), pass), domain.ErrQueueRequired, "")
+	second := withPass(grab(v.ID, 1, 1, "o1-next"), next)
+	f.reserve(t, second, nil, "")
+	f.wantRemaining(t, v.ID, 4)
+	f.wantRecorded(t, v.ID, first, second)
+}
+
+func testWaitingRoomPassOfAnother(t *testing.T, f *fixture) {
+	if f.IssuePass == nil {
+		t.Skip("the Stock cannot know which passes were issued (Subject.IssuePass): a pass's user and voucher are its signature's to prove, checked before the stock")
+	}
+	v := f.sell(t, gated(voucher(5, 1), domain.AdmissionWaitingRoom, domain.ChallengeNone))
+	other := f.sell(t, gated(voucher(5, 1), domain.AdmissionWaitingRoom, domain.ChallengeNone))
+	pass := f.issue(t, v.ID, 1, at0.Add(time.Minute))
+	// User 2 with user 1's pass, user 1 with it on another voucher, user 1 with a
+	// pass of another expiry: refused, and user 1's pass stays outstanding.
+	f.reserve(t, withPass(grab(v.ID, 2, 1, "o2"), pass), domain.ErrQueueRequired, "")
+	f.reserve(t, withPass(grab(other.ID, 1, 1, "o1-other"), pass), domain.ErrQueueRequired, "")
+	f.reserve(t, withPass(grab(v.ID, 1, 1, "o1-forged"), pass.Add(time.Millisecond)), domain.ErrQueueRequired, "")
+	f.wantRecorded(t, v.ID)
+	f.wantRecorded(t, other.ID)
+	mine := withPass(grab(v.ID, 1, 1, "o1"), pass)
+	f.reserve(t, mine, nil, "")
+	f.wantRemaining(t, v.ID, 4)
+	f.wantRemaining(t, other.ID, 5)
+	f.wantRecorded(t, v.ID, mine)
+}
+
+// testGatesComeFirst breaks the gates with the other rules: the challenge is judged
+// first, then the waiting room's pass, then the rest (domain.Sale.Judge).
+func testGatesComeFirst(t *testing.T, f *fixture) {
+	v := f.sell(t, gated(voucher(1, 1), domain.AdmissionWaitingRoom, domain.ChallengePow))
+	pass := f.issue(t, v.ID, 1, at0.Add(time.Minute))
+	held := proven(withPass(grab(v.ID, 1, 1, "o1"), pass))
+	f.reserve(t, held, nil, "")
+	// Sold out, and user 1 holds the last unit.
+	late := func(r domain.Reservation) domain.Reservation { r.At = at0.Add(2 * time.Hour); return r }
+	other := f.issue(t, v.ID, 2, at0.Add(time.Minute))
+	steps := []struct {
+		name string
+		r    domain.Reservation
+		want error
+	}{
+		{"no proof, no pass, sold out", grab(v.ID, 2, 1, "o2"), domain.ErrChallengeRequired},
+		{"no proof, a pass, sold out", withPass(grab(v.ID, 2, 1, "o2-pass"), other), domain.ErrChallengeRequired},
+		{"no proof, used pass, held", withPass(grab(v.ID, 1, 1, "o1-again"), pass), domain.ErrChallengeRequired},
+		{"proven, no pass, sold out", proven(grab(v.ID, 2, 1, "o2-proven")), domain.ErrQueueRequired},
+		{"proven, used pass, held", proven(withPass(grab(v.ID, 1, 1, "o1-used"), pass)), domain.ErrQueueRequired},
+		{"proven, no pass, ended", late(proven(grab(v.ID, 2, 1, "o2-late"))), domain.ErrQueueRequired},
+		{"proven, a pass, sold out", proven(withPass(grab(v.ID, 2, 1, "o2-both"), other)), domain.ErrSoldOut},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) { f.reserve(t, s.r, s.want, "") })
+	}
+	f.pause(t, v.ID, true)
+	f.reserve(t, proven(grab(v.ID, 2, 1, "o2-paused")), domain.ErrQueueRequired, "")
+	f.reserve(t, grab(v.ID, 2, 1, "o2-paused-unproven"), domain.ErrChallengeRequired, "")
+	f.wantRemaining(t, v.ID, 0)
+	f.wantRecorded(t, v.ID, held)
+}
+
+// testWaitingRoomPassOnceUnderConcurrency: one user's grabs that carry the same pass,
+// at once, take one order; the others are refused by the gate (the pass is used up
+// with the reservation, in the same step) or find the order held.
+func testWaitingRoomPassOnceUnderConcurrency(t *testing.T, f *fixture) {
+	const grabs = 40
+	v := f.sell(t, gated(voucher(50, 1), domain.AdmissionWaitingRoom, domain.ChallengeNone))
+	pass := f.issue(t, v.ID, 7, at0.Add(time.Minute))
+	errs := make([]error, grabs)
+	rs := make([]domain.Reservation, grabs)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range grabs {
+		rs[i] = withPass(grab(v.ID, 7, 1, fmt.Sprintf("o7-%d", i)), pass)
+		wg.Go(func() {
+			<-start
+			errs[i] = f.Stock.Reserve(f.ctx, rs[i])
+		})
+	}
+	close(start)
+	wg.Wait()
+	var reserved []domain.Reservation
+	for i, err := range errs {
+		for try := 0; try < 100 && f.UnavailableUnderContention && errors.Is(err, domain.ErrUnavailable); try++ {
+			err = f.Stock.Reserve(f.ctx, rs[i])
+		}
+		switch {
+		case err == nil:
+			reserved = append(reserved, rs[i])
+		case errors.Is(err, domain.ErrQueueRequired):
+		default:
+			t.Fatalf("grab %d: %v, want reserved or %v", i, err, domain.ErrQueueRequired)
+		}
+	}
+	if len(reserved) != 1 {
+		t.Fatalf("%d grabs with one pass reserved, want 1", len(reserved))
+	}
+	f.wantRemaining(t, v.ID, 49)
+	f.wantRecorded(t, v.ID, reserved...)
 }

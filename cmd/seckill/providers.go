@@ -430,10 +430,10 @@ func grabStockOptions(cfg Config, restarts *redisstore.Restarts) redisstore.Opti
 // machine to write it.
 const maxTurnWait = 800 * time.Millisecond
 
-// grabOptions tune the grab path: the sold-out flags' life, and the deny list it
-// refuses listed users by.
-func grabOptions(cfg Config, denied *application.DeniedUsers) application.GrabOptions {
-	return application.GrabOptions{SoldOutTTL: cfg.SoldOutTTL, Denied: denied}
+// grabOptions tune the grab path: the sold-out flags' life, the deny list it refuses
+// listed users by, and the key it checks the waiting rooms' passes with.
+func grabOptions(cfg Config, denied *application.DeniedUsers, key application.PassKey) application.GrabOptions {
+	return application.GrabOptions{SoldOutTTL: cfg.SoldOutTTL, Denied: denied, PassKey: key}
 }
 
 // The worker's idle rhythm: a read waits for new entries at most readBlock, and the
