@@ -130,20 +130,20 @@ func drawEndToEnd(t *testing.T, in *instance) {
 			}
 		}
 	}
-	if status, out := in.call(http.MethodPost, "/api/v1/vouchers/"+plain+"/entries", in.token(100, false), nil); status != http.StatusConflict || out["code"] != "not_a_draw" {
+	if status, out := in.call(http.MethodPost, "/api/v1/vouchers/"+plain+"/entries", in.token(100, false), nil); status != http.StatusConflict || errorCode(out) != "not_a_draw" {
 		t.Fatalf("entry of a first-come voucher: %d %v", status, out)
 	}
 	if status, out := in.call(http.MethodGet, "/api/v1/vouchers/"+id+"/draw", "", nil); status != http.StatusOK || out["seed"] != nil || out["entrants"] != 12.0 {
 		t.Fatalf("the draw before it ran: %d %v", status, out)
 	}
-	if status, out := in.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", in.token(200, false), map[string]any{"quantity": 1}); status != http.StatusConflict || out["code"] != "not_started" {
+	if status, out := in.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", in.token(200, false), map[string]any{"quantity": 1}); status != http.StatusConflict || errorCode(out) != "not_started" {
 		t.Fatalf("a grab before the draw: %d %v", status, out)
 	}
 	p := in.waitForDraw(id)
 	if len(p.entrants) != 12 || len(p.winners) != 5 {
 		t.Fatalf("draw of %d entrants, %d winners; want 12 and 5", len(p.entrants), len(p.winners))
 	}
-	if status, out := in.call(http.MethodPost, "/api/v1/vouchers/"+id+"/entries", in.token(300, false), nil); status != http.StatusConflict || out["code"] != "entries_closed" {
+	if status, out := in.call(http.MethodPost, "/api/v1/vouchers/"+id+"/entries", in.token(300, false), nil); status != http.StatusConflict || errorCode(out) != "entries_closed" {
 		t.Fatalf("an entry after the draw: %d %v", status, out)
 	}
 	orders := make([]string, len(p.winners))
@@ -151,7 +151,7 @@ func drawEndToEnd(t *testing.T, in *instance) {
 		orders[i] = in.orderOf(w, id, "awaiting_payment")
 	}
 	order := domain.Shuffle(p.seed, p.entrants)
-	if status, out := in.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", in.token(200, false), map[string]any{"quantity": 1}); status != http.StatusConflict || out["code"] != "sold_out" {
+	if status, out := in.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", in.token(200, false), map[string]any{"quantity": 1}); status != http.StatusConflict || errorCode(out) != "sold_out" {
 		t.Fatalf("a grab after the draw gave every unit: %d %v", status, out)
 	}
 	if status, out := in.call(http.MethodPost, "/api/v1/orders/"+orders[0]+"/cancel", in.token(p.winners[0], false), nil); status != http.StatusOK {
@@ -230,4 +230,11 @@ func TestDrawSurvivesAKillNineOfTheDrawingInstance(t *testing.T) {
 	if n, _ := b.redis.ZCard(ctx, b.keys.Waitlist(vid)).Result(); n != 1000 {
 		t.Fatalf("backfill of %d, want 1000", n)
 	}
+}
+
+// errorCode returns the code of an error answer's error object ("" for none).
+func errorCode(out map[string]any) string {
+	e, _ := out["error"].(map[string]any)
+	code, _ := e["code"].(string)
+	return code
 }
