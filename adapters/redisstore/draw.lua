@@ -53,8 +53,7 @@ for i = 1, n do
           'at', stamp)
         reserved = reserved + 1
       end
-    elseif not redis.call('ZSCORE', KEYS[5], user) then
-      redis.call('ZADD', KEYS[5], from + i, user)
+    elseif redis.call('ZADD', KEYS[5], 'NX', from + i, user) == 1 then
       redis.call('HSET', KEYS[6], user, order)
       listed = listed + 1
     end
