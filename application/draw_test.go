@@ -33,7 +33,9 @@ func (f *fakeDraws) Get(_ context.Context, id domain.VoucherID) (domain.Draw, er
 	return domain.Draw{}, domain.ErrNotFound
 }
 
-func (f *fakeDraws) Pending(context.Context, time.Time) ([]domain.Voucher, error) { return f.pending, nil }
+func (f *fakeDraws) Pending(context.Context, time.Time) ([]domain.Voucher, error) {
+	return f.pending, nil
+}
 
 // fakeEntries is a ports.Entries in memory: the entrants of one voucher, the steps
 // taken, the orders reserved (each user's, counted) and the backfill. Take fails once
@@ -51,7 +53,7 @@ type fakeEntries struct {
 	failAfter int
 }
 
-func (f *fakeEntries) Enter(_ context.Context, v domain.Voucher, u domain.UserID) (int, error) {
+func (f *fakeEntries) Enter(_ context.Context, _ domain.Voucher, u domain.UserID) (int, error) {
 	if f.closed {
 		return 0, domain.ErrEntriesClosed
 	}
@@ -59,7 +61,9 @@ func (f *fakeEntries) Enter(_ context.Context, v domain.Voucher, u domain.UserID
 	return len(f.entrants), nil
 }
 
-func (f *fakeEntries) Count(context.Context, domain.VoucherID) (int, error) { return len(f.entrants), nil }
+func (f *fakeEntries) Count(context.Context, domain.VoucherID) (int, error) {
+	return len(f.entrants), nil
+}
 
 func (f *fakeEntries) Close(context.Context, domain.Voucher) ([]domain.UserID, error) {
 	f.closed = true
@@ -74,7 +78,7 @@ func (f *fakeEntries) Progress(context.Context, domain.VoucherID) (int, bool, er
 	return f.taken, f.drawn, nil
 }
 
-func (f *fakeEntries) Take(_ context.Context, id domain.VoucherID, from, total int, steps []domain.DrawStep, orders []domain.OrderID) (int, int, error) {
+func (f *fakeEntries) Take(_ context.Context, id domain.VoucherID, from, total int, steps []domain.DrawStep, _ []domain.OrderID) (int, int, error) {
 	if _, ok := f.draws.draws[id]; !ok {
 		f.t.Error("a draw's steps taken before it was recorded")
 	}

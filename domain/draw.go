@@ -8,13 +8,15 @@ import (
 	"time"
 )
 
-// ErrNotDraw: the voucher admits first come or through a waiting room, so it takes no
-// entries and has no draw (409 not_a_draw).
-var ErrNotDraw = errors.New("voucher is not a draw")
-
-// ErrDrawUnsupported: the stock strategy keeps no entries (only the Redis strategies,
-// lua and watch, run draws) (409 draw_unsupported).
-var ErrDrawUnsupported = errors.New("draw unsupported by the stock strategy")
+// The errors of a draw.
+var (
+	// ErrNotDraw: the voucher admits first come or through a waiting room, so it
+	// takes no entries and has no draw (409 not_a_draw).
+	ErrNotDraw = errors.New("voucher is not a draw")
+	// ErrDrawUnsupported: the stock strategy keeps no entries (only the Redis
+	// strategies, lua and watch, run draws) (409 draw_unsupported).
+	ErrDrawUnsupported = errors.New("draw unsupported by the stock strategy")
+)
 
 // Draw is a voucher's drawn result, recorded before any winner's order exists: the
 // seed the shuffle ran with, the entrants sorted ascending (SortEntrants), their

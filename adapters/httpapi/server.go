@@ -225,17 +225,25 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	route(http.MethodGet, api+"/orders/:id", h.getOrder, auth)
 	route(http.MethodPost, api+"/orders/:id/pay", h.payOrder, once(auth)...)
 	route(http.MethodPost, api+"/orders/:id/cancel", h.cancelOrder, once(auth)...)
-	route(http.MethodPost, waitlistRoute, h.joinWaitlist, once(auth)...)
-	route(http.MethodGet, waitlistRoute, h.waitlistPosition, auth)
-	route(http.MethodDelete, waitlistRoute, h.leaveWaitlist, once(auth)...)
-	route(http.MethodPost, entriesRoute, h.enterDraw, once(auth)...)
-	route(http.MethodGet, drawRoute, h.getDraw, public...)
-	route(http.MethodGet, drawEntrantsRoute, h.drawEntrants, public...)
+	waitlistAndDrawRoutes(route, h, once(auth), auth, public)
 	streamRoutes(route, h, opts.Streams, metrics, auth, authenticateStream(tokens, opts.Streams), public)
 
 	operationRoutes(route, checks, opts, metrics, h.tellTime)
 	routes = metrics.knownRoutes(e)
 	return e
+}
+
+// waitlistAndDrawRoutes adds the routes of a waitlist and of a draw through route: the
+// writes behind userOnce (a user, Idempotency-Key kept), the waitlist's reads behind
+// auth, the draw's public ones behind public.
+func waitlistAndDrawRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc), h handlers,
+	userOnce []echo.MiddlewareFunc, auth echo.MiddlewareFunc, public []echo.MiddlewareFunc) {
+	route(http.MethodPost, waitlistRoute, h.joinWaitlist, userOnce...)
+	route(http.MethodGet, waitlistRoute, h.waitlistPosition, auth)
+	route(http.MethodDelete, waitlistRoute, h.leaveWaitlist, userOnce...)
+	route(http.MethodPost, entriesRoute, h.enterDraw, userOnce...)
+	route(http.MethodGet, drawRoute, h.getDraw, public...)
+	route(http.MethodGet, drawEntrantsRoute, h.drawEntrants, public...)
 }
 
 // denyListRoutes adds the deny list's routes through route: the writes behind
