@@ -33,6 +33,14 @@ type CreateVoucherCmd struct {
 	BeginsAt     time.Time
 	EndsAt       time.Time
 	PerUserLimit int
+	// The admission settings (domain.Voucher documents them); those left zero get
+	// the mode's defaults (domain.Voucher.WithAdmissionDefaults).
+	Admission     domain.Admission
+	Challenge     domain.ChallengeKind
+	PowDifficulty int
+	QueueOpensAt  time.Time
+	QueueWindow   int
+	EntriesOpenAt time.Time
 	// By is who creates it, for the audit log.
 	By domain.Author
 	// Receipt, when set, is the request's idempotency key: the voucher and the
@@ -70,8 +78,19 @@ func (uc *CreateVoucher) Handle(ctx context.Context, cmd CreateVoucherCmd) (Live
 		BeginsAt:     cmd.BeginsAt.UTC(),
 		EndsAt:       cmd.EndsAt.UTC(),
 		PerUserLimit: cmd.PerUserLimit,
+
+		Admission:     cmd.Admission,
+		Challenge:     cmd.Challenge,
+		PowDifficulty: cmd.PowDifficulty,
+		QueueOpensAt:  cmd.QueueOpensAt.UTC(),
+		QueueWindow:   cmd.QueueWindow,
+		EntriesOpenAt: cmd.EntriesOpenAt.UTC(),
 	}
 	now := uc.clock.Now()
+	v = v.WithAdmissionDefaults(now)
+	if v.Admission.Shuffled() {
+		v.Seed = domain.NewSeed()
+	}
 	if err := v.ValidateNew(now); err != nil {
 		return LiveVoucher{}, err
 	}

@@ -39,10 +39,19 @@ var (
 	ErrAlreadyStarted = errors.New("sale already started")
 	// ErrDenied: an admin put the user on the deny list; none of its grabs is taken.
 	ErrDenied = errors.New("user denied")
-	// ErrNotSoldOut: the voucher still has units on sale (or its sale has not started),
-	// so there is no waitlist to join.
+	// ErrQueueRequired: the voucher admits through its waiting room, and the grab
+	// brought no valid pass of its user for it (none, forged, another's, expired or
+	// used).
+	ErrQueueRequired = errors.New("a pass from the waiting room is required")
+	// ErrChallengeRequired: the voucher asks for a proof of work (or another
+	// challenge), and the request brought no valid, unspent one of its user for it.
+	ErrChallengeRequired = errors.New("a solved challenge is required")
+	// ErrEntriesClosed: the voucher's draw takes no more entries.
+	ErrEntriesClosed = errors.New("entries closed")
+	// ErrNotSoldOut: a waitlist is joined only while the voucher is sold out.
 	ErrNotSoldOut = errors.New("voucher not sold out")
-	// ErrWaitlistUnsupported: the stock strategy keeps no waitlist (only the Redis
+	// ErrWaitlistUnsupported: the voucher has no waitlist: it is not first come (a
+	// waiting room or a draw), or the stock strategy keeps none (only the Redis
 	// strategies, lua and watch, hand returned units to one).
 	ErrWaitlistUnsupported = errors.New("waitlist unsupported by the stock strategy")
 )

@@ -79,6 +79,22 @@ type Voucher struct {
 	// changes them (Apply). The grab path keeps the version its terms came from, so a
 	// late write of older terms is told from a newer one.
 	Version int64
+	// Admission is how buyers are let in (first come when empty); Challenge what
+	// they must solve first (none when empty). Neither changes after creation.
+	Admission Admission
+	Challenge ChallengeKind
+	// QueueOpensAt and QueueWindow are a waiting room's: when joining opens, and how
+	// many passes may be outstanding at once.
+	QueueOpensAt time.Time
+	QueueWindow  int
+	// EntriesOpenAt is when a draw starts taking entries.
+	EntriesOpenAt time.Time
+	// PowDifficulty is the proof of work's difficulty in bits, with ChallengePow.
+	PowDifficulty int
+	// Seed is the secret of a waiting room's or a draw's shuffle (SeedSize bytes),
+	// drawn from crypto/rand when the voucher is created; only its Commitment is
+	// shown until the shuffle has run. All zero (NoSeed) for first come.
+	Seed Seed
 }
 
 // Terms reports whether v and w sell on the same terms: stock, window and per-user
@@ -88,7 +104,7 @@ func (v Voucher) Terms(w Voucher) bool {
 }
 
 // ValidateNew checks the rules a voucher must meet to be created at now: those of
-// Validate, and a sale that has not ended yet. It returns a *ValidationError naming
+// Validate, a sale that has not ended yet, and a draw that has not been drawn yet. It returns a *ValidationError naming
 // the first field that breaks one.
 func (v Voucher) ValidateNew(now time.Time) error {
 	if err := v.Validate(); err != nil {
@@ -96,6 +112,9 @@ func (v Voucher) ValidateNew(now time.Time) error {
 	}
 	if !v.EndsAt.After(now) {
 		return Invalid("ends_at", "must be in the future")
+	}
+	if v.Admission == AdmissionDraw && !v.BeginsAt.After(now) {
+		return Invalid("begins_at", "must be in the future for a draw (it is drawn then)")
 	}
 	return nil
 }
@@ -126,7 +145,7 @@ func (v Voucher) Validate() error {
 	case v.PerUserLimit > v.Stock:
 		return Invalid("per_user_limit", "must not exceed stock")
 	}
-	return nil
+	return v.validateAdmission()
 }
 
 // The range of sale times: what every store holds exactly (PostgreSQL has no year 0,

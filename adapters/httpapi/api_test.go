@@ -25,7 +25,7 @@ func TestCreateAndReadVouchers(t *testing.T) {
 	want := map[string]any{
 		"id": r.Body["id"], "title": "Coffee", "stock": 100.0, "remaining": 100.0,
 		"begins_at": "2026-01-01T00:00:00Z", "ends_at": "2098-12-31T22:00:00Z", "per_user_limit": 1.0, "paused": false,
-		"state": "live",
+		"state": "live", "admission": "first_come", "challenge": "none",
 	}
 	if id, ok := r.Body["id"].(string); !ok || id == "" {
 		t.Fatalf("id = %v, want a string", r.Body["id"])
@@ -43,6 +43,56 @@ func TestCreateAndReadVouchers(t *testing.T) {
 	vs, _ := list.Body["vouchers"].([]any)
 	if list.Status != http.StatusOK || len(vs) != 2 || vs[0].(map[string]any)["id"] != second {
 		t.Fatalf("list: %d %s", list.Status, list.Raw)
+	}
+}
+
+func TestCreateVouchersWithFairAdmission(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	r := a.do(http.MethodPost, "/api/v1/vouchers", a.admin, `{"title":"Room","stock":10,"begins_at":"2098-01-01T00:00:00Z",`+
+		`"ends_at":"2099-01-01T00:00:00Z","admission":"waiting_room","queue_window":50,"challenge":"pow","pow_difficulty":12}`)
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create a waiting room: %d %s", r.Status, r.Raw)
+	}
+	commitment, _ := r.Body["commitment"].(string)
+	assertJSON(t, r.Body, map[string]any{"id": r.Body["id"], "title": "Room", "stock": 10.0, "remaining": 10.0,
+		"begins_at": "2098-01-01T00:00:00Z", "ends_at": "2099-01-01T00:00:00Z", "per_user_limit": 1.0, "paused": false,
+		"state": "upcoming", "admission": "waiting_room", "challenge": "pow", "queue_window": 50.0,
+		"queue_opens_at": "2097-12-31T23:50:00Z", "pow_difficulty": 12.0, "commitment": commitment})
+	if len(commitment) != 64 || r.Body["seed"] != nil || r.Body["entries_open_at"] != nil {
+		t.Fatalf("a waiting room renders commitment %q, and no seed or entries_open_at: %s", commitment, r.Raw)
+	}
+	got := a.do(http.MethodGet, "/api/v1/vouchers/"+r.Body["id"].(string), "", "")
+	if got.Body["commitment"] != commitment {
+		t.Fatalf("read back: commitment %v, want %s", got.Body["commitment"], commitment)
+	}
+
+	d := a.do(http.MethodPost, "/api/v1/vouchers", a.admin, `{"title":"Draw","stock":10,"begins_at":"2098-01-01T00:00:00Z",`+
+		`"ends_at":"2099-01-01T00:00:00Z","admission":"draw","entries_open_at":"2097-01-01T00:00:00Z"}`)
+	if d.Status != http.StatusCreated || d.Body["entries_open_at"] != "2097-01-01T00:00:00Z" || d.Body["commitment"] == commitment ||
+		d.Body["queue_window"] != nil || d.Body["pow_difficulty"] != nil {
+		t.Fatalf("create a draw: %d %s", d.Status, d.Raw)
+	}
+
+	for body, field := range map[string]string{
+		`"admission":"lottery"`:                                              "admission",
+		`"admission":""`:                                                     "admission",
+		`"challenge":"captcha"`:                                              "challenge",
+		`"pow_difficulty":16`:                                                "pow_difficulty",
+		`"challenge":"pow","pow_difficulty":0`:                               "pow_difficulty",
+		`"challenge":"pow","pow_difficulty":33`:                              "pow_difficulty",
+		`"queue_window":10`:                                                  "queue_window",
+		`"admission":"waiting_room","queue_window":0`:                        "queue_window",
+		`"admission":"waiting_room","queue_window":-1`:                       "queue_window",
+		`"entries_open_at":"2097-01-01T00:00:00Z"`:                           "entries_open_at",
+		`"admission":"draw","per_user_limit":2`:                              "per_user_limit",
+		`"admission":"waiting_room","queue_opens_at":"2098-01-01T00:00:00Z"`: "queue_opens_at",
+	} {
+		r := a.do(http.MethodPost, "/api/v1/vouchers", a.admin, `{"title":"Bad","stock":10,"begins_at":"2098-01-01T00:00:00Z",`+
+			`"ends_at":"2099-01-01T00:00:00Z",`+body+`}`)
+		if r.Status != http.StatusBadRequest || r.code() != "invalid_request" || !strings.Contains(r.Raw, field) {
+			t.Errorf("%s: %d %s, want 400 invalid_request naming %s", body, r.Status, r.Raw, field)
+		}
 	}
 }
 

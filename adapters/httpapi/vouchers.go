@@ -35,6 +35,16 @@ type VoucherJSON struct {
 	PerUserLimit int              `json:"per_user_limit"`
 	Paused       bool             `json:"paused"`
 	State        domain.SaleState `json:"state"`
+	// Admission and Challenge are always there; the settings below them only for
+	// the mode that has them (a waiting room, a draw, a proof of work).
+	Admission     domain.Admission     `json:"admission"`
+	Challenge     domain.ChallengeKind `json:"challenge"`
+	QueueOpensAt  *time.Time           `json:"queue_opens_at,omitempty"`
+	QueueWindow   int                  `json:"queue_window,omitempty"`
+	EntriesOpenAt *time.Time           `json:"entries_open_at,omitempty"`
+	PowDifficulty int                  `json:"pow_difficulty,omitempty"`
+	// Commitment is the hex SHA-256 of the shuffle's seed (waiting room and draw).
+	Commitment string `json:"commitment,omitempty"`
 }
 
 // toVoucherJSON renders a voucher as every answer that holds one renders it: with its
@@ -50,6 +60,14 @@ func toVoucherJSON(v application.LiveVoucher) VoucherJSON {
 		PerUserLimit: v.PerUserLimit,
 		Paused:       v.Paused,
 		State:        v.State,
+
+		Admission:     v.Admission,
+		Challenge:     v.Challenge,
+		QueueOpensAt:  optionalTime(v.QueueOpensAt),
+		QueueWindow:   v.QueueWindow,
+		EntriesOpenAt: optionalTime(v.EntriesOpenAt),
+		PowDifficulty: v.PowDifficulty,
+		Commitment:    v.Commitment(),
 	}
 }
 
@@ -59,6 +77,56 @@ type createVoucherRequest struct {
 	BeginsAt     *time.Time `json:"begins_at"`
 	EndsAt       *time.Time `json:"ends_at"`
 	PerUserLimit *int       `json:"per_user_limit"`
+
+	Admission     *domain.Admission     `json:"admission"`
+	Challenge     *domain.ChallengeKind `json:"challenge"`
+	PowDifficulty *int                  `json:"pow_difficulty"`
+	QueueOpensAt  *time.Time            `json:"queue_opens_at"`
+	QueueWindow   *int                  `json:"queue_window"`
+	EntriesOpenAt *time.Time            `json:"entries_open_at"`
+}
+
+// admissionCmd copies the admission settings of req into cmd. A setting given must
+// be one its mode has (a queue window for a waiting room, a difficulty for a proof
+// of work…), and given explicitly it is never zero.
+func (req createVoucherRequest) admissionCmd(cmd *application.CreateVoucherCmd) error {
+	if req.Admission != nil {
+		cmd.Admission = *req.Admission
+		if cmd.Admission == "" {
+			return domain.Invalid("admission", "must be first_come, waiting_room or draw")
+		}
+	}
+	if req.Challenge != nil {
+		cmd.Challenge = *req.Challenge
+		if cmd.Challenge == "" {
+			return domain.Invalid("challenge", "must be none or pow")
+		}
+	}
+	switch {
+	case req.PowDifficulty != nil && cmd.Challenge != domain.ChallengePow:
+		return domain.Invalid("pow_difficulty", "is only for a voucher with challenge pow")
+	case (req.QueueOpensAt != nil || req.QueueWindow != nil) && cmd.Admission != domain.AdmissionWaitingRoom:
+		return domain.Invalid("queue_window", "queue_opens_at and queue_window are only for a waiting room")
+	case req.EntriesOpenAt != nil && cmd.Admission != domain.AdmissionDraw:
+		return domain.Invalid("entries_open_at", "is only for a draw")
+	}
+	if req.PowDifficulty != nil {
+		if cmd.PowDifficulty = *req.PowDifficulty; cmd.PowDifficulty == 0 {
+			return domain.Invalid("pow_difficulty", "must be between 1 and 32")
+		}
+	}
+	if req.QueueWindow != nil {
+		if cmd.QueueWindow = *req.QueueWindow; cmd.QueueWindow == 0 {
+			return domain.Invalid("queue_window", "must be between 1 and 1000000")
+		}
+	}
+	if req.QueueOpensAt != nil {
+		cmd.QueueOpensAt = *req.QueueOpensAt
+	}
+	if req.EntriesOpenAt != nil {
+		cmd.EntriesOpenAt = *req.EntriesOpenAt
+	}
+	return nil
 }
 
 func (h handlers) createVoucher(c echo.Context) error {
@@ -80,10 +148,14 @@ func (h handlers) createVoucher(c echo.Context) error {
 	if req.PerUserLimit != nil {
 		limit = *req.PerUserLimit
 	}
-	v, err := h.uc.CreateVoucher.Handle(c.Request().Context(), application.CreateVoucherCmd{
+	cmd := application.CreateVoucherCmd{
 		Title: *req.Title, Stock: *req.Stock, BeginsAt: *req.BeginsAt, EndsAt: *req.EndsAt, PerUserLimit: limit,
 		By: author(c), Receipt: receiptFor(c, createdVoucher),
-	})
+	}
+	if err := req.admissionCmd(&cmd); err != nil {
+		return err
+	}
+	v, err := h.uc.CreateVoucher.Handle(c.Request().Context(), cmd)
 	if err != nil {
 		return err
 	}

@@ -77,6 +77,7 @@ type deliveryListJSON struct {
 	NextCursor string         `json:"next_cursor,omitempty"`
 }
 
+// optionalTime renders t in UTC, or nil (left out, or null) when it is zero.
 func optionalTime(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil

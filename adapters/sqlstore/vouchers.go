@@ -48,11 +48,24 @@ type voucherRow struct {
 	Paused       bool      `bun:"paused"`
 	CreatedAt    time.Time `bun:"created_at"`
 	Version      int64     `bun:"version"`
+	// The admission settings (domain.Voucher documents them); the times are NULL and
+	// the seed is NULL where the mode has none.
+	Admission     string    `bun:"admission"`
+	Challenge     string    `bun:"challenge"`
+	PowDifficulty int       `bun:"pow_difficulty"`
+	QueueOpensAt  time.Time `bun:"queue_opens_at,nullzero"`
+	QueueWindow   int       `bun:"queue_window"`
+	EntriesOpenAt time.Time `bun:"entries_open_at,nullzero"`
+	Seed          []byte    `bun:"seed"`
 }
 
 // voucherColumns are the columns of voucherRow, for a RETURNING clause scanned into
 // it; unqualified, as SQLite's RETURNING takes no table alias.
-const voucherColumns = "id, title, stock, sold, begins_at, ends_at, per_user_limit, paused, created_at, version"
+const voucherColumns = "id, title, stock, sold, begins_at, ends_at, per_user_limit, paused, created_at, version, " +
+	"admission, challenge, pow_difficulty, queue_opens_at, queue_window, entries_open_at, seed"
+
+// admissionColumns are the columns a voucher's admission settings are created in.
+var admissionColumns = []string{"admission", "challenge", "pow_difficulty", "queue_opens_at", "queue_window", "entries_open_at", "seed"}
 
 func (r voucherRow) voucher() domain.Voucher {
 	return domain.Voucher{
@@ -66,6 +79,45 @@ func (r voucherRow) voucher() domain.Voucher {
 		Paused:       r.Paused,
 		CreatedAt:    r.CreatedAt.UTC(),
 		Version:      r.Version,
+
+		Admission:     domain.Admission(r.Admission),
+		Challenge:     domain.ChallengeKind(r.Challenge),
+		PowDifficulty: r.PowDifficulty,
+		QueueOpensAt:  utcOrZero(r.QueueOpensAt),
+		QueueWindow:   r.QueueWindow,
+		EntriesOpenAt: utcOrZero(r.EntriesOpenAt),
+		Seed:          seedOf(r.Seed),
+	}
+}
+
+// seedOf reads a stored seed; NULL is domain.NoSeed.
+func seedOf(b []byte) domain.Seed {
+	var s domain.Seed
+	copy(s[:], b)
+	return s
+}
+
+// utcOrZero returns t in UTC, or the zero time for a NULL.
+func utcOrZero(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return t.UTC()
+}
+
+// setAdmission sets the admission settings of r from v: the mode's defaults and
+// the seed are the use case's (domain.Voucher.WithAdmissionDefaults).
+func (r *voucherRow) setAdmission(v domain.Voucher) {
+	r.Admission, r.Challenge, r.PowDifficulty = string(v.Admission), string(v.Challenge), v.PowDifficulty
+	if r.Admission == "" {
+		r.Admission = string(domain.AdmissionFirstCome)
+	}
+	if r.Challenge == "" {
+		r.Challenge = string(domain.ChallengeNone)
+	}
+	r.QueueOpensAt, r.QueueWindow, r.EntriesOpenAt = utcOrZero(v.QueueOpensAt), v.QueueWindow, utcOrZero(v.EntriesOpenAt)
+	if v.Seed != domain.NoSeed {
+		r.Seed = v.Seed[:]
 	}
 }
 
@@ -86,11 +138,13 @@ func (s *Vouchers) Create(ctx context.Context, v *domain.Voucher, by domain.Auth
 		Paused:       v.Paused,
 		CreatedAt:    now(),
 	}
+	row.setAdmission(*v)
 	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
 		// id, sold and version are the database's to set.
 		_, err := tx.NewInsert().
 			Model(&row).
 			Column("title", "stock", "begins_at", "ends_at", "per_user_limit", "paused", "created_at").
+			Column(admissionColumns...).
 			Returning(voucherColumns).
 			Exec(ctx)
 		if err != nil {

@@ -65,6 +65,8 @@ func TestVouchersCreateGet(t *testing.T) {
 		PerUserLimit: in.PerUserLimit,
 		Sold:         0,
 		CreatedAt:    v.CreatedAt,
+		Admission:    domain.AdmissionFirstCome,
+		Challenge:    domain.ChallengeNone,
 	}
 	if v != want {
 		t.Fatalf("Create left\n%+v, want\n%+v", v, want)
@@ -80,6 +82,36 @@ func TestVouchersCreateGet(t *testing.T) {
 
 	if second := create(t, vs, newVoucher("Tea", t0, t0.Add(time.Hour))); second.ID <= v.ID {
 		t.Fatalf("second voucher got id %d, want above %d", second.ID, v.ID)
+	}
+}
+
+func TestVouchersKeepTheirAdmission(t *testing.T) {
+	t.Parallel()
+	vs := sqlstore.NewVouchers(openMigrated(t))
+	room := newVoucher("Room", t0, t0.Add(time.Hour))
+	room.PerUserLimit = 1
+	room.Admission, room.Challenge, room.PowDifficulty = domain.AdmissionWaitingRoom, domain.ChallengePow, 20
+	room.QueueOpensAt, room.QueueWindow, room.Seed = t0.Add(-time.Minute), 250, domain.NewSeed()
+	draw := newVoucher("Draw", t0, t0.Add(time.Hour))
+	draw.PerUserLimit = 1
+	draw.Admission, draw.Challenge = domain.AdmissionDraw, domain.ChallengeNone
+	draw.EntriesOpenAt, draw.Seed = t0.Add(-time.Hour), domain.NewSeed()
+	for _, in := range []domain.Voucher{room, draw} {
+		v := create(t, vs, in)
+		got, err := vs.Get(context.Background(), v.ID)
+		if err != nil {
+			t.Fatalf("Get(%d): %v", v.ID, err)
+		}
+		want := in
+		want.ID, want.CreatedAt = v.ID, v.CreatedAt
+		for _, at := range []*time.Time{&want.BeginsAt, &want.EndsAt, &want.QueueOpensAt, &want.EntriesOpenAt} {
+			if !at.IsZero() {
+				*at = at.UTC().Truncate(time.Microsecond)
+			}
+		}
+		if v != want || got != want {
+			t.Fatalf("%s: Create left\n%+v\nGet read\n%+v\nwant\n%+v", in.Title, v, got, want)
+		}
 	}
 }
 

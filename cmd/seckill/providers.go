@@ -224,6 +224,7 @@ var httpSet = wire.NewSet(
 	httpOptions,
 	streams,
 	tokens,
+	passKey,
 	readinessChecks,
 	httpapi.New,
 )
@@ -564,6 +565,12 @@ func streams(cfg Config, changes ports.Changes, tickets ports.StreamTickets, log
 
 func tokens(cfg Config) *httpapi.Tokens {
 	return httpapi.NewTokens([]byte(cfg.JWTSecret))
+}
+
+// passKey is the key of the waiting rooms' passes, derived from the tokens' secret so
+// every instance holds the same one.
+func passKey(cfg Config) application.PassKey {
+	return application.NewPassKey([]byte(cfg.JWTSecret))
 }
 
 func readinessChecks(client redis.UniversalClient, db *bun.DB) []httpapi.Check {
