@@ -223,9 +223,7 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	route(http.MethodGet, api+"/orders/:id", h.getOrder, auth)
 	route(http.MethodPost, api+"/orders/:id/pay", h.payOrder, once(auth)...)
 	route(http.MethodPost, api+"/orders/:id/cancel", h.cancelOrder, once(auth)...)
-	route(http.MethodPost, waitlistRoute, h.joinWaitlist, once(auth)...)
-	route(http.MethodGet, waitlistRoute, h.waitlistPosition, auth)
-	route(http.MethodDelete, waitlistRoute, h.leaveWaitlist, once(auth)...)
+	waitlistRoutes(route, h, once(auth), auth)
 	streamRoutes(route, h, opts.Streams, metrics, auth, authenticateStream(tokens, opts.Streams), public)
 
 	operationRoutes(route, checks, opts, metrics, h.tellTime)
