@@ -180,3 +180,38 @@ func handedOff(orders []dbOrder) map[int64]bool {
 	}
 	return out
 }
+
+// TestWaitlistInTheZeroSetupMode: with nothing installed (the in-process Redis and
+// SQLite), a cancelled unit of a sold-out voucher becomes an awaiting_payment order of
+// the first on its waitlist, as on Redis and PostgreSQL.
+func TestWaitlistInTheZeroSetupMode(t *testing.T) {
+	fi := startZeroSetup(t)
+	v := fi.createVoucher(1, 1)
+	path := "/api/v1/vouchers/" + v + "/waitlist"
+	status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+v+"/grab", fi.token(1, false), nil)
+	if status != http.StatusAccepted {
+		t.Fatalf("grab: %d %v", status, body)
+	}
+	held := body["order_id"].(string)
+	for i, u := range []domain.UserID{2, 3} {
+		if status, body := fi.call(http.MethodPost, path, fi.token(u, false), nil); status != http.StatusAccepted || body["position"] != float64(i+1) {
+			t.Fatalf("join of user %d: %d %v", u, status, body)
+		}
+	}
+	testenv.Eventually(t, testenv.Patience, "the holder's order cancelled", func() (bool, string) {
+		status, body := fi.call(http.MethodPost, "/api/v1/orders/"+held+"/cancel", fi.token(1, false), nil)
+		return status == http.StatusOK, fmt.Sprintf("%d %v", status, body)
+	})
+	testenv.Eventually(t, testenv.Patience, "user 2's order awaiting payment", func() (bool, string) {
+		status, body := fi.call(http.MethodGet, "/api/v1/orders", fi.token(2, false), nil)
+		orders, _ := body["orders"].([]any)
+		return status == http.StatusOK && len(orders) == 1 && orders[0].(map[string]any)["status"] == "awaiting_payment",
+			fmt.Sprintf("%d %v", status, body)
+	})
+	if status, body := fi.call(http.MethodGet, path, fi.token(3, false), nil); status != http.StatusOK || body["position"] != 1.0 {
+		t.Fatalf("user 3's place: %d %v", status, body)
+	}
+	if status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+v+"/grab", fi.token(4, false), nil); status != http.StatusConflict {
+		t.Fatalf("a grab after the hand-off: %d %v, want sold_out", status, body)
+	}
+}
