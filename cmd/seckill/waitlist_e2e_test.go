@@ -215,3 +215,52 @@ func TestWaitlistInTheZeroSetupMode(t *testing.T) {
 		t.Fatalf("a grab after the hand-off: %d %v, want sold_out", status, body)
 	}
 }
+
+// TestWaitlistHandOffSurvivesKillNine: the hand-off is a stream entry like a grab's, so
+// an order handed to the waitlist is not lost when every process dies before any
+// worker persisted it: the API-only instance that ran the cancel (and its hand-off) is
+// killed with kill -9 while no worker runs, and a worker started afterwards persists
+// the handed-off order, awaiting payment, for the first on the waitlist.
+func TestWaitlistHandOffSurvivesKillNine(t *testing.T) {
+	fi := startFulfillInstance(t, "SECKILL_ROLES=api")
+	v := fi.createVoucher(1, 1)
+	worker := fi.startWorkerOnly()
+	status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+v+"/grab", fi.token(1, false), nil)
+	if status != http.StatusAccepted {
+		t.Fatalf("grab: %d %v", status, body)
+	}
+	held := body["order_id"].(string)
+	testenv.Eventually(t, testenv.Patience, "the holder's order persisted", func() (bool, string) {
+		os, err := fi.dbOrders(v)
+		return err == nil && len(os) == 1 && os[0].Status == "awaiting_payment", fmt.Sprintf("%v %v", os, err)
+	})
+	// No worker from here on.
+	if err := worker.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = worker.Wait() // "signal: killed"
+	if status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+v+"/waitlist", fi.token(2, false), nil); status != http.StatusAccepted {
+		t.Fatalf("join: %d %v", status, body)
+	}
+	entries := fi.streamLen(v)
+	if status, body := fi.call(http.MethodPost, "/api/v1/orders/"+held+"/cancel", fi.token(1, false), nil); status != http.StatusOK {
+		t.Fatalf("cancel: %d %v", status, body)
+	}
+	if got := fi.streamLen(v); got != entries+1 {
+		t.Fatalf("stream holds %d entries after the cancel, want %d (the hand-off's)", got, entries+1)
+	}
+	fi.kill()
+	fi.startWorkerOnly()
+	testenv.Eventually(t, testenv.Patience, "the handed-off order persisted by the new worker", func() (bool, string) {
+		os, err := fi.dbOrders(v)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, o := range os {
+			if o.User == 2 && o.Status == "awaiting_payment" {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(os)
+	})
+}
