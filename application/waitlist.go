@@ -50,8 +50,9 @@ func validWaitlistCall(voucher domain.VoucherID, user domain.UserID) error {
 // the order of that id, so however often the step that hands it runs, it is one order.
 // It returns a *domain.ValidationError, domain.ErrDenied, domain.ErrNotSoldOut, an
 // *domain.AlreadyPurchasedError naming the order the user holds, domain.ErrEnded,
-// domain.ErrNotFound (no such voucher), domain.ErrWaitlistUnsupported, or an error
-// wrapping domain.ErrUnavailable.
+// domain.ErrNotFound (no such voucher), domain.ErrWaitlistUnsupported (a voucher that
+// is not first come, or a stock strategy without waitlists), or an error wrapping
+// domain.ErrUnavailable.
 func (uc *Waitlist) Join(ctx context.Context, voucher domain.VoucherID, user domain.UserID) (int, error) {
 	if err := validWaitlistCall(voucher, user); err != nil {
 		return 0, err
@@ -59,16 +60,19 @@ func (uc *Waitlist) Join(ctx context.Context, voucher domain.VoucherID, user dom
 	if uc.denied != nil && uc.denied.Denied(user) {
 		return 0, domain.ErrDenied
 	}
-	pos, err := uc.list.Join(ctx, voucher, user, uc.ids.NewOrderID())
-	if !errors.Is(err, domain.ErrNotFound) {
-		return pos, err
-	}
-	// No sale state: an unknown voucher, one whose keys expired after its sale, or one
-	// whose state Redis lost (the next grab rebuilds it; see GrabVoucher).
 	v, err := uc.vouchers.Get(ctx, voucher)
 	if err != nil {
 		return 0, err
 	}
+	if v.Admission != "" && v.Admission != domain.AdmissionFirstCome {
+		return 0, fmt.Errorf("voucher %s admits by %s: %w", v.ID, v.Admission, domain.ErrWaitlistUnsupported)
+	}
+	pos, err := uc.list.Join(ctx, voucher, user, uc.ids.NewOrderID())
+	if !errors.Is(err, domain.ErrNotFound) {
+		return pos, err
+	}
+	// No sale state: its keys expired after its sale, or Redis lost it (the next grab
+	// rebuilds it; see GrabVoucher).
 	if !uc.clock.Now().Before(v.EndsAt) {
 		return 0, domain.ErrEnded
 	}

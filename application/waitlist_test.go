@@ -146,3 +146,19 @@ func TestDeniedUserIsKeptOffTheWaitlist(t *testing.T) {
 		t.Fatalf("join of a denied user: %v", err)
 	}
 }
+
+// TestWaitlistIsForFirstComeVouchers: a draw's voucher has no waitlist.
+func TestWaitlistIsForFirstComeVouchers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newGrabFixture(t, window)
+	draw := window
+	draw.Admission = domain.AdmissionDraw
+	if err := f.vouchers.Create(ctx, &draw, domain.Author{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	uc := application.NewWaitlist(newFakeWaitlist(), f.vouchers, &memory.OrderIDs{}, f.clock, nil)
+	if _, err := uc.Join(ctx, draw.ID, 1); !errors.Is(err, domain.ErrWaitlistUnsupported) {
+		t.Fatalf("join of a draw's waitlist: %v, want unsupported", err)
+	}
+}

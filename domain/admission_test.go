@@ -3,6 +3,7 @@ package domain_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,5 +157,23 @@ func TestAdmissionSettings(t *testing.T) {
 		if err := v.ValidateNew(now); !errors.As(err, &verr) || verr.Field != c.field {
 			t.Errorf("%s: ValidateNew = %v, want a validation error on %s", c.name, err, c.field)
 		}
+	}
+}
+
+func TestTheAuditOfACreationNamesTheAdmissionButNeverTheSeed(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	v := domain.Voucher{ID: 3, Title: "t", Stock: 10, PerUserLimit: 1, BeginsAt: now.Add(time.Hour), EndsAt: now.Add(2 * time.Hour),
+		Admission: domain.AdmissionWaitingRoom, Challenge: domain.ChallengePow, Seed: countingSeed()}
+	v = v.WithAdmissionDefaults(now)
+	e := domain.VoucherAudit(domain.AuditVoucherCreate, domain.Author{Actor: "1"}, nil, v)
+	after := string(e.After)
+	for _, want := range []string{`"admission":"waiting_room"`, `"challenge":"pow"`, `"pow_difficulty":16`, `"queue_window":500`,
+		`"commitment":"630dcd2966c4336691125448bbb25b4ff412a49c732db2c8abc1b8581bd710dd"`} {
+		if !strings.Contains(after, want) {
+			t.Errorf("audit after = %s, want it to hold %s", after, want)
+		}
+	}
+	if strings.Contains(after, "seed") || strings.Contains(after, "000102030405") {
+		t.Errorf("audit after = %s: it shows the seed", after)
 	}
 }

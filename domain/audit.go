@@ -69,7 +69,7 @@ func VoucherAudit(action AuditAction, by Author, before *Voucher, after Voucher)
 // voucherFields are the fields of v an admin sets, by their names in the API, as
 // comparable values.
 func voucherFields(v Voucher) map[string]any {
-	return map[string]any{
+	f := map[string]any{
 		"title":          v.Title,
 		"stock":          v.Stock,
 		"begins_at":      v.BeginsAt.UTC().Format(time.RFC3339Nano),
@@ -77,6 +77,21 @@ func voucherFields(v Voucher) map[string]any {
 		"per_user_limit": v.PerUserLimit,
 		"paused":         v.Paused,
 	}
+	// The admission settings, set once at creation, where they differ from first
+	// come with no challenge; the seed never (only its commitment).
+	if v.Admission != "" && v.Admission != AdmissionFirstCome {
+		f["admission"], f["commitment"] = string(v.Admission), v.Commitment()
+	}
+	if v.Challenge == ChallengePow {
+		f["challenge"], f["pow_difficulty"] = string(v.Challenge), v.PowDifficulty
+	}
+	if v.QueueWindow > 0 {
+		f["queue_window"], f["queue_opens_at"] = v.QueueWindow, v.QueueOpensAt.UTC().Format(time.RFC3339Nano)
+	}
+	if !v.EntriesOpenAt.IsZero() {
+		f["entries_open_at"] = v.EntriesOpenAt.UTC().Format(time.RFC3339Nano)
+	}
+	return f
 }
 
 // mustJSON encodes m, which holds strings, integers and booleans only, so encoding

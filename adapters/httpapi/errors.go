@@ -145,7 +145,7 @@ var sentinelAnswers = []struct {
 	{domain.ErrPaused, http.StatusConflict, "paused", "the sale is paused"},
 	{domain.ErrNotEnoughUnits, http.StatusConflict, "not_enough_units", "fewer units are on sale than that (a sale keeps one unit at least: to stop it, end or pause it)"},
 	{domain.ErrAlreadyStarted, http.StatusConflict, "already_started", "the sale has started: its begins_at cannot move"},
-	{domain.ErrWaitlistUnsupported, http.StatusConflict, "waitlist_unsupported", "this deployment's stock strategy keeps no waitlist (it needs SECKILL_STOCK_STRATEGY lua or watch)"},
+	{domain.ErrWaitlistUnsupported, http.StatusConflict, "waitlist_unsupported", "no waitlist here: it is kept for first-come vouchers, on the lua or watch stock strategy"},
 	{domain.ErrInvalidState, http.StatusConflict, "invalid_state", "the order is not in a state that allows this"},
 	{domain.ErrNotFound, http.StatusNotFound, "not_found", "not found"},
 	{errUnauthorized, http.StatusUnauthorized, "unauthorized", errUnauthorized.Error()},

@@ -225,7 +225,8 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	route(http.MethodGet, api+"/orders/:id", h.getOrder, auth)
 	route(http.MethodPost, api+"/orders/:id/pay", h.payOrder, once(auth)...)
 	route(http.MethodPost, api+"/orders/:id/cancel", h.cancelOrder, once(auth)...)
-	waitlistAndDrawRoutes(route, h, once(auth), auth, public)
+	waitlistRoutes(route, h, once(auth), auth)
+	drawRoutes(route, h, once(auth), public)
 	streamRoutes(route, h, opts.Streams, metrics, auth, authenticateStream(tokens, opts.Streams), public)
 
 	operationRoutes(route, checks, opts, metrics, h.tellTime)
@@ -233,14 +234,10 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	return e
 }
 
-// waitlistAndDrawRoutes adds the routes of a waitlist and of a draw through route: the
-// writes behind userOnce (a user, Idempotency-Key kept), the waitlist's reads behind
-// auth, the draw's public ones behind public.
-func waitlistAndDrawRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc), h handlers,
-	userOnce []echo.MiddlewareFunc, auth echo.MiddlewareFunc, public []echo.MiddlewareFunc) {
-	route(http.MethodPost, waitlistRoute, h.joinWaitlist, userOnce...)
-	route(http.MethodGet, waitlistRoute, h.waitlistPosition, auth)
-	route(http.MethodDelete, waitlistRoute, h.leaveWaitlist, userOnce...)
+// drawRoutes adds the routes of a draw through route: the entry behind userOnce (a
+// user, Idempotency-Key kept), the draw's public reads behind public.
+func drawRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc), h handlers,
+	userOnce []echo.MiddlewareFunc, public []echo.MiddlewareFunc) {
 	route(http.MethodPost, entriesRoute, h.enterDraw, userOnce...)
 	route(http.MethodGet, drawRoute, h.getDraw, public...)
 	route(http.MethodGet, drawEntrantsRoute, h.drawEntrants, public...)

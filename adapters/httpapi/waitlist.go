@@ -12,6 +12,15 @@ import (
 // caller's position, DELETE leaves it.
 const waitlistRoute = "/api/v1/vouchers/:id/waitlist"
 
+// waitlistRoutes adds the waitlist's routes through route: the writes behind userOnce
+// (a user, Idempotency-Key kept), the read behind auth.
+func waitlistRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc), h handlers,
+	userOnce []echo.MiddlewareFunc, auth echo.MiddlewareFunc) {
+	route(http.MethodPost, waitlistRoute, h.joinWaitlist, userOnce...)
+	route(http.MethodGet, waitlistRoute, h.waitlistPosition, auth)
+	route(http.MethodDelete, waitlistRoute, h.leaveWaitlist, userOnce...)
+}
+
 // positionJSON is the contract's answer of a waitlist join or read.
 type positionJSON struct {
 	Position int `json:"position"`

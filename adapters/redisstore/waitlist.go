@@ -181,3 +181,33 @@ func (s *Stock) handedOff(ctx context.Context, voucher domain.VoucherID, pairs [
 	}
 	_, _ = pipe.Exec(ctx) //nolint:errcheck // see above: the index is a hint
 }
+
+// Waiting returns how many users wait on the waitlists of every voucher whose
+// reservations the queue reads (Keys.Active: those on sale, and those whose sale
+// ended a moment ago), in two round trips: the vouchers, then each one's length.
+func (w *Waitlist) Waiting(ctx context.Context) (int, error) {
+	ids, err := w.s.client.ZRange(ctx, w.s.keys.Active(), 0, -1).Result()
+	if err != nil {
+		return 0, fmt.Errorf("waitlists' length: %w: %w", domain.ErrUnavailable, err)
+	}
+	pipe := w.s.client.Pipeline()
+	cards := make([]*redis.IntCmd, 0, len(ids))
+	for _, v := range ids {
+		id, err := domain.ParseVoucherID(v)
+		if err != nil {
+			continue
+		}
+		cards = append(cards, pipe.ZCard(ctx, w.s.keys.Waitlist(id)))
+	}
+	if len(cards) == 0 {
+		return 0, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("waitlists' length: %w: %w", domain.ErrUnavailable, err)
+	}
+	n := 0
+	for _, c := range cards {
+		n += int(c.Val())
+	}
+	return n, nil
+}

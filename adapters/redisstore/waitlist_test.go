@@ -241,12 +241,26 @@ func TestWaitlistDrop(t *testing.T) {
 }
 
 // TestWaitlistWinsEveryReturnedUnit releases a sold-out voucher's orders one by one
-// while grabs of fresh users race for the same units: every unit goes to the
-// waitlist, in its order; no grab takes one, nothing is oversold.
+// while grabs of fresh users race for the same units, through the reserve script and
+// through the WATCH strategy (whose releases are the same script): every unit goes to
+// the waitlist, in its order; no grab takes one, nothing is oversold.
 func TestWaitlistWinsEveryReturnedUnit(t *testing.T) {
 	t.Parallel()
+	for name, watch := range map[string]bool{"lua": false, "watch": true} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			waitlistWinsEveryReturnedUnit(t, watch)
+		})
+	}
+}
+
+func waitlistWinsEveryReturnedUnit(t *testing.T, watch bool) {
 	ctx := context.Background()
 	client, s := newStock(t, 0)
+	var grabs ports.Stock = s
+	if watch {
+		grabs = redisstore.NewWatchStock(s, redisstore.DefaultWatchAttempts)
+	}
 	w := redisstore.NewWaitlist(s)
 	const units = 20
 	v := liveVoucher(7, units, 1)
@@ -270,10 +284,10 @@ func TestWaitlistWinsEveryReturnedUnit(t *testing.T) {
 			for i := 0; !stop.Load(); i++ {
 				r := domain.Reservation{OrderID: domain.OrderID(fmt.Sprintf("g%d-%d", g, i)), VoucherID: v.ID,
 					UserID: domain.UserID(100000 + g*100000 + i), Quantity: 1}
-				err := s.Reserve(ctx, r)
+				err := grabs.Reserve(ctx, r)
 				if err == nil {
 					grabbed.Add(1)
-				} else if !errors.Is(err, domain.ErrSoldOut) {
+				} else if !errors.Is(err, domain.ErrSoldOut) && !(watch && errors.Is(err, domain.ErrUnavailable)) {
 					t.Errorf("grab: %v", err)
 					return
 				}

@@ -62,7 +62,7 @@ func newMetrics() *metrics {
 		failed:       counter("seckill_reservations_failed_total", "Reservations that could never become live orders: stored as failed, their units returned."),
 		deadLetters:  counter("seckill_dead_letters_total", "Queue entries moved to a dead-letter stream (malformed, or failing past the delivery limit)."),
 		expired:      counter("seckill_orders_expired_total", "Orders expired unpaid by this instance."),
-		released:     counter("seckill_units_released_total", "Units put back on sale (cancelled, expired or failed orders, reconciliation repairs)."),
+		released:     counter("seckill_units_released_total", "Units given back (cancelled, expired or failed orders, reconciliation repairs): put back on sale, or handed to a waitlist (seckill_waitlist_handoffs_total)."),
 		unchecked:    counter("seckill_reconcile_unchecked_total", "Vouchers the periodic reconciliation could not check (Redis or the database failed for them); each is checked again at the next pass."),
 		statements:   counter("seckill_db_statements_total", "Statements this process sent to the database, BEGIN and COMMIT included."),
 		draws:        counter("seckill_draws_total", "Draws this instance carried out to their end (recorded, every winner's order reserved, the backfill in place)."),
@@ -202,9 +202,14 @@ const backlogTimeout = time.Second
 // the queue), the Redis and database connection pools — and returns the HTTP layer's
 // instruments on the same registry.
 func httpMetrics(m *metrics, client redis.UniversalClient, db *bun.DB, queue *redisstore.Queue, hooks *sqlstore.Webhooks,
-	denied *application.DeniedUsers, log *zap.Logger) *httpapi.Metrics {
+	denied *application.DeniedUsers, stock *redisstore.Stock, log *zap.Logger) *httpapi.Metrics {
 	backlog := newBacklogCollector(queue, log)
 	m.reg.MustRegister(backlog, collectors.NewDBStatsCollector(db.DB, "seckill"), newWebhookCollector(hooks, log),
+		newWaitlistCollector(redisstore.NewWaitlist(stock), log),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "seckill_waitlist_handoffs_total",
+			Help: "Units this instance handed to the first on a voucher's waitlist as they came back (a cancel, an expiry, a failed reservation, add_units), before they could go back on sale.",
+		}, func() float64 { return float64(stock.HandOffs()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "seckill_denied_users",
 			Help: "Users on the deny list as this instance last loaded it (at start, every " + denyReload.String() + ", and at once when a change is announced).",
@@ -358,4 +363,33 @@ func (m *metrics) drawn(entrants, winners int, took time.Duration) {
 	m.drawEntrants.Add(float64(entrants))
 	m.drawWinners.Add(float64(winners))
 	m.drawDuration.Observe(took.Seconds())
+}
+
+// waitlistCollector reads the users waiting on the waitlists of the vouchers on sale
+// once per scrape; a scrape that cannot reach Redis reports nothing (the breaker's
+// gauge says why).
+type waitlistCollector struct {
+	waitlist *redisstore.Waitlist
+	log      *zap.Logger
+	length   *prometheus.Desc
+}
+
+func newWaitlistCollector(w *redisstore.Waitlist, log *zap.Logger) *waitlistCollector {
+	return &waitlistCollector{waitlist: w, log: log, length: prometheus.NewDesc("seckill_waitlist_length",
+		"Users waiting on the waitlists of the vouchers on sale (and of those whose sale ended a moment ago), all instances.", nil, nil)}
+}
+
+// Describe implements prometheus.Collector.
+func (w *waitlistCollector) Describe(ch chan<- *prometheus.Desc) { ch <- w.length }
+
+// Collect implements prometheus.Collector.
+func (w *waitlistCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), backlogTimeout)
+	defer cancel()
+	n, err := w.waitlist.Waiting(ctx)
+	if err != nil {
+		w.log.Debug("metrics: measure the waitlists", zap.Error(err))
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(w.length, prometheus.GaugeValue, float64(n))
 }

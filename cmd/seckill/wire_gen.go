@@ -42,7 +42,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	webhooks := sqlstore.NewWebhooks(db)
 	denyList := sqlstore.NewDenyList(db)
 	deniedUsers := application.NewDeniedUsers(denyList)
-	httpapiMetrics := httpMetrics(mainMetrics, universalClient, db, queue, webhooks, deniedUsers, log)
+	stock := redisstore.NewStock(universalClient, options)
+	httpapiMetrics := httpMetrics(mainMetrics, universalClient, db, queue, webhooks, deniedUsers, stock, log)
 	domainPaymentWindow := paymentWindow(cfg)
 	changes := redisstore.NewChanges(universalClient, options)
 	tickets := redisstore.NewTickets(universalClient, options)
@@ -55,7 +56,6 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		cleanup()
 		return nil, nil, err
 	}
-	stock := redisstore.NewStock(universalClient, options)
 	sqlstoreStock := sqlstore.NewStock(db, clock)
 	portsStock := selectStock(stockStrategy, stock, sqlstoreStock)
 	createVoucher := application.NewCreateVoucher(vouchers, portsStock, clock)

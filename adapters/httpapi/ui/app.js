@@ -214,7 +214,8 @@ function counts(v, st) {
   return el("div", {},
     el("table", { class: "counts", "aria-label": `units of voucher ${v.id} by state` }, el("thead", {}, head), el("tbody", {}, body)),
     el("p", { class: "muted small" }, `stock ${st.stock} · queue entries not yet acknowledged ${st.pending}` +
-      (st.oldest_queued_ms !== undefined ? ` · oldest queued ${st.oldest_queued_ms} ms` : "")));
+      (st.oldest_queued_ms !== undefined ? ` · oldest queued ${st.oldest_queued_ms} ms` : "") + " · on the waitlist ",
+      el("span", { "data-waitlist": "" }, String(st.waitlist ?? 0))));
 }
 
 function button(action, text, onClick, disabled) {
