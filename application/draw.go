@@ -24,12 +24,14 @@ func NewEnterDraw(entries ports.Entries, vouchers ports.Vouchers, denied *Denied
 	return &EnterDraw{entries: entries, vouchers: vouchers, denied: denied}
 }
 
-// Handle enters user in voucher's draw and returns how many users have entered. It
-// returns a *domain.ValidationError, domain.ErrDenied, domain.ErrNotFound,
+// Handle enters user in voucher's draw and returns how many users have entered. prove
+// (nil: none) checks what the voucher asks of the entry (its challenge) once the
+// voucher is known to be a draw, before the entry; its error is returned as it is.
+// It returns a *domain.ValidationError, domain.ErrDenied, domain.ErrNotFound,
 // domain.ErrNotDraw (a voucher of another admission mode), domain.ErrNotStarted
 // (before entries_open_at), domain.ErrEntriesClosed (from begins_at),
 // domain.ErrDrawUnsupported, or an error wrapping domain.ErrUnavailable.
-func (uc *EnterDraw) Handle(ctx context.Context, voucher domain.VoucherID, user domain.UserID) (int, error) {
+func (uc *EnterDraw) Handle(ctx context.Context, voucher domain.VoucherID, user domain.UserID, prove func(domain.Voucher) error) (int, error) {
 	if err := validWaitlistCall(voucher, user); err != nil {
 		return 0, err
 	}
@@ -42,6 +44,11 @@ func (uc *EnterDraw) Handle(ctx context.Context, voucher domain.VoucherID, user 
 	}
 	if v.Admission != domain.AdmissionDraw {
 		return 0, domain.ErrNotDraw
+	}
+	if prove != nil {
+		if err := prove(v); err != nil {
+			return 0, err
+		}
 	}
 	return uc.entries.Enter(ctx, v, user)
 }

@@ -25,13 +25,16 @@ type Stock interface {
 	// Reserve takes r.Quantity units for r.UserID atomically and records the
 	// reservation for fulfillment. The grab is judged at r.At; a zero r.At is judged
 	// by the sale's clock at the moment the stock judges it (Redis's TIME, the clock
-	// every instance shares), which then stamps the reservation. It returns
-	// domain.ErrPaused, domain.ErrNotStarted, domain.ErrEnded (also for a sale the
-	// queue has settled), a *domain.ValidationError (quantity below 1 or above the
-	// per-user limit), an *domain.AlreadyPurchasedError naming the existing order,
-	// domain.ErrSoldOut, domain.ErrNotFound (no sale state for the voucher), a
-	// *domain.RateLimitedError (the user's grabs of the voucher are over their rate),
-	// or an error wrapping domain.ErrUnavailable (the sale state is being restored,
+	// every instance shares), which then stamps the reservation. The voucher's gates
+	// come first (domain.Sale.Judge): a proof-of-work sale takes only r.Proven, a
+	// waiting room only a grab whose pass (r.Pass) the stock holds outstanding and
+	// unexpired, and the reservation uses the pass up in the same step. It returns
+	// domain.ErrChallengeRequired, domain.ErrQueueRequired, domain.ErrPaused,
+	// domain.ErrNotStarted, domain.ErrEnded (also for a sale the queue has settled), a
+	// *domain.ValidationError (quantity below 1 or above the per-user limit), an
+	// *domain.AlreadyPurchasedError naming the existing order, domain.ErrSoldOut,
+	// domain.ErrNotFound (no sale state for the voucher), a *domain.RateLimitedError
+	// (the user's grabs of the voucher are over their rate), or an error wrapping domain.ErrUnavailable (the sale state is being restored,
 	// the voucher's backlog is over its bound, the store is down or too busy: nothing
 	// was taken, or the outcome is unknown — a retry tells).
 	Reserve(ctx context.Context, r domain.Reservation) error

@@ -60,6 +60,7 @@ func (e errorBody) appendJSON(b []byte) []byte {
 		b = append(b, `,"order_id":`...)
 		b = appendJSONString(b, d.OrderID)
 	}
+	b = d.appendChallenge(b)
 	if d.RequestID != "" {
 		b = append(b, `,"request_id":`...)
 		b = appendJSONString(b, d.RequestID)

@@ -34,6 +34,9 @@ func TestAnswersEncodeAsEncodingJSON(t *testing.T) {
 			errorBody{Error: errorDetail{Code: "sold_out", Message: s}},
 			errorBody{Error: errorDetail{Code: s, Message: "m", OrderID: s, RequestID: s}},
 			errorBody{Error: errorDetail{Code: "c", Message: "m", RequestID: s}},
+			errorBody{Error: errorDetail{Code: "challenge_required", Message: "m", Challenge: s, Difficulty: 18,
+				ExpiresAt: "2026-12-01T21:00:00.123Z", RequestID: s}},
+			errorBody{Error: errorDetail{Code: "challenge_required", Message: s, SiteKey: s, Action: s, CData: s}},
 		} {
 			if got, want := string(append(v.appendJSON(nil), '\n')), encodingJSON(t, v); got != want {
 				t.Errorf("%#v:\n got %q\nwant %q", v, got, want)

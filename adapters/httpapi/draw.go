@@ -38,7 +38,8 @@ type drawJSON struct {
 }
 
 // enterDraw enters the caller in a draw voucher and answers 202, again 202 for a user
-// who entered already. The body, when sent, is an empty object.
+// who entered already; a voucher with a challenge asks for a proof first
+// (requireProof, X-Seckill-Pow). The body, when sent, is an empty object.
 func (h handlers) enterDraw(c echo.Context) error {
 	id, err := domain.ParseVoucherID(c.Param("id"))
 	if err != nil {
@@ -48,7 +49,10 @@ func (h handlers) enterDraw(c echo.Context) error {
 	if err := decodeJSON(c, &req, true); err != nil {
 		return err
 	}
-	n, err := h.uc.EnterDraw.Handle(c.Request().Context(), id, principal(c).User)
+	user := principal(c).User
+	n, err := h.uc.EnterDraw.Handle(c.Request().Context(), id, user, func(v domain.Voucher) error {
+		return h.requireProof(c, v, user)
+	})
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,15 @@ type errorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	OrderID string `json:"order_id,omitempty"`
+	// With challenge_required, a fresh challenge to answer: the proof of work's
+	// (Challenge, Difficulty, ExpiresAt in RFC 3339), or Turnstile's widget settings
+	// (SiteKey, Action, CData). See challengeAnswer.
+	Challenge  string `json:"challenge,omitempty"`
+	Difficulty int    `json:"difficulty,omitempty"`
+	ExpiresAt  string `json:"expires_at,omitempty"`
+	SiteKey    string `json:"sitekey,omitempty"`
+	Action     string `json:"action,omitempty"`
+	CData      string `json:"cdata,omitempty"`
 	// RequestID is the X-Request-ID of the request answered, for support to find it.
 	RequestID string `json:"request_id,omitempty"`
 }
@@ -109,6 +118,9 @@ func classify(err error) (int, errorDetail) {
 	}
 	if ap, ok := errors.AsType[*domain.AlreadyPurchasedError](err); ok {
 		return http.StatusConflict, errorDetail{Code: "already_purchased", Message: "you already hold an order for this voucher", OrderID: string(ap.OrderID)}
+	}
+	if cr, ok := errors.AsType[*challengeRequired](err); ok {
+		return http.StatusForbidden, cr.detail()
 	}
 	if ve, ok := errors.AsType[*domain.ValidationError](err); ok {
 		return http.StatusBadRequest, errorDetail{Code: "invalid_request", Message: ve.Error()}

@@ -60,7 +60,6 @@ func TestGrabAWaitingRoomNeedsAPass(t *testing.T) {
 	const user domain.UserID = 20
 	tok := a.token(user, false)
 	later := time.Now().Add(domain.PassLifetime)
-	pass := a.admit(id, user, later, a.passKey)
 	// Another user's and another voucher's passes, each outstanding where it belongs.
 	borrowed := a.admit(id, 21, later, a.passKey)
 	elsewhere := a.admit(other, user, later, a.passKey)
@@ -75,8 +74,9 @@ func TestGrabAWaitingRoomNeedsAPass(t *testing.T) {
 		"another voucher's pass":  {httpapi.PassHeader, elsewhere},
 		"a pass never given here": {httpapi.PassHeader, domain.SignPass(a.passKey, domain.Pass{Voucher: id, User: user, Expires: later.Add(time.Second)})},
 	}
-	// The forged and expired passes above replaced the user's member: give it back.
-	pass = a.admit(id, user, later, a.passKey)
+	// The user's own pass, admitted last: the forged and expired ones above replaced
+	// the user's member each time.
+	pass := a.admit(id, user, later, a.passKey)
 	for name, header := range refused {
 		r := a.grabWith(id, tok, header...)
 		if r.Status != http.StatusForbidden || r.code() != "queue_required" {

@@ -131,7 +131,9 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	denyChanges := redisstore.NewDenyChanges(rdb, redisstore.Options{Prefix: prefix})
 	denied := application.NewDeniedUsers(denyList)
 	passKey := application.NewPassKey([]byte(secret))
-	grabOpts := application.GrabOptions{SoldOutTTL: time.Minute, Denied: denied, PassKey: passKey}
+	pow := redisstore.NewProofOfWork(rdb, redisstore.Options{Prefix: prefix}, clock)
+	verifyProof := application.NewVerifyProof(pow)
+	grabOpts := application.GrabOptions{SoldOutTTL: time.Minute, Denied: denied, PassKey: passKey, Proofs: verifyProof}
 	if cfg.noDenyList {
 		grabOpts.Denied = nil
 	}
@@ -164,6 +166,8 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 			AllowUser:           application.NewAllowUser(denyList, denyChanges, denied),
 			ListDenied:          application.NewListDenied(denyList),
 			Waitlist:            application.NewWaitlist(waitlist, vouchers, ids, clock, denied),
+			IssueChallenge:      application.NewIssueChallenge(vouchers, pow, clock),
+			VerifyProof:         verifyProof,
 		},
 		tokens,
 		[]httpapi.Check{

@@ -47,6 +47,10 @@ type Metrics struct {
 	streamEvents   *prometheus.CounterVec
 	streamsDropped prometheus.Counter
 	streamsRefused prometheus.Counter
+
+	// powRaise is the bits the last challenge issued here added to its voucher's
+	// pow_difficulty for the load.
+	powRaise prometheus.Gauge
 }
 
 // durationSeries names one series of the duration histogram.
@@ -88,7 +92,11 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		Name: "seckill_streams_refused_total",
 		Help: "Event streams refused with 503 because SECKILL_MAX_STREAMS were open on this instance.",
 	})
-	reg.MustRegister(m.grabs, m.duration, m.streamsOpen, m.streamEvents, m.streamsDropped, m.streamsRefused)
+	m.powRaise = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "seckill_pow_difficulty_raise_bits",
+		Help: "Bits the last proof-of-work challenge issued on this instance asked for above its voucher's pow_difficulty: 2 while more than 80% of the grab door's limit (SECKILL_MAX_INFLIGHT, adapted) was in flight, else 0.",
+	})
+	reg.MustRegister(m.grabs, m.duration, m.streamsOpen, m.streamEvents, m.streamsDropped, m.streamsRefused, m.powRaise)
 	for _, kind := range []string{eventOrder, eventVoucher} {
 		m.streamEvents.WithLabelValues(kind)
 	}

@@ -112,6 +112,10 @@ type UseCases struct {
 	Waitlist            *application.Waitlist
 	EnterDraw           *application.EnterDraw
 	GetDraw             *application.GetDraw
+	// IssueChallenge and VerifyProof hand out and check the proofs a voucher with a
+	// challenge asks for; nil answers every challenge 404 and refuses every proof.
+	IssueChallenge *application.IssueChallenge
+	VerifyProof    *application.VerifyProof
 }
 
 // Check is one dependency /readyz asks about.
@@ -181,8 +185,6 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	// runs itself.
 	e.Use(func(echo.HandlerFunc) echo.HandlerFunc { return everyRequest })
 
-	h := handlers{uc: uc, log: log, clock: opts.Clock, payment: opts.PaymentWindow, streams: opts.Streams}
-	auth := authenticate(tokens)
 	// The grab's gate runs after authentication (an anonymous flood is turned away
 	// without taking a slot) and before the handler; the reads anyone may call are
 	// limited per client address. Health checks are never limited.
@@ -190,6 +192,9 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 		MaxInflight: opts.MaxInflight, Target: opts.RequestTimeout / 2, BodyTimeout: opts.RequestTimeout,
 		PerSecond: opts.GrabRate, Burst: opts.GrabBurst,
 	})
+	h := handlers{uc: uc, log: log, clock: opts.Clock, payment: opts.PaymentWindow, streams: opts.Streams,
+		door: admission, metrics: metrics}
+	auth := authenticate(tokens)
 	grab := []echo.MiddlewareFunc{metrics.countGrabs, auth, admission.Middleware()}
 	var public []echo.MiddlewareFunc
 	if opts.IPLimit > 0 {
@@ -213,6 +218,7 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	route(http.MethodGet, api+"/vouchers", h.listVouchers, public...)
 	route(http.MethodGet, api+"/vouchers/:id", h.getVoucher, public...)
 	route(http.MethodPost, grabRoute, h.grab, grab...)
+	route(http.MethodGet, challengeRoute, h.issueChallenge, auth)
 	route(http.MethodGet, api+"/vouchers/:id/stats", h.voucherStats, auth, requireAdmin)
 	route(http.MethodPost, api+"/vouchers/:id/pause", h.pauseSale(true), auth, requireAdmin)
 	route(http.MethodPost, api+"/vouchers/:id/resume", h.pauseSale(false), auth, requireAdmin)

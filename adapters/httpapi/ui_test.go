@@ -430,3 +430,44 @@ func TestUIRunsASaleInChromium(t *testing.T) {
 		t.Fatalf("the token is still in sessionStorage after sign out: %q", stored)
 	}
 }
+
+// A person grabs a sale with a proof of work from the live page, in a real headless
+// Chromium, and never sees the challenge: with a user's token the page fetches a
+// challenge, solves it with Web Crypto and sends the proof (X-Seckill-Pow) with the
+// grab, which is taken and spends the proof.
+func TestUIGrabsWithAProofOfWorkInChromium(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	const difficulty = 12
+	id := a.createPowVoucher(3, difficulty)
+	row := fmt.Sprintf(`tr[data-voucher-id="%s"]`, id)
+	ctx := browser(t)
+	navCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(navCtx, chromedp.Navigate(a.url+"/ui/")); err != nil {
+		t.Fatalf("open the page: %v", err)
+	}
+	waitShown(t, ctx, id, "3 before the grab", func(n int) bool { return n == 3 })
+	// The proofs the page sends, as the server gets them.
+	evaluate[bool](t, ctx, `window.proofs = []; window.fetch = ((f) => (u, o) => {
+		if (o && o.headers && o.headers["X-Seckill-Pow"]) window.proofs.push(o.headers["X-Seckill-Pow"]); return f(u, o); })(window.fetch); true`)
+	evaluate[bool](t, ctx, fmt.Sprintf(`document.getElementById("token").value = %q;
+		document.getElementById("token-form").requestSubmit(); true`, a.token(77, false)))
+	click(t, ctx, row+" button.grab")
+	waitText(t, ctx, "#action-note", "grabbed, order ")
+	waitShown(t, ctx, id, "2 after the grab", func(n int) bool { return n == 2 })
+	proofs := evaluate[[]string](t, ctx, `window.proofs`)
+	if len(proofs) != 1 {
+		t.Fatalf("the page sent proofs %q, want one", proofs)
+	}
+	challenge, nonce, _ := strings.Cut(proofs[0], ":")
+	if !domain.PowSolves(challenge, nonce, difficulty) {
+		t.Fatalf("the page's proof %q does not solve its challenge at %d bits", proofs[0], difficulty)
+	}
+	// The proof was spent: the same grab again is refused for want of a proof, with a
+	// fresh challenge.
+	r := a.serveFrom(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", a.token(77, false), "", "192.0.2.1:1", "X-Seckill-Pow", proofs[0])
+	if e, _ := r.Body["error"].(map[string]any); r.Status != http.StatusForbidden || r.code() != "challenge_required" || e["challenge"] == "" || e["difficulty"] != float64(difficulty) {
+		t.Fatalf("the spent proof again: %d %s, want 403 challenge_required with a fresh challenge", r.Status, r.Raw)
+	}
+}

@@ -21,6 +21,10 @@ type handlers struct {
 	payment domain.PaymentWindow
 	// streams holds the event streams; nil when the API has none.
 	streams *Streams
+	// door is the grab's admission, whose load raises the challenges' difficulty;
+	// metrics the API's instruments.
+	door    *Admission
+	metrics *Metrics
 }
 
 // VoucherJSON is the contract's voucher, as the API answers it and a client (the
@@ -280,12 +284,13 @@ func (h handlers) grab(c echo.Context) error {
 	// A waiting room's pass and a solved challenge travel as headers, so a grab keeps
 	// its body (most send none).
 	header := c.Request().Header
+	user := principal(c).User
 	r, err := h.uc.GrabVoucher.Handle(c.Request().Context(), application.GrabVoucherCmd{
-		VoucherID: id, UserID: principal(c).User, Quantity: qty,
+		VoucherID: id, UserID: user, Quantity: qty,
 		Pass: header.Get(PassHeader), Proof: header.Get(PowHeader),
 	})
 	if err != nil {
-		return err
+		return h.withChallenge(c, id, user, err)
 	}
 	return answerJSON(c, http.StatusAccepted, grabResponse{
 		OrderID: string(r.OrderID), VoucherID: r.VoucherID.String(), Quantity: r.Quantity, Status: domain.StatusQueued,

@@ -19,25 +19,46 @@ import (
 // BenchmarkReserve measures successful reservations (checks, decrement, buyer and order
 // records, XADD) by distinct users, 32 per CPU at once, on one voucher with stock for
 // all: "batched" shares calls between concurrent grabs as serve does, "per-grab" makes
-// one script call per grab (Options.MaxBatch 1), in the same run. Besides the rate it
-// reports Redis's own CPU time per reservation (INFO cpu, user + system, so the
-// network work counts) and the grabs per call.
+// one script call per grab (Options.MaxBatch 1), in the same run; "batched-pass" and
+// "per-grab-pass" are the same on a waiting room, each grab with its user's pass
+// (issued before the clock starts), which the script reads and removes. Besides the
+// rate it reports Redis's own CPU time per reservation (INFO cpu, user + system, so
+// the network work counts) and the grabs per call.
 func BenchmarkReserve(b *testing.B) {
 	for _, tc := range []struct {
 		name     string
 		maxBatch int
-	}{{"batched", 0}, {"per-grab", 1}} {
+		room     bool
+	}{{"batched", 0, false}, {"per-grab", 1, false}, {"batched-pass", 0, true}, {"per-grab-pass", 1, true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			client := testenv.Redis(b)
 			s := redisstore.NewStock(client, redisstore.Options{Prefix: "t" + testenv.Unique(), MaxBatch: tc.maxBatch})
 			v := voucher(1, b.N, 1)
+			var pass time.Time
+			if tc.room {
+				v.Admission, pass = domain.AdmissionWaitingRoom, now.Add(time.Hour)
+				issuePasses(b, client, s.Keys(), v.ID, b.N, pass)
+			}
 			warm(b, client, s, v)
 
 			cpu0, calls0 := redisCPU(b, client), scriptCalls(b, client)
-			reserveInParallel(b, s, v)
+			reserveInParallel(b, s, v, pass)
 			b.ReportMetric((redisCPU(b, client)-cpu0).Seconds()*1e6/float64(b.N), "redis-µs/op")
 			b.ReportMetric(float64(b.N)/float64(scriptCalls(b, client)-calls0), "grabs/call")
 		})
+	}
+}
+
+// issuePasses gives users 1 to n a pass of voucher id expiring at expires, as the
+// waiting room does, a thousand to a call.
+func issuePasses(b *testing.B, client redis.UniversalClient, k redisstore.Keys, id domain.VoucherID, n int, expires time.Time) {
+	members := make([]redis.Z, 0, 1000)
+	for user := 1; user <= n; user++ {
+		members = append(members, redis.Z{Score: float64(expires.UnixMilli()), Member: strconv.Itoa(user)})
+		if len(members) == cap(members) || user == n {
+			check(b, client.ZAdd(context.Background(), k.Passes(id), members...).Err())
+			members = members[:0]
+		}
 	}
 }
 

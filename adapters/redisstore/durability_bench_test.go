@@ -48,14 +48,14 @@ func BenchmarkReserveDurability(b *testing.B) {
 			s := redisstore.NewStock(client, redisstore.Options{Prefix: "t" + testenv.Unique(), MinReplicas: tc.minReplicas})
 			v := voucher(1, b.N, 1)
 			warm(b, client, s, v)
-			reserveInParallel(b, s, v)
+			reserveInParallel(b, s, v, time.Time{})
 		})
 	}
 }
 
 // reserveInParallel times b.N reservations of v by distinct users, 32 per CPU at
 // once, and reports their rate.
-func reserveInParallel(b *testing.B, s *redisstore.Stock, v domain.Voucher) {
+func reserveInParallel(b *testing.B, s *redisstore.Stock, v domain.Voucher, pass time.Time) {
 	ctx := context.Background()
 	var next atomic.Int64
 	b.SetParallelism(32)
@@ -63,7 +63,9 @@ func reserveInParallel(b *testing.B, s *redisstore.Stock, v domain.Voucher) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			user := domain.UserID(next.Add(1))
-			if err := s.Reserve(ctx, grab(v.ID, user, 1)); err != nil {
+			r := grab(v.ID, user, 1)
+			r.Pass = pass
+			if err := s.Reserve(ctx, r); err != nil {
 				b.Errorf("reserve for user %d: %v", user, err)
 				return
 			}

@@ -74,6 +74,14 @@ func (k Keys) Changes(id domain.VoucherID) string { return k.key(id, "changes") 
 // with the ticket. It lives in its own slot.
 func (k Keys) Ticket(digest string) string { return k.prefix() + ":ticket:" + digest }
 
+// Challenge returns the key of a proof-of-work challenge issued for the voucher: a
+// string holding the id of the user it was issued to, expiring with the challenge. It
+// has the voucher's hash tag, so a challenge of another voucher is never found under
+// it, and the check that spends it stays on the voucher's shard.
+func (k Keys) Challenge(id domain.VoucherID, challenge string) string {
+	return k.key(id, "pow:"+challenge)
+}
+
 // Rate names a user's rate counter for one voucher (a GCRA "theoretical arrival
 // time"), in the voucher's slot so the reserve script can check it.
 func (k Keys) Rate(id domain.VoucherID, user domain.UserID) string {

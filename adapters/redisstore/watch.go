@@ -52,7 +52,8 @@ func NewWatchStock(s *Stock, attempts int) *WatchStock {
 
 // Reserve takes r.Quantity units of r.VoucherID for r.UserID and appends the
 // reservation to the voucher's stream in one MULTI … EXEC, judged by what the
-// transaction read under WATCH, with the answers of Stock.Reserve: domain.ErrSoldOut,
+// transaction read under WATCH, with the answers of Stock.Reserve:
+// domain.ErrChallengeRequired, domain.ErrQueueRequired, domain.ErrSoldOut,
 // an *domain.AlreadyPurchasedError naming the existing order, domain.ErrNotStarted,
 // domain.ErrEnded, domain.ErrNotFound (no sale state), a *domain.ValidationError
 // (quantity below 1 or above the per-user limit), a *domain.RateLimitedError,

@@ -83,6 +83,11 @@ type Config struct {
 	DrawBatch int           `name:"draw-batch" env:"SECKILL_DRAW_BATCH" default:"1000" help:"Winners' orders and backfill places a draw takes per Redis call."`
 	DrawLease time.Duration `name:"draw-lease" env:"SECKILL_DRAW_LEASE" default:"15s" help:"How long the instance running the draws holds their lease unrenewed; after it, another instance carries on an unfinished draw."`
 
+	Challenge        string `name:"challenge" env:"SECKILL_CHALLENGE" default:"pow" enum:"pow,turnstile" help:"How a voucher with \"challenge\": \"pow\" is proven: pow (proof of work, built in) or turnstile (Cloudflare Turnstile; needs SECKILL_TURNSTILE_SECRET and SECKILL_TURNSTILE_SITEKEY)."`
+	TurnstileSecret  string `name:"turnstile-secret" env:"SECKILL_TURNSTILE_SECRET" help:"The Turnstile widget's secret key (with SECKILL_CHALLENGE=turnstile)."`
+	TurnstileSiteKey string `name:"turnstile-sitekey" env:"SECKILL_TURNSTILE_SITEKEY" help:"The Turnstile widget's site key, handed to clients (with SECKILL_CHALLENGE=turnstile)."`
+	TurnstileURL     string `name:"turnstile-url" env:"SECKILL_TURNSTILE_URL" default:"https://challenges.cloudflare.com/turnstile/v0/siteverify" help:"Turnstile's siteverify endpoint."`
+
 	WebhookURL    string `name:"webhook-url" env:"SECKILL_WEBHOOK_URL" help:"http(s) URL every order and voucher event is POSTed to (Standard Webhooks); unset, webhooks are off and no event is kept. Give every instance the same."`
 	WebhookSecret string `name:"webhook-secret" env:"SECKILL_WEBHOOK_SECRET" help:"Key the webhooks are signed with: whsec_ and the base64 of at least 24 bytes; required with SECKILL_WEBHOOK_URL."`
 }
@@ -110,6 +115,26 @@ func (c *Config) checkWebhook() error {
 	raw, err := base64.StdEncoding.DecodeString(key)
 	if !ok || err != nil || len(raw) < minWebhookKey {
 		return fmt.Errorf("SECKILL_WEBHOOK_SECRET (--webhook-secret): must be whsec_ and the base64 of at least %d bytes", minWebhookKey)
+	}
+	return nil
+}
+
+// checkChallenge validates the challenge settings: Turnstile needs its secret and
+// site key, and a siteverify URL that is an absolute http or https URL. The secret is
+// never quoted back.
+func (c *Config) checkChallenge() error {
+	if c.Challenge != "turnstile" {
+		return nil
+	}
+	if c.TurnstileSecret == "" {
+		return errors.New("SECKILL_TURNSTILE_SECRET (--turnstile-secret): required with SECKILL_CHALLENGE=turnstile")
+	}
+	if c.TurnstileSiteKey == "" {
+		return errors.New("SECKILL_TURNSTILE_SITEKEY (--turnstile-sitekey): required with SECKILL_CHALLENGE=turnstile")
+	}
+	u, err := url.Parse(c.TurnstileURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("SECKILL_TURNSTILE_URL (--turnstile-url): %q is not an http or https URL", c.TurnstileURL)
 	}
 	return nil
 }
@@ -209,6 +234,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.checkWebhook(); err != nil {
+		return err
+	}
+	if err := c.checkChallenge(); err != nil {
 		return err
 	}
 	_, err := c.trustedProxies()

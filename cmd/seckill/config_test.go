@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/seckill/seckill/adapters/turnstile"
+
 	"math"
 	"os"
 	"slices"
@@ -298,3 +300,36 @@ func TestConfigWebhook(t *testing.T) {
 		}
 	}
 }
+
+// The challenge settings: proof of work needs nothing; Turnstile needs its secret, its
+// site key and an http(s) siteverify URL, else start-up stops with one line naming the
+// setting, never quoting the secret.
+func TestConfigChallenge(t *testing.T) {
+	const secret = "0x4AAAAAAAsecret-value"
+	for _, tc := range []struct{ kind, secret, sitekey, url, want string }{
+		{"pow", "", "", turnstileDefault, ""},
+		{"turnstile", secret, "0x4AAAAAAAsite", turnstileDefault, ""},
+		{"turnstile", secret, "0x4AAAAAAAsite", "http://127.0.0.1:9000/siteverify", ""},
+		{"turnstile", "", "0x4AAAAAAAsite", turnstileDefault, "SECKILL_TURNSTILE_SECRET (--turnstile-secret): "},
+		{"turnstile", secret, "", turnstileDefault, "SECKILL_TURNSTILE_SITEKEY (--turnstile-sitekey): "},
+		{"turnstile", secret, "0x4AAAAAAAsite", "challenges.cloudflare.com", "SECKILL_TURNSTILE_URL (--turnstile-url): "},
+	} {
+		cfg := serveDefaults(t)
+		cfg.Challenge, cfg.TurnstileSecret, cfg.TurnstileSiteKey, cfg.TurnstileURL = tc.kind, tc.secret, tc.sitekey, tc.url
+		err := cfg.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%+v: Validate() = %v", tc, err)
+		case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.Contains(err.Error(), "\n")):
+			t.Errorf("%+v: Validate() = %v, want one line starting %q", tc, err, tc.want)
+		case err != nil && strings.Contains(err.Error(), secret):
+			t.Errorf("the error quotes the secret: %v", err)
+		}
+	}
+	if cfg := serveDefaults(t); cfg.Challenge != "pow" || cfg.TurnstileURL != turnstileDefault {
+		t.Fatalf("defaults: challenge %q, siteverify %q; want pow and Cloudflare's", cfg.Challenge, cfg.TurnstileURL)
+	}
+}
+
+// turnstileDefault is the siteverify URL serve uses when none is set.
+const turnstileDefault = turnstile.DefaultURL

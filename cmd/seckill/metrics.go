@@ -43,6 +43,7 @@ type metrics struct {
 	drawEntrants prometheus.Counter
 	drawWinners  prometheus.Counter
 	drawDuration prometheus.Histogram
+	challenges   *prometheus.CounterVec
 }
 
 // breakerNames are the dependencies behind a circuit breaker, as the breakers name
@@ -97,14 +98,21 @@ func newMetrics() *metrics {
 			Name: "seckill_webhook_deliveries_total",
 			Help: "Attempts this instance made to deliver a webhook, by outcome: delivered (a 2xx), failed (retried later), given_up (failed for 24 hours: not tried again).",
 		}, []string{"outcome"}),
+		challenges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "seckill_challenges_total",
+			Help: "Challenges of vouchers with \"challenge\": \"pow\" (proof of work, or Turnstile with SECKILL_CHALLENGE=turnstile), by outcome: issued (GET …/challenge, and every 403 challenge_required), verified (a proof accepted and spent), refused (a proof sent and refused: malformed, wrong, expired, spent or another's; a request without one is counted by its route, as seckill_grab_requests_total's challenge_required).",
+		}, []string{"outcome"}),
 	}
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.persisted, m.failed, m.deadLetters, m.expired, m.released, m.breakerOpen, m.drift, m.unchecked,
-		m.recoveries, m.edits, m.clockOffset, m.statements, m.webhooks,
+		m.recoveries, m.edits, m.clockOffset, m.statements, m.webhooks, m.challenges,
 		m.draws, m.drawEntrants, m.drawWinners, m.drawDuration,
 	)
+	for _, o := range application.ChallengeOutcomes {
+		m.challenges.WithLabelValues(o)
+	}
 	for _, o := range []application.WebhookOutcome{application.WebhookDelivered, application.WebhookFailed, application.WebhookGivenUp} {
 		m.webhooks.WithLabelValues(string(o))
 	}
@@ -127,6 +135,11 @@ func newMetrics() *metrics {
 // webhookAttempt counts one attempt at a webhook delivery.
 func (m *metrics) webhookAttempt(o application.WebhookOutcome) {
 	m.webhooks.WithLabelValues(string(o)).Inc()
+}
+
+// challenge counts one challenge issued, or one proof verified or refused.
+func (m *metrics) challenge(outcome string) {
+	m.challenges.WithLabelValues(outcome).Inc()
 }
 
 // edited counts one edit of a voucher, once per kind of change it made.

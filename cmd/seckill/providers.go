@@ -25,6 +25,7 @@ import (
 	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/adapters/system"
 	"github.com/seckill/seckill/adapters/telemetry"
+	"github.com/seckill/seckill/adapters/turnstile"
 	"github.com/seckill/seckill/adapters/webhook"
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
@@ -222,6 +223,33 @@ var applicationSet = wire.NewSet(
 	workerObserver,
 	application.NewWorker,
 )
+
+// challengeSet provides the deployment's challenge (SECKILL_CHALLENGE) and the use
+// cases that issue and check its proofs.
+var challengeSet = wire.NewSet(challenge, issueChallenge, verifyProof)
+
+// challenge is the ports.Challenge SECKILL_CHALLENGE picks: proof of work kept in
+// Redis (the default), or Cloudflare Turnstile.
+func challenge(cfg Config, client redis.UniversalClient, clock *redisstore.Clock) ports.Challenge {
+	if cfg.Challenge == "turnstile" {
+		return turnstile.New(turnstile.Options{Secret: cfg.TurnstileSecret, SiteKey: cfg.TurnstileSiteKey, URL: cfg.TurnstileURL})
+	}
+	return redisstore.NewProofOfWork(client, stockOptions(cfg.Common), clock)
+}
+
+// issueChallenge counts every challenge issued.
+func issueChallenge(vouchers ports.Vouchers, challenge ports.Challenge, clock ports.Clock, m *metrics) *application.IssueChallenge {
+	uc := application.NewIssueChallenge(vouchers, challenge, clock)
+	uc.Observe(m.challenge)
+	return uc
+}
+
+// verifyProof counts every proof verified or refused.
+func verifyProof(challenge ports.Challenge, m *metrics) *application.VerifyProof {
+	uc := application.NewVerifyProof(challenge)
+	uc.Observe(m.challenge)
+	return uc
+}
 
 // metricsSet provides the Prometheus instruments and registry.
 var metricsSet = wire.NewSet(newMetrics, httpMetrics)
@@ -431,9 +459,10 @@ func grabStockOptions(cfg Config, restarts *redisstore.Restarts) redisstore.Opti
 const maxTurnWait = 800 * time.Millisecond
 
 // grabOptions tune the grab path: the sold-out flags' life, the deny list it refuses
-// listed users by, and the key it checks the waiting rooms' passes with.
-func grabOptions(cfg Config, denied *application.DeniedUsers, key application.PassKey) application.GrabOptions {
-	return application.GrabOptions{SoldOutTTL: cfg.SoldOutTTL, Denied: denied, PassKey: key}
+// listed users by, the key it checks the waiting rooms' passes with, and the proofs
+// of the sales that ask for one.
+func grabOptions(cfg Config, denied *application.DeniedUsers, key application.PassKey, proofs *application.VerifyProof) application.GrabOptions {
+	return application.GrabOptions{SoldOutTTL: cfg.SoldOutTTL, Denied: denied, PassKey: key, Proofs: proofs}
 }
 
 // The worker's idle rhythm: a read waits for new entries at most readBlock, and the

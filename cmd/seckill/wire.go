@@ -14,7 +14,7 @@ import (
 
 // buildApp assembles serve's object graph.
 func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), error) {
-	wire.Build(commonSet, redisSet, databaseSet, serveRepositorySet, systemSet, applicationSet, metricsSet, httpSet,
+	wire.Build(commonSet, redisSet, databaseSet, serveRepositorySet, systemSet, applicationSet, challengeSet, metricsSet, httpSet,
 		configuredStrategy, strategySet, wire.Struct(new(app), "*"))
 	return nil, nil, nil
 }

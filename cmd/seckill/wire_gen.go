@@ -67,7 +67,9 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	orders := outboxOrders(db, cfg)
 	applicationRecoverVoucher := recoverVoucher(vouchers, portsStock, stockAudit, orders, clock, mainMetrics)
 	applicationPassKey := passKey(cfg)
-	applicationGrabOptions := grabOptions(cfg, deniedUsers, applicationPassKey)
+	portsChallenge := challenge(cfg, universalClient, clock)
+	applicationVerifyProof := verifyProof(portsChallenge, mainMetrics)
+	applicationGrabOptions := grabOptions(cfg, deniedUsers, applicationPassKey, applicationVerifyProof)
 	grabVoucher := application.NewGrabVoucher(portsStock, clock, uliDs, applicationRecoverVoucher, applicationGrabOptions)
 	reservations := redisstore.NewReservations(universalClient, options)
 	getOrder := application.NewGetOrder(orders, reservations)
@@ -94,6 +96,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	enterDraw := application.NewEnterDraw(entries, vouchers, deniedUsers)
 	draws := sqlstore.NewDraws(db)
 	getDraw := application.NewGetDraw(draws, entries, vouchers)
+	applicationIssueChallenge := issueChallenge(vouchers, portsChallenge, clock, mainMetrics)
 	useCases := httpapi.UseCases{
 		CreateVoucher:       createVoucher,
 		GetVoucher:          getVoucher,
@@ -116,6 +119,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		Waitlist:            applicationWaitlist,
 		EnterDraw:           enterDraw,
 		GetDraw:             getDraw,
+		IssueChallenge:      applicationIssueChallenge,
+		VerifyProof:         applicationVerifyProof,
 	}
 	httpapiTokens := tokens(cfg)
 	v := readinessChecks(universalClient, db)

@@ -4,13 +4,16 @@
 // or every second while a sale is open that no stream follows. With an admin token
 // (kept in this tab's sessionStorage) it also reads each voucher's stats and the
 // Prometheus metrics every second, draws each sale's last minutes from samples it
-// takes itself, and offers pause/resume, edit and end now. It tells time by the
-// server's clock, never this device's (see serverNow).
+// takes itself, and offers pause/resume, edit and end now. With any token it offers
+// a grab of each live sale, as that token's user; a sale with a challenge ("challenge":
+// "pow") is grabbed with a proof of work the page solves itself (see solve), so a
+// person never sees it. It tells time by the server's clock, never this device's (see
+// serverNow).
 "use strict";
 
 const TOKEN_KEY = "seckill.adminToken";
 const OUTCOMES = ["reserved", "sold_out", "already_purchased", "not_started", "ended", "paused",
-  "rate_limited", "unavailable", "invalid", "not_found", "unauthorized", "denied"];
+  "rate_limited", "unavailable", "invalid", "not_found", "unauthorized", "denied", "queue_required", "challenge_required"];
 const COUNTS = [["remaining", "remaining"], ["queued", "queued"], ["awaiting_payment", "awaiting payment"],
   ["paid", "paid"], ["cancelled", "cancelled"], ["expired", "expired"], ["failed", "failed"]];
 const MAX_STATS = 20; // vouchers whose stats are read each second
@@ -251,6 +254,8 @@ function rows(v, admin) {
     el("td", { class: "num stock" }, String(v.stock)),
     el("td", { class: "barcol" }, el("div", { class: "bar", title: Math.round(sold * 100) + "% sold" },
       el("div", { style: "width:" + (sold * 100).toFixed(1) + "%" }))),
+    el("td", { class: "grabcol" }, token() === "" ? "" :
+      button("grab", v.challenge === "pow" ? "grab (proof of work)" : "grab", () => grab(v), state !== "live" || grabbing.has(v.id))),
     el("td", { class: "admin-only actions" },
       button("toggle", toggleAction, () => toggle(v.id, toggleAction)),
       button("edit", "edit", () => openEdit(v)),
@@ -258,7 +263,7 @@ function rows(v, admin) {
   );
   if (!admin) return [tr];
   const detail = el("tr", { class: "detail admin-only", "data-detail-for": v.id },
-    el("td", { colspan: "7" }, el("div", { class: "detail-grid" }, counts(v, stats[v.id]), chart(v))));
+    el("td", { colspan: "8" }, el("div", { class: "detail-grid" }, counts(v, stats[v.id]), chart(v))));
   return [tr, detail];
 }
 
@@ -330,6 +335,63 @@ async function toggle(id, action) {
     note(`${action} ${id}: ${e.message}`, true);
   }
   refresh();
+}
+
+// grab takes a unit of v for the token's user. A sale with a challenge is grabbed
+// with a proof (X-Seckill-Pow): the page fetches a challenge and solves it first; a
+// refusal for want of one (the proof expired, or was spent) carries a fresh challenge,
+// which the page solves and sends once more.
+const grabbing = new Set(); // voucher ids whose grab is under way
+async function grab(v) {
+  grabbing.add(v.id);
+  render();
+  const send = (proof) => fetch(`/api/v1/vouchers/${v.id}/grab`, { method: "POST",
+    headers: Object.assign({ Authorization: "Bearer " + token() }, proof ? { "X-Seckill-Pow": proof } : {}) });
+  try {
+    let proof = "";
+    if (v.challenge === "pow") {
+      note(`voucher ${v.id}: proving the grab…`);
+      const c = await getJSON(`/api/v1/vouchers/${v.id}/challenge`, true);
+      proof = await solve(c.challenge, c.difficulty);
+    }
+    let res = await send(proof);
+    if (res.status === 403 && v.challenge === "pow") {
+      const e = ((await res.clone().json().catch(() => null)) || {}).error || {};
+      if (e.code === "challenge_required" && e.challenge) res = await send(await solve(e.challenge, e.difficulty));
+    }
+    if (!res.ok) throw await refusal(res);
+    const order = await res.json();
+    note(`voucher ${v.id}: grabbed, order ${order.order_id} (${order.status})`);
+  } catch (e) {
+    note(`grab ${v.id}: ${e.message}`, true);
+  } finally {
+    grabbing.delete(v.id);
+  }
+  refresh();
+}
+
+// solve answers a proof-of-work challenge as the contract asks: the first decimal
+// nonce whose SHA-256(challenge + ":" + nonce) starts with difficulty zero bits, by
+// Web Crypto (which browsers offer on https and on localhost only), a batch of
+// hashes at a time so the page stays responsive. It returns the proof,
+// "<challenge>:<nonce>".
+async function solve(challenge, difficulty) {
+  if (!crypto.subtle) throw new Error("solving the sale's challenge needs Web Crypto: open this page over https (or on localhost)");
+  const text = new TextEncoder();
+  const BATCH = 512;
+  for (let n = 0; ; n += BATCH) {
+    const sums = await Promise.all(Array.from({ length: BATCH },
+      (_, i) => crypto.subtle.digest("SHA-256", text.encode(`${challenge}:${n + i}`))));
+    const i = sums.findIndex((sum) => leadingZeros(new Uint8Array(sum), difficulty));
+    if (i >= 0) return `${challenge}:${n + i}`;
+  }
+}
+
+// leadingZeros tells whether sum starts with at least bits zero bits.
+function leadingZeros(sum, bits) {
+  let i = 0;
+  for (; bits >= 8; bits -= 8, i++) if (sum[i] !== 0) return false;
+  return bits === 0 || sum[i] >> (8 - bits) === 0;
 }
 
 async function endNow(v) {

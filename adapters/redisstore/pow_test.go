@@ -1,0 +1,200 @@
+package redisstore_test
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/system"
+	"github.com/seckill/seckill/adapters/testenv"
+	"github.com/seckill/seckill/domain"
+)
+
+// newPow returns proof-of-work challenges on the test Redis under a prefix of the
+// test's own, with the client they use.
+func newPow(t testing.TB) (*redisstore.ProofOfWork, redis.UniversalClient, redisstore.Keys) {
+	t.Helper()
+	client := testenv.Redis(t)
+	opts := redisstore.Options{Prefix: "t" + testenv.Unique()}
+	return redisstore.NewProofOfWork(client, opts, system.Clock{}), client, redisstore.Keys{Prefix: opts.Prefix}
+}
+
+// solved is the proof a client sends for c.
+func solved(c string, difficulty int) string {
+	return c + ":" + domain.SolvePow(c, difficulty)
+}
+
+// A challenge is bound to its user and voucher and good once: the proofs of another
+// user, for another voucher, with a wrong or malformed nonce are refused and change
+// nothing (the owner's proof passes after them); the owner's passes once; an expired
+// challenge is refused.
+func TestProofOfWorkBindsUserAndVoucherAndIsSpentOnce(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pow, client, keys := newPow(t)
+	const voucher, other, user, stranger = domain.VoucherID(7), domain.VoucherID(8), domain.UserID(42), domain.UserID(43)
+	before := time.Now()
+	offer, err := pow.Issue(ctx, voucher, user, 8)
+	check(t, err)
+	if offer.Difficulty != 8 || offer.ExpiresAt.Before(before.Add(redisstore.ChallengeLifetime-time.Second)) ||
+		offer.ExpiresAt.After(time.Now().Add(redisstore.ChallengeLifetime+time.Second)) {
+		t.Fatalf("offer %+v, want difficulty 8 expiring %v from now", offer, redisstore.ChallengeLifetime)
+	}
+	ttl, err := client.PTTL(ctx, keys.Challenge(voucher, offer.Challenge)).Result()
+	check(t, err)
+	if ttl <= 0 || ttl > redisstore.ChallengeLifetime {
+		t.Fatalf("the challenge's key lives %v, want at most %v", ttl, redisstore.ChallengeLifetime)
+	}
+	proof := solved(offer.Challenge, offer.Difficulty)
+	var wrong string
+	for n := 0; wrong == ""; n++ {
+		if !domain.PowSolves(offer.Challenge, strconv.Itoa(n), offer.Difficulty) {
+			wrong = offer.Challenge + ":" + strconv.Itoa(n)
+		}
+	}
+	// The difficulty byte lowered to 1 and solved: a challenge never issued.
+	raw, _ := base64.RawURLEncoding.DecodeString(offer.Challenge)
+	raw[len(raw)-1] = 1
+	easier := base64.RawURLEncoding.EncodeToString(raw)
+	for _, tc := range []struct {
+		name    string
+		voucher domain.VoucherID
+		user    domain.UserID
+		proof   string
+	}{
+		{"another user's", voucher, stranger, proof},
+		{"for another voucher", other, user, proof},
+		{"a wrong nonce", voucher, user, wrong},
+		{"a lowered difficulty", voucher, user, solved(easier, 1)},
+		{"missing", voucher, user, ""},
+		{"no nonce", voucher, user, offer.Challenge},
+		{"an empty nonce", voucher, user, offer.Challenge + ":"},
+		{"a negative nonce", voucher, user, offer.Challenge + ":-1"},
+		{"a nonce not decimal", voucher, user, offer.Challenge + ":1e3"},
+		{"a nonce too long", voucher, user, offer.Challenge + ":" + strings.Repeat("0", 21)},
+		{"a challenge too short", voucher, user, offer.Challenge[1:] + ":0"},
+		{"a challenge not base64url", voucher, user, "!" + offer.Challenge[1:] + ":0"},
+		{"two colons", voucher, user, proof + ":0"},
+	} {
+		if err := pow.Verify(ctx, tc.voucher, tc.user, tc.proof); !errors.Is(err, domain.ErrChallengeRequired) {
+			t.Errorf("a proof %s: %v, want ErrChallengeRequired", tc.name, err)
+		}
+	}
+	if err := pow.Verify(ctx, voucher, user, proof); err != nil {
+		t.Fatalf("the owner's proof after the refusals: %v, want nil", err)
+	}
+	if err := pow.Verify(ctx, voucher, user, proof); !errors.Is(err, domain.ErrChallengeRequired) {
+		t.Fatalf("the same proof again: %v, want ErrChallengeRequired (spent)", err)
+	}
+	if n, err := client.Exists(ctx, keys.Challenge(voucher, offer.Challenge)).Result(); err != nil || n != 0 {
+		t.Fatalf("the spent challenge's key: exists %d (%v), want gone", n, err)
+	}
+
+	// Expired: the key lapses (hurried here), and the proof with it.
+	late, err := pow.Issue(ctx, voucher, user, 4)
+	check(t, err)
+	check(t, client.PExpire(ctx, keys.Challenge(voucher, late.Challenge), time.Millisecond).Err())
+	testenv.Eventually(t, testenv.Patience, "the challenge expires", func() (bool, string) {
+		n, err := client.Exists(ctx, keys.Challenge(voucher, late.Challenge)).Result()
+		return err == nil && n == 0, ""
+	})
+	if err := pow.Verify(ctx, voucher, user, solved(late.Challenge, late.Difficulty)); !errors.Is(err, domain.ErrChallengeRequired) {
+		t.Fatalf("an expired challenge's proof: %v, want ErrChallengeRequired", err)
+	}
+}
+
+// Issue asks for 1 to 32 bits, whatever it is given, and every challenge is new.
+func TestProofOfWorkClampsTheDifficulty(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pow, _, _ := newPow(t)
+	seen := map[string]bool{}
+	for _, tc := range []struct{ asked, want int }{{0, 1}, {-3, 1}, {1, 1}, {20, 20}, {32, 32}, {40, 32}} {
+		offer, err := pow.Issue(ctx, 1, 1, tc.asked)
+		check(t, err)
+		if offer.Difficulty != tc.want {
+			t.Errorf("Issue(difficulty %d) asks for %d bits, want %d", tc.asked, offer.Difficulty, tc.want)
+		}
+		if seen[offer.Challenge] || len(offer.Challenge) != 23 {
+			t.Errorf("challenge %q: repeated or not 23 characters", offer.Challenge)
+		}
+		seen[offer.Challenge] = true
+	}
+}
+
+// Of many proofs of one challenge sent at once, by any number of instances, one
+// passes.
+func TestProofOfWorkSpendsAChallengeOnceUnderRaces(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pow, _, _ := newPow(t)
+	offer, err := pow.Issue(ctx, 3, 9, 6)
+	check(t, err)
+	proof := solved(offer.Challenge, offer.Difficulty)
+	var passed, refused atomic.Int32
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Go(func() {
+			switch err := pow.Verify(ctx, 3, 9, proof); {
+			case err == nil:
+				passed.Add(1)
+			case errors.Is(err, domain.ErrChallengeRequired):
+				refused.Add(1)
+			default:
+				t.Errorf("Verify: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if passed.Load() != 1 || refused.Load() != 31 {
+		t.Fatalf("%d passed and %d refused, want 1 and 31", passed.Load(), refused.Load())
+	}
+}
+
+// A Redis that does not answer makes Issue and Verify unavailable, not a refusal.
+func TestProofOfWorkUnavailableWithoutRedis(t *testing.T) {
+	t.Parallel()
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = client.Close() })
+	pow := redisstore.NewProofOfWork(client, redisstore.Options{}, system.Clock{})
+	ctx, cancel := context.WithTimeout(t.Context(), testenv.Patience)
+	defer cancel()
+	if _, err := pow.Issue(ctx, 1, 1, 4); !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("Issue without Redis: %v, want ErrUnavailable", err)
+	}
+	c := base64.RawURLEncoding.EncodeToString(append(make([]byte, 16), 1))
+	if err := pow.Verify(ctx, 1, 1, solved(c, 1)); !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("Verify without Redis: %v, want ErrUnavailable", err)
+	}
+}
+
+// BenchmarkProofOfWorkVerify measures what a grab's proof costs the service: one
+// SHA-256 and one script call that checks and spends the challenge (the challenges
+// are issued and solved before the timer starts).
+func BenchmarkProofOfWorkVerify(b *testing.B) {
+	ctx := b.Context()
+	pow, _, _ := newPow(b)
+	proofs := make([]string, b.N)
+	for i := range proofs {
+		offer, err := pow.Issue(ctx, 1, domain.UserID(i+1), 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		proofs[i] = solved(offer.Challenge, offer.Difficulty)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if err := pow.Verify(ctx, 1, domain.UserID(i+1), proofs[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
