@@ -72,13 +72,19 @@ func (w denyWrites) announce(ctx context.Context) error {
 	return err
 }
 
-// DenyUser puts a user on the deny list, or changes its reason.
-type DenyUser struct{ denyWrites }
+// DenyUser puts a user on the deny list, or changes its reason, and takes it off every
+// waitlist it joined: the stock that hands units to a waitlist's users cannot see the
+// deny list (see Waitlist).
+type DenyUser struct {
+	denyWrites
+	waitlist ports.Waitlist
+}
 
 // NewDenyUser returns the use case: it writes to list, announces the change on
-// changes and reloads local, this instance's set, at once.
-func NewDenyUser(list ports.DenyList, changes ports.DenyChanges, local *DeniedUsers) *DenyUser {
-	return &DenyUser{denyWrites{list: list, changes: changes, local: local}}
+// changes, reloads local, this instance's set, at once, and drops the user from
+// waitlist (nil: none).
+func NewDenyUser(list ports.DenyList, changes ports.DenyChanges, local *DeniedUsers, waitlist ports.Waitlist) *DenyUser {
+	return &DenyUser{denyWrites: denyWrites{list: list, changes: changes, local: local}, waitlist: waitlist}
 }
 
 // DenyUserCmd asks to list User with Reason.
@@ -90,10 +96,13 @@ type DenyUserCmd struct {
 
 // DenyListChange is the outcome of a change of the deny list. Unannounced, when not
 // nil, says why the other instances were not told at once: the change stands, and
-// they see it at their next periodic reload.
+// they see it at their next periodic reload. Undropped, when not nil, says why a
+// denied user could not be taken off the waitlists it joined: the denial stands, and
+// the user may still be handed a unit from one until an admin denies it again.
 type DenyListChange struct {
 	Denial      domain.Denial
 	Unannounced error
+	Undropped   error
 }
 
 // Handle validates and stores the denial. It returns a *domain.ValidationError,
@@ -106,7 +115,16 @@ func (uc *DenyUser) Handle(ctx context.Context, cmd DenyUserCmd) (DenyListChange
 	if err != nil {
 		return DenyListChange{}, fmt.Errorf("deny user %s: %w", cmd.Denial.User, err)
 	}
-	return DenyListChange{Denial: d, Unannounced: uc.announce(ctx)}, nil
+	change := DenyListChange{Denial: d, Unannounced: uc.announce(ctx)}
+	// After the announcement: an instance that still let the user join meanwhile has
+	// reloaded its list by the time the user is dropped, but for an announcement that
+	// did not arrive (then its periodic reload closes the window).
+	if uc.waitlist != nil {
+		if err := uc.waitlist.Drop(ctx, d.User); err != nil {
+			change.Undropped = fmt.Errorf("take user %s off its waitlists: %w", d.User, err)
+		}
+	}
+	return change, nil
 }
 
 // AllowUser takes a user off the deny list.

@@ -18,7 +18,7 @@ func TestDeniedUserIsRefusedBeforeTheStock(t *testing.T) {
 	list := memory.NewDenyList()
 	local := application.NewDeniedUsers(list)
 	grab := application.NewGrabVoucher(f.stock, f.clock, &memory.OrderIDs{}, nil, application.GrabOptions{Denied: local})
-	deny := application.NewDenyUser(list, list, local)
+	deny := application.NewDenyUser(list, list, local, nil)
 	allow := application.NewAllowUser(list, list, local)
 
 	if _, err := deny.Handle(ctx, application.DenyUserCmd{Denial: domain.Denial{User: 7, Reason: "bot"}}); err != nil {
@@ -47,7 +47,7 @@ func TestDeniedUserIsRefusedBeforeTheStock(t *testing.T) {
 func TestDenyUserRefusesBadInput(t *testing.T) {
 	t.Parallel()
 	list := memory.NewDenyList()
-	deny := application.NewDenyUser(list, list, application.NewDeniedUsers(list))
+	deny := application.NewDenyUser(list, list, application.NewDeniedUsers(list), nil)
 	for name, d := range map[string]domain.Denial{
 		"no user":       {Reason: "x"},
 		"long reason":   {User: 1, Reason: strings.Repeat("é", domain.MaxDenyReason+1)},

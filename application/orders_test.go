@@ -78,7 +78,7 @@ func TestVoucherStatsAddUp(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newSale(t, 10, 2)
-	stats := application.NewGetVoucherStats(s.vouchers, s.orders, s.stock, s.clock)
+	stats := application.NewGetVoucherStats(s.vouchers, s.orders, s.stock, s.clock, nil)
 	mustGrab(t, s.grabFixture, 1, 2)
 	mustGrab(t, s.grabFixture, 2, 1)
 	if _, err := s.fulfill.Handle(ctx, s.read(t)); err != nil {

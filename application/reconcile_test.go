@@ -92,7 +92,7 @@ func TestReconcileFindsAndRepairsEachDrift(t *testing.T) {
 			if after := reconcileOnce(t, rc, l.id, false); len(after.Drifts) != 0 {
 				t.Fatalf("after the repair: %+v", after)
 			}
-			stats, err := application.NewGetVoucherStats(l.vouchers, l.orders, l.stock, l.clock).Handle(ctx, l.id)
+			stats, err := application.NewGetVoucherStats(l.vouchers, l.orders, l.stock, l.clock, nil).Handle(ctx, l.id)
 			if err != nil {
 				t.Fatal(err)
 			}

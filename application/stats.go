@@ -2,6 +2,7 @@ package application
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -19,6 +20,9 @@ type VoucherStats struct {
 	Cancelled       int
 	Expired         int
 	Failed          int
+	// Waitlist counts the users on the voucher's waitlist (0 where the stock strategy
+	// keeps none).
+	Waitlist int
 	// Pending counts queue entries not yet acknowledged.
 	Pending int64
 	// OldestQueued is how long the oldest reservation not yet persisted has waited
@@ -32,11 +36,13 @@ type GetVoucherStats struct {
 	orders   ports.Orders
 	audit    ports.StockAudit
 	clock    ports.Clock
+	waitlist ports.Waitlist
 }
 
-// NewGetVoucherStats returns the use case.
-func NewGetVoucherStats(vouchers ports.Vouchers, orders ports.Orders, audit ports.StockAudit, clock ports.Clock) *GetVoucherStats {
-	return &GetVoucherStats{vouchers: vouchers, orders: orders, audit: audit, clock: clock}
+// NewGetVoucherStats returns the use case; waitlist (nil: none) tells the length of
+// the voucher's waitlist.
+func NewGetVoucherStats(vouchers ports.Vouchers, orders ports.Orders, audit ports.StockAudit, clock ports.Clock, waitlist ports.Waitlist) *GetVoucherStats {
+	return &GetVoucherStats{vouchers: vouchers, orders: orders, audit: audit, clock: clock, waitlist: waitlist}
 }
 
 // Handle returns the stats, or domain.ErrNotFound. Each figure is read from counters
@@ -95,6 +101,15 @@ func (uc *GetVoucherStats) Handle(ctx context.Context, id domain.VoucherID) (Vou
 	}
 	if !tally.Oldest.IsZero() {
 		s.OldestQueued = max(uc.clock.Now().Sub(tally.Oldest), 0)
+	}
+	if uc.waitlist != nil {
+		n, err := uc.waitlist.Length(ctx, id)
+		switch {
+		case err == nil:
+			s.Waitlist = n
+		case !errors.Is(err, domain.ErrWaitlistUnsupported):
+			return VoucherStats{}, fmt.Errorf("waitlist: %w", err)
+		}
 	}
 	return s, nil
 }

@@ -16,7 +16,7 @@ func TestVoucherStatsAddUpBetweenCommitAndRedis(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := newSale(t, 10, 3)
-	stats := application.NewGetVoucherStats(s.vouchers, s.orders, s.stock, s.clock)
+	stats := application.NewGetVoucherStats(s.vouchers, s.orders, s.stock, s.clock, nil)
 	r := mustGrab(t, s.grabFixture, 1, 3)
 	check := func(when string, want application.VoucherStats) {
 		t.Helper()

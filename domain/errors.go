@@ -50,6 +50,10 @@ var (
 	ErrEntriesClosed = errors.New("entries closed")
 	// ErrNotSoldOut: a waitlist is joined only while the voucher is sold out.
 	ErrNotSoldOut = errors.New("voucher not sold out")
+	// ErrWaitlistUnsupported: the voucher has no waitlist: it is not first come (a
+	// waiting room or a draw), or the stock strategy keeps none (only the Redis
+	// strategies, lua and watch, hand returned units to one).
+	ErrWaitlistUnsupported = errors.New("waitlist unsupported by the stock strategy")
 )
 
 // ErrRateLimited means the caller sent more requests than its limit allows. It is

@@ -17,11 +17,15 @@ type Sale struct {
 	// with that expiry, and not used yet. A stock reads it for a waiting room's grab
 	// that carries a pass; it means nothing otherwise.
 	PassOutstanding bool
-	Paused          bool
-	BeginsAt        time.Time
-	EndsAt          time.Time
-	PerUserLimit    int
-	Remaining       int
+	// Drawn reports that the voucher's draw has been carried out to its end (every
+	// winner's order reserved, the backfill in place); it means nothing but for a
+	// draw.
+	Drawn        bool
+	Paused       bool
+	BeginsAt     time.Time
+	EndsAt       time.Time
+	PerUserLimit int
+	Remaining    int
 }
 
 // Judge is the grab rule: it decides whether r may take r.Quantity units of the sale,
@@ -31,7 +35,8 @@ type Sale struct {
 //  1. the challenge: ErrChallengeRequired when the sale asks for a proof of work and
 //     r brings none (r.Proven false);
 //  2. the admission (admit): ErrQueueRequired for a waiting room's grab without an
-//     outstanding pass that is still valid at r.At;
+//     outstanding pass that is still valid at r.At; ErrNotStarted for a draw's grab
+//     until the draw has been carried out;
 //  3. the sale is paused: ErrPaused;
 //  4. the window, judged at r.At to the millisecond (the precision the stocks keep):
 //     ErrNotStarted before BeginsAt, ErrEnded from EndsAt on;
@@ -76,10 +81,15 @@ func (s Sale) Judge(r Reservation, held OrderID) error {
 // admission modes' grab rules live: a waiting room admits a grab that carries a pass
 // the stock holds as outstanding (PassOutstanding) and that has not expired at r.At,
 // judged to the millisecond (a pass expiring at r.At is expired, as VerifyPass has
-// it); first come admits every grab. A draw's first-come grabs are admitted as first
-// come's for now: the draw's own rules for them belong here. reserve.lua's admitted
-// is its copy.
+// it); first come admits every grab. A draw's units are not on first-come sale until
+// the draw has been carried out (Drawn): its grabs answer ErrNotStarted until then —
+// the draw's first-come part starts when the draw is over — and are first come's
+// after it, for the units the winners left (more units than entrants) or gave back
+// with the backfill exhausted. reserve.lua's admitted is its copy.
 func (s Sale) admit(r Reservation) error {
+	if s.Admission == AdmissionDraw && !s.Drawn {
+		return ErrNotStarted
+	}
 	if s.Admission == AdmissionWaitingRoom {
 		if r.Pass.IsZero() || !s.PassOutstanding || !toMillis(r.At).Before(toMillis(r.Pass)) {
 			return ErrQueueRequired

@@ -95,11 +95,3 @@ type Shuffles interface {
 	// entrants false, Entrants is left empty (the summary: seed, count, digest).
 	Get(ctx context.Context, id domain.VoucherID, entrants bool) (Shuffle, error)
 }
-
-// Leases lets one instance at a time do a piece of work: Acquire takes or renews
-// lease name for holder for ttl, reporting false while another holds it; Release
-// gives it up at once. The state is whatever the last holder saved.
-type Leases interface {
-	Acquire(ctx context.Context, name, holder string, ttl time.Duration) (state string, ok bool, err error)
-	Release(ctx context.Context, name, holder string) error
-}

@@ -89,6 +89,10 @@ func (h handlers) warnUnannounced(change application.DenyListChange) {
 		h.log.Warn("deny list changed; other instances see it at their next reload", zap.String("user", change.Denial.User.String()),
 			zap.Error(change.Unannounced))
 	}
+	if change.Undropped != nil {
+		h.log.Warn("user denied but not taken off its waitlists; deny it again to retry", zap.String("user", change.Denial.User.String()),
+			zap.Error(change.Undropped))
+	}
 }
 
 // listDenied answers a page of the deny list, by user id.

@@ -149,6 +149,7 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	shuffles := sqlstore.NewShuffles(db)
 	joinQueue := application.NewJoinQueue(vouchers, room, clock, denied)
 	joinQueue.RequireProofs(verifyProof)
+	waitlist := redisstore.NewWaitlist(stock)
 	e := httpapi.New(
 		cfg.http,
 		httpapi.UseCases{
@@ -158,7 +159,7 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 			GrabVoucher:         grab,
 			GetOrder:            getOrder,
 			ListOrders:          application.NewListOrders(orders, reservations),
-			GetVoucherStats:     application.NewGetVoucherStats(vouchers, orders, audit, clock),
+			GetVoucherStats:     application.NewGetVoucherStats(vouchers, orders, audit, clock, waitlist),
 			PayOrder:            application.NewPayOrder(getOrder, orders, system.AcceptPayments{}, clock, paymentWindow, changes),
 			CancelOrder:         application.NewCancelOrder(getOrder, orders, compensate, changes),
 			PauseSale:           application.NewPauseSale(vouchers, stock, clock, changes),
@@ -167,9 +168,10 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 			ListVoucherOrders:   application.NewListVoucherOrders(vouchers, orders),
 			ExportVoucherOrders: application.NewExportVoucherOrders(vouchers, orders),
 			ListDeliveries:      application.NewListDeliveries(sqlstore.NewWebhooks(db)),
-			DenyUser:            application.NewDenyUser(denyList, denyChanges, denied),
+			DenyUser:            application.NewDenyUser(denyList, denyChanges, denied, waitlist),
 			AllowUser:           application.NewAllowUser(denyList, denyChanges, denied),
 			ListDenied:          application.NewListDenied(denyList),
+			Waitlist:            application.NewWaitlist(waitlist, vouchers, ids, clock, denied),
 			IssueChallenge:      application.NewIssueChallenge(vouchers, pow, clock),
 			VerifyProof:         verifyProof,
 			JoinQueue:           joinQueue,

@@ -128,6 +128,7 @@ type StatsJSON struct {
 	Failed          int   `json:"failed"`
 	Pending         int64 `json:"pending"`
 	OldestQueuedMS  int64 `json:"oldest_queued_ms"`
+	Waitlist        int   `json:"waitlist"`
 }
 
 func (h handlers) voucherStats(c echo.Context) error {
@@ -142,6 +143,6 @@ func (h handlers) voucherStats(c echo.Context) error {
 	return c.JSON(http.StatusOK, StatsJSON{
 		Stock: s.Stock, Remaining: s.Remaining, Queued: s.Queued, AwaitingPayment: s.AwaitingPayment,
 		Paid: s.Paid, Cancelled: s.Cancelled, Expired: s.Expired, Failed: s.Failed, Pending: s.Pending,
-		OldestQueuedMS: s.OldestQueued.Milliseconds(),
+		OldestQueuedMS: s.OldestQueued.Milliseconds(), Waitlist: s.Waitlist,
 	})
 }

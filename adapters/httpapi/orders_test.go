@@ -106,7 +106,7 @@ func TestVoucherStats(t *testing.T) {
 	}
 	delete(r.Body, "oldest_queued_ms")
 	assertJSON(t, r.Body, map[string]any{"stock": 10.0, "remaining": 6.0, "queued": 1.0, "awaiting_payment": 3.0,
-		"paid": 0.0, "cancelled": 0.0, "expired": 0.0, "failed": 0.0, "pending": 1.0})
+		"paid": 0.0, "cancelled": 0.0, "expired": 0.0, "failed": 0.0, "pending": 1.0, "waitlist": 0.0})
 }
 
 func TestPayAndCancel(t *testing.T) {
@@ -175,5 +175,5 @@ func TestPayAndCancel(t *testing.T) {
 	a.fulfillAll()
 	r := a.do(http.MethodGet, "/api/v1/vouchers/"+id+"/stats", a.admin, "")
 	assertJSON(t, r.Body, map[string]any{"stock": 2.0, "remaining": 0.0, "queued": 0.0, "awaiting_payment": 1.0,
-		"paid": 1.0, "cancelled": 1.0, "expired": 0.0, "failed": 0.0, "pending": 0.0, "oldest_queued_ms": 0.0})
+		"paid": 1.0, "cancelled": 1.0, "expired": 0.0, "failed": 0.0, "pending": 0.0, "oldest_queued_ms": 0.0, "waitlist": 0.0})
 }

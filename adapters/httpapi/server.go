@@ -109,6 +109,9 @@ type UseCases struct {
 	DenyUser            *application.DenyUser
 	AllowUser           *application.AllowUser
 	ListDenied          *application.ListDenied
+	Waitlist            *application.Waitlist
+	EnterDraw           *application.EnterDraw
+	GetDraw             *application.GetDraw
 	// IssueChallenge and VerifyProof hand out and check the proofs a voucher with a
 	// challenge asks for; nil answers every challenge 404 and refuses every proof.
 	IssueChallenge *application.IssueChallenge
@@ -226,16 +229,34 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	route(http.MethodGet, api+"/webhooks/deliveries", h.listDeliveries, auth, requireAdmin)
 	denyListRoutes(route, h, once(auth, requireAdmin), auth)
 	route(http.MethodGet, voucherOrdersRoute, h.voucherOrders, auth, requireAdmin)
-	route(http.MethodGet, api+"/orders", h.listOrders, auth)
-	route(http.MethodGet, api+"/orders/:id", h.getOrder, auth)
-	route(http.MethodPost, api+"/orders/:id/pay", h.payOrder, once(auth)...)
-	route(http.MethodPost, api+"/orders/:id/cancel", h.cancelOrder, once(auth)...)
+	orderRoutes(route, h, once(auth), auth)
+	waitlistRoutes(route, h, once(auth), auth)
+	drawRoutes(route, h, once(auth), public)
 	streamRoutes(route, h, opts.Streams, metrics, auth, authenticateStream(tokens, opts.Streams), public)
 	queueRoutes(route, h, auth, authenticateStream(tokens, opts.Streams))
 
 	operationRoutes(route, checks, opts, metrics, h.tellTime)
 	routes = metrics.knownRoutes(e)
 	return e
+}
+
+// orderRoutes adds a user's order routes through route: the reads behind auth, the
+// payment and the cancel behind userOnce (Idempotency-Key kept).
+func orderRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc), h handlers,
+	userOnce []echo.MiddlewareFunc, auth echo.MiddlewareFunc) {
+	route(http.MethodGet, "/api/v1/orders", h.listOrders, auth)
+	route(http.MethodGet, "/api/v1/orders/:id", h.getOrder, auth)
+	route(http.MethodPost, "/api/v1/orders/:id/pay", h.payOrder, userOnce...)
+	route(http.MethodPost, "/api/v1/orders/:id/cancel", h.cancelOrder, userOnce...)
+}
+
+// drawRoutes adds the routes of a draw through route: the entry behind userOnce (a
+// user, Idempotency-Key kept), the draw's public reads behind public.
+func drawRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc), h handlers,
+	userOnce []echo.MiddlewareFunc, public []echo.MiddlewareFunc) {
+	route(http.MethodPost, entriesRoute, h.enterDraw, userOnce...)
+	route(http.MethodGet, drawRoute, h.getDraw, public...)
+	route(http.MethodGet, drawEntrantsRoute, h.drawEntrants, public...)
 }
 
 // denyListRoutes adds the deny list's routes through route: the writes behind

@@ -170,8 +170,8 @@ func waitShown(t *testing.T, ctx context.Context, id string, what string, ok fun
 
 // The live page, in a real headless Chromium, shows a voucher the test creates and its
 // remaining count falling while a burst of grabs sells it; with an admin token it
-// shows the voucher's units by state and the grab counts, and its pause button pauses
-// the sale.
+// shows the voucher's units by state, its waitlist's length and the grab counts, and
+// its pause button pauses the sale.
 func TestUIShowsTheSaleLiveInChromium(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t)
@@ -211,6 +211,12 @@ func TestUIShowsTheSaleLiveInChromium(t *testing.T) {
 	}
 	burst(2000, 60) // sells the rest
 	waitShown(t, ctx, id, fmt.Sprintf("0 after the sell-out (was %d)", mid), func(n int) bool { return n == 0 })
+	// Two users wait for a unit to come back.
+	for _, u := range []domain.UserID{3000, 3001} {
+		if r := a.do(http.MethodPost, "/api/v1/vouchers/"+id+"/waitlist", a.token(u, false), ""); r.Status != http.StatusAccepted {
+			t.Fatalf("join the waitlist: %d %s", r.Status, r.Raw)
+		}
+	}
 
 	// The admin view: paste a token, see the stats and the grab counts, pause the
 	// sale from the page.
@@ -220,6 +226,7 @@ func TestUIShowsTheSaleLiveInChromium(t *testing.T) {
 		t.Fatalf("the token is not kept in sessionStorage: %q", stored)
 	}
 	waitText(t, ctx, fmt.Sprintf(`tr[data-detail-for="%s"] td[data-count="queued"]`, id), strconv.Itoa(stock))
+	waitText(t, ctx, fmt.Sprintf(`tr[data-detail-for="%s"] [data-waitlist]`, id), "2")
 	waitText(t, ctx, `#rates tr[data-outcome="reserved"]`, fmt.Sprintf("total %d", stock))
 	// The page's own stream is among the instance's open streams.
 	testenv.Eventually(t, 3*testenv.Patience, "the page shows the streams open", func() (bool, string) {

@@ -23,7 +23,8 @@ var editModes = map[ports.EditMode]string{
 
 // Edit carries v's terms (stock, window, per-user limit) and v.Version into its sale
 // state as mode says, in one script (edit.lua): the remaining units move by the change
-// of the stock (never below 0), a settled sale whose end moves past now is open again,
+// of the stock (never below 0), units added go first to the voucher's waitlist, as a
+// release's do (see Release), a settled sale whose end moves past now is open again,
 // the keys expire at the new end plus the grace (not before now plus the grace), and
 // units that come back on sale are published on the restock channel (see
 // SubscribeRestocks). A change also puts the voucher back in the set of active
@@ -35,13 +36,18 @@ var editModes = map[ports.EditMode]string{
 func (s *Stock) Edit(ctx context.Context, v domain.Voucher, mode ports.EditMode) (bool, error) {
 	channel, sharded := restockChannel(s.keys, s.sharded, v.ID)
 	keys := []string{s.keys.Meta(v.ID), s.keys.Buyers(v.ID), s.keys.Orders(v.ID), s.keys.Released(v.ID),
-		s.keys.Stream(v.ID), s.keys.Dead(v.ID)}
-	res, err := editScript.Run(ctx, s.client, keys, v.Stock, v.BeginsAt.UnixMilli(), v.EndsAt.UnixMilli(),
+		s.keys.Stream(v.ID), s.keys.Dead(v.ID), s.keys.Waitlist(v.ID), s.keys.Waiting(v.ID)}
+	reply, err := editScript.Run(ctx, s.client, keys, v.Stock, v.BeginsAt.UnixMilli(), v.EndsAt.UnixMilli(),
 		v.PerUserLimit, s.grace.Milliseconds(), v.Version, editModes[mode], channel, v.ID.String(), sharded,
-		string(admissionOf(v)), string(challengeOf(v))).Int()
+		string(admissionOf(v)), string(challengeOf(v))).Slice()
 	if err != nil {
 		return false, fmt.Errorf("edit stock: %w", err)
 	}
+	if len(reply) == 0 {
+		return false, fmt.Errorf("edit stock: unexpected reply %v", reply)
+	}
+	res, _ := reply[0].(int64)
+	s.handedOff(ctx, v.ID, reply[1:])
 	switch res {
 	case -2:
 		return false, domain.ErrNotEnoughUnits

@@ -3,11 +3,13 @@
 -- stock, so the units reservations hold stay held; a sale whose end moves past now is
 -- open to grabs again (no longer settled); the keys expire at the new end plus the
 -- grace (never before now plus the grace: entries not yet persisted keep their time);
--- and units that come back on sale are announced on the restock channel, as a release
--- does, so every instance drops its sold-out flag.
+-- units added go first to the voucher's waitlist, in the same step (hand_off in
+-- prelude.lua), and those nobody on it may take come back on sale and are announced
+-- on the restock channel, as a release does, so every instance drops its sold-out
+-- flag.
 --
 -- KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders, KEYS[4] released, KEYS[5] stream,
--- KEYS[6] dead (one voucher, one hash tag).
+-- KEYS[6] dead, KEYS[7] waitlist, KEYS[8] waiting (one voucher, one hash tag).
 -- ARGV[1] stock, ARGV[2] begins_ms, ARGV[3] ends_ms, ARGV[4] per_user_limit,
 -- ARGV[5] grace_ms, ARGV[6] version, ARGV[7] mode: 'newer' (only over an older
 -- version), 'held' (whatever version the state holds: the caller holds the voucher's
@@ -16,27 +18,28 @@
 -- SPUBLISH on the voucher's own channel, as on Redis Cluster; '0': PUBLISH),
 -- ARGV[11] admission, ARGV[12] challenge (they never change; written with the terms,
 -- so a state loaded without them gets them, as warm.lua does).
--- Returns 1 when it changed the state; 0 when there was nothing to change (the same
+-- Returns {1, user_1, order_1, …} when it changed the state (the users units were
+-- handed off to, each with the order it now holds), else {code}: 0 when there was nothing to change (the same
 -- terms, or in mode 'newer' a version not older than the state's); -1 without sale
 -- state (nothing written); in mode 'strict', changing nothing, -2 when fewer units
 -- remain than the stock loses and -3 while the state is being restored (its remaining
 -- units are not known yet).
 local m = sale_state(KEYS[1], 'version', 'restoring', 'settled', 'admission', 'challenge')
 if not m then
-  return -1
+  return {-1}
 end
 local version, want = tonumber(m.version) or 0, tonumber(ARGV[6])
 if ARGV[7] == 'newer' and version >= want then
-  return 0
+  return {0}
 end
 if ARGV[7] == 'strict' and m.restoring == '1' then
-  return -3
+  return {-3}
 end
 local stock, remaining = tonumber(m.stock), tonumber(m.remaining)
 local left = remaining + tonumber(ARGV[1]) - stock
 if left < 0 then
   if ARGV[7] == 'strict' then
-    return -2
+    return {-2}
   end
   left = 0
 end
@@ -47,9 +50,15 @@ local reopened = m.settled == '1' and now < ends
 if left == remaining and tostring(stock) == ARGV[1] and m.begins == ARGV[2] and m.ends == ARGV[3] and
     m.limit == ARGV[4] and version == want and not reopened and m.admission == ARGV[11] and
     m.challenge == ARGV[12] then
-  return 0
+  return {0}
 end
-redis.call('HSET', KEYS[1], 'stock', ARGV[1], 'remaining', left, 'begins', ARGV[2], 'ends', ARGV[3],
+local given, to = 0, {}
+if left > remaining then
+  m.settled = reopened and '0' or m.settled
+  given, to = hand_off({meta = KEYS[1], buyers = KEYS[2], orders = KEYS[3], stream = KEYS[5],
+    waitlist = KEYS[7], waiting = KEYS[8]}, m, ARGV[9], left - remaining, ARGV[3], expire)
+end
+redis.call('HSET', KEYS[1], 'stock', ARGV[1], 'remaining', left - given, 'begins', ARGV[2], 'ends', ARGV[3],
   'limit', ARGV[4], 'expire', expire, 'version', ARGV[6], 'admission', ARGV[11], 'challenge', ARGV[12])
 if left ~= remaining then
   -- 'gen' counts the changes of the remaining and held units (see reserve.lua).
@@ -58,14 +67,18 @@ end
 if reopened then
   redis.call('HDEL', KEYS[1], 'settled')
 end
-for k = 1, 6 do
+for k = 1, 8 do
   redis.call('PEXPIREAT', KEYS[k], expire)
 end
-if left > remaining then
+if left - given > remaining then
   if ARGV[10] == '1' then
     redis.call('SPUBLISH', ARGV[8], ARGV[9])
   else
     redis.call('PUBLISH', ARGV[8], ARGV[9])
   end
 end
-return 1
+local out = {1}
+for _, v in ipairs(to) do
+  out[#out + 1] = v
+end
+return out

@@ -129,3 +129,63 @@ local function unacked(key, group, cap)
   end
   return pending, undelivered, oldest
 end
+
+-- hand_off gives up to units units that just came back (a release, an edit that adds
+-- units) to the first users of the voucher's waitlist who may still buy, one unit
+-- each, before they go back on sale: each one given becomes a reservation exactly as
+-- reserve.lua takes one (the buyer, the order record, the stream entry the workers
+-- persist as an awaiting_payment order, the tally), under the order id minted when
+-- the user joined (waitlist.lua). A user leaves the waitlist as its turn comes: given
+-- a unit, or passed over because it holds an order of the voucher already (a grab it
+-- made meanwhile). The per-user limit is at least one unit, so it never passes a user
+-- over; the deny list is not seen here: a denied user is kept off the waitlist at
+-- join and taken off it when denied (Waitlist.Drop). Nothing is given while the sale
+-- state is being restored (its buyers are not all known yet), once the sale is
+-- settled, or at or after ends_ms.
+--
+-- keys: meta, buyers, orders, stream, waitlist, waiting (one voucher, one hash tag);
+-- m: the sale state (sale_state with 'restoring' and 'settled'); voucher: its id
+-- (decimal); ends_ms, expire_ms: the sale's end and its keys' expiry. It returns the
+-- units given and a flat list {user_1, order_1, user_2, order_2, …} of whom they went
+-- to. At most units + 1000 users leave the waitlist in one call, so a long run of
+-- users passed over cannot stall the script.
+local function hand_off(keys, m, voucher, units, ends_ms, expire_ms)
+  local given, to = 0, {}
+  if units <= 0 or m.restoring == '1' or m.settled == '1' then
+    return given, to
+  end
+  local now = sale_now()
+  if now >= tonumber(ends_ms) then
+    return given, to
+  end
+  local turns = units + 1000
+  while given < units and turns > 0 do
+    turns = turns - 1
+    local head = redis.call('ZPOPMIN', keys.waitlist)
+    if #head == 0 then
+      break
+    end
+    local user = head[1]
+    local order = redis.call('HGET', keys.waiting, user)
+    redis.call('HDEL', keys.waiting, user)
+    if order and not redis.call('HGET', keys.buyers, user) then
+      local stamp = tostring(now)
+      redis.call('HSET', keys.buyers, user, order)
+      -- The record and the entry have codec.go's shapes (encodeRecord, entryValues).
+      redis.call('HSET', keys.orders, order, user .. ':1:' .. stamp)
+      redis.call('XADD', keys.stream, '*', 'order', order, 'voucher', voucher, 'user', user, 'qty', '1',
+        'at', stamp)
+      given = given + 1
+      to[#to + 1] = user
+      to[#to + 1] = order
+    end
+  end
+  if given > 0 then
+    redis.call('HINCRBY', keys.meta, 'queued', given)
+    redis.call('HINCRBY', keys.meta, 'queued_entries', given)
+    for _, k in ipairs({keys.buyers, keys.orders, keys.stream}) do
+      redis.call('PEXPIREAT', k, expire_ms)
+    end
+  end
+  return given, to
+end

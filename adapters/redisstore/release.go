@@ -21,20 +21,31 @@ var releaseScript = newScript(releaseSrc)
 // Applied twice, or to an order the user's reservation no longer names (the user has
 // grabbed again since), it changes nothing and reports false; so does a voucher without
 // sale state. Whenever the voucher has sale state, o.ID joins its released set
-// (Keys.Released), so no later Restore records the closed order again. A release that gives units back publishes o.VoucherID on the restock
-// channel (Keys.Restock, see SubscribeRestocks), in the same script. It returns a
+// (Keys.Released), so no later Restore records the closed order again. The units go
+// first, one each, to the first users of the voucher's waitlist who may still buy
+// (Waitlist; hand_off in prelude.lua), in the same script: each becomes a reservation
+// under the order id the user joined with, appended to the stream as a grab's. A
+// release that puts units back on sale publishes o.VoucherID on the restock channel
+// (Keys.Restock, see SubscribeRestocks), in the same script. It returns a
 // *domain.ValidationError for a quantity below 1.
 func (s *Stock) Release(ctx context.Context, o domain.Order) (bool, error) {
 	// A quantity below 1 would take units instead of giving them back.
 	if o.Quantity < 1 {
 		return false, domain.Invalid("quantity", "must be at least 1")
 	}
-	keys := []string{s.keys.Meta(o.VoucherID), s.keys.Buyers(o.VoucherID), s.keys.Orders(o.VoucherID), s.keys.Released(o.VoucherID)}
-	channel, sharded := restockChannel(s.keys, s.sharded, o.VoucherID)
-	released, err := releaseScript.Run(ctx, s.client, keys,
-		o.UserID.String(), string(o.ID), o.Quantity, channel, o.VoucherID.String(), sharded).Int()
+	id := o.VoucherID
+	keys := []string{s.keys.Meta(id), s.keys.Buyers(id), s.keys.Orders(id), s.keys.Released(id),
+		s.keys.Stream(id), s.keys.Waitlist(id), s.keys.Waiting(id)}
+	channel, sharded := restockChannel(s.keys, s.sharded, id)
+	reply, err := releaseScript.Run(ctx, s.client, keys,
+		o.UserID.String(), string(o.ID), o.Quantity, channel, id.String(), sharded).Slice()
 	if err != nil {
 		return false, fmt.Errorf("release stock: %w", err)
 	}
+	if len(reply) == 0 {
+		return false, fmt.Errorf("release stock: unexpected reply %v", reply)
+	}
+	released, _ := reply[0].(int64)
+	s.handedOff(ctx, id, reply[1:])
 	return released == 1, nil
 }

@@ -31,7 +31,7 @@
 -- passes set in the same step. A sale the queue has settled
 -- (settle.lua: ended by the sale's clock, every entry persisted) answers ended to
 -- every grab, so no entry is appended that no worker would read.
-local m = sale_state(KEYS[1], 'paused', 'restoring', 'settled', 'admission', 'challenge')
+local m = sale_state(KEYS[1], 'paused', 'restoring', 'settled', 'admission', 'challenge', 'drawn')
 local n = (#ARGV - 6) / 7
 local out = {-1}
 -- answer_all answers every grab of the batch with code, nothing taken.
@@ -97,18 +97,26 @@ local held = redis.call('HMGET', KEYS[2], unpack(users))
 -- rules live): a waiting room admits a grab whose pass (pass, Unix ms; '0': none) has
 -- not expired at now and is outstanding — its user's member of the passes set, scored
 -- with that very expiry (a pass used, or another of the user's passes, is not). It
--- returns whether the grab is admitted, and whether taking it uses a pass up. Every
--- other mode admits every grab (a draw's first-come grabs too, for now).
+-- returns the code refusing the grab (nil: admitted), and whether taking it uses a
+-- pass up. A draw admits no grab (code 3, not started) until it has been carried out
+-- (draw.lua leaves drawn = '1'), then every grab, first come. Every other mode admits
+-- every grab.
 local function admitted(user, pass, now)
+  if m.admission == 'draw' and m.drawn ~= '1' then
+    return 3, false
+  end
   if m.admission ~= 'waiting_room' then
-    return true, false
+    return nil, false
   end
   local expires = tonumber(pass)
   if expires == 0 or expires <= now then
-    return false, false
+    return 12, false
   end
   local score = redis.call('ZSCORE', KEYS[5], user)
-  return score ~= false and tonumber(score) == expires, true
+  if score ~= false and tonumber(score) == expires then
+    return nil, true
+  end
+  return 12, true
 end
 
 local function judge(i)
@@ -128,9 +136,9 @@ local function judge(i)
     return 11, ''
   end
   -- Go twin: domain.Sale.Judge, rule 2 (the admission).
-  local admit, uses_pass = admitted(user, ARGV[base + 5], now)
-  if not admit then
-    return 12, ''
+  local refused, uses_pass = admitted(user, ARGV[base + 5], now)
+  if refused then
+    return refused, ''
   end
   -- Go twin: domain.Sale.Judge, rule 3 (paused).
   if m.paused == '1' then

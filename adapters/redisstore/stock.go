@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -103,6 +104,8 @@ type Stock struct {
 	// warmed hears of each voucher warmed here, so SubscribeRestocks subscribes to its
 	// channel at once rather than at its next look at the active vouchers.
 	warmed chan domain.VoucherID
+	// handoffs counts the units Release and Edit handed to a waitlist (HandOffs).
+	handoffs atomic.Int64
 }
 
 var _ ports.Stock = (*Stock)(nil)

@@ -69,7 +69,8 @@ func cleanup(t testing.TB, client redis.UniversalClient, s *redisstore.Stock, id
 	t.Cleanup(func() {
 		// The registry and the active set are in slots of their own.
 		err := errors.Join(
-			client.Unlink(context.Background(), k.Meta(id), k.Buyers(id), k.Orders(id), k.Stream(id), k.Dead(id), k.Passes(id)).Err(),
+			client.Unlink(context.Background(), k.Meta(id), k.Buyers(id), k.Orders(id), k.Stream(id), k.Dead(id),
+				k.Waitlist(id), k.Waiting(id), k.Passes(id)).Err(),
 			client.Unlink(context.Background(), k.Registry()).Err(),
 			client.Unlink(context.Background(), k.Active()).Err())
 		if err != nil {
@@ -109,6 +110,9 @@ func TestKeys(t *testing.T) {
 		{k.Orders(42), "p:{v42}:orders"},
 		{k.Stream(42), "p:{v42}:stream"},
 		{k.Dead(42), "p:{v42}:dead"},
+		{k.Waitlist(42), "p:{v42}:waitlist"},
+		{k.Waiting(42), "p:{v42}:waiting"},
+		{k.UserWaits(9), "p:{u9}:waits"},
 		{k.Passes(42), "p:{v42}:passes"},
 		{k.Registry(), "p:vouchers"},
 		{k.Restock(), "p:restock"},

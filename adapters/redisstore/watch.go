@@ -148,7 +148,7 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, g *watchGrab, an
 			return nil
 		}
 	}
-	state := domain.Sale{Admission: m.admission, Challenge: m.challenge, PassOutstanding: !r.Pass.IsZero() && pass == r.Pass.UnixMilli(),
+	state := domain.Sale{Admission: m.admission, Challenge: m.challenge, Drawn: m.drawn, PassOutstanding: !r.Pass.IsZero() && pass == r.Pass.UnixMilli(),
 		Paused: m.paused, BeginsAt: time.UnixMilli(m.begins), EndsAt: time.UnixMilli(m.ends),
 		PerUserLimit: int(m.limit), Remaining: int(m.remaining)}
 	if m.settled {
@@ -275,11 +275,13 @@ type saleMeta struct {
 	// admission and challenge are "" in a state loaded without them: first come, none.
 	admission domain.Admission
 	challenge domain.ChallengeKind
+	// drawn: the voucher's draw has been carried out (draw.lua).
+	drawn bool
 }
 
 // grabFields are the fields of the meta hash a grab reads, in saleState's order; the
 // stock is read for its presence only.
-var grabFields = []string{"remaining", "begins", "ends", "limit", "expire", "paused", "stock", "restoring", "settled", "admission", "challenge"}
+var grabFields = []string{"remaining", "begins", "ends", "limit", "expire", "paused", "stock", "restoring", "settled", "admission", "challenge", "drawn"}
 
 // saleState decodes HMGET meta grabFields…. It reports false when there is no sale
 // state: like the scripts (sale_state in prelude.lua), it takes a hash missing any of
@@ -309,7 +311,8 @@ func saleState(vals []any) (saleMeta, bool, error) {
 	settled, _ := vals[8].(string)
 	admission, _ := vals[9].(string)
 	challenge, _ := vals[10].(string)
-	return saleMeta{remaining: n[0], begins: n[1], ends: n[2], limit: n[3], expire: n[4],
+	drawn, _ := vals[11].(string)
+	return saleMeta{drawn: drawn == "1", remaining: n[0], begins: n[1], ends: n[2], limit: n[3], expire: n[4],
 		paused: paused == "1", restoring: restoring == "1", settled: settled == "1",
 		admission: domain.Admission(admission), challenge: domain.ChallengeKind(challenge)}, true, nil
 }

@@ -121,6 +121,7 @@ func Run(t *testing.T, newSubject func(t *testing.T) Subject) {
 		{"WaitingRoomPassOfAnother", testWaitingRoomPassOfAnother},
 		{"GatesComeFirst", testGatesComeFirst},
 		{"WaitingRoomPassOnceUnderConcurrency", testWaitingRoomPassOnceUnderConcurrency},
+		{"DrawTakesNoGrabBeforeItsDraw", testDrawTakesNoGrabBeforeItsDraw},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -836,6 +837,16 @@ func testProofOfWorkGate(t *testing.T, f *fixture) {
 	f.reserve(t, grab(plain.ID, 1, 1, "o2"), nil, "")
 	f.reserve(t, proven(grab(plain.ID, 2, 1, "o3")), nil, "")
 	f.wantRemaining(t, plain.ID, 3)
+}
+
+// testDrawTakesNoGrabBeforeItsDraw: a draw voucher's units are not on first-come sale
+// until its draw has been carried out (only the Redis stocks carry draws out: see
+// redisstore's draw tests for the grabs after it).
+func testDrawTakesNoGrabBeforeItsDraw(t *testing.T, f *fixture) {
+	v := f.sell(t, gated(voucher(5, 1), domain.AdmissionDraw, domain.ChallengeNone))
+	f.reserve(t, grab(v.ID, 1, 1, "o1"), domain.ErrNotStarted, "")
+	f.wantRemaining(t, v.ID, 5)
+	f.wantRecorded(t, v.ID)
 }
 
 func testWaitingRoomGate(t *testing.T, f *fixture) {

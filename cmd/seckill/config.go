@@ -80,6 +80,9 @@ type Config struct {
 	PaymentTimeout    time.Duration `name:"payment-timeout" env:"SECKILL_PAYMENT_TIMEOUT" default:"15m" help:"An order unpaid this long expires and its units go back on sale."`
 	ReconcileInterval time.Duration `name:"reconcile-interval" env:"SECKILL_RECONCILE_INTERVAL" default:"5m" help:"How often serve checks that Redis and the database agree, and logs any drift (0 disables)."`
 
+	DrawBatch int           `name:"draw-batch" env:"SECKILL_DRAW_BATCH" default:"1000" help:"Winners' orders and backfill places a draw takes per Redis call."`
+	DrawLease time.Duration `name:"draw-lease" env:"SECKILL_DRAW_LEASE" default:"15s" help:"How long the instance running the draws holds their lease unrenewed; after it, another instance carries on an unfinished draw."`
+
 	Challenge        string `name:"challenge" env:"SECKILL_CHALLENGE" default:"pow" enum:"pow,turnstile" help:"How a voucher with \"challenge\": \"pow\" is proven: pow (proof of work, built in) or turnstile (Cloudflare Turnstile; needs SECKILL_TURNSTILE_SECRET and SECKILL_TURNSTILE_SITEKEY)."`
 	TurnstileSecret  string `name:"turnstile-secret" env:"SECKILL_TURNSTILE_SECRET" help:"The Turnstile widget's secret key (with SECKILL_CHALLENGE=turnstile)."`
 	TurnstileSiteKey string `name:"turnstile-sitekey" env:"SECKILL_TURNSTILE_SITEKEY" help:"The Turnstile widget's site key, handed to clients (with SECKILL_CHALLENGE=turnstile)."`
@@ -269,6 +272,8 @@ func (c *Config) ranges() []bounded {
 		countSetting("SECKILL_MAX_BACKLOG (--max-backlog)", int64(c.MaxBacklog), 1, 100_000_000, off),
 		durationSetting("SECKILL_PAYMENT_TIMEOUT (--payment-timeout)", c.PaymentTimeout, time.Second, 30*day, false),
 		durationSetting("SECKILL_RECONCILE_INTERVAL (--reconcile-interval)", c.ReconcileInterval, 100*time.Millisecond, day, off),
+		countSetting("SECKILL_DRAW_BATCH (--draw-batch)", int64(c.DrawBatch), 1, 100_000, false),
+		durationSetting("SECKILL_DRAW_LEASE (--draw-lease)", c.DrawLease, time.Second, time.Hour, false),
 	}
 }
 

@@ -43,6 +43,12 @@ type metrics struct {
 	admitted    prometheus.Counter
 	passes      prometheus.Gauge
 	shuffles    prometheus.Histogram
+	// draws, drawEntrants and drawWinners count the draws this instance carried out
+	// to their end, their entrants and winners; drawDuration times them.
+	draws        prometheus.Counter
+	drawEntrants prometheus.Counter
+	drawWinners  prometheus.Counter
+	drawDuration prometheus.Histogram
 }
 
 // breakerNames are the dependencies behind a circuit breaker, as the breakers name
@@ -57,14 +63,22 @@ func newMetrics() *metrics {
 		return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
 	}
 	m := &metrics{
-		reg:         reg,
-		persisted:   counter("seckill_reservations_persisted_total", "Reservations the fulfillment worker turned into orders."),
-		failed:      counter("seckill_reservations_failed_total", "Reservations that could never become live orders: stored as failed, their units returned."),
-		deadLetters: counter("seckill_dead_letters_total", "Queue entries moved to a dead-letter stream (malformed, or failing past the delivery limit)."),
-		expired:     counter("seckill_orders_expired_total", "Orders expired unpaid by this instance."),
-		released:    counter("seckill_units_released_total", "Units put back on sale (cancelled, expired or failed orders, reconciliation repairs)."),
-		unchecked:   counter("seckill_reconcile_unchecked_total", "Vouchers the periodic reconciliation could not check (Redis or the database failed for them); each is checked again at the next pass."),
-		statements:  counter("seckill_db_statements_total", "Statements this process sent to the database, BEGIN and COMMIT included."),
+		reg:          reg,
+		persisted:    counter("seckill_reservations_persisted_total", "Reservations the fulfillment worker turned into orders."),
+		failed:       counter("seckill_reservations_failed_total", "Reservations that could never become live orders: stored as failed, their units returned."),
+		deadLetters:  counter("seckill_dead_letters_total", "Queue entries moved to a dead-letter stream (malformed, or failing past the delivery limit)."),
+		expired:      counter("seckill_orders_expired_total", "Orders expired unpaid by this instance."),
+		released:     counter("seckill_units_released_total", "Units given back (cancelled, expired or failed orders, reconciliation repairs): put back on sale, or handed to a waitlist (seckill_waitlist_handoffs_total)."),
+		unchecked:    counter("seckill_reconcile_unchecked_total", "Vouchers the periodic reconciliation could not check (Redis or the database failed for them); each is checked again at the next pass."),
+		statements:   counter("seckill_db_statements_total", "Statements this process sent to the database, BEGIN and COMMIT included."),
+		draws:        counter("seckill_draws_total", "Draws this instance carried out to their end (recorded, every winner's order reserved, the backfill in place)."),
+		drawEntrants: counter("seckill_draw_entrants_total", "Entrants of the draws this instance carried out."),
+		drawWinners:  counter("seckill_draw_winners_total", "Winners of the draws this instance carried out: orders of one unit, awaiting payment."),
+		drawDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "seckill_draw_duration_seconds",
+			Help:    "How long carrying out a draw took on this instance, from reading its entrants to its last winner's reservation (or from where it resumed).",
+			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
+		}),
 		breakerOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "seckill_breaker_open",
 			Help: "1 while the circuit breaker of a dependency is open (calls fail at once), else 0.",
@@ -101,6 +115,7 @@ func newMetrics() *metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.persisted, m.failed, m.deadLetters, m.expired, m.released, m.breakerOpen, m.drift, m.unchecked,
 		m.recoveries, m.edits, m.clockOffset, m.statements, m.webhooks, m.challenges,
+		m.draws, m.drawEntrants, m.drawWinners, m.drawDuration,
 	)
 	for _, o := range application.ChallengeOutcomes {
 		m.challenges.WithLabelValues(o)
@@ -251,9 +266,14 @@ const backlogTimeout = time.Second
 // the queue), the Redis and database connection pools — and returns the HTTP layer's
 // instruments on the same registry.
 func httpMetrics(m *metrics, client redis.UniversalClient, db *bun.DB, queue *redisstore.Queue, hooks *sqlstore.Webhooks,
-	denied *application.DeniedUsers, log *zap.Logger) *httpapi.Metrics {
+	denied *application.DeniedUsers, stock *redisstore.Stock, log *zap.Logger) *httpapi.Metrics {
 	backlog := newBacklogCollector(queue, log)
 	m.reg.MustRegister(backlog, collectors.NewDBStatsCollector(db.DB, "seckill"), newWebhookCollector(hooks, log),
+		newWaitlistCollector(redisstore.NewWaitlist(stock), log),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "seckill_waitlist_handoffs_total",
+			Help: "Units this instance handed to the first on a voucher's waitlist as they came back (a cancel, an expiry, a failed reservation, add_units), before they could go back on sale.",
+		}, func() float64 { return float64(stock.HandOffs()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "seckill_denied_users",
 			Help: "Users on the deny list as this instance last loaded it (at start, every " + denyReload.String() + ", and at once when a change is announced).",
@@ -399,4 +419,41 @@ func (w *webhookCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(w.backlog, prometheus.GaugeValue, float64(n))
+}
+
+// drawn counts a draw carried out to its end.
+func (m *metrics) drawn(entrants, winners int, took time.Duration) {
+	m.draws.Inc()
+	m.drawEntrants.Add(float64(entrants))
+	m.drawWinners.Add(float64(winners))
+	m.drawDuration.Observe(took.Seconds())
+}
+
+// waitlistCollector reads the users waiting on the waitlists of the vouchers on sale
+// once per scrape; a scrape that cannot reach Redis reports nothing (the breaker's
+// gauge says why).
+type waitlistCollector struct {
+	waitlist *redisstore.Waitlist
+	log      *zap.Logger
+	length   *prometheus.Desc
+}
+
+func newWaitlistCollector(w *redisstore.Waitlist, log *zap.Logger) *waitlistCollector {
+	return &waitlistCollector{waitlist: w, log: log, length: prometheus.NewDesc("seckill_waitlist_length",
+		"Users waiting on the waitlists of the vouchers on sale (and of those whose sale ended a moment ago), all instances.", nil, nil)}
+}
+
+// Describe implements prometheus.Collector.
+func (w *waitlistCollector) Describe(ch chan<- *prometheus.Desc) { ch <- w.length }
+
+// Collect implements prometheus.Collector.
+func (w *waitlistCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), backlogTimeout)
+	defer cancel()
+	n, err := w.waitlist.Waiting(ctx)
+	if err != nil {
+		w.log.Debug("metrics: measure the waitlists", zap.Error(err))
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(w.length, prometheus.GaugeValue, float64(n))
 }

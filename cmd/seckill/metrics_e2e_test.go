@@ -68,6 +68,7 @@ func TestServeExposesTheWorkersMetrics(t *testing.T) {
 		`seckill_grab_requests_total{outcome="reserved"}`,
 		`seckill_redis_pool_connections`, `go_sql_open_connections{db_name="seckill"}`, `go_goroutines`,
 		`seckill_webhook_backlog`, `seckill_webhook_deliveries_total{outcome="delivered"}`, `seckill_denied_users`,
+		`seckill_waitlist_length`, `seckill_waitlist_handoffs_total`,
 		`seckill_webhook_deliveries_total{outcome="failed"}`, `seckill_webhook_deliveries_total{outcome="given_up"}`,
 		`seckill_queue_joins_total{when="early"}`, `seckill_queue_joins_total{when="late"}`, `seckill_queue_admitted_total`,
 		`seckill_queue_passes_outstanding`, `seckill_queue_shuffle_seconds_count`,

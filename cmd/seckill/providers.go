@@ -72,6 +72,8 @@ type app struct {
 	DenyChanges *redisstore.DenyChanges
 	// Rooms shuffles and admits the waiting rooms (the worker role's loop, admit).
 	Rooms *application.AdmitQueues
+	// Draws runs the draws whose sale has begun, on one instance at a time.
+	Draws *application.RunDraws
 }
 
 // redisSet provides the Redis client and the adapters built on it. The stock port and
@@ -116,6 +118,8 @@ var databaseSet = wire.NewSet(
 	wire.Bind(new(ports.DenyList), new(*sqlstore.DenyList)),
 	sqlstore.NewShuffles,
 	wire.Bind(new(ports.Shuffles), new(*sqlstore.Shuffles)),
+	sqlstore.NewDraws,
+	wire.Bind(new(ports.Draws), new(*sqlstore.Draws)),
 	wire.Bind(new(ports.Leases), new(*sqlstore.Leases)),
 )
 
@@ -203,6 +207,10 @@ var applicationSet = wire.NewSet(
 	joinQueue,
 	application.NewQueueStatus,
 	admitQueues,
+	application.NewEnterDraw,
+	application.NewGetDraw,
+	drawRunner,
+	application.NewWaitlist,
 	grabOptions,
 	application.NewGrabVoucher,
 	application.NewWarmVouchers,
@@ -635,4 +643,13 @@ func readinessChecks(client redis.UniversalClient, db *bun.DB) []httpapi.Check {
 		// call as surely as a database that is down.
 		{Name: "database", Ping: func(ctx context.Context) error { return sqlstore.CheckSchema(ctx, db) }},
 	}
+}
+
+// drawRunner runs the draws on the instance holding their lease (named by its consumer
+// name), a batch per Redis call, each draw carried out counted in the metrics.
+func drawRunner(draws ports.Draws, entries ports.Entries, leases ports.Leases, ids ports.OrderIDs, clock ports.Clock,
+	queue *redisstore.Queue, cfg Config, m *metrics) *application.RunDraws {
+	return application.NewRunDraws(draws, entries, leases, ids, clock, queue.Consumer(),
+		application.DrawOptions{Batch: cfg.DrawBatch, Lease: cfg.DrawLease},
+		application.DrawObserver{Drawn: m.drawn})
 }

@@ -167,6 +167,7 @@ func serveThen(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Conf
 		}
 		g.Go(func() error { every(gctx, time.Second, func() { foldUnits(gctx, a, log) }); return nil })
 		g.Go(func() error { every(gctx, admitEvery, func() { admit(gctx, a, log) }); return nil })
+		g.Go(func() error { every(gctx, drawEvery, func() { runDraws(gctx, a, log) }); return nil })
 		if a.Webhooks != nil {
 			log.Info("webhook dispatcher started", zap.String("url", redactURL(cfg.WebhookURL)))
 			g.Go(func() error { return a.Webhooks.Run(gctx) })
@@ -564,5 +565,22 @@ const admitEvery = 150 * time.Millisecond
 func admit(ctx context.Context, a *app, log *zap.Logger) {
 	if err := a.Rooms.Handle(ctx); err != nil && ctx.Err() == nil {
 		log.Warn("waiting rooms", zap.Error(err))
+	}
+}
+
+// drawEvery is how often an instance looks for draws to run: a draw starts within it
+// of its begins_at.
+const drawEvery = 250 * time.Millisecond
+
+// runDraws carries out the draws whose sale has begun, when this instance holds their
+// lease (application.RunDraws). A failure is logged; the next round carries on where
+// the draw stopped.
+func runDraws(ctx context.Context, a *app, log *zap.Logger) {
+	n, err := a.Draws.Round(ctx)
+	if err != nil && ctx.Err() == nil {
+		log.Warn("run draws", zap.Error(err))
+	}
+	if n > 0 {
+		log.Info("draws carried out", zap.Int("draws", n))
 	}
 }

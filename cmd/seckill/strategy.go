@@ -72,7 +72,7 @@ func configuredStrategy(cfg Common) (StockStrategy, error) {
 // strategySet provides the stock port and the audit of its state for a given
 // StockStrategy. The Redis adapters are built either way: the fulfillment queue, the
 // reservations and the restock signal read Redis whatever takes the stock.
-var strategySet = wire.NewSet(sqlstore.NewStock, selectStock, selectStockAudit)
+var strategySet = wire.NewSet(sqlstore.NewStock, selectStock, selectStockAudit, selectWaitlist, selectEntries)
 
 // selectStock returns the stock port of strategy: the Lua script (lua), the
 // optimistic transaction over the same keys (watch), or the database (postgres).
@@ -95,4 +95,24 @@ func selectStockAudit(strategy StockStrategy, redis *redisstore.Audit, db *sqlst
 		return db
 	}
 	return redis
+}
+
+// selectWaitlist returns the waitlists of strategy: kept in Redis beside the sale state
+// for lua and watch, whose releases and edits (the same scripts) hand returned units
+// to them; none for postgres, whose waitlist routes answer 409 waitlist_unsupported.
+func selectWaitlist(strategy StockStrategy, lua *redisstore.Stock) ports.Waitlist {
+	if strategy == StrategyPostgres {
+		return sqlstore.NoWaitlist{}
+	}
+	return redisstore.NewWaitlist(lua)
+}
+
+// selectEntries returns the draws' entries of strategy: kept in Redis beside the sale
+// state for lua and watch, whose winners are reservations and whose backfill is the
+// waitlist; none for postgres, whose entries answer 409 draw_unsupported.
+func selectEntries(strategy StockStrategy, lua *redisstore.Stock) ports.Entries {
+	if strategy == StrategyPostgres {
+		return sqlstore.NoEntries{}
+	}
+	return redisstore.NewEntries(lua)
 }

@@ -42,7 +42,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	webhooks := sqlstore.NewWebhooks(db)
 	denyList := sqlstore.NewDenyList(db)
 	deniedUsers := application.NewDeniedUsers(denyList)
-	httpapiMetrics := httpMetrics(mainMetrics, universalClient, db, queue, webhooks, deniedUsers, log)
+	stock := redisstore.NewStock(universalClient, options)
+	httpapiMetrics := httpMetrics(mainMetrics, universalClient, db, queue, webhooks, deniedUsers, stock, log)
 	domainPaymentWindow := paymentWindow(cfg)
 	changes := redisstore.NewChanges(universalClient, options)
 	tickets := redisstore.NewTickets(universalClient, options)
@@ -55,7 +56,6 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		cleanup()
 		return nil, nil, err
 	}
-	stock := redisstore.NewStock(universalClient, options)
 	sqlstoreStock := sqlstore.NewStock(db, clock)
 	portsStock := selectStock(stockStrategy, stock, sqlstoreStock)
 	createVoucher := application.NewCreateVoucher(vouchers, portsStock, clock)
@@ -74,7 +74,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	reservations := redisstore.NewReservations(universalClient, options)
 	getOrder := application.NewGetOrder(orders, reservations)
 	listOrders := application.NewListOrders(orders, reservations)
-	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stockAudit, clock)
+	waitlist := selectWaitlist(stockStrategy, stock)
+	getVoucherStats := application.NewGetVoucherStats(vouchers, orders, stockAudit, clock, waitlist)
 	acceptPayments := system.AcceptPayments{}
 	payOrder := application.NewPayOrder(getOrder, orders, acceptPayments, clock, domainPaymentWindow, changes)
 	applicationCompensate := compensate(portsStock, orders, mainMetrics)
@@ -87,9 +88,14 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	exportVoucherOrders := application.NewExportVoucherOrders(vouchers, orders)
 	listDeliveries := application.NewListDeliveries(webhooks)
 	denyChanges := redisstore.NewDenyChanges(universalClient, options)
-	denyUser := application.NewDenyUser(denyList, denyChanges, deniedUsers)
+	denyUser := application.NewDenyUser(denyList, denyChanges, deniedUsers, waitlist)
 	allowUser := application.NewAllowUser(denyList, denyChanges, deniedUsers)
 	listDenied := application.NewListDenied(denyList)
+	applicationWaitlist := application.NewWaitlist(waitlist, vouchers, uliDs, clock, deniedUsers)
+	entries := selectEntries(stockStrategy, stock)
+	enterDraw := application.NewEnterDraw(entries, vouchers, deniedUsers)
+	draws := sqlstore.NewDraws(db)
+	getDraw := application.NewGetDraw(draws, entries, vouchers)
 	applicationIssueChallenge := issueChallenge(vouchers, portsChallenge, clock, mainMetrics)
 	waitingRoom := redisstore.NewWaitingRoom(universalClient, options)
 	applicationJoinQueue := joinQueue(vouchers, waitingRoom, clock, deniedUsers, applicationVerifyProof, mainMetrics)
@@ -114,6 +120,9 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		DenyUser:            denyUser,
 		AllowUser:           allowUser,
 		ListDenied:          listDenied,
+		Waitlist:            applicationWaitlist,
+		EnterDraw:           enterDraw,
+		GetDraw:             getDraw,
 		IssueChallenge:      applicationIssueChallenge,
 		VerifyProof:         applicationVerifyProof,
 		JoinQueue:           applicationJoinQueue,
@@ -138,6 +147,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		return nil, nil, err
 	}
 	applicationAdmitQueues := admitQueues(vouchers, waitingRoom, shuffles, leases, clock, queue, mainMetrics, log)
+	applicationRunDraws := drawRunner(draws, entries, leases, uliDs, clock, queue, cfg, mainMetrics)
 	mainApp := &app{
 		Redis:       universalClient,
 		Restarts:    restarts,
@@ -164,6 +174,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		Denied:      deniedUsers,
 		DenyChanges: denyChanges,
 		Rooms:       applicationAdmitQueues,
+		Draws:       applicationRunDraws,
 	}
 	return mainApp, func() {
 		cleanup2()

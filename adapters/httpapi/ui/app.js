@@ -28,6 +28,7 @@ const SVG = "http://www.w3.org/2000/svg";
 let previous = null; // last metrics sample: {at, counts}
 let vouchers = []; // the last list read
 let stats = {}; // voucher id → its last stats answer
+let draws = {}; // draw voucher id → its last GET …/draw answer (anyone may read it)
 const series = new Map(); // voucher id → samples [{at (performance.now()), left, taken}], oldest first
 let editing = null; // the voucher the edit form changes
 let pendingEdit = null; // an edit sent and not answered: {id, body, key}; a retry of it keeps its key
@@ -217,7 +218,20 @@ function counts(v, st) {
   return el("div", {},
     el("table", { class: "counts", "aria-label": `units of voucher ${v.id} by state` }, el("thead", {}, head), el("tbody", {}, body)),
     el("p", { class: "muted small" }, `stock ${st.stock} · queue entries not yet acknowledged ${st.pending}` +
-      (st.oldest_queued_ms !== undefined ? ` · oldest queued ${st.oldest_queued_ms} ms` : "")));
+      (st.oldest_queued_ms !== undefined ? ` · oldest queued ${st.oldest_queued_ms} ms` : "") + " · on the waitlist ",
+      el("span", { "data-waitlist": "" }, String(st.waitlist ?? 0))));
+}
+
+// drawState says where a draw voucher's draw stands: its entrants so far, or, once
+// drawn, when, by which seed (its first hex digits; the whole is in GET …/draw) and how
+// many won. Nothing for a voucher of another mode.
+function drawState(v) {
+  const d = draws[v.id];
+  if (v.admission !== "draw" || !d) return "";
+  if (!d.seed) return el("div", { class: "muted small", "data-draw": "entries" }, `draw: ${d.entrants} entered`);
+  return el("div", { class: "muted small", "data-draw": "drawn" },
+    `drawn ${new Date(d.drawn_at).toLocaleTimeString()} · ${d.entrants} entered · ${d.winners.length} won · seed `,
+    el("code", { title: d.seed }, d.seed.slice(0, 12) + "…"));
 }
 
 function button(action, text, onClick, disabled) {
@@ -234,7 +248,7 @@ function rows(v, admin) {
   const toggleAction = v.paused ? "resume" : "pause";
   const tr = el("tr", { "data-voucher-id": v.id },
     el("td", {}, v.id),
-    el("td", { class: "title" }, v.title),
+    el("td", { class: "title" }, v.title, drawState(v)),
     el("td", {}, el("span", { class: "badge " + state }, state), " ", el("span", { class: "countdown muted" }, countdown)),
     el("td", { class: "num remaining" }, String(v.remaining)),
     el("td", { class: "num stock" }, String(v.stock)),
@@ -496,7 +510,11 @@ async function load() {
     return shown && (eventSeen[v.id] || 0) > since ? shown : v;
   });
   sample(read);
-  const fresh = {};
+  const fresh = {}, freshDraws = {};
+  await Promise.all(read.filter((v) => v.admission === "draw").slice(0, MAX_STATS).map(async (v) => {
+    try { freshDraws[v.id] = await getJSON(`/api/v1/vouchers/${v.id}/draw`, false); }
+    catch (e) { /* shown again at the next read */ }
+  }));
   if (token() !== "") {
     await Promise.all(read.slice(0, MAX_STATS).map(async (v) => {
       try { fresh[v.id] = await getJSON(`/api/v1/vouchers/${v.id}/stats`, true); }
@@ -507,6 +525,7 @@ async function load() {
   if (seen !== answers) return; // read before an action's answer: the next read follows
   vouchers = read;
   stats = fresh;
+  draws = freshDraws;
   allFollowed = follow(read);
   render();
   const now = serverNow();

@@ -1,0 +1,113 @@
+package httpapi
+
+import (
+	"bufio"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/seckill/seckill/domain"
+)
+
+// The paths of a draw: POST enters it, GET …/draw reads its public record, GET
+// …/draw/entrants its sorted entrants.
+const (
+	entriesRoute      = "/api/v1/vouchers/:id/entries"
+	drawRoute         = "/api/v1/vouchers/:id/draw"
+	drawEntrantsRoute = "/api/v1/vouchers/:id/draw/entrants"
+)
+
+// entryJSON answers an entry: the number of entrants so far.
+type entryJSON struct {
+	Entrants int `json:"entrants"`
+}
+
+// drawJSON is the contract's record of a draw. Before the draw only the commitment and
+// the entrants so far are known: seed, entrants_digest and drawn_at are null, winners
+// is empty. After it, winners lists the winning user ids (decimal strings), in the
+// order of the shuffle.
+type drawJSON struct {
+	Commitment     string     `json:"commitment"`
+	Seed           *string    `json:"seed"`
+	Entrants       int        `json:"entrants"`
+	EntrantsDigest *string    `json:"entrants_digest"`
+	DrawnAt        *time.Time `json:"drawn_at"`
+	Winners        []string   `json:"winners"`
+}
+
+// enterDraw enters the caller in a draw voucher and answers 202, again 202 for a user
+// who entered already; a voucher with a challenge asks for a proof first
+// (requireProof, X-Seckill-Pow). The body, when sent, is an empty object.
+func (h handlers) enterDraw(c echo.Context) error {
+	id, err := domain.ParseVoucherID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	var req struct{}
+	if err := decodeJSON(c, &req, true); err != nil {
+		return err
+	}
+	user := principal(c).User
+	n, err := h.uc.EnterDraw.Handle(c.Request().Context(), id, user, func(v domain.Voucher) error {
+		return h.requireProof(c, v, user)
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, entryJSON{Entrants: n})
+}
+
+// getDraw answers a draw voucher's public record.
+func (h handlers) getDraw(c echo.Context) error {
+	id, err := domain.ParseVoucherID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	st, err := h.uc.GetDraw.Handle(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	out := drawJSON{Commitment: st.Commitment, Entrants: st.Entrants, Winners: []string{}}
+	if d := st.Draw; d != nil {
+		seed, digest, at := domain.SeedHex(d.Seed), d.Digest, d.DrawnAt
+		out.Seed, out.EntrantsDigest, out.DrawnAt = &seed, &digest, &at
+		out.Winners = make([]string, len(st.Winners))
+		for i, u := range st.Winners {
+			out.Winners[i] = u.String()
+		}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// drawEntrants answers a drawn voucher's entrants as text, sorted ascending, one
+// decimal id per line, each ending in "\n": the bytes whose SHA-256 is the draw's
+// entrants_digest. Before the draw: 404 not_found.
+func (h handlers) drawEntrants(c echo.Context) error {
+	id, err := domain.ParseVoucherID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	st, err := h.uc.GetDraw.Handle(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	if st.Draw == nil {
+		return domain.ErrNotFound
+	}
+	res := c.Response()
+	res.Header().Set(echo.HeaderContentType, "text/plain; charset=utf-8")
+	res.WriteHeader(http.StatusOK)
+	w := bufio.NewWriter(res)
+	buf := make([]byte, 0, 24)
+	for _, u := range st.Draw.Entrants {
+		buf = strconv.AppendInt(buf[:0], int64(u), 10)
+		buf = append(buf, '\n')
+		if _, err := w.Write(buf); err != nil {
+			return nil //nolint:nilerr // the client went away: nothing left to answer
+		}
+	}
+	_ = w.Flush() //nolint:errcheck // the client went away: nothing left to answer
+	return nil
+}

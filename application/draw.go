@@ -1,0 +1,259 @@
+package application
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
+)
+
+// EnterDraw is the use case of a draw's entry: a user enters a draw voucher from its
+// entries_open_at until its begins_at, once however often it asks.
+type EnterDraw struct {
+	entries  ports.Entries
+	vouchers ports.Vouchers
+	denied   *DeniedUsers
+}
+
+// NewEnterDraw returns the use case: entries keeps the entries, vouchers the vouchers,
+// denied (nil: none) is this instance's deny list.
+func NewEnterDraw(entries ports.Entries, vouchers ports.Vouchers, denied *DeniedUsers) *EnterDraw {
+	return &EnterDraw{entries: entries, vouchers: vouchers, denied: denied}
+}
+
+// Handle enters user in voucher's draw and returns how many users have entered. prove
+// (nil: none) checks what the voucher asks of the entry (its challenge) once the
+// voucher is known to be a draw, before the entry; its error is returned as it is.
+// It returns a *domain.ValidationError, domain.ErrDenied, domain.ErrNotFound,
+// domain.ErrNotDraw (a voucher of another admission mode), domain.ErrNotStarted
+// (before entries_open_at), domain.ErrEntriesClosed (from begins_at),
+// domain.ErrDrawUnsupported, or an error wrapping domain.ErrUnavailable.
+func (uc *EnterDraw) Handle(ctx context.Context, voucher domain.VoucherID, user domain.UserID, prove func(domain.Voucher) error) (int, error) {
+	if err := validWaitlistCall(voucher, user); err != nil {
+		return 0, err
+	}
+	if uc.denied != nil && uc.denied.Denied(user) {
+		return 0, domain.ErrDenied
+	}
+	v, err := uc.vouchers.Get(ctx, voucher)
+	if err != nil {
+		return 0, err
+	}
+	if v.Admission != domain.AdmissionDraw {
+		return 0, domain.ErrNotDraw
+	}
+	if prove != nil {
+		if err := prove(v); err != nil {
+			return 0, err
+		}
+	}
+	return uc.entries.Enter(ctx, v, user)
+}
+
+// DrawState is what GET …/draw publishes: the commitment always, the entrants so far
+// before the draw; after it, the seed, the digest and the winners too.
+type DrawState struct {
+	Voucher    domain.Voucher
+	Entrants   int
+	Draw       *domain.Draw
+	Winners    []domain.UserID
+	Commitment string
+}
+
+// GetDraw is the use case of a draw's public record.
+type GetDraw struct {
+	draws    ports.Draws
+	entries  ports.Entries
+	vouchers ports.Vouchers
+}
+
+// NewGetDraw returns the use case.
+func NewGetDraw(draws ports.Draws, entries ports.Entries, vouchers ports.Vouchers) *GetDraw {
+	return &GetDraw{draws: draws, entries: entries, vouchers: vouchers}
+}
+
+// Handle returns voucher's draw state: domain.ErrNotFound for an unknown voucher,
+// domain.ErrNotDraw for one of another mode. Before the draw the entrants are counted
+// in the entries (domain.ErrDrawUnsupported or an error wrapping
+// domain.ErrUnavailable when they cannot be); after it everything comes from the
+// recorded draw.
+func (uc *GetDraw) Handle(ctx context.Context, voucher domain.VoucherID) (DrawState, error) {
+	v, err := uc.vouchers.Get(ctx, voucher)
+	if err != nil {
+		return DrawState{}, err
+	}
+	if v.Admission != domain.AdmissionDraw {
+		return DrawState{}, domain.ErrNotDraw
+	}
+	st := DrawState{Voucher: v, Commitment: v.Commitment()}
+	d, err := uc.draws.Get(ctx, voucher)
+	switch {
+	case err == nil:
+		st.Draw, st.Entrants = &d, len(d.Entrants)
+		st.Winners = d.Order()[:d.Winners]
+		return st, nil
+	case !errors.Is(err, domain.ErrNotFound):
+		return DrawState{}, err
+	}
+	if st.Entrants, err = uc.entries.Count(ctx, voucher); err != nil {
+		return DrawState{}, err
+	}
+	return st, nil
+}
+
+// DrawOptions tune RunDraws; the zero value takes the defaults.
+type DrawOptions struct {
+	// Batch is how many steps one call to the store takes (default 1000).
+	Batch int
+	// Lease is how long the drawing instance holds the draws' lease without renewing
+	// it (default 15 s); it renews it before each batch.
+	Lease time.Duration
+}
+
+// DrawObserver is told what RunDraws did; a nil func is skipped.
+type DrawObserver struct {
+	// Drawn is called once per draw carried out to its end by this instance, with its
+	// entrants, winners and how long carrying it out took.
+	Drawn func(entrants, winners int, took time.Duration)
+}
+
+// drawLease names the lease only the drawing instance holds.
+const drawLease = "draws"
+
+// RunDraws runs the draws of the vouchers whose sale has begun, on one instance at a
+// time (the holder of a lease). A draw is recorded (ports.Draws) before any of its
+// orders exists, then carried out a batch at a time (ports.Entries.Take), each batch
+// counted taken in the step that takes it: an instance that dies mid-draw leaves the
+// rest to the next holder of the lease, which carries out the same recorded draw from
+// where it stopped, nothing twice and nothing lost.
+type RunDraws struct {
+	draws   ports.Draws
+	entries ports.Entries
+	leases  ports.Leases
+	ids     ports.OrderIDs
+	clock   ports.Clock
+	holder  string
+	opts    DrawOptions
+	obs     DrawObserver
+}
+
+// NewRunDraws returns the use case; holder names this instance in the lease.
+func NewRunDraws(draws ports.Draws, entries ports.Entries, leases ports.Leases, ids ports.OrderIDs, clock ports.Clock,
+	holder string, opts DrawOptions, obs DrawObserver) *RunDraws {
+	if opts.Batch <= 0 {
+		opts.Batch = 1000
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = 15 * time.Second
+	}
+	return &RunDraws{draws: draws, entries: entries, leases: leases, ids: ids, clock: clock, holder: holder, opts: opts, obs: obs}
+}
+
+// errLeaseLost stops a draw whose lease another instance took.
+var errLeaseLost = errors.New("the draws' lease passed to another instance")
+
+// Round carries out every pending draw not carried out yet, when this instance holds
+// (or takes) the lease, and returns how many it finished. It keeps the lease between
+// rounds while it finds draws to run and gives it up when it finds none.
+func (uc *RunDraws) Round(ctx context.Context) (int, error) {
+	pending, err := uc.draws.Pending(ctx, uc.clock.Now())
+	if err != nil || len(pending) == 0 {
+		return 0, err
+	}
+	var todo []domain.Voucher
+	for _, v := range pending {
+		_, drawn, err := uc.entries.Progress(ctx, v.ID)
+		if errors.Is(err, domain.ErrNotFound) || errors.Is(err, domain.ErrDrawUnsupported) {
+			continue // its sale state is not loaded yet (the warm-up loads it), or no draws run here
+		}
+		if err != nil {
+			return 0, err
+		}
+		if !drawn {
+			todo = append(todo, v)
+		}
+	}
+	if len(todo) == 0 {
+		return 0, nil
+	}
+	if ok, err := uc.renew(ctx); err != nil || !ok {
+		return 0, err
+	}
+	done := 0
+	for _, v := range todo {
+		if err := uc.run(ctx, v); err != nil {
+			if errors.Is(err, errLeaseLost) {
+				return done, nil
+			}
+			return done, fmt.Errorf("draw of voucher %s: %w", v.ID, err)
+		}
+		done++
+	}
+	if err := uc.leases.Release(ctx, drawLease, uc.holder); err != nil {
+		return done, fmt.Errorf("give the draws' lease up: %w", err)
+	}
+	return done, nil
+}
+
+// renew takes or renews the lease.
+func (uc *RunDraws) renew(ctx context.Context) (bool, error) {
+	_, ok, err := uc.leases.Acquire(ctx, drawLease, uc.holder, uc.opts.Lease)
+	if err != nil {
+		return false, fmt.Errorf("take the draws' lease: %w", err)
+	}
+	return ok, nil
+}
+
+// run records v's draw (unless recorded) and carries it out from where it stands.
+func (uc *RunDraws) run(ctx context.Context, v domain.Voucher) error {
+	start := time.Now()
+	d, err := uc.draws.Get(ctx, v.ID)
+	if errors.Is(err, domain.ErrNotFound) {
+		entrants, err := uc.entries.Close(ctx, v)
+		if errors.Is(err, domain.ErrNotStarted) {
+			return nil // this host's clock runs ahead of the sale's: next round
+		}
+		if err != nil {
+			return err
+		}
+		d, err = uc.draws.Record(ctx, domain.NewDraw(v, entrants, uc.clock.Now()))
+		if err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	steps := domain.DrawSteps(d.Order(), d.Winners)
+	taken, drawn, err := uc.entries.Progress(ctx, v.ID)
+	if err != nil || drawn {
+		return err
+	}
+	for {
+		end := min(taken+uc.opts.Batch, len(steps))
+		batch := steps[taken:end]
+		orders := make([]domain.OrderID, len(batch))
+		for i := range orders {
+			orders[i] = uc.ids.NewOrderID()
+		}
+		next, _, err := uc.entries.Take(ctx, v.ID, taken, len(steps), batch, orders)
+		if err != nil {
+			return err
+		}
+		if next >= len(steps) {
+			break
+		}
+		taken = next
+		if ok, err := uc.renew(ctx); err != nil {
+			return err
+		} else if !ok {
+			return errLeaseLost
+		}
+	}
+	if uc.obs.Drawn != nil {
+		uc.obs.Drawn(len(d.Entrants), d.Winners, time.Since(start))
+	}
+	return nil
+}

@@ -1,0 +1,164 @@
+package application_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/adapters/memory"
+	"github.com/seckill/seckill/application"
+	"github.com/seckill/seckill/domain"
+)
+
+// fakeWaitlist is a ports.Waitlist of one list per voucher, in joining order, that
+// answers Join with err when it is set.
+type fakeWaitlist struct {
+	lists  map[domain.VoucherID][]domain.UserID
+	orders map[domain.UserID]domain.OrderID
+	err    error
+}
+
+func newFakeWaitlist() *fakeWaitlist {
+	return &fakeWaitlist{lists: map[domain.VoucherID][]domain.UserID{}, orders: map[domain.UserID]domain.OrderID{}}
+}
+
+func (w *fakeWaitlist) Join(_ context.Context, v domain.VoucherID, u domain.UserID, o domain.OrderID) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	if i := slices.Index(w.lists[v], u); i >= 0 {
+		return i + 1, nil
+	}
+	w.lists[v] = append(w.lists[v], u)
+	w.orders[u] = o
+	return len(w.lists[v]), nil
+}
+
+func (w *fakeWaitlist) Position(_ context.Context, v domain.VoucherID, u domain.UserID) (int, error) {
+	if i := slices.Index(w.lists[v], u); i >= 0 {
+		return i + 1, nil
+	}
+	return 0, domain.ErrNotFound
+}
+
+func (w *fakeWaitlist) Leave(_ context.Context, v domain.VoucherID, u domain.UserID) error {
+	w.lists[v] = slices.DeleteFunc(w.lists[v], func(x domain.UserID) bool { return x == u })
+	return nil
+}
+
+func (w *fakeWaitlist) Drop(ctx context.Context, u domain.UserID) error {
+	for v := range w.lists {
+		_ = w.Leave(ctx, v, u)
+	}
+	return nil
+}
+
+func (w *fakeWaitlist) Length(_ context.Context, v domain.VoucherID) (int, error) {
+	return len(w.lists[v]), nil
+}
+
+func TestWaitlistJoinsWithAFreshOrderID(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newGrabFixture(t, window)
+	list := newFakeWaitlist()
+	uc := application.NewWaitlist(list, f.vouchers, &memory.OrderIDs{}, f.clock, nil)
+	for i, u := range []domain.UserID{1, 2, 1} {
+		pos, err := uc.Join(ctx, f.id, u)
+		if want := []int{1, 2, 1}[i]; err != nil || pos != want {
+			t.Fatalf("join of %d = %d, %v; want %d", u, pos, err, want)
+		}
+	}
+	if list.orders[1] == "" || list.orders[1] == list.orders[2] {
+		t.Fatalf("order ids minted: %v, want distinct", list.orders)
+	}
+	if pos, err := uc.Position(ctx, f.id, 2); err != nil || pos != 2 {
+		t.Fatalf("position = %d, %v", pos, err)
+	}
+	if err := uc.Leave(ctx, f.id, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := uc.Position(ctx, f.id, 1); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("position after leaving: %v", err)
+	}
+	for name, call := range map[string]func() error{
+		"join no voucher": func() error { _, err := uc.Join(ctx, 0, 1); return err },
+		"join no user":    func() error { _, err := uc.Join(ctx, f.id, 0); return err },
+		"position":        func() error { _, err := uc.Position(ctx, f.id, -1); return err },
+		"leave":           func() error { return uc.Leave(ctx, -1, 1) },
+	} {
+		if err := call(); !errors.Is(err, domain.ErrInvalid) {
+			t.Errorf("%s: %v, want invalid", name, err)
+		}
+	}
+}
+
+// TestWaitlistWithoutSaleState: the store has no sale state for the voucher: an
+// unknown voucher is not found, an ended one ended, a live one unavailable (its state
+// is rebuilt by the next grab).
+func TestWaitlistWithoutSaleState(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newGrabFixture(t, window)
+	list := newFakeWaitlist()
+	list.err = domain.ErrNotFound
+	uc := application.NewWaitlist(list, f.vouchers, &memory.OrderIDs{}, f.clock, nil)
+	if _, err := uc.Join(ctx, f.id+100, 1); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("unknown voucher: %v", err)
+	}
+	if _, err := uc.Join(ctx, f.id, 1); !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("live voucher: %v", err)
+	}
+	f.clock.Set(window.EndsAt.Add(time.Second))
+	if _, err := uc.Join(ctx, f.id, 1); !errors.Is(err, domain.ErrEnded) {
+		t.Fatalf("ended voucher: %v", err)
+	}
+}
+
+// TestDeniedUserIsKeptOffTheWaitlist: a denied user's join is refused before the
+// store, and denying a user on a waitlist takes it off.
+func TestDeniedUserIsKeptOffTheWaitlist(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newGrabFixture(t, window)
+	deny := memory.NewDenyList()
+	local := application.NewDeniedUsers(deny)
+	list := newFakeWaitlist()
+	uc := application.NewWaitlist(list, f.vouchers, &memory.OrderIDs{}, f.clock, local)
+	for _, u := range []domain.UserID{1, 2} {
+		if _, err := uc.Join(ctx, f.id, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	change, err := application.NewDenyUser(deny, deny, local, list).Handle(ctx, application.DenyUserCmd{Denial: domain.Denial{User: 1}})
+	if err != nil || change.Undropped != nil {
+		t.Fatalf("deny: %v, %v", err, change.Undropped)
+	}
+	if _, err := uc.Position(ctx, f.id, 1); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("denied user still on the waitlist: %v", err)
+	}
+	if pos, _ := uc.Position(ctx, f.id, 2); pos != 1 {
+		t.Fatalf("user 2 at %d, want 1", pos)
+	}
+	if _, err := uc.Join(ctx, f.id, 1); !errors.Is(err, domain.ErrDenied) {
+		t.Fatalf("join of a denied user: %v", err)
+	}
+}
+
+// TestWaitlistIsForFirstComeVouchers: a draw's voucher has no waitlist.
+func TestWaitlistIsForFirstComeVouchers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newGrabFixture(t, window)
+	draw := window
+	draw.Admission = domain.AdmissionDraw
+	if err := f.vouchers.Create(ctx, &draw, domain.Author{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	uc := application.NewWaitlist(newFakeWaitlist(), f.vouchers, &memory.OrderIDs{}, f.clock, nil)
+	if _, err := uc.Join(ctx, draw.ID, 1); !errors.Is(err, domain.ErrWaitlistUnsupported) {
+		t.Fatalf("join of a draw's waitlist: %v, want unsupported", err)
+	}
+}

@@ -1,0 +1,240 @@
+package main
+
+// End-to-end tests of a draw: entries over HTTP, the draw at begins_at checked against
+// the permutation recomputed from the published seed and entrants, the winners'
+// orders, the backfill of a cancelled one, and a kill -9 of the instance drawing.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/seckill/seckill/adapters/testenv"
+	"github.com/seckill/seckill/domain"
+)
+
+// createDraw creates a draw voucher of stock units whose entries are open now and
+// whose sale begins at begins, and returns its id.
+func (in *instance) createDraw(stock int, begins time.Time) string {
+	in.t.Helper()
+	status, v := in.call(http.MethodPost, "/api/v1/vouchers", in.token(1, true), map[string]any{
+		"title": "Draw", "stock": stock, "per_user_limit": 1, "admission": "draw",
+		"begins_at": begins.UTC(), "ends_at": begins.Add(time.Hour).UTC(),
+	})
+	if status != http.StatusCreated || v["commitment"] == "" {
+		in.t.Fatalf("create draw: %d %v", status, v)
+	}
+	return v["id"].(string)
+}
+
+// publishedDraw is what GET …/draw and …/draw/entrants publish, checked: the seed
+// matches the commitment, the entrants the digest.
+type publishedDraw struct {
+	seed     domain.Seed
+	entrants []domain.UserID
+	winners  []domain.UserID
+}
+
+// waitForDraw waits until voucher id's draw has run, then reads and checks what it
+// publishes.
+func (in *instance) waitForDraw(id string) publishedDraw {
+	in.t.Helper()
+	var d map[string]any
+	testenv.Eventually(in.t, 60*time.Second, "the draw has run", func() (bool, string) {
+		var status int
+		status, d = in.call(http.MethodGet, "/api/v1/vouchers/"+id+"/draw", "", nil)
+		return status == http.StatusOK && d["seed"] != nil, fmt.Sprintf("%d %v", status, d)
+	})
+	raw, err := hex.DecodeString(d["seed"].(string))
+	if err != nil || len(raw) != domain.SeedSize {
+		in.t.Fatalf("seed %v: %v", d["seed"], err)
+	}
+	var p publishedDraw
+	copy(p.seed[:], raw)
+	if sum := sha256.Sum256(raw); hex.EncodeToString(sum[:]) != d["commitment"] {
+		in.t.Fatalf("the seed's SHA-256 is not the commitment: %v", d)
+	}
+	res, err := http.Get(in.base + "/api/v1/vouchers/" + id + "/draw/entrants")
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if sum := sha256.Sum256(body); res.StatusCode != http.StatusOK || hex.EncodeToString(sum[:]) != d["entrants_digest"] {
+		in.t.Fatalf("entrants: %d, digest %x, published %v", res.StatusCode, sum, d["entrants_digest"])
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(string(body), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		u, err := domain.ParseUserID(line)
+		if err != nil {
+			in.t.Fatalf("entrant %q: %v", line, err)
+		}
+		p.entrants = append(p.entrants, u)
+	}
+	if int(d["entrants"].(float64)) != len(p.entrants) {
+		in.t.Fatalf("entrants %v, listed %d", d["entrants"], len(p.entrants))
+	}
+	for _, w := range d["winners"].([]any) {
+		u, _ := domain.ParseUserID(w.(string))
+		p.winners = append(p.winners, u)
+	}
+	// Anyone's check: the winners are the first of the shuffle by the published seed.
+	if order := domain.Shuffle(p.seed, p.entrants); !slices.Equal(p.winners, order[:len(p.winners)]) {
+		in.t.Fatalf("winners %v are not the first of the recomputed permutation %v", p.winners, order)
+	}
+	return p
+}
+
+// orderOf waits until user holds an order of voucher id with status and returns its id.
+func (in *instance) orderOf(user domain.UserID, id string, status string) string {
+	in.t.Helper()
+	var found string
+	testenv.Eventually(in.t, 60*time.Second, fmt.Sprintf("user %d's order of %s %s", user, id, status), func() (bool, string) {
+		code, out := in.call(http.MethodGet, "/api/v1/orders", in.token(user, false), nil)
+		orders, _ := out["orders"].([]any)
+		for _, o := range orders {
+			m := o.(map[string]any)
+			if m["voucher_id"] == id && m["status"] == status {
+				found = m["order_id"].(string)
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d %v", code, out)
+	})
+	return found
+}
+
+// drawEndToEnd runs a draw of 5 units among 12 entrants on in: entries (again: one
+// entry), refusals, the draw checked against the recomputed permutation, the winners'
+// orders awaiting payment, and a winner's cancel passing its unit to the next entrant
+// of the permutation.
+func drawEndToEnd(t *testing.T, in *instance) {
+	t.Helper()
+	begins := time.Now().Add(4 * time.Second)
+	id := in.createDraw(5, begins)
+	plain := in.createVoucher(1, 1)
+	for u := domain.UserID(100); u < 112; u++ {
+		for range 2 {
+			if status, out := in.call(http.MethodPost, "/api/v1/vouchers/"+id+"/entries", in.token(u, false), nil); status != http.StatusAccepted {
+				t.Fatalf("entry of %d: %d %v", u, status, out)
+			}
+		}
+	}
+	if status, out := in.call(http.MethodPost, "/api/v1/vouchers/"+plain+"/entries", in.token(100, false), nil); status != http.StatusConflict || errorCode(out) != "not_a_draw" {
+		t.Fatalf("entry of a first-come voucher: %d %v", status, out)
+	}
+	if status, out := in.call(http.MethodGet, "/api/v1/vouchers/"+id+"/draw", "", nil); status != http.StatusOK || out["seed"] != nil || out["entrants"] != 12.0 {
+		t.Fatalf("the draw before it ran: %d %v", status, out)
+	}
+	if status, out := in.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", in.token(200, false), map[string]any{"quantity": 1}); status != http.StatusConflict || errorCode(out) != "not_started" {
+		t.Fatalf("a grab before the draw: %d %v", status, out)
+	}
+	p := in.waitForDraw(id)
+	if len(p.entrants) != 12 || len(p.winners) != 5 {
+		t.Fatalf("draw of %d entrants, %d winners; want 12 and 5", len(p.entrants), len(p.winners))
+	}
+	if status, out := in.call(http.MethodPost, "/api/v1/vouchers/"+id+"/entries", in.token(300, false), nil); status != http.StatusConflict || errorCode(out) != "entries_closed" {
+		t.Fatalf("an entry after the draw: %d %v", status, out)
+	}
+	orders := make([]string, len(p.winners))
+	for i, w := range p.winners {
+		orders[i] = in.orderOf(w, id, "awaiting_payment")
+	}
+	order := domain.Shuffle(p.seed, p.entrants)
+	if status, out := in.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", in.token(200, false), map[string]any{"quantity": 1}); status != http.StatusConflict || errorCode(out) != "sold_out" {
+		t.Fatalf("a grab after the draw gave every unit: %d %v", status, out)
+	}
+	if status, out := in.call(http.MethodPost, "/api/v1/orders/"+orders[0]+"/cancel", in.token(p.winners[0], false), nil); status != http.StatusOK {
+		t.Fatalf("cancel a winner's order: %d %v", status, out)
+	}
+	in.orderOf(order[5], id, "awaiting_payment")
+}
+
+func TestDrawEndToEnd(t *testing.T) {
+	drawEndToEnd(t, startInstance(t))
+}
+
+// TestDrawWithNothingInstalled: a draw in the zero-setup mode (in-process Redis, SQLite).
+func TestDrawWithNothingInstalled(t *testing.T) {
+	drawEndToEnd(t, startZeroSetup(t).instance)
+}
+
+// TestDrawSurvivesAKillNineOfTheDrawingInstance kills the instance carrying out a
+// draw of 2,000 units among 3,000 entrants mid-draw (one step per Redis call, so it
+// takes seconds); another instance takes the lease over and finishes the same draw:
+// every winner has exactly one order, nobody else has one.
+func TestDrawSurvivesAKillNineOfTheDrawingInstance(t *testing.T) {
+	env := []string{"SECKILL_DRAW_BATCH=1", "SECKILL_DRAW_LEASE=2s", "SECKILL_CLAIM_IDLE=1s"}
+	a := startFulfillInstance(t, env...)
+	ctx := context.Background()
+	begins := time.Now().Add(3 * time.Second)
+	id := a.createDraw(2000, begins)
+	vid := a.voucherID(id)
+	members := make([]any, 3000)
+	for i := range members {
+		members[i] = strconv.Itoa(1000 + i)
+	}
+	if err := a.redis.SAdd(ctx, a.keys.Entries(vid), members...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 60*time.Second, "the draw under way", func() (bool, string) {
+		vals, err := a.redis.HMGet(ctx, a.keys.Meta(vid), "draw_next", "drawn").Result()
+		if err != nil {
+			return false, err.Error()
+		}
+		next, _ := vals[0].(string)
+		n, _ := strconv.Atoi(next)
+		return n > 1200 && vals[1] == nil, fmt.Sprintf("draw_next %v drawn %v", vals[0], vals[1])
+	})
+	a.kill()
+	if drawn, _ := a.redis.HGet(ctx, a.keys.Meta(vid), "drawn").Result(); drawn == "1" {
+		t.Fatal("the draw was over before the kill")
+	}
+	b := a.another(env...)
+	p := b.waitForDraw(id)
+	if len(p.winners) != 2000 {
+		t.Fatalf("%d winners, want 2000", len(p.winners))
+	}
+	testenv.Eventually(t, 120*time.Second, "every winner's order persisted", func() (bool, string) {
+		drawn, _ := b.redis.HGet(ctx, b.keys.Meta(vid), "drawn").Result()
+		orders, err := b.dbOrders(id)
+		return err == nil && drawn == "1" && len(orders) >= 2000, fmt.Sprintf("drawn %q, %d orders, %v", drawn, len(orders), err)
+	})
+	orders, err := b.dbOrders(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var users []domain.UserID
+	for _, o := range orders {
+		if o.Status != "awaiting_payment" || o.Quantity != 1 {
+			t.Fatalf("order %+v, want awaiting_payment of one unit", o)
+		}
+		users = append(users, domain.UserID(o.User))
+	}
+	slices.Sort(users)
+	want := slices.Clone(p.winners)
+	slices.Sort(want)
+	if !slices.Equal(users, want) {
+		t.Fatalf("%d orders of users that are not exactly the %d winners (or some twice)", len(users), len(want))
+	}
+	if n, _ := b.redis.ZCard(ctx, b.keys.Waitlist(vid)).Result(); n != 1000 {
+		t.Fatalf("backfill of %d, want 1000", n)
+	}
+}
+
+// errorCode returns the code of an error answer's error object ("" for none).
+func errorCode(out map[string]any) string {
+	e, _ := out["error"].(map[string]any)
+	code, _ := e["code"].(string)
+	return code
+}

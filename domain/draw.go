@@ -1,0 +1,109 @@
+package domain
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"time"
+)
+
+// The errors of a draw.
+var (
+	// ErrNotDraw: the voucher admits first come or through a waiting room, so it
+	// takes no entries and has no draw (409 not_a_draw).
+	ErrNotDraw = errors.New("voucher is not a draw")
+	// ErrDrawUnsupported: the stock strategy keeps no entries (only the Redis
+	// strategies, lua and watch, run draws) (409 draw_unsupported).
+	ErrDrawUnsupported = errors.New("draw unsupported by the stock strategy")
+)
+
+// Draw is a voucher's drawn result, recorded before any winner's order exists: the
+// seed the shuffle ran with, the entrants sorted ascending (SortEntrants), their
+// digest (EntrantsDigest), how many of the shuffled entrants win an order (the
+// first Winners of Order()), and when it was drawn. The rest of Order(), in order,
+// is the backfill: each unit a winner's order gives back goes to the next of them.
+type Draw struct {
+	Voucher  VoucherID
+	Seed     Seed
+	Entrants []UserID
+	Digest   string
+	Winners  int
+	DrawnAt  time.Time
+}
+
+// NewDraw draws v: entrants (in any order, each once) sorted and digested, the first
+// min(v.Stock, len(entrants)) of the shuffle winning, at.
+func NewDraw(v Voucher, entrants []UserID, at time.Time) Draw {
+	sorted := SortEntrants(entrants)
+	return Draw{
+		Voucher:  v.ID,
+		Seed:     v.Seed,
+		Entrants: sorted,
+		Digest:   EntrantsDigest(sorted),
+		Winners:  min(v.Stock, len(sorted)),
+		DrawnAt:  at.UTC().Truncate(time.Millisecond),
+	}
+}
+
+// Order returns the draw's permutation of its entrants (Shuffle by its seed): the
+// winners first, then the backfill.
+func (d Draw) Order() []UserID { return Shuffle(d.Seed, d.Entrants) }
+
+// DrawSteps returns the steps that carry out a draw of order (its permutation) with
+// winners winners, in the order they are taken: first the backfill (order[winners:],
+// each to the end of the voucher's waitlist), then the winners (order[:winners], each
+// an order of one unit), so a unit a winner gives back always finds the backfill in
+// place. Step i of the result is order[(winners+i) % len(order)]; Winner reports
+// which of them are winners.
+func DrawSteps(order []UserID, winners int) []DrawStep {
+	steps := make([]DrawStep, 0, len(order))
+	for _, u := range order[winners:] {
+		steps = append(steps, DrawStep{User: u})
+	}
+	for _, u := range order[:winners] {
+		steps = append(steps, DrawStep{User: u, Winner: true})
+	}
+	return steps
+}
+
+// DrawStep is one user's place in a draw being carried out: a winner gets an order,
+// anyone else joins the backfill.
+type DrawStep struct {
+	User   UserID
+	Winner bool
+}
+
+// PackEntrants encodes sorted entrants (ascending) compactly: each id's difference to
+// the one before it (the first's to 0) as a uvarint. UnpackEntrants reverses it.
+func PackEntrants(sorted []UserID) []byte {
+	buf := make([]byte, 0, len(sorted)*3)
+	var prev UserID
+	for _, id := range sorted {
+		buf = binary.AppendUvarint(buf, uint64(id-prev))
+		prev = id
+	}
+	return buf
+}
+
+// UnpackEntrants decodes what PackEntrants encoded.
+func UnpackEntrants(b []byte) ([]UserID, error) {
+	var ids []UserID
+	var prev UserID
+	for len(b) > 0 {
+		d, n := binary.Uvarint(b)
+		if n <= 0 {
+			return nil, errors.New("entrants: malformed encoding")
+		}
+		prev += UserID(d)
+		ids = append(ids, prev)
+		b = b[n:]
+	}
+	if !slices.IsSorted(ids) {
+		return nil, errors.New("entrants: not sorted")
+	}
+	return ids, nil
+}
+
+// SeedHex returns the seed in hex, as a draw publishes it.
+func SeedHex(s Seed) string { return hex.EncodeToString(s[:]) }
