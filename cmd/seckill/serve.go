@@ -152,26 +152,7 @@ func serveThen(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Conf
 		})
 	}
 	if cfg.runsWorker() {
-		log.Info("fulfillment worker started", zap.String("consumer", a.Queue.Consumer()))
-		g.Go(func() error { return a.Worker.Run(gctx) })
-		g.Go(func() error { every(gctx, cfg.TrimInterval, func() { trim(gctx, a, log) }); return nil })
-		// Expiry is checked every second so an unpaid order is back on sale within
-		// the payment timeout plus a second or two.
-		g.Go(func() error { every(gctx, time.Second, func() { expire(gctx, a, log) }); return nil })
-		g.Go(func() error { every(gctx, 5*time.Second, func() { releaseClosed(gctx, a, log) }); return nil })
-		if cfg.ReconcileInterval > 0 {
-			g.Go(func() error {
-				every(gctx, cfg.ReconcileInterval, func() { audit(gctx, a, cfg.ReconcileInterval, log) })
-				return nil
-			})
-		}
-		g.Go(func() error { every(gctx, time.Second, func() { foldUnits(gctx, a, log) }); return nil })
-		g.Go(func() error { every(gctx, admitEvery, func() { admit(gctx, a, log) }); return nil })
-		g.Go(func() error { every(gctx, drawEvery, func() { runDraws(gctx, a, log) }); return nil })
-		if a.Webhooks != nil {
-			log.Info("webhook dispatcher started", zap.String("url", redactURL(cfg.WebhookURL)))
-			g.Go(func() error { return a.Webhooks.Run(gctx) })
-		}
+		goWorker(gctx, g, a, cfg, log)
 	}
 	// The warm-up runs beside the listener, not before it: the vouchers whose sale
 	// state it loads open at once, or answer 503 while their reservations are restored
@@ -553,6 +534,32 @@ func foldUnits(ctx context.Context, a *app, log *zap.Logger) {
 		if n < foldBatch {
 			return
 		}
+	}
+}
+
+// goWorker starts, in g, the worker role's loops: the fulfillment worker, the trim of
+// the streams, expiry, releases, reconciliation, the units' counters, the waiting
+// rooms, the draws and the webhook dispatcher.
+func goWorker(gctx context.Context, g *errgroup.Group, a *app, cfg Config, log *zap.Logger) {
+	log.Info("fulfillment worker started", zap.String("consumer", a.Queue.Consumer()))
+	g.Go(func() error { return a.Worker.Run(gctx) })
+	g.Go(func() error { every(gctx, cfg.TrimInterval, func() { trim(gctx, a, log) }); return nil })
+	// Expiry is checked every second so an unpaid order is back on sale within
+	// the payment timeout plus a second or two.
+	g.Go(func() error { every(gctx, time.Second, func() { expire(gctx, a, log) }); return nil })
+	g.Go(func() error { every(gctx, 5*time.Second, func() { releaseClosed(gctx, a, log) }); return nil })
+	if cfg.ReconcileInterval > 0 {
+		g.Go(func() error {
+			every(gctx, cfg.ReconcileInterval, func() { audit(gctx, a, cfg.ReconcileInterval, log) })
+			return nil
+		})
+	}
+	g.Go(func() error { every(gctx, time.Second, func() { foldUnits(gctx, a, log) }); return nil })
+	g.Go(func() error { every(gctx, admitEvery, func() { admit(gctx, a, log) }); return nil })
+	g.Go(func() error { every(gctx, drawEvery, func() { runDraws(gctx, a, log) }); return nil })
+	if a.Webhooks != nil {
+		log.Info("webhook dispatcher started", zap.String("url", redactURL(cfg.WebhookURL)))
+		g.Go(func() error { return a.Webhooks.Run(gctx) })
 	}
 }
 
