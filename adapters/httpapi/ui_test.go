@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/seckill/seckill/adapters/httpapi"
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
 )
@@ -469,5 +471,61 @@ func TestUIGrabsWithAProofOfWorkInChromium(t *testing.T) {
 	r := a.serveFrom(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", a.token(77, false), "", "192.0.2.1:1", "X-Seckill-Pow", proofs[0])
 	if e, _ := r.Body["error"].(map[string]any); r.Status != http.StatusForbidden || r.code() != "challenge_required" || e["challenge"] == "" || e["difficulty"] != float64(difficulty) {
 		t.Fatalf("the spent proof again: %d %s, want 403 challenge_required with a fresh challenge", r.Status, r.Raw)
+	}
+}
+
+// A person joins a waiting room from the live page, follows its place, and once let
+// in grabs with its pass, in a real headless Chromium: the page sends the pass
+// (X-Seckill-Pass) it read from GET …/queue, and the grab uses it up.
+func TestUIJoinsAWaitingRoomAndGrabsWithItsPassInChromium(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	now := time.Now().UTC()
+	body, _ := json.Marshal(map[string]any{"title": "Room", "stock": 3, "begins_at": now.Add(3 * time.Second),
+		"ends_at": now.Add(time.Hour), "admission": "waiting_room", "queue_window": 2})
+	r := a.do(http.MethodPost, "/api/v1/vouchers", a.admin, string(body))
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Status, r.Raw)
+	}
+	id := r.Body["id"].(string)
+	row := fmt.Sprintf(`tr[data-voucher-id="%s"]`, id)
+	// The waiting rooms' step, as a worker runs it.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+				_ = a.rooms.Handle(context.Background())
+			}
+		}
+	}()
+	ctx := browser(t)
+	navCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(navCtx, chromedp.Navigate(a.url+"/ui/")); err != nil {
+		t.Fatalf("open the page: %v", err)
+	}
+	waitShown(t, ctx, id, "3 before the sale", func(n int) bool { return n == 3 })
+	evaluate[bool](t, ctx, `window.passes = []; window.fetch = ((f) => (u, o) => {
+		if (o && o.headers && o.headers["X-Seckill-Pass"]) window.passes.push(o.headers["X-Seckill-Pass"]); return f(u, o); })(window.fetch); true`)
+	evaluate[bool](t, ctx, fmt.Sprintf(`document.getElementById("token").value = %q;
+		document.getElementById("token-form").requestSubmit(); true`, a.token(78, false)))
+	click(t, ctx, row+" button.join")
+	waitText(t, ctx, "#action-note", "in the queue")
+	// Let in after the shuffle at the start: the page offers the grab with the pass.
+	click(t, ctx, row+" button.grab")
+	waitText(t, ctx, "#action-note", "grabbed, order ")
+	waitShown(t, ctx, id, "2 after the grab", func(n int) bool { return n == 2 })
+	passes := evaluate[[]string](t, ctx, `window.passes`)
+	if len(passes) != 1 {
+		t.Fatalf("the page sent passes %q, want one", passes)
+	}
+	// The pass was used: the same grab again is refused.
+	again := a.serveFrom(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", a.token(78, false), "", "192.0.2.1:1", httpapi.PassHeader, passes[0])
+	if again.Status != http.StatusForbidden && again.Status != http.StatusConflict {
+		t.Fatalf("the used pass again: %d %s, want it refused", again.Status, again.Raw)
 	}
 }

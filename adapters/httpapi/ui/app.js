@@ -5,9 +5,10 @@
 // (kept in this tab's sessionStorage) it also reads each voucher's stats and the
 // Prometheus metrics every second, draws each sale's last minutes from samples it
 // takes itself, and offers pause/resume, edit and end now. With any token it offers
-// a grab of each live sale, as that token's user; a sale with a challenge ("challenge":
-// "pow") is grabbed with a proof of work the page solves itself (see solve), so a
-// person never sees it. It tells time by the server's clock, never this device's (see
+// a grab of each live sale, as that token's user — in a waiting room, a join of its
+// queue, its place as it moves, then the grab with its pass (see roomCell); a sale with
+// a challenge ("challenge": "pow") is grabbed (or joined) with a proof of work the page
+// solves itself (see solve), so a person never sees it. It tells time by the server's clock, never this device's (see
 // serverNow).
 "use strict";
 
@@ -29,6 +30,7 @@ let previous = null; // last metrics sample: {at, counts}
 let vouchers = []; // the last list read
 let stats = {}; // voucher id → its last stats answer
 let draws = {}; // draw voucher id → its last GET …/draw answer (anyone may read it)
+let places = {}; // waiting-room voucher id → the token's user's place (GET …/queue), null when not in the queue
 const series = new Map(); // voucher id → samples [{at (performance.now()), left, taken}], oldest first
 let editing = null; // the voucher the edit form changes
 let pendingEdit = null; // an edit sent and not answered: {id, body, key}; a retry of it keeps its key
@@ -254,7 +256,7 @@ function rows(v, admin) {
     el("td", { class: "num stock" }, String(v.stock)),
     el("td", { class: "barcol" }, el("div", { class: "bar", title: Math.round(sold * 100) + "% sold" },
       el("div", { style: "width:" + (sold * 100).toFixed(1) + "%" }))),
-    el("td", { class: "grabcol" }, token() === "" ? "" :
+    el("td", { class: "grabcol" }, token() === "" ? "" : v.admission === "waiting_room" ? roomCell(v, state) :
       button("grab", v.challenge === "pow" ? "grab (proof of work)" : "grab", () => grab(v), state !== "live" || grabbing.has(v.id))),
     el("td", { class: "admin-only actions" },
       button("toggle", toggleAction, () => toggle(v.id, toggleAction)),
@@ -265,6 +267,51 @@ function rows(v, admin) {
   const detail = el("tr", { class: "detail admin-only", "data-detail-for": v.id },
     el("td", { colspan: "8" }, el("div", { class: "detail-grid" }, counts(v, stats[v.id]), chart(v))));
   return [tr, detail];
+}
+
+// roomCell is what the token's user does in a waiting room: join its queue, then
+// follow its place (position, how many are ahead, the estimated wait) until it is let
+// in, then grab with its pass.
+function roomCell(v, state) {
+  const p = places[v.id];
+  if (p === undefined || p === null) {
+    return button("join", v.challenge === "pow" ? "join the queue (proof of work)" : "join the queue", () => joinQueue(v),
+      state === "ended" || grabbing.has(v.id));
+  }
+  if (p.admitted && p.pass) return button("grab", "grab with your pass", () => grab(v), state !== "live" || grabbing.has(v.id));
+  let text = p.position === null ? "in the queue: shuffled at the start" : `position ${p.position}, ${p.ahead} ahead`;
+  if (p.sold_out) text = p.admitted ? "let in; sold out" : "sold out before your turn";
+  else if (p.admitted) text = "let in; your pass was used or expired";
+  else if (p.estimated_wait_seconds !== null && p.estimated_wait_seconds !== undefined) text += `, about ${duration(p.estimated_wait_seconds * 1000)}`;
+  return el("span", { class: "muted small", "data-place": p.admitted ? "admitted" : "waiting" }, text);
+}
+
+// proofFor fetches a challenge of v for the token's user and solves it ("" when v
+// asks for none).
+async function proofFor(v) {
+  if (v.challenge !== "pow") return "";
+  note(`voucher ${v.id}: proving…`);
+  const c = await getJSON(`/api/v1/vouchers/${v.id}/challenge`, true);
+  return solve(c.challenge, c.difficulty);
+}
+
+// joinQueue puts the token's user in v's waiting room.
+async function joinQueue(v) {
+  grabbing.add(v.id);
+  render();
+  try {
+    const proof = await proofFor(v);
+    const res = await fetch(`/api/v1/vouchers/${v.id}/queue`, { method: "POST",
+      headers: Object.assign({ Authorization: "Bearer " + token() }, proof ? { "X-Seckill-Pow": proof } : {}) });
+    if (!res.ok) throw await refusal(res);
+    places[v.id] = await res.json();
+    note(`voucher ${v.id}: in the queue`);
+  } catch (e) {
+    note(`join ${v.id}: ${e.message}`, true);
+  } finally {
+    grabbing.delete(v.id);
+  }
+  refresh();
 }
 
 // render draws the list as last read; a button that had the focus keeps it.
@@ -337,7 +384,8 @@ async function toggle(id, action) {
   refresh();
 }
 
-// grab takes a unit of v for the token's user. A sale with a challenge is grabbed
+// grab takes a unit of v for the token's user, with its pass (X-Seckill-Pass) in a
+// waiting room. A sale with a challenge is grabbed
 // with a proof (X-Seckill-Pow): the page fetches a challenge and solves it first; a
 // refusal for want of one (the proof expired, or was spent) carries a fresh challenge,
 // which the page solves and sends once more.
@@ -345,16 +393,12 @@ const grabbing = new Set(); // voucher ids whose grab is under way
 async function grab(v) {
   grabbing.add(v.id);
   render();
+  const pass = v.admission === "waiting_room" && places[v.id] ? places[v.id].pass : null;
   const send = (proof) => fetch(`/api/v1/vouchers/${v.id}/grab`, { method: "POST",
-    headers: Object.assign({ Authorization: "Bearer " + token() }, proof ? { "X-Seckill-Pow": proof } : {}) });
+    headers: Object.assign({ Authorization: "Bearer " + token() }, proof ? { "X-Seckill-Pow": proof } : {},
+      pass ? { "X-Seckill-Pass": pass } : {}) });
   try {
-    let proof = "";
-    if (v.challenge === "pow") {
-      note(`voucher ${v.id}: proving the grab…`);
-      const c = await getJSON(`/api/v1/vouchers/${v.id}/challenge`, true);
-      proof = await solve(c.challenge, c.difficulty);
-    }
-    let res = await send(proof);
+    let res = await send(await proofFor(v));
     if (res.status === 403 && v.challenge === "pow") {
       const e = ((await res.clone().json().catch(() => null)) || {}).error || {};
       if (e.code === "challenge_required" && e.challenge) res = await send(await solve(e.challenge, e.difficulty));
@@ -515,7 +559,14 @@ async function load() {
     try { freshDraws[v.id] = await getJSON(`/api/v1/vouchers/${v.id}/draw`, false); }
     catch (e) { /* shown again at the next read */ }
   }));
+  const freshPlaces = {};
   if (token() !== "") {
+    await Promise.all(read.filter((v) => v.admission === "waiting_room" && v.state !== "ended").slice(0, MAX_STATS).map(async (v) => {
+      const res = await fetch(`/api/v1/vouchers/${v.id}/queue`, { headers: { Authorization: "Bearer " + token() } }).catch(() => null);
+      if (res && res.ok) freshPlaces[v.id] = await res.json();
+      else if (res && res.status === 404) freshPlaces[v.id] = null;
+      else if (v.id in places) freshPlaces[v.id] = places[v.id];
+    }));
     await Promise.all(read.slice(0, MAX_STATS).map(async (v) => {
       try { fresh[v.id] = await getJSON(`/api/v1/vouchers/${v.id}/stats`, true); }
       catch (e) { document.getElementById("admin-note").textContent = e.message; }
@@ -526,6 +577,7 @@ async function load() {
   vouchers = read;
   stats = fresh;
   draws = freshDraws;
+  places = freshPlaces;
   allFollowed = follow(read);
   render();
   const now = serverNow();
