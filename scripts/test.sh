@@ -64,12 +64,14 @@ echo "== go test -race (end to end: cmd/seckill)"
 go test -race -count=1 -skip '^TestSentinelFailover' "$@" ./cmd/seckill
 # The Redis adapter's tests, the reference burst, the multi-instance test, the edits
 # racing a sale, the sale's clock told to clients, the orders' export, the event streams
-# across instances, the webhooks through a kill -9 and the waiting room once more on a
-# three-master Redis Cluster: the service runs on one Redis server or a cluster.
-echo "== go test -race (on a Redis Cluster: the Redis adapter, the burst, several instances, edits, time, export, events, webhooks, waiting room)"
+# across instances, the webhooks through a kill -9, the waiting room, the waitlist and the
+# draw once more on a three-master Redis Cluster: the service runs on one Redis server or a cluster.
+echo "== go test -race (on a Redis Cluster: the Redis adapter, the burst, several instances, edits, time, export, events, webhooks, waiting room, waitlist, draw)"
 SECKILL_TEST_REDIS_URL=cluster go test -race -count=1 "$@" ./adapters/redisstore ./adapters/stocktest
 SECKILL_TEST_REDIS_URL=cluster go test -race -count=1 \
-	-run 'TestReferenceBurst|TestFulfillReferenceBurstEndToEnd|TestInstancesShareASaleThroughAKillNine|TestEditRacesASaleOnTwoInstances|TestEditReachesEveryInstance|TestDenyListReachesEveryInstance|TestTimeAndStateByTheSaleClock|TestExportStreamsBesideTheSaleOnPostgres|TestEventsReachStreamsOnEveryInstance|TestWebhooksSurviveKillNine|TestWaitingRoomAdmitsInThePublishedOrder|TestWaitlistWinsReturnedUnitsEndToEnd|TestDrawEndToEnd|TestDrawSurvivesAKillNineOfTheDrawingInstance' "$@" ./cmd/seckill# A failover: a master, its replica and a Redis Sentinel; the test kills the master.
+	-run 'TestReferenceBurst|TestFulfillReferenceBurstEndToEnd|TestInstancesShareASaleThroughAKillNine|TestEditRacesASaleOnTwoInstances|TestEditReachesEveryInstance|TestDenyListReachesEveryInstance|TestTimeAndStateByTheSaleClock|TestExportStreamsBesideTheSaleOnPostgres|TestEventsReachStreamsOnEveryInstance|TestWebhooksSurviveKillNine|TestWaitingRoomAdmitsInThePublishedOrder|TestWaitlistWinsReturnedUnitsEndToEnd|TestDrawEndToEnd|TestDrawSurvivesAKillNineOfTheDrawingInstance' "$@" ./cmd/seckill
+
+# A failover: a master, its replica and a Redis Sentinel; the test kills the master.
 echo "== go test -race (Redis Sentinel: a failover under a sale)"
 start_sentinel
 go test -race -count=1 -run '^TestSentinelFailover' "$@" ./cmd/seckill
