@@ -135,12 +135,15 @@ func (c *coalescer) withdraw(l *lane, g *grab) bool {
 	return true
 }
 
-// run makes the call for batch, hands the lane's next batch to the first grab waiting
-// (or marks the lane idle), then answers batch's grabs: the next call is on its way
-// while these answers are given.
+// run makes the call for batch, answers batch's grabs, and only then hands the lane's
+// next batch to the first grab waiting (or marks the lane idle). The order matters on
+// a busy machine: waking a goroutine puts it next in line to run on this processor
+// and sends the one woken before it to the back of the run queue, behind every
+// request still being read and parsed. Woken last, the grab that makes the next call
+// runs as soon as this goroutine blocks, instead of after that backlog (which made
+// the grabs waiting behind it reach maxWait with Redis idle).
 func (c *coalescer) run(id domain.VoucherID, l *lane, batch []*grab) {
 	reply, err := c.send(batch)
-	c.next(id, l, reply, err)
 	for i, g := range batch {
 		if err != nil {
 			g.err = err
@@ -151,6 +154,7 @@ func (c *coalescer) run(id domain.VoucherID, l *lane, batch []*grab) {
 			close(g.done)
 		}
 	}
+	c.next(id, l, reply, err)
 }
 
 // next hands the lane's next batch to the first grab waiting, or marks the lane idle,
