@@ -30,19 +30,21 @@ func NewChanges(client redis.UniversalClient, opts Options) *Changes {
 	return &Changes{client: client, keys: Keys{Prefix: opts.Prefix}, sharded: sharded}
 }
 
-// Publish announces each change on its voucher's channel, all in one pipeline (on a
-// cluster, one per shard). It returns an error wrapping domain.ErrUnavailable when
+// Publish announces the changes on their vouchers' channels, all in one pipeline (on a
+// cluster, one per shard): one message per voucher for the changes of its orders (a
+// batch of persisted orders is one message, not one per order), and one for each
+// change of a voucher itself. It returns an error wrapping domain.ErrUnavailable when
 // Redis did not take them.
 func (c *Changes) Publish(ctx context.Context, changes ...ports.Change) error {
 	if len(changes) == 0 {
 		return nil
 	}
 	pipe := c.client.Pipeline()
-	for _, ch := range changes {
+	for _, msg := range encodeChanges(changes) {
 		if c.sharded {
-			pipe.SPublish(ctx, c.keys.Changes(ch.Voucher), encodeChange(ch))
+			pipe.SPublish(ctx, c.keys.Changes(msg.voucher), msg.payload)
 		} else {
-			pipe.Publish(ctx, c.keys.Changes(ch.Voucher), encodeChange(ch))
+			pipe.Publish(ctx, c.keys.Changes(msg.voucher), msg.payload)
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
@@ -76,8 +78,14 @@ func (c *Changes) Subscribe(ctx context.Context, v domain.VoucherID, fn func(por
 	go func() {
 		defer close(done)
 		for m := range msgs {
-			if ch, ok := decodeChange(m.Payload); ok && ch.Voucher == v {
-				fn(ch)
+			chs, ok := decodeChanges(m.Payload)
+			if !ok {
+				continue
+			}
+			for _, ch := range chs {
+				if ch.Voucher == v {
+					fn(ch)
+				}
 			}
 		}
 	}()
@@ -87,31 +95,52 @@ func (c *Changes) Subscribe(ctx context.Context, v domain.VoucherID, fn func(por
 	}, nil
 }
 
-// encodeChange writes a change as its channel carries it: "<voucher>" or
-// "<voucher>:<order>".
-func encodeChange(ch ports.Change) string {
-	if ch.Order == "" {
-		return ch.Voucher.String()
-	}
-	return ch.Voucher.String() + ":" + string(ch.Order)
+// message is one announcement: its voucher's channel and what it carries.
+type message struct {
+	voucher domain.VoucherID
+	payload string
 }
 
-// decodeChange reads what encodeChange wrote.
-func decodeChange(s string) (ports.Change, bool) {
-	v, o, hasOrder := strings.Cut(s, ":")
+// encodeChanges writes changes as the channels carry them: "<voucher>" for a change of
+// the voucher itself, "<voucher>:<order>,<order>,…" for the changes of its orders, one
+// message per voucher in the order the vouchers first appear.
+func encodeChanges(changes []ports.Change) []message {
+	var out []message
+	at := map[domain.VoucherID]int{} // index in out of each voucher's orders message
+	for _, ch := range changes {
+		if ch.Order == "" {
+			out = append(out, message{voucher: ch.Voucher, payload: ch.Voucher.String()})
+			continue
+		}
+		if i, ok := at[ch.Voucher]; ok {
+			out[i].payload += "," + string(ch.Order)
+			continue
+		}
+		at[ch.Voucher] = len(out)
+		out = append(out, message{voucher: ch.Voucher, payload: ch.Voucher.String() + ":" + string(ch.Order)})
+	}
+	return out
+}
+
+// decodeChanges reads a message encodeChanges wrote; false when it is not one.
+func decodeChanges(s string) ([]ports.Change, bool) {
+	v, orders, hasOrders := strings.Cut(s, ":")
 	id, err := domain.ParseVoucherID(v)
 	if err != nil {
-		return ports.Change{}, false
+		return nil, false
 	}
-	ch := ports.Change{Voucher: id}
-	if hasOrder {
+	if !hasOrders {
+		return []ports.Change{{Voucher: id}}, true
+	}
+	var out []ports.Change
+	for o := range strings.SplitSeq(orders, ",") {
 		order, err := domain.ParseOrderID(o)
 		if err != nil {
-			return ports.Change{}, false
+			return nil, false
 		}
-		ch.Order = order
+		out = append(out, ports.Change{Voucher: id, Order: order})
 	}
-	return ch, true
+	return out, true
 }
 
 // unavailable wraps err, a failure to reach Redis, so it reads domain.ErrUnavailable

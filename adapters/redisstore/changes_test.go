@@ -27,11 +27,15 @@ func TestChangesReachTheVouchersSubscribers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	order := domain.OrderID("01KB0000000000000000000001")
-	if err := a.Publish(ctx, ports.Change{Voucher: 8, Order: order}, ports.Change{Voucher: 7, Order: order}, ports.Change{Voucher: 7}); err != nil {
+	order, second, third := domain.OrderID("01KB0000000000000000000001"), domain.OrderID("01KB0000000000000000000002"),
+		domain.OrderID("01KB0000000000000000000003")
+	// A batch's orders of one voucher travel as one message; the subscriber is called
+	// once for each, in order, and for the voucher's own change.
+	if err := a.Publish(ctx, ports.Change{Voucher: 8, Order: order}, ports.Change{Voucher: 7, Order: order}, ports.Change{Voucher: 7},
+		ports.Change{Voucher: 7, Order: second}, ports.Change{Voucher: 8, Order: second}, ports.Change{Voucher: 7, Order: third}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []ports.Change{{Voucher: 7, Order: order}, {Voucher: 7}} {
+	for _, want := range []ports.Change{{Voucher: 7, Order: order}, {Voucher: 7, Order: second}, {Voucher: 7, Order: third}, {Voucher: 7}} {
 		select {
 		case ch := <-got:
 			if ch != want {

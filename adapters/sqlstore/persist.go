@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/seckill/seckill/domain"
 	"github.com/seckill/seckill/ports"
@@ -157,8 +159,8 @@ func persistTx(ctx context.Context, tx bun.Tx, rs []domain.Reservation, out map[
 	// live order of the user (the partial unique index). RETURNING lists only the rows
 	// inserted, in no promised order, so it is scanned into ids of its own, never
 	// back into rows.
-	var ids []string
-	if _, err := tx.NewInsert().Model(&rows).On("CONFLICT DO NOTHING").Returning("id").Exec(ctx, &ids); err != nil {
+	ids, err := insertOrders(ctx, tx, rows)
+	if err != nil {
 		return fmt.Errorf("insert orders: %w", err)
 	}
 	inserted := make(map[domain.OrderID]bool, len(ids))
@@ -206,6 +208,32 @@ func persistTx(ctx context.Context, tx bun.Tx, rs []domain.Reservation, out map[
 		return nil
 	}
 	return persistEvents(ctx, tx, sorted, out, soldOut, events)
+}
+
+// insertOrders inserts rows (all awaiting payment, stamped alike) with ON CONFLICT DO
+// NOTHING and returns the ids it inserted. On PostgreSQL the rows travel as one array
+// per column, unnested by the server: a statement of constant shape, so the server
+// parses and plans a few array literals instead of a VALUES list of every row's
+// values (which cost more than the rows' writing), and the service formats no row by
+// reflection. SQLite, which has no arrays, takes the VALUES list.
+func insertOrders(ctx context.Context, tx bun.Tx, rows []orderRow) ([]string, error) {
+	var ids []string
+	if IsSQLite(tx) {
+		_, err := tx.NewInsert().Model(&rows).On("CONFLICT DO NOTHING").Returning("id").Exec(ctx, &ids)
+		return ids, err
+	}
+	orderIDs, vouchers, users, quantities, created := make([]string, len(rows)), make([]int64, len(rows)),
+		make([]int64, len(rows)), make([]int64, len(rows)), make([]time.Time, len(rows))
+	for i, r := range rows {
+		orderIDs[i], vouchers[i], users[i], quantities[i], created[i] = r.ID, r.VoucherID, r.UserID, int64(r.Quantity), r.CreatedAt
+	}
+	err := tx.NewRaw(`INSERT INTO orders (id, voucher_id, user_id, quantity, status, created_at, updated_at)
+SELECT r.id, r.voucher_id, r.user_id, r.quantity, ?, r.created_at, ?
+FROM unnest(?::text[], ?::bigint[], ?::bigint[], ?::int[], ?::timestamptz[]) AS r (id, voucher_id, user_id, quantity, created_at)
+ON CONFLICT DO NOTHING RETURNING id`,
+		rows[0].Status, rows[0].UpdatedAt, pgdialect.Array(orderIDs), pgdialect.Array(vouchers), pgdialect.Array(users),
+		pgdialect.Array(quantities), pgdialect.Array(created)).Scan(ctx, &ids)
+	return ids, err
 }
 
 // persistEvents writes the webhook events of a Persist's transaction, in one insert:

@@ -106,14 +106,12 @@ func (c *compareCmd) Run(ctx context.Context) error {
 		defer os.RemoveAll(dir)
 		dbURL = "sqlite:" + filepath.Join(dir, "compare.db")
 	}
-	migrate := exec.CommandContext(ctx, c.Seckill, "migrate", "up")
-	migrate.Env = append(os.Environ(), "SECKILL_DATABASE_URL="+dbURL)
-	if out, err := migrate.CombinedOutput(); err != nil {
-		return fmt.Errorf("seckill migrate up: %w: %s", err, bytes.TrimSpace(out))
+	if err := migrateUp(ctx, c.Seckill, dbURL); err != nil {
+		return err
 	}
 	rows := make([]comparison, 0, len(c.strategies))
 	for i, strategy := range c.strategies {
-		svc, err := c.start(ctx, strategy, dbURL)
+		svc, err := serveStrategy(ctx, c.Seckill, strategy, dbURL)
 		if err != nil {
 			return fmt.Errorf("%s: %w", strategy, err)
 		}
@@ -235,11 +233,21 @@ const (
 	stopTimeout  = time.Minute
 )
 
-// start runs `seckill serve` with strategy on a free loopback port, a fresh key prefix
-// and secret, both roles, no periodic reconciliation (a sale is over in seconds), the
-// database dbURL and for everything else the SECKILL_* settings of this process, and
-// returns once it is ready.
-func (c *compareCmd) start(ctx context.Context, strategy, dbURL string) (*service, error) {
+// migrateUp runs `seckill migrate up` (the binary bin) on the database dbURL.
+func migrateUp(ctx context.Context, bin, dbURL string) error {
+	migrate := exec.CommandContext(ctx, bin, "migrate", "up")
+	migrate.Env = append(os.Environ(), "SECKILL_DATABASE_URL="+dbURL)
+	if out, err := migrate.CombinedOutput(); err != nil {
+		return fmt.Errorf("seckill migrate up: %w: %s", err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+// serveStrategy runs `seckill serve` (the binary bin) with strategy on a free loopback
+// port, a fresh key prefix and secret, both roles, no periodic reconciliation (a sale
+// is over in seconds), the database dbURL and for everything else the SECKILL_*
+// settings of this process, and returns once it is ready.
+func serveStrategy(ctx context.Context, bin, strategy, dbURL string) (*service, error) {
 	var b [24]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("secret: %w", err)
@@ -260,7 +268,7 @@ func (c *compareCmd) start(ctx context.Context, strategy, dbURL string) (*servic
 	if level == "" {
 		level = "warn" // the comparison's own report is what matters
 	}
-	svc.cmd = exec.Command(c.Seckill, "serve")
+	svc.cmd = exec.Command(bin, "serve")
 	svc.cmd.Env = append(os.Environ(),
 		"SECKILL_STOCK_STRATEGY="+strategy, "SECKILL_DATABASE_URL="+dbURL,
 		"SECKILL_HTTP_ADDR="+addr, "SECKILL_METRICS_ADDR=", "SECKILL_KEY_PREFIX="+svc.prefix,

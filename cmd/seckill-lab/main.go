@@ -1,8 +1,9 @@
 // Command seckill-lab measures a seckill from outside, as the service's lab, kept out
 // of the service's binary: `loadtest` fires a flash sale at a running service and
 // checks the three promises, `compare` runs the same sale against a service of each
-// stock strategy side by side, and `seed` fills a database and Redis with generated
-// sales for benchmarks. `seckill-lab --help` lists the flags.
+// stock strategy side by side, `seed` fills a database and Redis with generated
+// sales for benchmarks, and `cost` measures the CPU every server process spends on a
+// grab against a hello-world request. `seckill-lab --help` lists the flags.
 //
 // Exit status: 0 when every promise was checked and kept; 1 when a promise was broken,
 // nothing was served (no request got a sale's answer: the service was down or failed
@@ -28,6 +29,7 @@ type cli struct {
 	Loadtest loadtestCmd `cmd:"" help:"Fire a flash sale at a running seckill (--url) and report; exit 1 if a promise was broken or nothing was served, 3 if the orders could not be counted."`
 	Compare  compareCmd  `cmd:"" help:"Fire the same flash sale at a seckill serve of each stock strategy in turn and print them side by side."`
 	Seed     seedCmd     `cmd:"" help:"Fill the database and Redis with generated, consistent sales (for benchmarks)."`
+	Cost     costCmd     `cmd:"" help:"Measure the CPU every server process spends on one successful grab, against a hello-world request."`
 }
 
 // exitUnverified is the exit status of a run that could not verify its sale.

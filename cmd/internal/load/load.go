@@ -82,6 +82,8 @@ type Result struct {
 	AlreadyPurchased int
 	// Other counts every other answer, transport failures included.
 	Other int
+	// Answered counts the requests that got an HTTP answer, whatever its status.
+	Answered int
 	// OtherExamples are up to five distinct descriptions of other answers.
 	OtherExamples []string
 	// Mean, P50, P99 and Max are latencies of the requests that got an answer.
@@ -314,6 +316,7 @@ func Summarize(grabs []Grab, elapsed time.Duration) Result {
 			}
 		}
 	}
+	res.Answered = len(latencies)
 	slices.Sort(latencies)
 	if len(latencies) > 0 {
 		var sum time.Duration

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The cost of a grab (issue 28): the CPU time every server process spends on one
+# successful grab — `seckill serve` with its defaults (API and worker, the worker's
+# share included by waiting until every order is persisted), Redis and PostgreSQL
+# (postmaster and backends) — against one request to a hello-world server, the same
+# client sending the same requests in the same run. `seckill-lab cost` does the
+# measuring (CPU from /proc, Redis's commands from INFO commandstats); this script
+# gives it throwaway servers: a Redis with its append-only file synced every second
+# (what seckill's durability contract asks; SVC_REDIS_AOF=0 for none) and PostgreSQL.
+# BEFORE=<git revision> measures that revision's seckill first, on the same servers in
+# the same run, so a change's effect is read against its own baseline.
+#   bash scripts/bench/cost.sh                 # 3 rounds of 20,000 grabs, 64 in flight
+#   bash scripts/bench/cost.sh --rounds 5 --grabs 50000 --json
+#   BEFORE=74b2cb8 bash scripts/bench/cost.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export SVC_REDIS_AOF=${SVC_REDIS_AOF:-1}
+. scripts/services.sh
+start_services
+bin=$SVC_DIR/bin
+go build -o "$bin/" ./cmd/seckill ./cmd/seckill-lab ./cmd/internal/hello
+echo "$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); $(go version | cut -d' ' -f3); $(redis-server --version | cut -d' ' -f3); $(psql --version | cut -d' ' -f3-)" >&2
+psql -q "$SECKILL_TEST_DATABASE_URL" -c 'CREATE DATABASE cost'
+export SECKILL_REDIS_URL=$SECKILL_TEST_REDIS_URL
+export SECKILL_DATABASE_URL="postgres://postgres@127.0.0.1:$SECKILL_TEST_PG_PORT/cost?sslmode=disable"
+if [ -n "${BEFORE:-}" ]; then
+	mkdir -p "$SVC_DIR/before" "$bin/before"
+	git archive "$BEFORE" | tar -x -C "$SVC_DIR/before"
+	(cd "$SVC_DIR/before" && go build -o "$bin/before/" ./cmd/seckill)
+	echo "== before: $(git log -1 --format='%h %s' "$BEFORE" | cut -c1-100)"
+	psql -q "$SECKILL_TEST_DATABASE_URL" -c 'CREATE DATABASE cost_before'
+	SECKILL_DATABASE_URL="postgres://postgres@127.0.0.1:$SECKILL_TEST_PG_PORT/cost_before?sslmode=disable" \
+		"$bin/seckill-lab" cost --seckill "$bin/before/seckill" --hello "$bin/hello" "$@"
+	echo "== after: $(git log -1 --format='%h' HEAD)$(git diff --quiet HEAD -- . || echo ' with uncommitted changes')"
+fi
+"$bin/seckill-lab" cost --seckill "$bin/seckill" --hello "$bin/hello" "$@"
