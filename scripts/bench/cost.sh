@@ -7,8 +7,9 @@
 # measuring (CPU from /proc, Redis's commands from INFO commandstats); this script
 # gives it throwaway servers: a Redis with its append-only file synced every second
 # (what seckill's durability contract asks; SVC_REDIS_AOF=0 for none) and PostgreSQL.
-# BEFORE=<git revision> measures that revision's seckill first, on the same servers in
-# the same run, so a change's effect is read against its own baseline.
+# BEFORE=<git revision> measures that revision's seckill too, on the same servers in the
+# same run, the two taking turns round by round (ROUNDS, default 3), so a change's
+# effect is read against its own baseline.
 #   bash scripts/bench/cost.sh                 # 3 rounds of 20,000 grabs, 64 in flight
 #   bash scripts/bench/cost.sh --rounds 5 --grabs 50000 --json
 #   BEFORE=74b2cb8 bash scripts/bench/cost.sh
@@ -23,14 +24,20 @@ echo "$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/m
 psql -q "$SECKILL_TEST_DATABASE_URL" -c 'CREATE DATABASE cost'
 export SECKILL_REDIS_URL=$SECKILL_TEST_REDIS_URL
 export SECKILL_DATABASE_URL="postgres://postgres@127.0.0.1:$SECKILL_TEST_PG_PORT/cost?sslmode=disable"
-if [ -n "${BEFORE:-}" ]; then
-	mkdir -p "$SVC_DIR/before" "$bin/before"
-	git archive "$BEFORE" | tar -x -C "$SVC_DIR/before"
-	(cd "$SVC_DIR/before" && go build -o "$bin/before/" ./cmd/seckill)
-	echo "== before: $(git log -1 --format='%h %s' "$BEFORE" | cut -c1-100)"
-	psql -q "$SECKILL_TEST_DATABASE_URL" -c 'CREATE DATABASE cost_before'
-	SECKILL_DATABASE_URL="postgres://postgres@127.0.0.1:$SECKILL_TEST_PG_PORT/cost_before?sslmode=disable" \
-		"$bin/seckill-lab" cost --seckill "$bin/before/seckill" --hello "$bin/hello" "$@"
-	echo "== after: $(git log -1 --format='%h' HEAD)$(git diff --quiet HEAD -- . || echo ' with uncommitted changes')"
+if [ -z "${BEFORE:-}" ]; then
+	exec "$bin/seckill-lab" cost --seckill "$bin/seckill" --hello "$bin/hello" "$@"
 fi
-"$bin/seckill-lab" cost --seckill "$bin/seckill" --hello "$bin/hello" "$@"
+mkdir -p "$SVC_DIR/before" "$bin/before"
+git archive "$BEFORE" | tar -x -C "$SVC_DIR/before"
+(cd "$SVC_DIR/before" && go build -o "$bin/before/" ./cmd/seckill)
+psql -q "$SECKILL_TEST_DATABASE_URL" -c 'CREATE DATABASE cost_before'
+before_db="postgres://postgres@127.0.0.1:$SECKILL_TEST_PG_PORT/cost_before?sslmode=disable"
+after="$(git log -1 --format='%h' HEAD)$(git diff --quiet HEAD -- . || echo ' with uncommitted changes')"
+# Before and after take turns, one round each, ROUNDS times (default 3), so that what
+# grows with the run (the servers' data, Redis's append-only file) weighs on both alike.
+for round in $(seq "${ROUNDS:-3}"); do
+	echo "== round $round, before: $(git log -1 --format='%h %s' "$BEFORE" | cut -c1-90)"
+	SECKILL_DATABASE_URL=$before_db "$bin/seckill-lab" cost --seckill "$bin/before/seckill" --hello "$bin/hello" --rounds 1 "$@"
+	echo "== round $round, after: $after"
+	"$bin/seckill-lab" cost --seckill "$bin/seckill" --hello "$bin/hello" --rounds 1 "$@"
+done
