@@ -172,6 +172,9 @@ func (c *costCmd) round(ctx context.Context, n int, helloBase string, helloPID i
 		return costRound{}, fmt.Errorf("hello world answered %d of %d requests", hres.Answered, c.Grabs)
 	}
 	r := costRound{Round: n, Hello: micros(cpuTime(helloPID)-before, hres.Answered), HelloRPS: hres.RPS}
+	if r.Hello == 0 {
+		return costRound{}, fmt.Errorf("the hello-world server's CPU for %d requests was below /proc's clock (%v): raise --grabs", c.Grabs, clockTick)
+	}
 
 	if err := compactAOF(ctx, rdb); err != nil {
 		return costRound{}, err

@@ -583,3 +583,56 @@ func TestSeedMakesConsistentSales(t *testing.T) {
 		t.Fatalf("reconcile after seed: %v\n%s", err, out)
 	}
 }
+
+// cost measures a real serve, Redis and PostgreSQL against the hello-world server:
+// every grab reserved and persisted, CPU read for each process, and Redis's commands
+// counted per grab (at least the stream entry and the reserve call each grab costs;
+// other tests' commands on the same Redis may add to them, never take away).
+func TestCostMeasuresAGrabAgainstHelloWorld(t *testing.T) {
+	prefix := "k" + testenv.Unique()
+	cleanLabKeys(t, prefix)
+	hello := clitest.Build(t, "github.com/seckill/seckill/cmd/internal/hello")
+	env := append(os.Environ(),
+		"SECKILL_REDIS_URL="+testenv.RedisURL(t),
+		"SECKILL_DATABASE_URL="+testenv.PostgresURL(t),
+		"SECKILL_KEY_PREFIX="+prefix,
+	)
+	stdout, stderr, status := lab(t, env, 3*time.Minute, "cost", "--hello", hello, "--grabs", "2000", "--rounds", "1", "--concurrency", "16", "--json")
+	if status != 0 {
+		t.Fatalf("cost exited %d\nstdout %s\nstderr %s", status, stdout, stderr)
+	}
+	var rounds []struct {
+		Grabs    int                `json:"grabs"`
+		Hello    float64            `json:"hello_us"`
+		Service  float64            `json:"service_us"`
+		Redis    float64            `json:"redis_us"`
+		Postgres float64            `json:"postgres_us"`
+		Total    float64            `json:"total_us"`
+		TotalX   float64            `json:"total_x"`
+		Calls    map[string]float64 `json:"redis_calls_per_grab"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rounds); err != nil || len(rounds) != 1 {
+		t.Fatalf("stdout is not one round as JSON (%v):\n%s", err, stdout)
+	}
+	r := rounds[0]
+	if r.Grabs != 2000 {
+		t.Fatalf("grabs = %d, want 2000", r.Grabs)
+	}
+	// The service did the most work of all: 2,000 requests, their reservations and
+	// their orders are tens of ms of CPU, many ticks of /proc's clock.
+	if r.Service <= 0 || r.Service <= r.Hello || r.Total < r.Service+r.Redis+r.Postgres-0.01 || r.TotalX <= 1 {
+		t.Fatalf("implausible figures: %+v", r)
+	}
+	for _, cmd := range []string{"xadd", "evalsha", "xreadgroup"} {
+		if r.Calls[cmd] <= 0 {
+			t.Fatalf("no %s counted per grab: %v", cmd, r.Calls)
+		}
+	}
+	if r.Calls["xadd"] < 1 {
+		t.Fatalf("%v stream entries per grab, want at least one each: %v", r.Calls["xadd"], r.Calls)
+	}
+	_, stderr, status = lab(t, env, time.Minute, "cost", "--hello", hello, "--grabs", "10")
+	if status != 2 || !strings.Contains(stderr, "--grabs") {
+		t.Fatalf("cost --grabs 10 exited %d, want 2 and a line naming --grabs: %s", status, stderr)
+	}
+}
