@@ -66,30 +66,16 @@ end
 -- records it, or how many ms the user must wait (recording nothing). interval is the
 -- ms one attempt costs, tolerance the burst the user may make at once, in ms. Every
 -- attempt that passes counts, whatever the grab's answer.
--- A user's first attempt, the common case in a flash sale, costs one command: the key
--- is set as an empty one would leave it, reading what it held (SET … GET); only when
--- it held an arrival time is the right one written, or the old one put back.
 local function user_rate(key, now, interval, tolerance)
-  local fresh = now + interval
-  local old = redis.call('SET', key, fresh, 'PX', interval, 'GET')
-  if not old then
-    return 0
-  end
-  local held = tonumber(old)
-  local tat = held
+  local tat = tonumber(redis.call('GET', key) or now)
   if tat < now then
     tat = now
   end
   if now < tat - tolerance then
-    -- Over the rate: the attempt is not recorded. held > now here, so the key keeps
-    -- the instant it expired at.
-    redis.call('SET', key, old, 'PX', held - now)
     return tat - tolerance - now
   end
   tat = tat + interval
-  if tat ~= fresh then
-    redis.call('SET', key, tat, 'PX', tat - now)
-  end
+  redis.call('SET', key, tat, 'PX', tat - now)
   return 0
 end
 

@@ -31,8 +31,7 @@
 -- passes set in the same step. A sale the queue has settled
 -- (settle.lua: ended by the sale's clock, every entry persisted) answers ended to
 -- every grab, so no entry is appended that no worker would read.
-local m = sale_state(KEYS[1], 'paused', 'restoring', 'settled', 'admission', 'challenge', 'drawn', 'gen', 'queued',
-  'queued_entries')
+local m = sale_state(KEYS[1], 'paused', 'restoring', 'settled', 'admission', 'challenge', 'drawn')
 local n = (#ARGV - 6) / 7
 local out = {-1}
 -- answer_all answers every grab of the batch with code, nothing taken.
@@ -204,14 +203,13 @@ for i = 1, n do
   out[#out + 1] = extra
 end
 if #buyers > 0 then
-  -- One write for the batch, from the values read with the sale state (nothing else
-  -- runs in between): the units left; 'gen', which counts the changes to the
-  -- remaining and held units, so a reader that reads the orders hash a page at a time
-  -- can tell whether it read one moment; and the tally of entries not yet
-  -- acknowledged (see tally.go). A field not there yet counts from 0, as HINCRBY would.
-  redis.call('HSET', KEYS[1], 'remaining', remaining, 'gen', (tonumber(m.gen) or 0) + 1,
-    'queued', (tonumber(m.queued) or 0) + tonumber(m.remaining) - remaining,
-    'queued_entries', (tonumber(m.queued_entries) or 0) + #buyers / 2)
+  -- 'gen' counts the changes to the remaining and held units, so a reader that
+  -- reads the orders hash a page at a time can tell whether it read one moment.
+  redis.call('HSET', KEYS[1], 'remaining', remaining)
+  redis.call('HINCRBY', KEYS[1], 'gen', 1)
+  -- The tally of entries not yet acknowledged (see tally.go).
+  redis.call('HINCRBY', KEYS[1], 'queued', tonumber(m.remaining) - remaining)
+  redis.call('HINCRBY', KEYS[1], 'queued_entries', #buyers / 2)
   redis.call('HSET', KEYS[2], unpack(buyers))
   redis.call('HSET', KEYS[3], unpack(orders))
   -- Buyers, orders and stream expire with the sale state.
