@@ -64,6 +64,9 @@ const (
 	foreignKey
 	// check: a CHECK constraint refused the row.
 	check
+	// unique: a unique index already holds the row's key (PostgreSQL only: on SQLite
+	// Persist never inserts without ON CONFLICT).
+	unique
 )
 
 // sqliteCheckFailed starts SQLite's message for a CHECK violation, which names the
@@ -80,6 +83,8 @@ func constraintViolation(err error) (violation, string) {
 			return foreignKey, pgErr.ConstraintName
 		case "23514":
 			return check, pgErr.ConstraintName
+		case "23505":
+			return unique, pgErr.ConstraintName
 		}
 		return noViolation, ""
 	}
