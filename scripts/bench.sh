@@ -68,6 +68,10 @@ echo "== wrk: sustained grabs on keep-alive connections vs a hello-world Echo PO
 bash scripts/bench/wrk.sh
 
 echo
+echo "== the cost of a grab: CPU of the service, Redis and PostgreSQL per successful grab vs a hello-world request"
+bash scripts/bench/cost.sh
+
+echo
 echo "== the classic comparison: seckill-lab compare"
 bin="$SVC_DIR/seckill" lab="$SVC_DIR/seckill-lab"
 go build -o "$SVC_DIR/" ./cmd/seckill ./cmd/seckill-lab
