@@ -160,11 +160,15 @@ func (c *costCmd) round(ctx context.Context, n int, helloBase string, helloPID i
 	rdb *redis.Client, redisPID, pgPID int) (costRound, error) {
 	tokens := load.Minter(svc.secret)
 	flags := load.Flags{Users: c.Grabs, Stock: c.Grabs, Concurrency: c.Concurrency, Timeout: 5 * time.Minute}
+	// Users never seen before in this run, as in a flash sale: no key of an earlier
+	// round (a user's index of reservations, say) is there already.
+	first := int64(n-1)*int64(c.Grabs) + 1
 
 	// The baseline: the same requests (path, token, client) to a server that answers
 	// each with a small JSON body and does nothing else.
 	before := cpuTime(helloPID)
-	hres, err := load.Run(ctx, load.Options{Base: helloBase, Voucher: "1", Tokens: tokens, Users: c.Grabs, Concurrency: c.Concurrency})
+	hres, err := load.Run(ctx, load.Options{Base: helloBase, Voucher: "1", Tokens: tokens, Users: c.Grabs, Concurrency: c.Concurrency,
+		FirstUser: first})
 	if err != nil {
 		return costRound{}, fmt.Errorf("hello world: %w", err)
 	}
@@ -185,7 +189,7 @@ func (c *costCmd) round(ctx context.Context, n int, helloBase string, helloPID i
 	}
 	var s0, r0, p0 time.Duration
 	res, rep, err := load.Sell(ctx, load.Target{
-		Base: svc.base, Title: fmt.Sprintf("seckill-lab cost round %d", n), Tokens: tokens,
+		Base: svc.base, Title: fmt.Sprintf("seckill-lab cost round %d", n), Tokens: tokens, FirstUser: first,
 		During: func() func(load.Result) {
 			s0, r0, p0 = cpuTime(svc.cmd.Process.Pid), cpuTime(redisPID), cpuTime(pgPID)
 			return func(load.Result) {}

@@ -59,6 +59,8 @@ type Target struct {
 	Title   string
 	// Tokens mints the users' tokens and the admin's.
 	Tokens TokenSource
+	// FirstUser is the first user id of the sale (see Options.FirstUser); default 1.
+	FirstUser int64
 	// Progress, when set, receives the progress of the requests and of the wait.
 	Progress io.Writer
 	// During, when set, is called just before the first request and returns the
@@ -107,7 +109,7 @@ func Sell(ctx context.Context, t Target, f Flags) (Result, Report, error) {
 	}
 	res, err := Run(ctx, Options{
 		Base: t.Base, Voucher: v.ID, Tokens: t.Tokens, Users: f.Users, Dup: f.Dup,
-		Concurrency: f.Concurrency, Seed: f.Seed, Progress: t.Progress,
+		Concurrency: f.Concurrency, Seed: f.Seed, Progress: t.Progress, FirstUser: t.FirstUser,
 	})
 	after(res)
 	if errors.Is(err, context.Canceled) {
