@@ -1,7 +1,7 @@
 // Command hello is the baseline of the HTTP benchmarks: a bare Echo server that answers
-// every POST (/hello, or a grab's path) with a small JSON body. The benchmarks drive it with the same
-// client and on the same machine as seckill, so the ratio between the two is the cost of
-// seckill's own work. Usage: hello ADDR (e.g. 127.0.0.1:18081).
+// every POST (/hello, or a grab's path) with a small JSON body. The benchmarks drive it
+// with the same client and on the same machine as seckill, so the ratio between the two
+// is the cost of seckill's own work. Usage: hello ADDR (e.g. 127.0.0.1:18081).
 package main
 
 import (
