@@ -3,13 +3,12 @@ package httpapi
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/cristalhq/jwt/v4"
 	"github.com/go-json-experiment/json"
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/labstack/echo/v4"
 
 	"github.com/seckill/seckill/domain"
@@ -21,22 +20,25 @@ type Principal struct {
 	Admin bool
 }
 
-// mintClaims are the claims Mint signs: the registered ones (sub, iat, exp) and role.
+// mintClaims are the claims Mint signs: sub, role (admins only), iat and exp, the
+// times in whole seconds.
 type mintClaims struct {
-	Role string `json:"role,omitempty"`
-	jwt.RegisteredClaims
+	Subject   string `json:"sub"`
+	Role      string `json:"role,omitempty"`
+	IssuedAt  int64  `json:"iat"`
+	ExpiresAt int64  `json:"exp"`
 }
 
-// claims are the claims Parse reads, decoded strictly (see UnmarshalJSON): jwt's own
-// types accept an exp written as a JSON string, and encoding/json matches member
-// names case-insensitively, so {"SUB": ...} would pass for the subject. A time claim
-// that is absent is the zero time (a present one is never: it is at or after 1970).
+// claims are the claims Parse reads, decoded strictly (see UnmarshalJSON): encoding/json
+// would match member names case-insensitively, so {"SUB": ...} would pass for the
+// subject, and many JWT libraries accept an exp written as a JSON string. A time
+// claim that is absent is the zero time (a present one is never: it is at or after
+// 1970).
 type claims struct {
 	subject   string
 	role      string
 	expiresAt time.Time
 	notBefore time.Time
-	issuedAt  time.Time
 }
 
 // maxNumericDate is the last second of year 9999: a later date is no real expiry
@@ -45,7 +47,7 @@ const maxNumericDate = 253402300799
 
 // UnmarshalJSON reads the payload of a token: member names exact and not repeated,
 // sub and role strings, exp (required), nbf and iat JSON numbers between 0 and
-// maxNumericDate. Other members are ignored, as JWT asks.
+// maxNumericDate, times read to the second. Other members are ignored, as JWT asks.
 func (c *claims) UnmarshalJSON(b []byte) error {
 	var w struct {
 		Sub  *string  `json:"sub"`
@@ -71,35 +73,31 @@ func (c *claims) UnmarshalJSON(b []byte) error {
 		name string
 		in   *float64
 		out  *time.Time
-	}{{"exp", w.Exp, &c.expiresAt}, {"nbf", w.Nbf, &c.notBefore}, {"iat", w.Iat, &c.issuedAt}} {
+	}{{"exp", w.Exp, &c.expiresAt}, {"nbf", w.Nbf, &c.notBefore}, {"iat", w.Iat, nil}} {
 		if d.in == nil {
 			continue
 		}
 		if *d.in < 0 || *d.in > maxNumericDate {
 			return fmt.Errorf("claims: %s is out of range", d.name)
 		}
-		// As jwt.NewNumericDate makes it: to the precision jwt compares times at.
-		sec, frac := math.Modf(*d.in)
-		*d.out = time.Unix(int64(sec), int64(frac*1e9)).Truncate(jwt.TimePrecision)
+		if d.out != nil {
+			*d.out = time.Unix(int64(*d.in), 0)
+		}
 	}
 	return nil
 }
 
-// The jwt.Claims methods the parser's validator reads.
-
-func (c *claims) GetExpirationTime() (*jwt.NumericDate, error) { return numericDate(c.expiresAt), nil }
-func (c *claims) GetNotBefore() (*jwt.NumericDate, error)      { return numericDate(c.notBefore), nil }
-func (c *claims) GetIssuedAt() (*jwt.NumericDate, error)       { return numericDate(c.issuedAt), nil }
-func (c *claims) GetIssuer() (string, error)                   { return "", nil }
-func (c *claims) GetSubject() (string, error)                  { return c.subject, nil }
-func (c *claims) GetAudience() (jwt.ClaimStrings, error)       { return nil, nil }
-
-// numericDate is t as jwt's validator reads it: nil when absent.
-func numericDate(t time.Time) *jwt.NumericDate {
-	if t.IsZero() {
-		return nil
+// valid says whether the claims hold at now: before exp, and at or after nbf when
+// there is one (iat is not checked: a token issued "in the future" by a clock ahead
+// of this one is still the secret holder's).
+func (c *claims) valid(now time.Time) error {
+	if !now.Before(c.expiresAt) {
+		return errors.New("token expired")
 	}
-	return &jwt.NumericDate{Time: t}
+	if !c.notBefore.IsZero() && now.Before(c.notBefore) {
+		return errors.New("token not valid yet")
+	}
+	return nil
 }
 
 const roleAdmin = "admin"
@@ -109,10 +107,9 @@ const roleAdmin = "admin"
 // mostly that — costs no signature check and no JSON decoding: the same token string
 // can only carry the same, already verified, claims.
 type Tokens struct {
-	secret []byte
-	parser *jwt.Parser
-	mu     sync.RWMutex
-	known  map[string]knownToken
+	hs    *jwt.HSAlg // signs and verifies; nil for an empty secret, which signs nothing
+	mu    sync.RWMutex
+	known map[string]knownToken
 }
 
 // knownToken is a verified token's principal, shared by every request that presents
@@ -127,15 +124,9 @@ const maxKnownTokens = 200_000
 
 // NewTokens returns a token codec for secret.
 func NewTokens(secret []byte) *Tokens {
-	t := &Tokens{
-		secret: secret,
-		parser: jwt.NewParser(
-			jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}),
-			jwt.WithExpirationRequired(),
-		),
-		known: make(map[string]knownToken),
-	}
-	return t
+	// NewSignerHS refuses only an empty key; Mint and Parse then refuse every token.
+	hs, _ := jwt.NewSignerHS(jwt.HS256, secret)
+	return &Tokens{hs: hs, known: make(map[string]knownToken)}
 }
 
 // Mint returns a signed token for user that expires after ttl; admin adds role "admin".
@@ -143,19 +134,19 @@ func (t *Tokens) Mint(user domain.UserID, admin bool, ttl time.Duration) (string
 	if user <= 0 {
 		return "", domain.Invalid("user", "must be a positive integer")
 	}
-	c := mintClaims{RegisteredClaims: jwt.RegisteredClaims{
-		Subject:   user.String(),
-		IssuedAt:  jwt.NewNumericDate(time.Now()),
-		ExpiresAt: jwt.NewNumericDate(time.Now().Add(ttl)),
-	}}
+	if t.hs == nil {
+		return "", errNoSecret
+	}
+	now := time.Now()
+	c := mintClaims{Subject: user.String(), IssuedAt: now.Unix(), ExpiresAt: now.Add(ttl).Unix()}
 	if admin {
 		c.Role = roleAdmin
 	}
-	s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(t.secret)
+	tok, err := jwt.NewBuilder(t.hs).Build(c)
 	if err != nil {
 		return "", fmt.Errorf("sign token: %w", err)
 	}
-	return s, nil
+	return tok.String(), nil
 }
 
 // Parse verifies a token (signature, algorithm pinned to HS256, expiry required and a
@@ -179,8 +170,19 @@ func (t *Tokens) principal(token string) (*Principal, error) {
 	if ok && now.Before(k.exp) {
 		return k.p, nil
 	}
+	if t.hs == nil {
+		return nil, errNoSecret
+	}
+	// The signature (HS256 only) is checked before the claims are read.
+	tok, err := jwt.Parse([]byte(token), t.hs)
+	if err != nil {
+		return nil, fmt.Errorf("parse token: %w", err)
+	}
 	var c claims
-	if _, err := t.parser.ParseWithClaims(token, &c, func(*jwt.Token) (any, error) { return t.secret, nil }); err != nil {
+	if err := c.UnmarshalJSON(tok.Claims()); err != nil {
+		return nil, fmt.Errorf("parse token: %w", err)
+	}
+	if err := c.valid(now); err != nil {
 		return nil, fmt.Errorf("parse token: %w", err)
 	}
 	user, err := domain.ParseUserID(c.subject)
@@ -198,6 +200,7 @@ func (t *Tokens) principal(token string) (*Principal, error) {
 }
 
 var (
+	errNoSecret     = errors.New("no token secret")
 	errUnauthorized = errors.New("missing, malformed, expired or forged bearer token")
 	errForbidden    = errors.New("admin role required")
 )
