@@ -112,7 +112,7 @@ func TestReserveBatchPausedAndRateLimited(t *testing.T) {
 	s := redisstore.NewStock(client, redisstore.Options{Prefix: "t" + testenv.Unique(), UserRate: 1, UserBurst: 2})
 	v := voucher(1, 10, 1)
 	warm(t, client, s, v)
-	t.Cleanup(func() { _ = client.Unlink(context.Background(), s.Keys().Rate(v.ID, 7)).Err() })
+	t.Cleanup(func() { _ = client.Unlink(context.Background(), s.Keys().Rates(v.ID)).Err() })
 
 	// User 7 grabs three times in one batch: the first reserves, the second is within
 	// the burst of 2 and names the first's order, the third is over the rate.

@@ -82,11 +82,11 @@ func (k Keys) Challenge(id domain.VoucherID, challenge string) string {
 	return k.key(id, "pow:"+challenge)
 }
 
-// Rate names a user's rate counter for one voucher (a GCRA "theoretical arrival
-// time"), in the voucher's slot so the reserve script can check it.
-func (k Keys) Rate(id domain.VoucherID, user domain.UserID) string {
-	return k.key(id, "rate:"+user.String())
-}
+// Rates names the users' rate counters for one voucher: a hash from user id to the
+// user's GCRA "theoretical arrival time" (Unix ms), in the voucher's slot so the
+// reserve script checks and counts a batch's grabs in two commands. It expires with
+// the sale state.
+func (k Keys) Rates(id domain.VoucherID) string { return k.key(id, "rates") }
 
 // Registry returns the key of the set of voucher ids warmed (decimal) whose keys have
 // not expired yet, in which reservations are looked up. It has no hash tag: it lives

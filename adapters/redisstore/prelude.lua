@@ -61,22 +61,23 @@ local function sale_now()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- user_rate counts one attempt against a user's rate (GCRA: key holds the theoretical
--- arrival time, in ms) at now: it returns 0 when the attempt is within the rate and
--- records it, or how many ms the user must wait (recording nothing). interval is the
--- ms one attempt costs, tolerance the burst the user may make at once, in ms. Every
--- attempt that passes counts, whatever the grab's answer.
-local function user_rate(key, now, interval, tolerance)
-  local tat = tonumber(redis.call('GET', key) or now)
+-- gcra judges one attempt of a user against their rate (GCRA) at now, given tat, the
+-- user's theoretical arrival time in ms (false or nil: none yet): it returns 0 and the
+-- new tat when the attempt is within the rate (the caller records it), or how many ms
+-- the user must wait and nil (nothing to record). interval is the ms one attempt
+-- costs, tolerance the burst the user may make at once, in ms. Every attempt that
+-- passes counts, whatever the grab's answer. The users' tats of a voucher are the
+-- fields of one hash (Keys.Rates), which expires with the sale state: a tat in the
+-- past counts as none.
+local function gcra(tat, now, interval, tolerance)
+  tat = tonumber(tat) or now
   if tat < now then
     tat = now
   end
   if now < tat - tolerance then
-    return tat - tolerance - now
+    return tat - tolerance - now, nil
   end
-  tat = tat + interval
-  redis.call('SET', key, tat, 'PX', tat - now)
-  return 0
+  return 0, tat + interval
 end
 
 -- unacked counts what the consumer group named group has not acknowledged of the

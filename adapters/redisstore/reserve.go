@@ -99,8 +99,11 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 		return batchReply{remaining: -1}, nil
 	}
 	id := rs[0].VoucherID
-	keys := make([]string, 5, 5+2*len(rs))
+	keys := make([]string, 5, 6+len(rs))
 	keys[0], keys[1], keys[2], keys[3], keys[4] = s.keys.Meta(id), s.keys.Buyers(id), s.keys.Orders(id), s.keys.Stream(id), s.keys.Passes(id)
+	if s.interval > 0 {
+		keys = append(keys, s.keys.Rates(id))
+	}
 	// On one server the script adds each reservation to its user's index; on a cluster
 	// it cannot reach the users' slots, and the index is written first (indexGrabs).
 	var indexTTL int64
@@ -112,9 +115,6 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 	for i, r := range rs {
 		if r.VoucherID != id || r.Quantity < 1 {
 			return batchReply{}, fmt.Errorf("reserve stock: a batch of voucher %s holds %+v", id, r)
-		}
-		if s.interval > 0 {
-			keys = append(keys, s.keys.Rate(id, r.UserID))
 		}
 		tp := ""
 		if tps != nil {

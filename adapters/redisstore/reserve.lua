@@ -7,10 +7,9 @@
 -- grab in one batch is answered with the first one's order).
 --
 -- KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders, KEYS[4] stream, KEYS[5] passes (the
--- waiting room's outstanding passes, Keys.Passes), then, with a rate limit, KEYS[5+i]
--- the rate counter of grab i's user (all of one voucher, one hash tag), then, when
--- ARGV[6] > 0, KEYS[5+r+i] the index of grab i's user (Keys.UserOrders; r is the
--- number of rate keys, 0 or n).
+-- waiting room's outstanding passes, Keys.Passes), then, with a rate limit, KEYS[6]
+-- the users' rates (Keys.Rates), then, when ARGV[6] > 0, KEYS[5+r+i] the index of grab
+-- i's user (Keys.UserOrders; r is 1 with a rate limit, else 0).
 -- ARGV[1] voucher_id, ARGV[2] rate_interval_ms (0: no limit), ARGV[3] rate_tolerance_ms,
 -- ARGV[4] max_backlog (0: none), ARGV[5] group, ARGV[6] index_ttl_ms (0: the caller
 -- wrote the users' index itself, as on Redis Cluster, where a user's index lives in
@@ -54,7 +53,7 @@ local remaining, begins, ends, limit = tonumber(m.remaining), tonumber(m.begins)
 local interval, tolerance, bound = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local index_ttl, index_base = tonumber(ARGV[6]), 5
 if interval > 0 then
-  index_base = 5 + n
+  index_base = 6
 end
 -- Entries not yet persisted (see unacked in prelude.lua), counted once for the batch
 -- and then kept up to date as it appends. The stream's length bounds them: only past
@@ -92,6 +91,18 @@ for i = 1, n do
   users[i] = ARGV[7 + 7 * (i - 1)]
 end
 local held = redis.call('HMGET', KEYS[2], unpack(users))
+-- The users' rates (theoretical arrival times), read in one call and kept up to date
+-- as the batch counts its grabs (a user twice in a batch is counted twice); the ones
+-- counted are written back in one call at the end.
+local tats, counted, seen = {}, {}, {}
+if interval > 0 then
+  local read = redis.call('HMGET', KEYS[6], unpack(users))
+  for i = 1, n do
+    if tats[users[i]] == nil then
+      tats[users[i]] = read[i]
+    end
+  end
+end
 
 -- admitted is the admission gate (Go twin: domain.Sale.admit, where the modes' grab
 -- rules live): a waiting room admits a grab whose pass (pass, Unix ms; '0': none) has
@@ -126,10 +137,15 @@ local function judge(i)
   -- Per-user rate (GCRA): every attempt counts, whatever its answer. The WATCH
   -- strategy calls the same function before its transaction (rate.lua).
   if interval > 0 then
-    local wait = user_rate(KEYS[5 + i], now, interval, tolerance)
+    local wait, tat = gcra(tats[user], now, interval, tolerance)
     if wait > 0 then
       return 7, tostring(wait)
     end
+    if not seen[user] then
+      seen[user] = true
+      counted[#counted + 1] = user
+    end
+    tats[user] = tat
   end
   -- Go twin: domain.Sale.Judge, rule 1 (the challenge).
   if m.challenge == 'pow' and ARGV[base + 6] ~= '1' then
@@ -201,6 +217,15 @@ for i = 1, n do
   local code, extra = judge(i)
   out[#out + 1] = code
   out[#out + 1] = extra
+end
+if #counted > 0 then
+  local fields = {}
+  for _, user in ipairs(counted) do
+    fields[#fields + 1] = user
+    fields[#fields + 1] = tats[user]
+  end
+  redis.call('HSET', KEYS[6], unpack(fields))
+  redis.call('PEXPIREAT', KEYS[6], m.expire)
 end
 if #buyers > 0 then
   -- 'gen' counts the changes to the remaining and held units, so a reader that

@@ -138,7 +138,8 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, g *watchGrab, an
 	if w.interval > 0 && !g.counted {
 		// On the transaction's own connection: a second one per grab would drain the
 		// pool while every grab holds one under WATCH. The counter is not watched.
-		ms, err := rateScript.Run(ctx, tx, []string{k.Rate(r.VoucherID, r.UserID)}, w.interval, w.tolerance, atMillis(r.At)).Int64()
+		ms, err := rateScript.Run(ctx, tx, []string{k.Rates(r.VoucherID), k.Meta(r.VoucherID)},
+			r.UserID.String(), w.interval, w.tolerance, atMillis(r.At)).Int64()
 		if err != nil {
 			return err
 		}
