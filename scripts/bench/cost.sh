@@ -25,7 +25,9 @@ psql -q "$SECKILL_TEST_DATABASE_URL" -c 'CREATE DATABASE cost'
 export SECKILL_REDIS_URL=$SECKILL_TEST_REDIS_URL
 export SECKILL_DATABASE_URL="postgres://postgres@127.0.0.1:$SECKILL_TEST_PG_PORT/cost?sslmode=disable"
 if [ -z "${BEFORE:-}" ]; then
-	exec "$bin/seckill-lab" cost --seckill "$bin/seckill" --hello "$bin/hello" "$@"
+	# Not exec: the throwaway servers are stopped when this script exits.
+	"$bin/seckill-lab" cost --seckill "$bin/seckill" --hello "$bin/hello" "$@"
+	exit
 fi
 mkdir -p "$SVC_DIR/before" "$bin/before"
 git archive "$BEFORE" | tar -x -C "$SVC_DIR/before"
