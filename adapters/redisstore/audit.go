@@ -294,7 +294,7 @@ func (a *Audit) Requeue(ctx context.Context, r domain.Reservation) error {
 		return err
 	}
 	keys := []string{a.keys.Stream(r.VoucherID), a.keys.Meta(r.VoucherID)}
-	queued, err := requeueScript.Run(ctx, a.client, keys, append([]any{a.group}, entryValues(r, "")...)...).Int()
+	queued, err := requeueScript.Run(ctx, a.client, keys, append([]any{a.group, r.Quantity}, entryValues(r, "")...)...).Int()
 	if err != nil {
 		return fmt.Errorf("requeue reservation: %w", err)
 	}

@@ -16,22 +16,32 @@ import (
 // entry (Keys.Stream) and a reservation record (Keys.Orders). reserve.lua writes both
 // in the same shapes, and recount.lua reads a record's quantity.
 
-// The fields of a stream entry, one reservation each.
+// The fields of a stream entry, one reservation each: the reservation in one field,
+// its record followed by the order id ("user_id:qty:at_ms:order_id"; the voucher is
+// the stream's), and the grab's W3C traceparent when it was traced. One field, not
+// one per value: each field costs Redis on every XADD, on the worker's XREADGROUP and
+// in the append-only file, and the worker a map entry to decode.
+const (
+	reservationField = "r"
+	// traceField holds the grab's W3C traceparent; absent when the grab was untraced.
+	traceField = "tp"
+)
+
+// The fields of an entry as written before the one-field shape: an entry still queued
+// when the service is upgraded, or appended by an older instance beside newer ones,
+// is read the same.
 const (
 	orderField   = "order"   // the order id
 	voucherField = "voucher" // the voucher id, decimal: the stream's own
 	userField    = "user"    // the user id, decimal
 	qtyField     = "qty"     // the units, decimal
 	atField      = "at"      // when the grab was judged, Unix ms
-	// traceField holds the grab's W3C traceparent; absent when the grab was untraced.
-	traceField = "tp"
 )
 
-// entryValues returns the fields of r's stream entry, for XADD: order, voucher, user,
-// qty, at, and tp when tp is not "".
+// entryValues returns the fields of r's stream entry, for XADD: the reservation, and
+// tp when tp is not "".
 func entryValues(r domain.Reservation, tp string) []any {
-	values := []any{orderField, string(r.OrderID), voucherField, r.VoucherID.String(),
-		userField, r.UserID.String(), qtyField, strconv.Itoa(r.Quantity), atField, strconv.FormatInt(r.At.UnixMilli(), 10)}
+	values := []any{reservationField, encodeRecord(r) + ":" + string(r.OrderID)}
 	if tp != "" {
 		values = append(values, traceField, tp)
 	}
@@ -73,8 +83,19 @@ func decodeEntry(voucher domain.VoucherID, m redis.XMessage) ports.Delivery {
 }
 
 // decodeFields reads the fields of a stream entry of voucher, as entryValues writes
-// them; it names the first field missing or malformed.
+// them or as they were written before (the five fields order, voucher, user, qty and
+// at); it names the first field missing or malformed.
 func decodeFields(voucher domain.VoucherID, values map[string]any) (domain.Reservation, error) {
+	if v, ok := values[reservationField]; ok {
+		s, _ := v.(string)
+		parts := strings.SplitN(s, ":", 4)
+		if len(parts) != 4 {
+			return domain.Reservation{}, fmt.Errorf("field %q: not user:qty:at:order", reservationField)
+		}
+		return reservation(voucher, parts[3], parts[0], parts[1], parts[2], func(name string) string {
+			return fmt.Sprintf("field %q: %s", reservationField, name)
+		})
+	}
 	field := func(name string) (string, error) {
 		v, ok := values[name]
 		if !ok {
@@ -86,54 +107,61 @@ func decodeFields(voucher domain.VoucherID, values map[string]any) (domain.Reser
 		}
 		return s, nil
 	}
-	positive := func(name string) (int64, error) {
-		s, err := field(name)
-		if err != nil {
-			return 0, err
+	var got [5]string
+	for i, name := range []string{orderField, voucherField, userField, qtyField, atField} {
+		var err error
+		if got[i], err = field(name); err != nil {
+			return domain.Reservation{}, err
 		}
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n <= 0 || strings.HasPrefix(s, "+") {
-			return 0, fmt.Errorf("field %q: not a positive integer", name)
+		if name == voucherField {
+			v, ok := positive(got[i])
+			if !ok {
+				return domain.Reservation{}, fmt.Errorf("field %q: not a positive integer", voucherField)
+			}
+			if domain.VoucherID(v) != voucher {
+				return domain.Reservation{}, fmt.Errorf("field %q: names voucher %d in the stream of voucher %d", voucherField, v, voucher)
+			}
 		}
-		return n, nil
 	}
+	return reservation(voucher, got[0], got[2], got[3], got[4], func(name string) string {
+		return fmt.Sprintf("field %q", name)
+	})
+}
 
-	order, err := field(orderField)
-	if err != nil {
-		return domain.Reservation{}, err
-	}
+// reservation checks and reads the values of a stream entry: order, user, qty, at;
+// where names the part that is wrong in an error (user, qty, at or order).
+func reservation(voucher domain.VoucherID, order, user, qty, at string, where func(name string) string) (domain.Reservation, error) {
 	if !plausibleOrderID(order) {
-		return domain.Reservation{}, fmt.Errorf("field %q: not an order id", orderField)
+		return domain.Reservation{}, fmt.Errorf("%s: not an order id", where(orderField))
 	}
-	v, err := positive(voucherField)
-	if err != nil {
-		return domain.Reservation{}, err
+	u, ok := positive(user)
+	if !ok {
+		return domain.Reservation{}, fmt.Errorf("%s: not a positive integer", where(userField))
 	}
-	if domain.VoucherID(v) != voucher {
-		return domain.Reservation{}, fmt.Errorf("field %q: names voucher %d in the stream of voucher %d", voucherField, v, voucher)
+	q, ok := positive(qty)
+	if !ok {
+		return domain.Reservation{}, fmt.Errorf("%s: not a positive integer", where(qtyField))
 	}
-	user, err := positive(userField)
-	if err != nil {
-		return domain.Reservation{}, err
+	if q > domain.MaxQuantity {
+		return domain.Reservation{}, fmt.Errorf("%s: above %d", where(qtyField), domain.MaxQuantity)
 	}
-	qty, err := positive(qtyField)
-	if err != nil {
-		return domain.Reservation{}, err
-	}
-	if qty > domain.MaxQuantity {
-		return domain.Reservation{}, fmt.Errorf("field %q: above %d", qtyField, domain.MaxQuantity)
-	}
-	at, err := positive(atField)
-	if err != nil {
-		return domain.Reservation{}, fmt.Errorf("field %q: not a Unix time in milliseconds", atField)
+	ms, ok := positive(at)
+	if !ok {
+		return domain.Reservation{}, fmt.Errorf("%s: not a Unix time in milliseconds", where(atField))
 	}
 	return domain.Reservation{
 		OrderID:   domain.OrderID(order),
 		VoucherID: voucher,
-		UserID:    domain.UserID(user),
-		Quantity:  int(qty),
-		At:        time.UnixMilli(at).UTC(),
+		UserID:    domain.UserID(u),
+		Quantity:  int(q),
+		At:        time.UnixMilli(ms).UTC(),
 	}, nil
+}
+
+// positive reads a positive decimal integer: digits only, no sign.
+func positive(s string) (int64, bool) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil && n > 0 && !strings.HasPrefix(s, "+")
 }
 
 // encodeRecord returns r's record in the orders hash: "user_id:qty:at_ms".

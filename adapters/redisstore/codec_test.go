@@ -62,6 +62,35 @@ func TestCodecRoundTrip(t *testing.T) {
 	}
 }
 
+// TestCodecReadsEntriesOfTheEarlierShape: an entry written with one field per value,
+// as before the one-field shape (still queued across an upgrade, or appended by an
+// older instance), reads as the same reservation.
+func TestCodecReadsEntriesOfTheEarlierShape(t *testing.T) {
+	r := domain.Reservation{OrderID: "01ARZ3NDEKTSV4RRFFQ69G5FAV", VoucherID: 7, UserID: 42, Quantity: 2, At: time.UnixMilli(1764500000000).UTC()}
+	earlier := map[string]any{"order": "01ARZ3NDEKTSV4RRFFQ69G5FAV", "voucher": "7", "user": "42", "qty": "2", "at": "1764500000000",
+		"tp": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+	got := decodeEntry(7, redis.XMessage{ID: "5-1", Values: earlier})
+	want := decodeEntry(7, redis.XMessage{ID: "5-1", Values: asRead(t, entryValues(r, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))})
+	if !reflect.DeepEqual(got, want) || got.Malformed != "" || got.Reservation != r {
+		t.Fatalf("the earlier shape reads %+v, the current %+v; want both %+v", got, want, r)
+	}
+}
+
+// TestCodecRefusesMalformedReservations: an entry's one field that is not
+// user:qty:at:order, each a valid value, names the field and yields no reservation.
+func TestCodecRefusesMalformedReservations(t *testing.T) {
+	for _, v := range []any{
+		"", "42:2:1764500000000", "42:2", "0:2:1764500000000:o-1", "+42:2:1764500000000:o-1", "x:2:1764500000000:o-1",
+		"42:0:1764500000000:o-1", "42:1001:1764500000000:o-1", "42:1e2:1764500000000:o-1", "42:2:0:o-1", "42:2:now:o-1",
+		"42:2:1764500000000:", "42:2:1764500000000:a b", "42:2:1764500000000:x\x00", int64(5),
+	} {
+		d := decodeEntry(7, redis.XMessage{ID: "5-1", Values: map[string]any{"r": v}})
+		if !strings.Contains(d.Malformed, `"r"`) || d.Reservation != (domain.Reservation{}) || d.ID != "5-1" || d.VoucherID != 7 {
+			t.Errorf("r = %#v: delivery %+v; want the field named and no reservation", v, d)
+		}
+	}
+}
+
 func TestCodecRefusesMalformedEntries(t *testing.T) {
 	const stream = domain.VoucherID(7)
 	good := func() map[string]any {

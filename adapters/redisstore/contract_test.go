@@ -2,9 +2,7 @@ package redisstore_test
 
 import (
 	"context"
-	"strconv"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -69,22 +67,11 @@ func streamed(client redis.UniversalClient, k redisstore.Keys) func(*testing.T, 
 		check(t, err)
 		var out []domain.Reservation
 		for _, e := range entries {
-			field := func(name string) int64 {
-				s, _ := e.Values[name].(string)
-				n, err := strconv.ParseInt(s, 10, 64)
-				if err != nil {
-					t.Fatalf("stream entry %s: field %s = %q: %v", e.ID, name, s, err)
-				}
-				return n
+			r, err := redisstore.DecodeEntry(id, e.Values)
+			if err != nil {
+				t.Fatalf("stream entry %s: %v", e.ID, err)
 			}
-			order, _ := e.Values["order"].(string)
-			out = append(out, domain.Reservation{
-				OrderID:   domain.OrderID(order),
-				VoucherID: domain.VoucherID(field("voucher")),
-				UserID:    domain.UserID(field("user")),
-				Quantity:  int(field("qty")),
-				At:        time.UnixMilli(field("at")),
-			})
+			out = append(out, r)
 		}
 		return out
 	}

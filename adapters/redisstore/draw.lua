@@ -48,9 +48,9 @@ for i = 1, n do
         remaining = remaining - 1
         redis.call('HSET', KEYS[2], user, order)
         -- The record and the entry have codec.go's shapes (encodeRecord, entryValues).
-        redis.call('HSET', KEYS[3], order, user .. ':1:' .. stamp)
-        redis.call('XADD', KEYS[4], '*', 'order', order, 'voucher', ARGV[1], 'user', user, 'qty', '1',
-          'at', stamp)
+        local record = user .. ':1:' .. stamp
+        redis.call('HSET', KEYS[3], order, record)
+        redis.call('XADD', KEYS[4], '*', 'r', record .. ':' .. order)
         reserved = reserved + 1
       end
     elseif redis.call('ZADD', KEYS[5], 'NX', from + i, user) == 1 then

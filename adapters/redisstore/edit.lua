@@ -56,7 +56,7 @@ local given, to = 0, {}
 if left > remaining then
   m.settled = reopened and '0' or m.settled
   given, to = hand_off({meta = KEYS[1], buyers = KEYS[2], orders = KEYS[3], stream = KEYS[5],
-    waitlist = KEYS[7], waiting = KEYS[8]}, m, ARGV[9], left - remaining, ARGV[3], expire)
+    waitlist = KEYS[7], waiting = KEYS[8]}, m, left - remaining, ARGV[3], expire)
 end
 redis.call('HSET', KEYS[1], 'stock', ARGV[1], 'remaining', left - given, 'begins', ARGV[2], 'ends', ARGV[3],
   'limit', ARGV[4], 'expire', expire, 'version', ARGV[6], 'admission', ARGV[11], 'challenge', ARGV[12])

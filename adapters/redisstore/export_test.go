@@ -41,3 +41,7 @@ func HoldEmbedded(t testing.TB, e *Embedded) (release func()) {
 
 // SetNow makes w's scripts judge by now (Unix ms) instead of the sale's clock.
 func (w *WaitingRoom) SetNow(now func() int64) { w.now = now }
+
+// DecodeEntry reads the fields of a stream entry of voucher as the workers do, so a
+// test can check what a grab appended without knowing the entry's shape.
+var DecodeEntry = decodeFields

@@ -145,12 +145,12 @@ end
 -- settled, or at or after ends_ms.
 --
 -- keys: meta, buyers, orders, stream, waitlist, waiting (one voucher, one hash tag);
--- m: the sale state (sale_state with 'restoring' and 'settled'); voucher: its id
--- (decimal); ends_ms, expire_ms: the sale's end and its keys' expiry. It returns the
--- units given and a flat list {user_1, order_1, user_2, order_2, …} of whom they went
--- to. At most units + 1000 users leave the waitlist in one call, so a long run of
--- users passed over cannot stall the script.
-local function hand_off(keys, m, voucher, units, ends_ms, expire_ms)
+-- m: the sale state (sale_state with 'restoring' and 'settled'); ends_ms, expire_ms:
+-- the sale's end and its keys' expiry. It returns the units given and a flat list
+-- {user_1, order_1, user_2, order_2, …} of whom they went to. At most units + 1000
+-- users leave the waitlist in one call, so a long run of users passed over cannot
+-- stall the script.
+local function hand_off(keys, m, units, ends_ms, expire_ms)
   local given, to = 0, {}
   if units <= 0 or m.restoring == '1' or m.settled == '1' then
     return given, to
@@ -173,9 +173,9 @@ local function hand_off(keys, m, voucher, units, ends_ms, expire_ms)
       local stamp = tostring(now)
       redis.call('HSET', keys.buyers, user, order)
       -- The record and the entry have codec.go's shapes (encodeRecord, entryValues).
-      redis.call('HSET', keys.orders, order, user .. ':1:' .. stamp)
-      redis.call('XADD', keys.stream, '*', 'order', order, 'voucher', voucher, 'user', user, 'qty', '1',
-        'at', stamp)
+      local record = user .. ':1:' .. stamp
+      redis.call('HSET', keys.orders, order, record)
+      redis.call('XADD', keys.stream, '*', 'r', record .. ':' .. order)
       given = given + 1
       to[#to + 1] = user
       to[#to + 1] = order

@@ -428,7 +428,7 @@ func TestDeadLetterMovesAnEntry(t *testing.T) {
 	}
 	at := strconv.FormatInt(r.At.UnixMilli(), 10)
 	want = map[string]any{
-		"order": string(r.OrderID), "voucher": "1", "user": "2", "qty": "1", "at": at,
+		"r":      "2:1:" + at + ":" + string(r.OrderID),
 		"reason": "gave up", "stream": k.Stream(v.ID), "entry_id": kept.ID, "deliveries": "1",
 	}
 	if got := dead[1].Values; fmt.Sprint(got) != fmt.Sprint(want) {

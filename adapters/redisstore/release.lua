@@ -33,7 +33,7 @@ redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[2])
 local units = tonumber(ARGV[3])
 local given, to = hand_off({meta = KEYS[1], buyers = KEYS[2], orders = KEYS[3], stream = KEYS[5],
-  waitlist = KEYS[6], waiting = KEYS[7]}, m, ARGV[5], units, m.ends, m.expire)
+  waitlist = KEYS[6], waiting = KEYS[7]}, m, units, m.ends, m.expire)
 redis.call('HINCRBY', KEYS[1], 'remaining', units - given)
 redis.call('HINCRBY', KEYS[1], 'gen', 1)
 -- Units are back on sale: tell every instance, so they drop their sold-out flag. Only

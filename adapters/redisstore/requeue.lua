@@ -4,10 +4,11 @@
 -- be given the sale's expiry).
 --
 -- KEYS[1] stream, KEYS[2] meta (one voucher, one hash tag).
--- ARGV[1] group, then the entry's fields and values: ARGV[2] name, ARGV[3] value, ….
+-- ARGV[1] group, ARGV[2] the entry's units, then the entry's fields and values:
+-- ARGV[3] name, ARGV[4] value, ….
 -- Returns 1 when it appended, 0 without sale state (nothing written); an error reply
 -- when XGROUP fails otherwise. The stream expires with the sale state; the meta's
--- tally of unacknowledged entries grows by one entry of the entry's 'qty'.
+-- tally of unacknowledged entries grows by one entry of the entry's units.
 local state = sale_state(KEYS[2])
 if not state then
   return 0
@@ -19,16 +20,10 @@ local failed = create_group(KEYS[1], ARGV[1])
 if failed then
   return failed
 end
-redis.call('XADD', KEYS[1], '*', unpack(ARGV, 2))
+redis.call('XADD', KEYS[1], '*', unpack(ARGV, 3))
 redis.call('PEXPIREAT', KEYS[1], state.expire)
 -- The tally of entries not yet acknowledged (see tally.go): one more entry, of the
--- entry's quantity.
-local qty = 0
-for i = 2, #ARGV - 1, 2 do
-  if ARGV[i] == 'qty' then
-    qty = tonumber(ARGV[i + 1]) or 0
-  end
-end
-redis.call('HINCRBY', KEYS[2], 'queued', qty)
+-- entry's units.
+redis.call('HINCRBY', KEYS[2], 'queued', tonumber(ARGV[2]))
 redis.call('HINCRBY', KEYS[2], 'queued_entries', 1)
 return 1

@@ -192,16 +192,14 @@ local function judge(i)
   took[user] = order
   buyers[#buyers + 1] = user
   buyers[#buyers + 1] = order
-  orders[#orders + 1] = order
   -- The record and the entry have codec.go's shapes (encodeRecord, entryValues).
-  orders[#orders + 1] = user .. ':' .. ARGV[base + 2] .. ':' .. stamp
+  local record = user .. ':' .. ARGV[base + 2] .. ':' .. stamp
+  orders[#orders + 1] = order
+  orders[#orders + 1] = record
   if ARGV[base + 4] == '' then
-    redis.call('XADD', KEYS[4], '*',
-      'order', order, 'voucher', ARGV[1], 'user', user, 'qty', ARGV[base + 2], 'at', stamp)
+    redis.call('XADD', KEYS[4], '*', 'r', record .. ':' .. order)
   else
-    redis.call('XADD', KEYS[4], '*',
-      'order', order, 'voucher', ARGV[1], 'user', user, 'qty', ARGV[base + 2], 'at', stamp,
-      'tp', ARGV[base + 4])
+    redis.call('XADD', KEYS[4], '*', 'r', record .. ':' .. order, 'tp', ARGV[base + 4])
   end
   if index_ttl > 0 then
     redis.call('HSET', KEYS[index_base + i], order, ARGV[1])

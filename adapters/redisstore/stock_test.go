@@ -272,13 +272,7 @@ func TestReserveRecordsAndQueuesAtomically(t *testing.T) {
 	}
 	for i, r := range taken {
 		at := strconv.FormatInt(r.At.UnixMilli(), 10)
-		want := map[string]any{
-			"order":   string(r.OrderID),
-			"voucher": "7",
-			"user":    r.UserID.String(),
-			"qty":     strconv.Itoa(r.Quantity),
-			"at":      at,
-		}
+		want := map[string]any{"r": fmt.Sprintf("%d:%d:%s:%s", r.UserID, r.Quantity, at, r.OrderID)}
 		if got := entries[i].Values; !maps.Equal(got, want) {
 			t.Errorf("stream entry %d = %v, want %v", i, got, want)
 		}

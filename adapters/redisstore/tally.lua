@@ -7,8 +7,8 @@
 -- KEYS[1] meta, KEYS[2] stream (one voucher, one tag). ARGV[1] group.
 -- Returns {} without sale state (see sale_state), else {stock, remaining, queued
 -- units, queued entries, waiting, oldest_at_ms}: waiting is the queue's own count of
--- its entries not yet acknowledged (at least 1 while any is), and oldest_at_ms the
--- "at" field — when it was reserved — of the oldest of them (its id's time when it has
+-- its entries not yet acknowledged (at least 1 while any is), and oldest_at_ms when
+-- the oldest of them was reserved (the at of its entry; its id's time when it has
 -- none; 0 when none waits).
 local m = sale_state(KEYS[1], 'queued', 'queued_entries')
 if not m then
@@ -26,8 +26,12 @@ if oldest then
   oldest_at = tonumber(string.match(oldest, '^(%d+)')) or 0
   local e = redis.call('XRANGE', KEYS[2], oldest, oldest)[1]
   if e then
+    -- The grab's time, from the entry's one field (codec.go: user:qty:at:order) or,
+    -- in an entry of the earlier shape, its own.
     for j = 1, #e[2], 2 do
-      if e[2][j] == 'at' then
+      if e[2][j] == 'r' then
+        oldest_at = tonumber(string.match(e[2][j + 1], '^[^:]*:[^:]*:([^:]*):')) or oldest_at
+      elseif e[2][j] == 'at' then
         oldest_at = tonumber(e[2][j + 1]) or oldest_at
       end
     end

@@ -61,7 +61,9 @@ func entries(t testing.TB, client redis.UniversalClient, s *redisstore.Stock, id
 	check(t, err)
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
-		out[i] = fmt.Sprintf("%v:%v:%v", m.Values["order"], m.Values["user"], m.Values["qty"])
+		r, err := redisstore.DecodeEntry(id, m.Values)
+		check(t, err)
+		out[i] = fmt.Sprintf("%s:%d:%d", r.OrderID, r.UserID, r.Quantity)
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -23,11 +24,10 @@ func entryOf(t *testing.T, rdb redis.UniversalClient, stream, order string) stri
 	if err != nil {
 		t.Fatalf("xrange %s: %v", stream, err)
 	}
+	// The entry's one field ends with the order id (user:qty:at:order).
 	for _, e := range entries {
-		for _, v := range e.Values {
-			if v == order {
-				return e.ID
-			}
+		if v, _ := e.Values["r"].(string); strings.HasSuffix(v, ":"+order) {
+			return e.ID
 		}
 	}
 	t.Fatalf("no entry of %s carries order %s", stream, order)
