@@ -128,6 +128,12 @@ func (q *Queue) Ack(ctx context.Context, ds ...ports.Delivery) error {
 		}
 		byVoucher[d.VoucherID] = append(byVoucher[d.VoucherID], d)
 	}
+	if len(order) == 1 {
+		if err := ackRun(ctx, q.client, q.keys, q.group, order[0], ds); err != nil {
+			return fmt.Errorf("ack queue entries: %w", err)
+		}
+		return nil
+	}
 	pipe := q.client.Pipeline()
 	for _, id := range order {
 		ackTally(ctx, pipe, q.keys, q.group, id, byVoucher[id])

@@ -40,8 +40,22 @@ var ackSrc string
 var ackScript = newScript(ackSrc)
 
 // ackTally queues on p the acknowledgement of ds, all of voucher id, that takes
-// them off the voucher's tally; a malformed delivery counts nothing.
+// them off the voucher's tally; a malformed delivery counts nothing. It sends the
+// script's text (EVAL): a pipeline or transaction cannot retry a NOSCRIPT. ackRun
+// sends it by its hash, for a call of its own.
 func ackTally(ctx context.Context, p redis.Scripter, keys Keys, group string, id domain.VoucherID, ds []ports.Delivery) *redis.Cmd {
+	return ackScript.Eval(ctx, p, []string{keys.Stream(id), keys.Meta(id)}, ackArgs(group, ds)...)
+}
+
+// ackRun is ackTally in a call of its own: EVALSHA, and the text only when the server
+// answers NOSCRIPT, so the usual acknowledgement does not carry the script (with the
+// prelude, some kilobytes) for Redis to read and hash again.
+func ackRun(ctx context.Context, c redis.Scripter, keys Keys, group string, id domain.VoucherID, ds []ports.Delivery) error {
+	return ackScript.Run(ctx, c, []string{keys.Stream(id), keys.Meta(id)}, ackArgs(group, ds)...).Err()
+}
+
+// ackArgs are ack.lua's arguments for ds: group, then each entry's id and units.
+func ackArgs(group string, ds []ports.Delivery) []any {
 	args := make([]any, 0, 1+2*len(ds))
 	args = append(args, group)
 	for _, d := range ds {
@@ -51,9 +65,7 @@ func ackTally(ctx context.Context, p redis.Scripter, keys Keys, group string, id
 		}
 		args = append(args, d.ID, units)
 	}
-	// EVAL, not EVALSHA: a pipeline or transaction cannot retry a NOSCRIPT, and the
-	// script is short.
-	return ackScript.Eval(ctx, p, []string{keys.Stream(id), keys.Meta(id)}, args...)
+	return args
 }
 
 // tallyScript reads a voucher's tally and sets it right at a quiet moment.
