@@ -55,7 +55,7 @@ if [ "$fuzztime" != 0 ]; then
 		adapters/httpapi:FuzzCreateVoucherBody adapters/httpapi:FuzzEditVoucherBody adapters/httpapi:FuzzGrabBody \
 		adapters/httpapi:FuzzOrderIDs adapters/httpapi:FuzzVoucherIDs \
 		adapters/httpapi:FuzzQueryStrings adapters/httpapi:FuzzTokenClaims \
-		adapters/httpapi:FuzzJSONString adapters/redisstore:FuzzDecodeEntry; do
+		adapters/httpapi:FuzzJSONString adapters/httpapi:FuzzClaimsAsTheReference adapters/redisstore:FuzzDecodeEntry; do
 		go test -run '^$' -fuzz "^${target#*:}\$" -fuzztime "$fuzztime" "./${target%%:*}"
 	done
 fi

@@ -1,14 +1,16 @@
 package httpapi
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/cristalhq/jwt/v4"
-	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/labstack/echo/v4"
 
 	"github.com/seckill/seckill/domain"
@@ -45,46 +47,125 @@ type claims struct {
 // and would overflow time.Time's arithmetic.
 const maxNumericDate = 253402300799
 
-// UnmarshalJSON reads the payload of a token: member names exact and not repeated,
-// sub and role strings, exp (required), nbf and iat JSON numbers between 0 and
-// maxNumericDate, times read to the second. Other members are ignored, as JWT asks.
+// UnmarshalJSON reads the payload of a token: one JSON object, member names exact
+// (escapes allowed) and not repeated, sub and role strings, exp (required), nbf and
+// iat JSON numbers between 0 and maxNumericDate, times read to the second, nothing
+// after the object. Other members are ignored, as JWT asks. It walks the tokens of the
+// payload with a pooled decoder (no reflection, no value boxed), since every grab of a
+// user not seen before pays for it.
 func (c *claims) UnmarshalJSON(b []byte) error {
-	var w struct {
-		Sub  *string  `json:"sub"`
-		Role *string  `json:"role"`
-		Exp  *float64 `json:"exp"`
-		Nbf  *float64 `json:"nbf"`
-		Iat  *float64 `json:"iat"`
-	}
-	if err := json.Unmarshal(b, &w); err != nil {
+	d := claimsDecoders.Get().(*claimsDecoder)
+	defer claimsDecoders.Put(d)
+	d.r.Reset(b)
+	d.d.Reset(&d.r)
+	if err := c.decode(&d.d); err != nil {
 		return fmt.Errorf("claims: %w", err)
 	}
-	if w.Sub == nil {
-		return errors.New("claims: sub is required")
+	return nil
+}
+
+// claimsDecoder is a reusable JSON decoder and the reader it reads from.
+type claimsDecoder struct {
+	r bytes.Reader
+	d jsontext.Decoder
+}
+
+var claimsDecoders = sync.Pool{New: func() any { return new(claimsDecoder) }}
+
+func (c *claims) decode(d *jsontext.Decoder) error {
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
+		return errors.New("not a JSON object")
 	}
-	if w.Exp == nil {
-		return errors.New("claims: exp is required")
+	var sub, exp bool
+	for d.PeekKind() == '"' {
+		name, err := d.ReadValue() // a member name: duplicates are refused by the decoder
+		if err != nil {
+			return err
+		}
+		switch string(memberName(name)) {
+		case "sub":
+			if c.subject, err = readString(d, "sub"); err != nil {
+				return err
+			}
+			sub = true
+		case "role":
+			if c.role, err = readString(d, "role"); err != nil {
+				return err
+			}
+		case "exp":
+			if c.expiresAt, err = readDate(d, "exp"); err != nil {
+				return err
+			}
+			exp = true
+		case "nbf":
+			if c.notBefore, err = readDate(d, "nbf"); err != nil {
+				return err
+			}
+		case "iat":
+			if _, err = readDate(d, "iat"); err != nil {
+				return err
+			}
+		default:
+			if err := d.SkipValue(); err != nil {
+				return err
+			}
+		}
 	}
-	c.subject = *w.Sub
-	if w.Role != nil {
-		c.role = *w.Role
+	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '}' {
+		return errors.New("malformed object")
 	}
-	for _, d := range []struct {
-		name string
-		in   *float64
-		out  *time.Time
-	}{{"exp", w.Exp, &c.expiresAt}, {"nbf", w.Nbf, &c.notBefore}, {"iat", w.Iat, nil}} {
-		if d.in == nil {
-			continue
-		}
-		if *d.in < 0 || *d.in > maxNumericDate {
-			return fmt.Errorf("claims: %s is out of range", d.name)
-		}
-		if d.out != nil {
-			*d.out = time.Unix(int64(*d.in), 0)
-		}
+	if _, err := d.ReadToken(); err != io.EOF {
+		return errors.New("data after the object")
+	}
+	if !sub {
+		return errors.New("sub is required")
+	}
+	if !exp {
+		return errors.New("exp is required")
 	}
 	return nil
+}
+
+// memberName is the name a quoted member name stands for: quoted without its quotes
+// when it holds no escape (the usual case: nothing copied), else unquoted.
+func memberName(quoted jsontext.Value) []byte {
+	if bytes.IndexByte(quoted, '\\') < 0 {
+		return quoted[1 : len(quoted)-1]
+	}
+	name, err := jsontext.AppendUnquote(nil, quoted)
+	if err != nil {
+		return nil
+	}
+	return name
+}
+
+// readString reads the value of member name, which must be a JSON string.
+func readString(d *jsontext.Decoder, name string) (string, error) {
+	if d.PeekKind() != '"' {
+		return "", fmt.Errorf("%s is not a string", name)
+	}
+	tok, err := d.ReadToken()
+	if err != nil {
+		return "", err
+	}
+	return tok.String(), nil
+}
+
+// readDate reads the value of member name, a NumericDate: a JSON number of seconds
+// between 0 and maxNumericDate, kept to the second.
+func readDate(d *jsontext.Decoder, name string) (time.Time, error) {
+	if d.PeekKind() != '0' {
+		return time.Time{}, fmt.Errorf("%s is not a number", name)
+	}
+	tok, err := d.ReadToken()
+	if err != nil {
+		return time.Time{}, err
+	}
+	f, err := tok.Float()
+	if err != nil || f < 0 || f > maxNumericDate {
+		return time.Time{}, fmt.Errorf("%s is out of range", name)
+	}
+	return time.Unix(int64(f), 0), nil
 }
 
 // valid says whether the claims hold at now: before exp, and at or after nbf when
