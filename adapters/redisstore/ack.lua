@@ -7,68 +7,28 @@
 -- tally, so acknowledging an entry twice takes it off once. A sale state that is gone
 -- is not written to (a stray field would outlive the sale).
 --
--- Which entries are pending is read in one XPENDING over the entries' range of ids, and
--- they are acknowledged in one XACK: two commands, not one per entry. The range also
--- holds other consumers' entries; when more than the read's bound are there (or the ids
--- cannot be read, or the group is gone), each entry is acknowledged on its own instead,
--- its XACK's answer saying whether it was pending.
-
-local ids, units_of, parsed = {}, {}, true
+-- The entries are acknowledged in one XACK per distinct number of units (one, in a
+-- sale of one unit a grab), not one per entry: an XACK answers how many of its entries
+-- were pending, and as they all count the same units, that says what to take off.
+local by_units, order = {}, {}
 for i = 2, #ARGV, 2 do
-  if units_of[ARGV[i]] == nil then
-    ids[#ids + 1] = ARGV[i]
+  local n = tonumber(ARGV[i + 1])
+  if not by_units[n] then
+    by_units[n] = {}
+    order[#order + 1] = n
   end
-  units_of[ARGV[i]] = tonumber(ARGV[i + 1])
+  local ids = by_units[n]
+  ids[#ids + 1] = ARGV[i]
 end
-if #ids == 0 then
-  return 0
-end
--- The first and last of the ids, in the stream's order ("ms-seq", each part a number).
-local first, last
-for _, id in ipairs(ids) do
-  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
-  -- Past 15 digits a Lua number may not hold the part exactly.
-  if not ms or #ms > 15 or #seq > 15 then
-    parsed = false
-    break
-  end
-  local key = {tonumber(ms), tonumber(seq), id}
-  if not first or key[1] < first[1] or (key[1] == first[1] and key[2] < first[2]) then
-    first = key
-  end
-  if not last or key[1] > last[1] or (key[1] == last[1] and key[2] > last[2]) then
-    last = key
-  end
-end
-
 local acked, entries, units = 0, 0, 0
-local function count(id)
-  acked = acked + 1
-  local n = units_of[id]
-  if n > 0 then
-    entries = entries + 1
-    units = units + n
-  end
-end
--- Without the stream or its group XPENDING fails, and every XACK answers 0.
-local bound = 4 * #ids + 64
-local pending
-if parsed then
-  pending = redis.pcall('XPENDING', KEYS[1], ARGV[1], first[3], last[3], bound)
-end
-if type(pending) == 'table' and not pending.err and #pending < bound then
-  for _, p in ipairs(pending) do
-    if units_of[p[1]] then
-      count(p[1])
-    end
-  end
+for _, n in ipairs(order) do
+  local ids = by_units[n]
   for i = 1, #ids, 1000 do
-    redis.call('XACK', KEYS[1], ARGV[1], unpack(ids, i, math.min(i + 999, #ids)))
-  end
-else
-  for _, id in ipairs(ids) do
-    if redis.call('XACK', KEYS[1], ARGV[1], id) == 1 then
-      count(id)
+    local k = redis.call('XACK', KEYS[1], ARGV[1], unpack(ids, i, math.min(i + 999, #ids)))
+    acked = acked + k
+    if n > 0 then
+      entries = entries + k
+      units = units + k * n
     end
   end
 end
