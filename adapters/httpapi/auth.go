@@ -114,7 +114,7 @@ func (c *claims) decode(d *jsontext.Decoder) error {
 	if tok, err := d.ReadToken(); err != nil || tok.Kind() != '}' {
 		return errors.New("malformed object")
 	}
-	if _, err := d.ReadToken(); err != io.EOF {
+	if _, err := d.ReadToken(); !errors.Is(err, io.EOF) {
 		return errors.New("data after the object")
 	}
 	if !sub {
