@@ -70,19 +70,23 @@ func (c *costCmd) Validate() error {
 // service's (API and worker, the worker's share included by waiting until every order
 // is persisted), Redis's and PostgreSQL's (the postmaster and all its children).
 type costRound struct {
-	Round    int     `json:"round"`
-	Hello    float64 `json:"hello_us"`
-	Service  float64 `json:"service_us"`
-	Redis    float64 `json:"redis_us"`
-	Postgres float64 `json:"postgres_us"`
-	Total    float64 `json:"total_us"`
+	Round int `json:"round"`
+	// Hello is the mean of the hello-world requests sent before the grabs and after
+	// them (HelloBefore, HelloAfter).
+	Hello       float64 `json:"hello_us"`
+	HelloBefore float64 `json:"hello_before_us"`
+	HelloAfter  float64 `json:"hello_after_us"`
+	Service     float64 `json:"service_us"`
+	Redis       float64 `json:"redis_us"`
+	Postgres    float64 `json:"postgres_us"`
+	Total       float64 `json:"total_us"`
 	// The same as multiples of Hello.
 	ServiceX  float64 `json:"service_x"`
 	RedisX    float64 `json:"redis_x"`
 	PostgresX float64 `json:"postgres_x"`
 	TotalX    float64 `json:"total_x"`
-	// Grabs is the successful grabs of the round; HelloRPS and GrabRPS the rates the
-	// client saw.
+	// Grabs is the successful grabs of the round; HelloRPS (the mean of the two
+	// hello-world runs) and GrabRPS the rates the client saw.
 	Grabs    int     `json:"grabs"`
 	HelloRPS float64 `json:"hello_rps"`
 	GrabRPS  float64 `json:"grab_rps"`
@@ -155,7 +159,8 @@ func (c *costCmd) Run(ctx context.Context) error {
 }
 
 // round measures the hello-world server answering c.Grabs requests, then the service
-// answering as many grabs of a fresh voucher, until every order is persisted.
+// answering as many grabs of a fresh voucher, until every order is persisted, then the
+// hello-world server again.
 func (c *costCmd) round(ctx context.Context, n int, helloBase string, helloPID int, svc *service,
 	rdb *redis.Client, redisPID, pgPID int) (costRound, error) {
 	tokens := load.Minter(svc.secret)
@@ -165,19 +170,24 @@ func (c *costCmd) round(ctx context.Context, n int, helloBase string, helloPID i
 	first := int64(n-1)*int64(c.Grabs) + 1
 
 	// The baseline: the same requests (path, token, client) to a server that answers
-	// each with a small JSON body and does nothing else.
-	before := cpuTime(helloPID)
-	hres, err := load.Run(ctx, load.Options{Base: helloBase, Voucher: "1", Tokens: tokens, Users: c.Grabs, Concurrency: c.Concurrency,
-		FirstUser: first})
+	// each with a small JSON body and does nothing else, once before the grabs and
+	// once after, so that a machine whose speed drifts during the round (a shared
+	// host's neighbours) weighs on the baseline as on the grabs.
+	hello := func() (time.Duration, load.Result, error) {
+		before := cpuTime(helloPID)
+		res, err := load.Run(ctx, load.Options{Base: helloBase, Voucher: "1", Tokens: tokens, Users: c.Grabs,
+			Concurrency: c.Concurrency, FirstUser: first})
+		if err != nil {
+			return 0, res, fmt.Errorf("hello world: %w", err)
+		}
+		if res.Answered != c.Grabs {
+			return 0, res, fmt.Errorf("hello world answered %d of %d requests", res.Answered, c.Grabs)
+		}
+		return cpuTime(helloPID) - before, res, nil
+	}
+	h0, hres0, err := hello()
 	if err != nil {
-		return costRound{}, fmt.Errorf("hello world: %w", err)
-	}
-	if hres.Answered != c.Grabs {
-		return costRound{}, fmt.Errorf("hello world answered %d of %d requests", hres.Answered, c.Grabs)
-	}
-	r := costRound{Round: n, Hello: micros(cpuTime(helloPID)-before, hres.Answered), HelloRPS: hres.RPS}
-	if r.Hello == 0 {
-		return costRound{}, fmt.Errorf("the hello-world server's CPU for %d requests was below /proc's clock (%v): raise --grabs", c.Grabs, clockTick)
+		return costRound{}, err
 	}
 
 	if err := compactAOF(ctx, rdb); err != nil {
@@ -208,6 +218,15 @@ func (c *costCmd) round(ctx context.Context, n int, helloBase string, helloPID i
 	stats1, err := commandStats(ctx, rdb)
 	if err != nil {
 		return costRound{}, err
+	}
+	h1, hres1, err := hello()
+	if err != nil {
+		return costRound{}, err
+	}
+	r := costRound{Round: n, Hello: micros(h0+h1, 2*c.Grabs), HelloBefore: micros(h0, c.Grabs), HelloAfter: micros(h1, c.Grabs),
+		HelloRPS: (hres0.RPS + hres1.RPS) / 2}
+	if r.Hello == 0 {
+		return costRound{}, fmt.Errorf("the hello-world server's CPU for %d requests was below /proc's clock (%v): raise --grabs", 2*c.Grabs, clockTick)
 	}
 	r.Grabs, r.GrabRPS = res.Reserved, res.RPS
 	r.Service, r.Redis, r.Postgres = micros(s1-s0, r.Grabs), micros(r1-r0, r.Grabs), micros(p1-p0, r.Grabs)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -604,6 +605,8 @@ func TestCostMeasuresAGrabAgainstHelloWorld(t *testing.T) {
 	var rounds []struct {
 		Grabs    int                `json:"grabs"`
 		Hello    float64            `json:"hello_us"`
+		Before   float64            `json:"hello_before_us"`
+		After    float64            `json:"hello_after_us"`
 		Service  float64            `json:"service_us"`
 		Redis    float64            `json:"redis_us"`
 		Postgres float64            `json:"postgres_us"`
@@ -622,6 +625,10 @@ func TestCostMeasuresAGrabAgainstHelloWorld(t *testing.T) {
 	// their orders are tens of ms of CPU, many ticks of /proc's clock.
 	if r.Service <= 0 || r.Service <= r.Hello || r.Total < r.Service+r.Redis+r.Postgres-0.01 || r.TotalX <= 1 {
 		t.Fatalf("implausible figures: %+v", r)
+	}
+	// The baseline is the mean of the hello-world runs before and after the grabs.
+	if mean := (r.Before + r.After) / 2; r.Before < 0 || r.After < 0 || math.Abs(r.Hello-mean) > 1e-6 {
+		t.Fatalf("hello world %v µs, before %v and after %v: want their mean", r.Hello, r.Before, r.After)
 	}
 	for _, cmd := range []string{"xadd", "evalsha", "xreadgroup"} {
 		if r.Calls[cmd] <= 0 {
