@@ -172,7 +172,7 @@ func (c *costCmd) round(ctx context.Context, n int, helloBase string, helloPID i
 	// The baseline: the same requests (path, token, client) to a server that answers
 	// each with a small JSON body and does nothing else, once before the grabs and
 	// once after, so that a machine whose speed drifts during the round (a shared
-	// host's neighbours) weighs on the baseline as on the grabs.
+	// host's other tenants) weighs on the baseline as on the grabs.
 	hello := func() (time.Duration, load.Result, error) {
 		before := cpuTime(helloPID)
 		res, err := load.Run(ctx, load.Options{Base: helloBase, Voucher: "1", Tokens: tokens, Users: c.Grabs,
