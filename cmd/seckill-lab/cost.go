@@ -29,7 +29,7 @@ type costCmd struct {
 	Hello       string `name:"hello" required:"" help:"The hello-world server binary of the baseline (go build ./cmd/internal/hello): it is run as HELLO ADDR."`
 	Grabs       int    `name:"grabs" default:"20000" help:"Successful grabs per round (each a fresh user's; the voucher has as many units)."`
 	Concurrency int    `name:"concurrency" default:"64" help:"Requests in flight at once, over as many keep-alive connections."`
-	Rounds      int    `name:"rounds" default:"3" help:"Rounds, each the hello-world baseline then the grabs."`
+	Rounds      int    `name:"rounds" default:"3" help:"Rounds, each the hello-world baseline, the grabs, and the baseline again."`
 	JSON        bool   `name:"json" help:"Print the rounds as JSON instead of a table."`
 }
 
