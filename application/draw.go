@@ -129,6 +129,13 @@ const drawLease = "draws"
 // counted taken in the step that takes it: an instance that dies mid-draw leaves the
 // rest to the next holder of the lease, which carries out the same recorded draw from
 // where it stopped, nothing twice and nothing lost.
+//
+// Each step's order id is derived from the draw and the step (ports.OrderIDs
+// DerivedOrderID), the same on every run: when Redis forgets a draw's progress, the
+// heal restores the voucher's orders from the database (a closed one among the
+// released orders) and the draw is carried out again from its start, and a step
+// whose order is held, or was released (its user cancelled, or let it expire), is
+// passed over — no user is served twice by one draw.
 type RunDraws struct {
 	draws   ports.Draws
 	entries ports.Entries
@@ -236,7 +243,7 @@ func (uc *RunDraws) run(ctx context.Context, v domain.Voucher) error {
 		batch := steps[taken:end]
 		orders := make([]domain.OrderID, len(batch))
 		for i := range orders {
-			orders[i] = uc.ids.NewOrderID()
+			orders[i] = uc.ids.DerivedOrderID(d.DrawnAt, d.StepKey(taken+i))
 		}
 		next, _, err := uc.entries.Take(ctx, v.ID, taken, len(steps), batch, orders)
 		if err != nil {

@@ -50,6 +50,16 @@ func NewDraw(v Voucher, entrants []UserID, at time.Time) Draw {
 // winners first, then the backfill.
 func (d Draw) Order() []UserID { return Shuffle(d.Seed, d.Entrants) }
 
+// StepKey names step i of the draw (DrawSteps) among every step of every draw: the
+// voucher, the seed and i. The order id of the step is derived from it, so a step
+// carried out again is known by its order.
+func (d Draw) StepKey(i int) []byte {
+	key := make([]byte, 0, 8+len(d.Seed)+8)
+	key = binary.BigEndian.AppendUint64(key, uint64(d.Voucher))
+	key = append(key, d.Seed[:]...)
+	return binary.BigEndian.AppendUint64(key, uint64(i))
+}
+
 // DrawSteps returns the steps that carry out a draw of order (its permutation) with
 // winners winners, in the order they are taken: first the backfill (order[winners:],
 // each to the end of the voucher's waitlist), then the winners (order[:winners], each

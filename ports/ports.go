@@ -275,6 +275,12 @@ type Clock interface {
 // OrderIDs mints order ids: time-ordered and unique across instances.
 type OrderIDs interface {
 	NewOrderID() domain.OrderID
+	// DerivedOrderID returns the order id that at and key name: the same id for the
+	// same two on every call and every instance, ordered by at among ids, and, for
+	// distinct keys, distinct. A draw's steps are given such ids, so a step carried
+	// out again (the draw resumed after Redis forgot its progress) is known by the
+	// order it made the first time.
+	DerivedOrderID(at time.Time, key []byte) domain.OrderID
 }
 
 // Delivery is one reservation handed to a fulfillment worker by the queue.

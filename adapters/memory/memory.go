@@ -5,6 +5,7 @@ package memory
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"sort"
@@ -511,4 +512,11 @@ func (g *OrderIDs) NewOrderID() domain.OrderID {
 	defer g.mu.Unlock()
 	g.n++
 	return domain.OrderID(fmt.Sprintf("o%d", g.n))
+}
+
+// DerivedOrderID returns "d" and the hex of at's milliseconds and key's SHA-256 head,
+// the same for the same two.
+func (g *OrderIDs) DerivedOrderID(at time.Time, key []byte) domain.OrderID {
+	sum := sha256.Sum256(key)
+	return domain.OrderID(fmt.Sprintf("d%x-%x", at.UnixMilli(), sum[:8]))
 }

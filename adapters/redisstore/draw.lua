@@ -8,18 +8,29 @@
 -- step as the writes, so a batch is taken exactly once however often it is sent (a
 -- retry, another instance resuming the draw); after the last step the field drawn is
 -- '1' and the units left are on first-come sale. A user who holds an order of the
--- voucher, or waits on its waitlist already, is skipped (a draw resumed after a
--- Redis restart, whose progress is gone, starts over with the restored buyers).
+-- voucher, or waits on its waitlist already, is skipped, and so is a step whose order
+-- id is in the released set: each step's order id is derived from the draw and the
+-- step (the same on every run), so when Redis forgot the draw's progress and the
+-- heal restored the voucher's orders (the closed ones into the released set), the
+-- draw carried out again from its start passes over every step that was served
+-- before — a winner who cancelled gets no second order, a backfilled user who was
+-- handed a unit does not queue again. The meta field draw_owed counts the units the
+-- backfill is owed (winners' orders given back, less the backfilled users holding
+-- the units they were handed); after the last step, that many of the units left
+-- (they came back while the progress was lost) go to the waitlist (hand_off), as any
+-- unit a winner gives back does. On a first run it stays 0.
 --
 -- KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders, KEYS[4] stream, KEYS[5] waitlist,
--- KEYS[6] waiting (one voucher, one hash tag).
+-- KEYS[6] waiting, KEYS[7] released (one voucher, one hash tag).
 -- ARGV[1] voucher_id, ARGV[2] from (the first step of the batch), ARGV[3] total (the
 -- number of steps of the draw), then three per step: user_id, order_id, winner ('1'
 -- or '0').
 -- Returns {code, next, reserved, listed}: code 0 done (next: the steps taken so far;
--- reserved and listed: what this batch did), 1 no sale state, 2 sale state being
+-- reserved and listed: what this batch did, reserved counting the units handed to
+-- the waitlist after the last step, followed by whom those went to: user_1, order_1,
+-- user_2, order_2, …), 1 no sale state, 2 sale state being
 -- restored. A batch whose from is not the steps taken does nothing and answers next.
-local m = sale_state(KEYS[1], 'restoring', 'draw_next', 'drawn')
+local m = sale_state(KEYS[1], 'restoring', 'settled', 'draw_next', 'drawn', 'draw_owed')
 if not m then
   return {1, 0, 0, 0}
 end
@@ -39,11 +50,23 @@ local n = (#ARGV - 3) / 3
 local remaining = tonumber(m.remaining)
 local stamp = tostring(sale_now())
 local reserved, listed = 0, 0
+local owed = tonumber(m.draw_owed or '0')
 for i = 1, n do
   local base = 4 + 3 * (i - 1)
-  local user, order = ARGV[base], ARGV[base + 1]
-  if not redis.call('HGET', KEYS[2], user) then
-    if ARGV[base + 2] == '1' then
+  local user, order, winner = ARGV[base], ARGV[base + 1], ARGV[base + 2] == '1'
+  local held = redis.call('HGET', KEYS[2], user)
+  if redis.call('SISMEMBER', KEYS[7], order) == 1 then
+    -- Served before, and given back since: a winner's unit is owed to the backfill.
+    if winner then
+      owed = owed + 1
+    end
+  elseif held == order then
+    -- Served before and held: a backfilled user holds a unit a winner gave back.
+    if not winner then
+      owed = owed - 1
+    end
+  elseif not held then
+    if winner then
       if remaining >= 1 then
         remaining = remaining - 1
         redis.call('HSET', KEYS[2], user, order)
@@ -60,9 +83,13 @@ for i = 1, n do
   end
 end
 local next = from + n
-redis.call('HSET', KEYS[1], 'draw_next', next)
+redis.call('HSET', KEYS[1], 'draw_next', next, 'draw_owed', owed)
+local handed, to = 0, {}
 if next >= total then
   redis.call('HSET', KEYS[1], 'drawn', '1')
+  handed, to = hand_off({meta = KEYS[1], buyers = KEYS[2], orders = KEYS[3], stream = KEYS[4],
+    waitlist = KEYS[5], waiting = KEYS[6]}, m, math.min(remaining, owed), m.ends, m.expire)
+  remaining = remaining - handed
 end
 if listed > 0 then
   redis.call('HSET', KEYS[6], 'seq', next)
@@ -70,13 +97,19 @@ if listed > 0 then
     redis.call('PEXPIREAT', KEYS[k], m.expire)
   end
 end
-if reserved > 0 then
+if reserved > 0 or handed > 0 then
   redis.call('HSET', KEYS[1], 'remaining', remaining)
   redis.call('HINCRBY', KEYS[1], 'gen', 1)
+end
+if reserved > 0 then
   redis.call('HINCRBY', KEYS[1], 'queued', reserved)
   redis.call('HINCRBY', KEYS[1], 'queued_entries', reserved)
   for k = 2, 4 do
     redis.call('PEXPIREAT', KEYS[k], m.expire)
   end
 end
-return {0, next, reserved, listed}
+local out = {0, next, reserved + handed, listed}
+for _, v in ipairs(to) do
+  out[#out + 1] = v
+end
+return out

@@ -183,7 +183,7 @@ func (e *Entries) Take(ctx context.Context, id domain.VoucherID, from, total int
 		}
 	}
 	keys := []string{s.keys.Meta(id), s.keys.Buyers(id), s.keys.Orders(id), s.keys.Stream(id),
-		s.keys.Waitlist(id), s.keys.Waiting(id)}
+		s.keys.Waitlist(id), s.keys.Waiting(id), s.keys.Released(id)}
 	args := make([]any, 0, 3+3*len(steps))
 	args = append(args, id.String(), from, total)
 	for i, st := range steps {
@@ -193,18 +193,28 @@ func (e *Entries) Take(ctx context.Context, id domain.VoucherID, from, total int
 		}
 		args = append(args, st.User.String(), string(orders[i]), winner)
 	}
-	reply, err := drawScript.Run(ctx, s.client, keys, args...).Int64Slice()
+	raw, err := drawScript.Run(ctx, s.client, keys, args...).Slice()
 	if err != nil {
 		if errors.Is(err, redis.Nil) {
 			return 0, 0, fmt.Errorf("take draw steps: unexpected empty reply")
 		}
 		return 0, 0, fmt.Errorf("take draw steps: %w: %w", domain.ErrUnavailable, err)
 	}
-	if len(reply) != 4 {
-		return 0, 0, fmt.Errorf("take draw steps: unexpected reply %v", reply)
+	if len(raw) < 4 {
+		return 0, 0, fmt.Errorf("take draw steps: unexpected reply %v", raw)
+	}
+	var reply [3]int64
+	for i := range reply {
+		n, ok := raw[i].(int64)
+		if !ok {
+			return 0, 0, fmt.Errorf("take draw steps: unexpected reply %v", raw)
+		}
+		reply[i] = n
 	}
 	switch reply[0] {
 	case drawTaken:
+		// After the last step, units left go to the waitlist: index whom they went to.
+		s.handedOff(ctx, id, raw[4:])
 		return int(reply[1]), int(reply[2]), nil
 	case drawNoSale:
 		return 0, 0, domain.ErrNotFound

@@ -3,6 +3,8 @@ package system
 
 import (
 	"context"
+	"crypto/sha256"
+	"fmt"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -28,6 +30,21 @@ var _ ports.OrderIDs = ULIDs{}
 
 // NewOrderID returns a fresh ULID.
 func (ULIDs) NewOrderID() domain.OrderID { return domain.OrderID(ulid.Make().String()) }
+
+// DerivedOrderID returns the ULID whose time is at (in milliseconds) and whose 80 bits
+// of entropy are the first of key's SHA-256.
+func (ULIDs) DerivedOrderID(at time.Time, key []byte) domain.OrderID {
+	sum := sha256.Sum256(key)
+	var id ulid.ULID
+	if err := id.SetTime(ulid.Timestamp(at)); err != nil {
+		// Only a time past the year 10889 has no ULID.
+		panic(fmt.Sprintf("derived order id: %v", err))
+	}
+	if err := id.SetEntropy(sum[:10]); err != nil {
+		panic(fmt.Sprintf("derived order id: %v", err)) // ten bytes are always right
+	}
+	return domain.OrderID(id.String())
+}
 
 // AcceptPayments is the payment gateway seckill ships with: it approves every payment,
 // so paying records the transition and nothing else. A real gateway implements

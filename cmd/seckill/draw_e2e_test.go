@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -237,4 +238,115 @@ func errorCode(out map[string]any) string {
 	e, _ := out["error"].(map[string]any)
 	code, _ := e["code"].(string)
 	return code
+}
+
+// TestDrawResumesAfterRedisForgets: a draw of 5 among 20 is carried out, two winners
+// cancel (their units go to the first two of the backfill), then Redis restarts
+// empty. The heal restores the orders from the database; a third winner cancels
+// before the draw is carried out again (the test holds the draws' lease meanwhile).
+// Carried out again, the draw must pass over everyone it served — the winners who
+// cancelled get no second order — and hand the unit that came back to the next of
+// the backfill.
+func TestDrawResumesAfterRedisForgets(t *testing.T) {
+	stopRedis, startRedis := redisOutage(t)
+	fi := startFulfillInstance(t, "SECKILL_DRAW_LEASE=2s")
+	ctx := context.Background()
+	id := fi.createDraw(5, time.Now().Add(3*time.Second))
+	vid := fi.voucherID(id)
+	members := make([]any, 20)
+	for i := range members {
+		members[i] = strconv.Itoa(1000 + i)
+	}
+	if err := fi.redis.SAdd(ctx, fi.keys.Entries(vid), members...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	p := fi.waitForDraw(id)
+	order := domain.Shuffle(p.seed, p.entrants)
+	won := make([]string, 5)
+	for i := range won {
+		won[i] = fi.orderOf(order[i], id, "awaiting_payment")
+	}
+	fi.cancelOrder(order[0], won[0])
+	fi.cancelOrder(order[1], won[1])
+	fi.orderOf(order[5], id, "awaiting_payment")
+	fi.orderOf(order[6], id, "awaiting_payment")
+
+	// Hold the draws' lease, so the draw is carried out again only when the test says.
+	db, err := fi.openStore(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	testenv.Eventually(t, 60*time.Second, "the test holds the draws' lease", func() (bool, string) {
+		res, err := db.NewRaw(`INSERT INTO leases (name, holder, expires_at) VALUES ('draws', 'test', ?)
+ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+WHERE leases.expires_at <= ? OR leases.holder = excluded.holder`, time.Now().Add(time.Hour), time.Now()).Exec(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		n, _ := res.RowsAffected()
+		return n == 1, "held by the instance"
+	})
+
+	for _, script := range []string{stopRedis, startRedis} {
+		if out, err := exec.Command(script).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", script, err, out)
+		}
+	}
+	testenv.Eventually(t, 60*time.Second, "the sale state healed from the database", func() (bool, string) {
+		vals, err := fi.redis.HMGet(ctx, fi.keys.Meta(vid), "stock", "restoring", "drawn").Result()
+		if err != nil {
+			return false, err.Error()
+		}
+		buyers, _ := fi.redis.HLen(ctx, fi.keys.Buyers(vid)).Result()
+		return vals[0] != nil && vals[1] != "1" && buyers == 5, fmt.Sprintf("meta %v, %d buyers", vals, buyers)
+	})
+	if drawn, _ := fi.redis.HGet(ctx, fi.keys.Meta(vid), "drawn").Result(); drawn == "1" {
+		t.Fatal("the healed sale state says the draw was carried out; the test needs it carried out again")
+	}
+	fi.cancelOrder(order[4], won[4])
+	if _, err := db.NewRaw("UPDATE leases SET expires_at = ? WHERE name = 'draws' AND holder = 'test'", time.Now().Add(-time.Second)).Exec(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 60*time.Second, "the draw carried out again", func() (bool, string) {
+		drawn, err := fi.redis.HGet(ctx, fi.keys.Meta(vid), "drawn").Result()
+		return drawn == "1", fmt.Sprintf("drawn %q %v", drawn, err)
+	})
+	fi.orderOf(order[7], id, "awaiting_payment")
+
+	orders, err := fi.dbOrders(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := map[domain.UserID]int{}
+	all := map[domain.UserID]int{}
+	for _, o := range orders {
+		all[domain.UserID(o.User)]++
+		if o.Status == "awaiting_payment" {
+			live[domain.UserID(o.User)]++
+		}
+	}
+	for i, u := range order {
+		wantLive, wantAll := 0, 0
+		switch {
+		case i == 0 || i == 1 || i == 4:
+			wantAll = 1 // served once, cancelled
+		case i < 8:
+			wantLive, wantAll = 1, 1
+		}
+		if live[u] != wantLive || all[u] != wantAll {
+			t.Errorf("place %d of the draw (user %d): %d live orders of %d; want %d of %d", i, u, live[u], all[u], wantLive, wantAll)
+		}
+	}
+	if n, _ := fi.redis.ZCard(ctx, fi.keys.Waitlist(vid)).Result(); n != 12 {
+		t.Errorf("backfill of %d after the draw was carried out again, want the 12 not served", n)
+	}
+}
+
+// cancelOrder cancels user's order as its user.
+func (in *instance) cancelOrder(user domain.UserID, order string) {
+	in.t.Helper()
+	if status, out := in.call(http.MethodPost, "/api/v1/orders/"+order+"/cancel", in.token(user, false), nil); status != http.StatusOK {
+		in.t.Fatalf("cancel user %d's order %s: %d %v", user, order, status, out)
+	}
 }
