@@ -45,6 +45,9 @@ type GrabOptions struct {
 	// Proofs, when set, verifies the solved challenge a grab carries. Without it a
 	// grab is never proven, and a sale that asks for a challenge refuses every grab.
 	Proofs ProofVerifier
+	// Persisted, when set, makes every grab wait for its order's commit before it is
+	// answered (for a stock in this process's memory: see PersistedOrders).
+	Persisted *PersistedOrders
 }
 
 // GrabVoucher is the hot path: it reserves units in one call to the stock, which also
@@ -63,6 +66,7 @@ type GrabVoucher struct {
 	denied   *DeniedUsers
 	passKey  PassKey
 	proofs   ProofVerifier
+	persist  *PersistedOrders
 	recovery *RecoverVoucher
 	misses   *missFlights
 }
@@ -71,7 +75,8 @@ type GrabVoucher struct {
 // state; with nil, a grab of a voucher without one answers domain.ErrNotFound.
 func NewGrabVoucher(stock ports.Stock, clock ports.Clock, ids ports.OrderIDs, recovery *RecoverVoucher, opts GrabOptions) *GrabVoucher {
 	return &GrabVoucher{stock: stock, clock: clock, ids: ids, soldOut: newSoldOutFlags(opts.SoldOutTTL),
-		denied: opts.Denied, passKey: opts.PassKey, proofs: opts.Proofs, recovery: recovery, misses: newMissFlights()}
+		denied: opts.Denied, passKey: opts.PassKey, proofs: opts.Proofs, persist: opts.Persisted, recovery: recovery,
+		misses: newMissFlights()}
 }
 
 // Restocked tells the grab path that units of a voucher came back on sale, so it asks
@@ -86,7 +91,9 @@ func (uc *GrabVoucher) Restocked(id domain.VoucherID) {
 // or expired is refused), the proof by the ProofVerifier (which spends it), once the
 // grab is not answered sold out from memory; the stock then judges the grab with what
 // they proved (domain.Reservation Pass and Proven; domain.Sale.Judge). A grab that
-// carries neither costs nothing more.
+// carries neither costs nothing more. With GrabOptions.Persisted, a grab that reserved
+// is answered once its order is committed, or unavailable when that does not come in
+// time (its reservation stands).
 // It returns the reservation, or a *domain.ValidationError, domain.ErrDenied,
 // domain.ErrQueueRequired, domain.ErrChallengeRequired, domain.ErrSoldOut, an
 // *domain.AlreadyPurchasedError naming the user's existing order, domain.ErrNotStarted,
@@ -134,6 +141,11 @@ func (uc *GrabVoucher) Handle(ctx context.Context, cmd GrabVoucherCmd) (domain.R
 		Pass:      pass,
 		Proven:    proven,
 	}
+	var committed <-chan struct{}
+	if uc.persist != nil {
+		committed = uc.persist.expect(r.OrderID)
+		defer uc.persist.forget(r.OrderID)
+	}
 	err := uc.stock.Reserve(ctx, r)
 	if errors.Is(err, domain.ErrNotFound) && uc.recovery != nil {
 		err = uc.rebuild(ctx, r)
@@ -144,6 +156,11 @@ func (uc *GrabVoucher) Handle(ctx context.Context, cmd GrabVoucherCmd) (domain.R
 			uc.soldOut.set(cmd.VoucherID, now)
 		}
 		return domain.Reservation{}, err
+	}
+	if committed != nil {
+		if err := uc.persist.wait(ctx, r.OrderID, committed); err != nil {
+			return domain.Reservation{}, err
+		}
 	}
 	return r, nil
 }

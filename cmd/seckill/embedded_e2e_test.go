@@ -1,17 +1,20 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/seckill/seckill/adapters/httpapi"
 	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/adapters/testenv"
+	"github.com/seckill/seckill/cmd/internal/burst"
 	"github.com/seckill/seckill/domain"
 )
 
@@ -369,4 +372,85 @@ func TestInProcessRedisRunsOncePerPostgres(t *testing.T) {
 	if status, body := fi.call(http.MethodGet, "/api/v1/vouchers", "", nil); status != http.StatusOK {
 		t.Fatalf("serve after a kill -9: %d %v", status, body)
 	}
+}
+
+// TestZeroSetupKeepsEvery202ThroughAKillNine: the in-process Redis dies with the
+// process, so in the zero-setup mode a grab is answered 202 only once its order is
+// in the database. Waves of grabs run while the process is killed with kill -9; every
+// order answered 202 is in seckill.db afterwards, and after a restart on the same file
+// the sale's stats add up.
+func TestZeroSetupKeepsEvery202ThroughAKillNine(t *testing.T) {
+	fi := startZeroSetup(t, "SECKILL_BATCH_SIZE=10")
+	const stock = 20_000
+	id := fi.createVoucher(stock, 1)
+	var (
+		mu       sync.Mutex
+		accepted = map[string]int64{}
+		answers  = map[int]int{}
+	)
+	stop := make(chan struct{})
+	fired := make(chan struct{})
+	go func() {
+		defer close(fired)
+		for wave := int64(0); ; wave++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			users := burstUsers(1+wave*500, 500, 0)
+			reqs := make([]burst.Request, len(users))
+			for i, u := range users {
+				reqs[i] = burst.Request{Path: "/api/v1/vouchers/" + id + "/grab", Token: fi.token(domain.UserID(u), false)}
+			}
+			results, _, err := burst.Fire(context.Background(), fi.base, reqs, burst.Options{Timeout: 10 * time.Second})
+			if err != nil {
+				return // the process is gone
+			}
+			mu.Lock()
+			for i, r := range results {
+				answers[r.Status]++
+				if r.Status == http.StatusAccepted {
+					accepted[r.OrderID] = users[i]
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+	testenv.Eventually(t, 2*time.Minute, "grabs persisted before the kill", func() (bool, string) {
+		orders, err := fi.dbOrders(id)
+		return err == nil && len(orders) >= 1000, fmt.Sprintf("%d orders, %v", len(orders), err)
+	})
+	fi.kill()
+	close(stop)
+	<-fired
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("answers before and at the kill: %v", answers)
+	orders, err := fi.dbOrders(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	persisted := map[string]bool{}
+	for _, o := range orders {
+		persisted[o.ID] = true
+	}
+	lost := 0
+	for order, user := range accepted {
+		if !persisted[order] {
+			lost++
+			if lost <= 5 {
+				t.Errorf("order %s of user %d was answered 202 but is not in the database after the kill -9", order, user)
+			}
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d of %d orders answered 202 lost to the kill -9", lost, len(accepted))
+	}
+	fi.start()
+	testenv.Eventually(t, time.Minute, "the sale rebuilt from seckill.db", func() (bool, string) {
+		status, v := fi.call(http.MethodGet, "/api/v1/vouchers/"+id+"/stats", fi.token(1, true), nil)
+		return status == http.StatusOK && v["queued"] == 0.0, fmt.Sprintf("%d %v", status, v)
+	})
+	fi.assertStatsAddUp(id)
 }

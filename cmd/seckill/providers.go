@@ -211,6 +211,7 @@ var applicationSet = wire.NewSet(
 	application.NewGetDraw,
 	drawRunner,
 	application.NewWaitlist,
+	persistedOrders,
 	grabOptions,
 	application.NewGrabVoucher,
 	application.NewWarmVouchers,
@@ -485,10 +486,23 @@ func admitQueues(vouchers ports.Vouchers, room ports.WaitingRoom, shuffles ports
 }
 
 // grabOptions tune the grab path: the sold-out flags' life, the deny list it refuses
-// listed users by, the key it checks the waiting rooms' passes with, and the proofs
-// of the sales that ask for one.
-func grabOptions(cfg Config, denied *application.DeniedUsers, key application.PassKey, proofs *application.VerifyProof) application.GrabOptions {
-	return application.GrabOptions{SoldOutTTL: cfg.SoldOutTTL, Denied: denied, PassKey: key, Proofs: proofs}
+// listed users by, the key it checks the waiting rooms' passes with, the proofs of
+// the sales that ask for one, and, with the in-process Redis, the wait for each
+// order's commit.
+func grabOptions(cfg Config, denied *application.DeniedUsers, key application.PassKey, proofs *application.VerifyProof,
+	persisted *application.PersistedOrders) application.GrabOptions {
+	return application.GrabOptions{SoldOutTTL: cfg.SoldOutTTL, Denied: denied, PassKey: key, Proofs: proofs, Persisted: persisted}
+}
+
+// persistedOrders makes grabs wait for their orders' commit when Redis is this
+// process's own (the zero-setup mode): what it holds dies with the process, so a 202
+// is said only once the order is in the database. With a Redis server, nil: its
+// durability is its append-only file's (docs/operations.md, Durability).
+func persistedOrders(cfg Config) *application.PersistedOrders {
+	if !cfg.embeddedRedis() {
+		return nil
+	}
+	return application.NewPersistedOrders(cfg.RequestTimeout)
 }
 
 // The worker's idle rhythm: a read waits for new entries at most readBlock, and the
@@ -560,8 +574,10 @@ func recoverVoucher(vouchers ports.Vouchers, stock ports.Stock, audit ports.Stoc
 	return uc
 }
 
-func fulfillOrder(orders ports.Orders, queue ports.Queue, compensate *application.Compensate, changes ports.Changes, cfg Config) *application.FulfillOrder {
-	return application.NewFulfillOrder(orders, queue, compensate, changes, cfg.MaxDeliveries)
+// fulfillOrder tells persisted (nil: nobody) each order it commits.
+func fulfillOrder(orders ports.Orders, queue ports.Queue, compensate *application.Compensate, changes ports.Changes,
+	persisted *application.PersistedOrders, cfg Config) *application.FulfillOrder {
+	return application.NewFulfillOrder(orders, queue, compensate, persisted.Changes(changes), cfg.MaxDeliveries)
 }
 
 func workerOptions(cfg Config) application.WorkerOptions {
