@@ -20,7 +20,7 @@ type LiveVoucher struct {
 	Remaining int
 	// State is the sale's state when it was read (domain.Voucher.State).
 	State domain.SaleState
-	// Warming, set by CreateVoucher and EditVoucher only, says why the voucher's sale
+	// Warming, set by CreateVoucher, EditVoucher and PauseSale only, says why the voucher's sale
 	// state could not be loaded, or given the voucher's new terms, yet; it will be (see
 	// CreateVoucher.Handle, EditVoucher.Handle).
 	Warming error
@@ -368,9 +368,11 @@ func NewPauseSale(vouchers ports.Vouchers, stock ports.Stock, clock ports.Clock,
 
 // Handle records the flag in the database (the source of truth), with the audit
 // entry of the change by by (none when the flag was so already), then sets it on the
-// grab path. It returns the voucher, or domain.ErrNotFound. When Redis cannot be
-// reached the flag is stored all the same and the error returned; the periodic
-// warm-up carries the flag to Redis once it is back.
+// grab path. It returns the voucher, or domain.ErrNotFound. Once the flag is stored
+// the pause has happened, as an edit has: when the grab path cannot be told (Redis
+// unreachable, when no grab is served either), the voucher is returned all the same,
+// as the database has it, Warming says why, and the heal after a Redis restart or the
+// periodic warm-up carries the flag to Redis once it answers.
 func (uc *PauseSale) Handle(ctx context.Context, id domain.VoucherID, paused bool, by domain.Author) (LiveVoucher, error) {
 	action := domain.AuditVoucherResume
 	if paused {
@@ -388,11 +390,17 @@ func (uc *PauseSale) Handle(ctx context.Context, id domain.VoucherID, paused boo
 	// from both), or has failed to: the database's change stands either way.
 	defer publish(ctx, uc.changes, ports.Change{Voucher: id})
 	if _, err := uc.stock.SetPaused(ctx, id, paused); err != nil {
-		return LiveVoucher{}, fmt.Errorf("pause voucher %s: %w", id, err)
+		return uc.stored(v, fmt.Errorf("set the paused flag of voucher %s on the grab path: %w", id, err)), nil
 	}
 	live, err := uc.live(ctx, v)
 	if err != nil {
-		return LiveVoucher{}, err
+		return uc.stored(v, err), nil
 	}
 	return live[0], nil
+}
+
+// stored answers v as the database has it, the grab path not read: why in warming.
+func (uc *PauseSale) stored(v domain.Voucher, warming error) LiveVoucher {
+	left := v.Stock - v.Sold
+	return LiveVoucher{Voucher: v, Remaining: left, State: v.State(uc.clock.Now(), left), Warming: warming}
 }

@@ -231,10 +231,12 @@ func TestPauseSale(t *testing.T) {
 	if _, err := pause.Handle(ctx, 999, true, domain.Author{Actor: "1"}); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("pause unknown: %v", err)
 	}
-	// Redis unreachable: the flag is stored and the warm-up carries it over later.
+	// Redis unreachable: the flag is stored, so the pause has happened and says so
+	// (Warming tells why the grab path has not taken it); the warm-up carries it over.
 	f.stock.Err = domain.ErrUnavailable
-	if _, err := pause.Handle(ctx, f.id, true, domain.Author{Actor: "1"}); !errors.Is(err, domain.ErrUnavailable) {
-		t.Fatalf("pause with redis down: %v", err)
+	if v, err := pause.Handle(ctx, f.id, true, domain.Author{Actor: "1"}); err != nil || !v.Paused ||
+		v.State != domain.StatePaused || !errors.Is(v.Warming, domain.ErrUnavailable) {
+		t.Fatalf("pause with redis down: %+v, %v; want the stored pause, warming unavailable", v, err)
 	}
 	f.stock.Err = nil
 	if _, err := newWarm(f.vouchers, f.stock, f.clock).Handle(ctx); err != nil {

@@ -239,7 +239,7 @@ func (h handlers) pauseSale(paused bool) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, toVoucherJSON(v))
+		return h.answerStored(c, v, "paused flag stored; the grab path takes it once Redis answers", editedVoucher)
 	}
 }
 
