@@ -12,6 +12,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/seckill/seckill/adapters/breaker"
+	"github.com/seckill/seckill/domain"
 )
 
 // Defaults of GuardOptions.
@@ -289,9 +290,15 @@ type boundTx struct {
 	cancel context.CancelFunc
 }
 
+// Commit commits. No constraint here is deferred to the commit, so a COMMIT that
+// fails is the database failing (and the outcome may be unknown): its error wraps
+// domain.ErrUnavailable, whatever the driver said.
 func (t *boundTx) Commit() error {
 	defer t.cancel()
-	return t.Tx.Commit()
+	if err := t.Tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w: %w", domain.ErrUnavailable, err)
+	}
+	return nil
 }
 
 func (t *boundTx) Rollback() error {

@@ -189,3 +189,40 @@ func TestGuardedDatabaseDeadlines(t *testing.T) {
 		t.Fatalf("connecting to a silent server took %v, want about the %v connect timeout, not the dsn's 120 s", took, connectTimeout)
 	}
 }
+
+// TestGuardedCommitFailureIsUnavailable: the database stops answering (or drops the
+// connection) as a write commits: the write's outcome is the database's failure, not
+// the request's, so it is an error wrapping ErrUnavailable (answered 503), never a
+// bare error (a 500).
+func TestGuardedCommitFailureIsUnavailable(t *testing.T) {
+	ctx := context.Background()
+	for _, fault := range []string{"hang", "cut"} {
+		t.Run(fault, func(t *testing.T) {
+			_, vs, l := guarded(t, sqlstore.GuardOptions{Breaker: breaker.Settings{MinCalls: 100, OpenFor: 200 * time.Millisecond},
+				CallTimeout: 300 * time.Millisecond, ConnectTimeout: 300 * time.Millisecond})
+			v := create(t, vs, newVoucher("before", t0, t0.Add(time.Hour)))
+			_, err := vs.Update(ctx, v.ID, ports.VoucherUpdate{Action: domain.AuditVoucherUpdate,
+				Change: func(v domain.Voucher) (domain.Voucher, error) {
+					v.Title = "after"
+					return v, nil
+				},
+				Commit: func(context.Context, domain.Voucher, domain.Voucher) error {
+					if fault == "hang" {
+						l.Hang()
+					} else {
+						l.Down()
+					}
+					return nil
+				}})
+			if !errors.Is(err, domain.ErrUnavailable) {
+				t.Fatalf("update whose commit met a %s database: %v, want ErrUnavailable", fault, err)
+			}
+			if fault == "hang" {
+				l.Heal()
+			} else {
+				l.Up()
+			}
+			waitRecovered(t, vs, 1)
+		})
+	}
+}

@@ -46,6 +46,7 @@ func unavailable(err error) bool {
 	return errors.As(err, &connectErr) ||
 		errors.As(err, &netErr) ||
 		errors.Is(err, driver.ErrBadConn) ||
+		errors.Is(err, pgconn.ErrConnClosed) ||
 		errors.Is(err, io.EOF) ||
 		errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNREFUSED) ||
