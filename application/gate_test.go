@@ -160,3 +160,30 @@ func TestGrabVoucherProof(t *testing.T) {
 		})
 	}
 }
+
+// TestUsedPassOnASoldOutRoom: the gates are judged before the sale's state, also once
+// the instance knows the voucher is sold out — a grab with a used pass of a sold-out
+// waiting room is told its pass is no good (queue_required), not sold_out.
+func TestUsedPassOnASoldOutRoom(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newGateFixture(t, domain.AdmissionWaitingRoom, domain.ChallengeNone, nil)
+	passes := map[domain.UserID]string{}
+	for u := domain.UserID(1); u <= 3; u++ {
+		passes[u] = f.pass(1, u, passKey)
+	}
+	for u := domain.UserID(1); u <= 2; u++ {
+		if _, err := f.grab.Handle(ctx, application.GrabVoucherCmd{VoucherID: 1, UserID: u, Quantity: 1, Pass: passes[u]}); err != nil {
+			t.Fatalf("grab of user %d with its pass: %v", u, err)
+		}
+	}
+	if _, err := f.grab.Handle(ctx, application.GrabVoucherCmd{VoucherID: 1, UserID: 3, Quantity: 1, Pass: passes[3]}); !errors.Is(err, domain.ErrSoldOut) {
+		t.Fatalf("grab with a pass once sold out: %v, want sold out", err)
+	}
+	if _, err := f.grab.Handle(ctx, application.GrabVoucherCmd{VoucherID: 1, UserID: 1, Quantity: 1, Pass: passes[1]}); !errors.Is(err, domain.ErrQueueRequired) {
+		t.Fatalf("grab with a used pass of a sold-out room: %v, want queue required", err)
+	}
+	if _, err := f.grab.Handle(ctx, application.GrabVoucherCmd{VoucherID: 1, UserID: 9, Quantity: 1}); !errors.Is(err, domain.ErrQueueRequired) {
+		t.Fatalf("grab without a pass of a sold-out room: %v, want queue required", err)
+	}
+}

@@ -151,8 +151,11 @@ func (uc *GrabVoucher) Handle(ctx context.Context, cmd GrabVoucherCmd) (domain.R
 		err = uc.rebuild(ctx, r)
 	}
 	if err != nil {
-		// Only a one-unit grab refused for stock proves that none is left.
-		if errors.Is(err, domain.ErrSoldOut) && cmd.Quantity == 1 {
+		// Only a one-unit grab refused for stock proves that none is left, and only
+		// one that brought no pass and no proof proves that the sale has no gate (a
+		// gated sale would have refused it first): the flag answers every later grab
+		// sold out, and the gates are judged before the units (domain.Sale.Judge).
+		if errors.Is(err, domain.ErrSoldOut) && cmd.Quantity == 1 && cmd.Pass == "" && cmd.Proof == "" {
 			uc.soldOut.set(cmd.VoucherID, now)
 		}
 		return domain.Reservation{}, err

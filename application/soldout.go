@@ -11,7 +11,8 @@ import (
 
 // soldOutFlags remembers, per instance, which vouchers Redis said were sold out, so
 // the flood that follows a sell-out is answered without a Redis call. A flag is set
-// only from Redis's own answer to a grab of one unit (so the voucher had none left),
+// only from Redis's own answer to a grab of one unit that brought no pass and no
+// proof (so the voucher had none left, and has no gate a flag could answer before),
 // and lapses after ttl, which bounds how long units that come back stay unseen here.
 //
 // Every grab reads the flags and few ever change them, so a change copies the map and
