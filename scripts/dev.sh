@@ -34,7 +34,7 @@ Admin token (user 1):  $admin
 User token  (user 42): $user
 
   curl -s -XPOST $base/api/v1/vouchers -H "Authorization: Bearer $admin" \\
-    -d '{"title":"Coffee","stock":100,"begins_at":"2020-01-01T00:00:00Z","ends_at":"2099-01-01T00:00:00Z"}'
+    -H 'Content-Type: application/json' -d '{"title":"Coffee","stock":100,"begins_at":"2020-01-01T00:00:00Z","ends_at":"2099-01-01T00:00:00Z"}'
   curl -s -XPOST $base/api/v1/vouchers/1/grab -H "Authorization: Bearer $user"
   curl -s $base/api/v1/orders -H "Authorization: Bearer $user"
 

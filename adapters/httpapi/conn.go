@@ -77,15 +77,18 @@ func (c jsonErrorConn) Write(p []byte) (int, error) {
 func jsonServerError(code, text []byte) []byte {
 	status, _ := strconv.Atoi(string(code))
 	// Each is the client's doing, so each is an invalid request, whatever its status.
-	detail := errorDetail{Code: "invalid_request", Message: string(text)}
+	// The request was never parsed, so its X-Request-Id is not known: it gets a new
+	// one, in the header and the body as every other answer has it.
+	rid := newRequestID()
+	detail := errorDetail{Code: "invalid_request", Message: string(text), RequestID: rid}
 	if status == http.StatusRequestHeaderFieldsTooLarge {
 		detail.Message = "request headers too large"
 	}
 	// The texts are net/http's constants; encoding/json escapes them all the same.
 	body, _ := json.Marshal(errorBody{Error: detail})
 	body = append(body, '\n')
-	return fmt.Appendf(nil, "HTTP/1.1 %03d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-		status, http.StatusText(status), len(body), body)
+	return fmt.Appendf(nil, "HTTP/1.1 %03d %s\r\nContent-Type: application/json\r\nX-Request-Id: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		status, http.StatusText(status), rid, len(body), body)
 }
 
 // CloseWrite half-closes the connection when the wrapped one can: net/http does so

@@ -54,6 +54,9 @@ func TestJSONErrorsBelowEcho(t *testing.T) {
 			if err := json.Unmarshal(body, &got); err != nil || got.Error.Code != want || got.Error.Message == "" {
 				t.Fatalf("body %q (%v), want the JSON error body with code %s", body, err, want)
 			}
+			if got.Error.RequestID == "" || got.Error.RequestID != res.Header.Get("X-Request-Id") {
+				t.Fatalf("request_id %q, X-Request-Id %q: want one, the same in both", got.Error.RequestID, res.Header.Get("X-Request-Id"))
+			}
 			if ct := res.Header.Get("Content-Type"); res.StatusCode != tc.status || !strings.HasPrefix(ct, "application/json") {
 				t.Fatalf("got %d %q, want %d application/json", res.StatusCode, ct, tc.status)
 			}

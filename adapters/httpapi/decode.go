@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-json-experiment/json"
@@ -34,7 +36,8 @@ func decodeJSON(c echo.Context, dst any, optional bool) error {
 }
 
 // requestBody reads the whole request body. A body over the limit keeps Echo's 413;
-// one that cannot be read is a *domain.ValidationError on "body".
+// one that cannot be read is a *domain.ValidationError on "body"; a body whose
+// Content-Type names another media type than JSON is errUnsupportedMediaType (415).
 func requestBody(c echo.Context) ([]byte, error) {
 	r := c.Request().Body
 	if r == nil || r == http.NoBody {
@@ -47,7 +50,24 @@ func requestBody(c echo.Context) ([]byte, error) {
 		}
 		return nil, domain.Invalid("body", "could not be read")
 	}
+	if len(body) > 0 && !jsonMedia(c.Request().Header.Get(echo.HeaderContentType)) {
+		return nil, errUnsupportedMediaType
+	}
 	return body, nil
+}
+
+// errUnsupportedMediaType refuses a body sent as something other than JSON.
+var errUnsupportedMediaType = errors.New("a request body must be JSON (Content-Type: application/json)")
+
+// jsonMedia reports whether a body of Content-Type contentType is read as JSON:
+// application/json or a type with a +json suffix, with any parameters, or no
+// Content-Type at all (RFC 9110 lets the recipient look at the data then).
+func jsonMedia(contentType string) bool {
+	if contentType == "" {
+		return true
+	}
+	t, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (t == echo.MIMEApplicationJSON || strings.HasPrefix(t, "application/") && strings.HasSuffix(t, "+json"))
 }
 
 // decodeBody is decodeJSON on a body already read.

@@ -75,6 +75,9 @@ func errorHandler(log *zap.Logger) echo.HTTPErrorHandler {
 		if status == http.StatusServiceUnavailable {
 			c.Response().Header().Set("Retry-After", retryAfterSeconds)
 		}
+		if status == http.StatusUnauthorized {
+			c.Response().Header().Set(echo.HeaderWWWAuthenticate, bearerChallenge(c.Request()))
+		}
 		if rl, ok := errors.AsType[*domain.RateLimitedError](err); ok {
 			c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfter(rl.RetryAfter)))
 		}
@@ -89,6 +92,15 @@ func errorHandler(log *zap.Logger) echo.HTTPErrorHandler {
 			log.Debug("write error response", zap.Error(werr))
 		}
 	}
+}
+
+// bearerChallenge is a 401's WWW-Authenticate (RFC 6750): the Bearer scheme, and
+// invalid_token when the request brought credentials that were refused.
+func bearerChallenge(r *http.Request) string {
+	if r.Header.Get(echo.HeaderAuthorization) != "" || r.URL.Query().Has("ticket") {
+		return `Bearer realm="seckill", error="invalid_token"`
+	}
+	return `Bearer realm="seckill"`
 }
 
 // StatusClientClosedRequest is the status the request log records for a request whose
@@ -161,6 +173,7 @@ var sentinelAnswers = []struct {
 	{domain.ErrInvalidState, http.StatusConflict, "invalid_state", "the order is not in a state that allows this"},
 	{domain.ErrNotFound, http.StatusNotFound, "not_found", "not found"},
 	{errUnauthorized, http.StatusUnauthorized, "unauthorized", errUnauthorized.Error()},
+	{errUnsupportedMediaType, http.StatusUnsupportedMediaType, "unsupported_media_type", errUnsupportedMediaType.Error()},
 	{errForbidden, http.StatusForbidden, "forbidden", errForbidden.Error()},
 	{domain.ErrNoWaitingRoom, http.StatusConflict, "no_waiting_room", "this voucher is not sold through a waiting room (its admission is first_come or draw)"},
 	{domain.ErrDenied, http.StatusForbidden, "denied", "an admin put this user on the deny list: its grabs are refused"},

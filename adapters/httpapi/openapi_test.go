@@ -104,6 +104,9 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 		httpapi.NewTokens([]byte(secret)), nil, testLogger(t))
 	var routed []string
 	for _, r := range e.Routes() {
+		if r.Method == http.MethodHead {
+			continue // every GET route answers HEAD, as info.description says
+		}
 		routed = append(routed, r.Method+" "+pathOf(r.Path))
 	}
 	var documented []string

@@ -212,8 +212,14 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 		}
 		return m
 	}
+	// Every GET route answers HEAD too (RFC 9110), by the same chain: net/http sends
+	// a HEAD's headers and drops its body.
 	route := func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
-		e.Add(method, path, chain(h, m...))
+		handler := chain(h, m...)
+		e.Add(method, path, handler)
+		if method == http.MethodGet {
+			e.Add(http.MethodHead, path, handler)
+		}
 	}
 	const api = "/api/v1"
 	route(http.MethodPost, api+"/vouchers", h.createVoucher, once(auth, requireAdmin)...)

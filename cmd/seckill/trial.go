@@ -205,7 +205,7 @@ Admin token (user 1):  %[1]s
 User token  (user 42): %[2]s
 
   curl -s -XPOST %[3]s/api/v1/vouchers -H "Authorization: Bearer %[1]s" \
-    -d '{"title":"Coffee","stock":100,"begins_at":"2020-01-01T00:00:00Z","ends_at":"2099-01-01T00:00:00Z"}'
+    -H 'Content-Type: application/json' -d '{"title":"Coffee","stock":100,"begins_at":"2020-01-01T00:00:00Z","ends_at":"2099-01-01T00:00:00Z"}'
   curl -s -XPOST %[3]s/api/v1/vouchers/1/grab -H "Authorization: Bearer %[2]s"
   curl -s %[3]s/api/v1/orders -H "Authorization: Bearer %[2]s"
 
