@@ -122,7 +122,7 @@ func TestDenyListRoutes(t *testing.T) {
 
 // TestDenyListIdempotencyKey: a PUT or DELETE repeated with its Idempotency-Key is
 // answered as the first was, without a second change (no second audit entry); the
-// same key on another request is 409 idempotency_conflict.
+// same key on another request is 422 idempotency_key_mismatch.
 func TestDenyListIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t)
@@ -139,7 +139,7 @@ func TestDenyListIdempotencyKey(t *testing.T) {
 	if again.Status != http.StatusNoContent || again.Header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("replayed PUT: %d %v %s", again.Status, again.Header, again.Raw)
 	}
-	if r := put("deny-1", `{"reason":"c"}`); r.Status != http.StatusConflict || r.code() != "idempotency_conflict" {
+	if r := put("deny-1", `{"reason":"c"}`); r.Status != http.StatusUnprocessableEntity || r.code() != "idempotency_key_mismatch" {
 		t.Fatalf("the key on another body: %d %s", r.Status, r.Raw)
 	}
 	list := a.do(http.MethodGet, "/api/v1/denylist", a.admin, "")

@@ -226,7 +226,7 @@ func TestEditVoucherIsIdempotent(t *testing.T) {
 	if again.Status != http.StatusOK || again.Raw != first.Raw || again.Header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("repeat: %d %q, want the first answer %q replayed", again.Status, again.Raw, first.Raw)
 	}
-	if r := edit(`{"add_units":6}`, "edit-1"); r.code() != "idempotency_conflict" {
+	if r := edit(`{"add_units":6}`, "edit-1"); r.code() != "idempotency_key_mismatch" {
 		t.Fatalf("same key, another body: %d %s", r.Status, r.Raw)
 	}
 	if v := a.voucher(id); v["stock"] != 15.0 || v["remaining"] != 15.0 {

@@ -72,7 +72,7 @@ func errorHandler(log *zap.Logger) echo.HTTPErrorHandler {
 			log.Error("request failed", zap.Error(err), zap.String("method", c.Request().Method),
 				zap.String("path", c.Path()), zap.String("request_id", c.Response().Header().Get(echo.HeaderXRequestID)))
 		}
-		if status == http.StatusServiceUnavailable {
+		if status == http.StatusServiceUnavailable || errors.Is(err, errIdempotencyInProgress) {
 			c.Response().Header().Set("Retry-After", retryAfterSeconds)
 		}
 		if status == http.StatusUnauthorized {
@@ -125,9 +125,6 @@ func classify(err error) (int, errorDetail) {
 		// before its own below can match: found at once, without walking every type.
 		return soldOut()
 	}
-	if ic, ok := errors.AsType[errIdempotencyConflict](err); ok {
-		return http.StatusConflict, errorDetail{Code: "idempotency_conflict", Message: ic.Error()}
-	}
 	if ap, ok := errors.AsType[*domain.AlreadyPurchasedError](err); ok {
 		return http.StatusConflict, errorDetail{Code: "already_purchased", Message: "you already hold an order for this voucher", OrderID: string(ap.OrderID)}
 	}
@@ -173,6 +170,8 @@ var sentinelAnswers = []struct {
 	{domain.ErrInvalidState, http.StatusConflict, "invalid_state", "the order is not in a state that allows this"},
 	{domain.ErrNotFound, http.StatusNotFound, "not_found", "not found"},
 	{errUnauthorized, http.StatusUnauthorized, "unauthorized", errUnauthorized.Error()},
+	{errIdempotencyMismatch, http.StatusUnprocessableEntity, "idempotency_key_mismatch", errIdempotencyMismatch.Error()},
+	{errIdempotencyInProgress, http.StatusConflict, "idempotency_in_progress", errIdempotencyInProgress.Error()},
 	{errUnsupportedMediaType, http.StatusUnsupportedMediaType, "unsupported_media_type", errUnsupportedMediaType.Error()},
 	{errForbidden, http.StatusForbidden, "forbidden", errForbidden.Error()},
 	{domain.ErrNoWaitingRoom, http.StatusConflict, "no_waiting_room", "this voucher is not sold through a waiting room (its admission is first_come or draw)"},

@@ -6,11 +6,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 
@@ -21,12 +23,14 @@ import (
 // IdempotencyKeyHeader names the request header that makes a write idempotent.
 const IdempotencyKeyHeader = "Idempotency-Key"
 
-// idempotent makes a write route honor the Idempotency-Key header: the first request
-// with a key does the work and its answer is kept (for a day, by store); a repeat by the
-// same caller with the same key and the same request is answered with the kept status
-// and body, marked Idempotent-Replayed, without doing the work again; the same key with
-// another request — or while the first is still in progress — answers
-// 409 idempotency_conflict. Without the header nothing changes. It runs after
+// idempotent makes a write route honor the Idempotency-Key header as the IETF draft
+// and Stripe have it: the first request with a key does the work and its answer is
+// kept (for a day, by store); a repeat by the same caller with the same key and the
+// same request (the same JSON by meaning: spacing and member order aside) is answered
+// with the kept status and body, marked Idempotent-Replayed, without doing the work
+// again; the same key with another request answers 422 idempotency_key_mismatch, and
+// while the first is still in progress 409 idempotency_in_progress with Retry-After.
+// An empty key is a 400. Without the header nothing changes. It runs after
 // authentication: keys are the caller's own.
 //
 // A request holds its key for lease (see IdempotencyLease); a retry that finds the
@@ -35,7 +39,8 @@ const IdempotencyKeyHeader = "Idempotency-Key"
 // write's own transaction; any other answer is kept once the handler is done (settle).
 // An answer of 5xx, or none (the client left), is not kept: nothing was done, or the
 // outcome is unknown, and a retry does the work — unless the write committed, whose
-// answer stands.
+// answer stands. Nor is a refusal the client is to correct (400, 401, 403, 404, 415,
+// 422): the corrected request may use the same key. 2xx and 409 are kept.
 func idempotent(store ports.Idempotency, clock ports.Clock, lease time.Duration, log *zap.Logger) echo.MiddlewareFunc {
 	now := time.Now
 	if clock != nil {
@@ -43,11 +48,12 @@ func idempotent(store ports.Idempotency, clock ports.Clock, lease time.Duration,
 	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			key := c.Request().Header.Get(IdempotencyKeyHeader)
-			if key == "" {
+			keys, given := c.Request().Header[IdempotencyKeyHeader]
+			if !given {
 				return next(c)
 			}
-			if !validIdempotencyKey(key) {
+			key := keys[0]
+			if len(keys) > 1 || !validIdempotencyKey(key) {
 				return domain.Invalid("Idempotency-Key", "must be 1 to 255 printable ASCII characters")
 			}
 			fingerprint, err := fingerprintOf(c)
@@ -112,7 +118,7 @@ func settle(ctx context.Context, store ports.Idempotency, claim ports.KeyClaim, 
 	ctx, cancel := context.WithTimeout(ctx, settleTimeout)
 	defer cancel()
 	var err error
-	if status >= http.StatusInternalServerError || status == StatusClientClosedRequest {
+	if status >= http.StatusInternalServerError || status == StatusClientClosedRequest || corrected(status) {
 		err = store.Release(ctx, claim)
 	} else {
 		_, err = store.Complete(ctx, claim, status, body)
@@ -120,6 +126,17 @@ func settle(ctx context.Context, store ports.Idempotency, claim ports.KeyClaim, 
 	if err != nil {
 		log.Warn("settle an idempotency key; it is free again once its lease passes", zap.Error(err))
 	}
+}
+
+// corrected reports whether an answer of status tells the client to change its
+// request: such an answer is not kept, so the corrected request may use the key.
+func corrected(status int) bool {
+	switch status {
+	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
+		http.StatusUnsupportedMediaType, http.StatusUnprocessableEntity:
+		return true
+	}
+	return false
 }
 
 // rendered is status with v encoded as c.JSON encodes it (encoding/json, newline
@@ -145,7 +162,7 @@ func answerWith[T any](c echo.Context, v T, answer func(T) (int, []byte, error))
 
 // validIdempotencyKey reports whether key is 1–255 printable ASCII characters.
 func validIdempotencyKey(key string) bool {
-	if len(key) > 255 {
+	if key == "" || len(key) > 255 {
 		return false
 	}
 	for i := range len(key) {
@@ -157,7 +174,10 @@ func validIdempotencyKey(key string) bool {
 }
 
 // fingerprintOf hashes what makes a request this request: method, route, path
-// parameters and body (read here, and put back for the handler).
+// parameters and body (read here, and put back for the handler). A JSON body is
+// hashed in its canonical form (RFC 8785: no insignificant space, members sorted),
+// so the same request serialized another way is the same request; any other body,
+// as it is.
 func fingerprintOf(c echo.Context) (string, error) {
 	req := c.Request()
 	var body []byte
@@ -173,6 +193,10 @@ func fingerprintOf(c echo.Context) (string, error) {
 	for i, name := range c.ParamNames() {
 		fmt.Fprintf(h, "%s=%s\n", name, c.ParamValues()[i])
 	}
+	canonical := jsontext.Value(bytes.Clone(body))
+	if err := canonical.Canonicalize(); err == nil {
+		body = canonical
+	}
 	h.Write(body)
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
@@ -180,22 +204,39 @@ func fingerprintOf(c echo.Context) (string, error) {
 // replay answers a repeated key with what was kept of the first request.
 func replay(c echo.Context, kept ports.IdempotentRequest, fingerprint string) error {
 	switch {
-	case kept.Fingerprint != fingerprint:
-		return errIdempotencyConflict("this Idempotency-Key was used for another request")
 	case kept.Status == 0:
-		return errIdempotencyConflict("a request with this Idempotency-Key is still in progress")
+		return errIdempotencyInProgress
+	case kept.Fingerprint != fingerprint:
+		return errIdempotencyMismatch
 	}
 	c.Response().Header().Set("Idempotent-Replayed", "true")
-	if kept.Status == http.StatusNoContent {
+	switch kept.Status {
+	case http.StatusNoContent:
 		return c.NoContent(kept.Status)
+	case http.StatusCreated:
+		setLocation(c, kept.Body)
 	}
 	return c.Blob(kept.Status, echo.MIMEApplicationJSON, kept.Body)
 }
 
-// errIdempotencyConflict is the contract's 409 idempotency_conflict.
-type errIdempotencyConflict string
+// setLocation sets a 201's Location: what was created is its id (created, the body
+// answered) under the collection the request was posted to.
+func setLocation(c echo.Context, created []byte) {
+	var v struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(created, &v) == nil && v.ID != "" {
+		c.Response().Header().Set(echo.HeaderLocation, c.Request().URL.Path+"/"+v.ID)
+	}
+}
 
-func (e errIdempotencyConflict) Error() string { return string(e) }
+// The answers to a key that cannot be replayed: 422 idempotency_key_mismatch (the
+// client must change the key or the request) and 409 idempotency_in_progress (retry
+// after Retry-After).
+var (
+	errIdempotencyMismatch   = errors.New("this Idempotency-Key was used for another request")
+	errIdempotencyInProgress = errors.New("a request with this Idempotency-Key is still in progress")
+)
 
 // captured runs the handler and returns the status and body of its answer (an error
 // answered through the error handler, as Echo would), held back from the client until

@@ -36,8 +36,8 @@ func TestIdempotentCreateVoucher(t *testing.T) {
 	}
 	other := strings.Replace(body, `"stock":5`, `"stock":6`, 1)
 	conflict := a.serveFrom(http.MethodPost, "/api/v1/vouchers", a.admin, other, "192.0.2.1:1", "Idempotency-Key", "create-1")
-	if conflict.Status != http.StatusConflict || conflict.code() != "idempotency_conflict" {
-		t.Fatalf("same key, another body: %d %s, want 409 idempotency_conflict", conflict.Status, conflict.Raw)
+	if conflict.Status != http.StatusUnprocessableEntity || conflict.code() != "idempotency_key_mismatch" {
+		t.Fatalf("same key, another body: %d %s, want 422 idempotency_key_mismatch", conflict.Status, conflict.Raw)
 	}
 	theirs := a.serveFrom(http.MethodPost, "/api/v1/vouchers", a.token(2, true), body, "192.0.2.1:1", "Idempotency-Key", "create-1")
 	if theirs.Status != http.StatusCreated || theirs.Raw == first.Raw {
@@ -79,8 +79,8 @@ func TestIdempotentPayAndCancel(t *testing.T) {
 		t.Fatalf("its repeat: %d %s, want the same 409", again.Status, again.Raw)
 	}
 	cancel := a.serveFrom(http.MethodPost, "/api/v1/orders/"+order+"/cancel", user, "", "192.0.2.1:1", "Idempotency-Key", "pay-1")
-	if cancel.Status != http.StatusConflict || cancel.code() != "idempotency_conflict" {
-		t.Fatalf("cancel under the pay's key: %d %s, want 409 idempotency_conflict", cancel.Status, cancel.Raw)
+	if cancel.Status != http.StatusUnprocessableEntity || cancel.code() != "idempotency_key_mismatch" {
+		t.Fatalf("cancel under the pay's key: %d %s, want 422 idempotency_key_mismatch", cancel.Status, cancel.Raw)
 	}
 }
 
@@ -101,8 +101,8 @@ func TestIdempotencyKeyOfADeadRequest(t *testing.T) {
 	if _, _, err := a.idempotency.Claim(ctx, 1, "live", "a dead request's", time.Now(), lease); err != nil {
 		t.Fatal(err)
 	}
-	if r := create("live"); r.Status != http.StatusConflict || r.code() != "idempotency_conflict" {
-		t.Fatalf("a key whose holder's lease runs: %d %s, want 409 idempotency_conflict", r.Status, r.Raw)
+	if r := create("live"); r.Status != http.StatusConflict || r.code() != "idempotency_in_progress" || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("a key whose holder's lease runs: %d %s, want 409 idempotency_in_progress with Retry-After", r.Status, r.Raw)
 	}
 	dead, _, err := a.idempotency.Claim(ctx, 1, "lapsed", "a dead request's", time.Now().Add(-lease), lease)
 	if err != nil || !dead.Held() {
@@ -194,4 +194,41 @@ func pgxConn(t *testing.T, url string) *pgx.Conn {
 	}
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 	return conn
+}
+
+// TestIdempotencyKeyAsTheDraftHasIt: the IETF Idempotency-Key draft's cases past a
+// plain repeat — the same JSON serialized another way is the same request; a
+// validation failure is not kept, so the corrected request may use the same key; an
+// empty key is refused; a 409 is kept.
+func TestIdempotencyKeyAsTheDraftHasIt(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	post := func(body, key string) response {
+		return a.serveFrom(http.MethodPost, "/api/v1/vouchers", a.admin, body, "192.0.2.1:1", "Idempotency-Key", key)
+	}
+	body := `{"title":"meant","stock":5,"begins_at":"2026-01-01T00:00:00Z","ends_at":"2099-01-01T00:00:00Z"}`
+	first := post(body, "k-1")
+	if first.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", first.Status, first.Raw)
+	}
+	respaced := "{ \"stock\": 5,\n  \"title\": \"meant\", \"ends_at\": \"2099-01-01T00:00:00Z\",\t\"begins_at\": \"2026-01-01T00:00:00Z\" }"
+	if again := post(respaced, "k-1"); again.Status != http.StatusCreated || again.Raw != first.Raw ||
+		again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("the same JSON with other spacing and member order: %d %s, want the first answer replayed", again.Status, again.Raw)
+	}
+
+	invalid := `{"title":"","stock":5,"begins_at":"2026-01-01T00:00:00Z","ends_at":"2099-01-01T00:00:00Z"}`
+	if r := post(invalid, "k-2"); r.Status != http.StatusBadRequest {
+		t.Fatalf("invalid create: %d %s, want 400", r.Status, r.Raw)
+	}
+	fixed := strings.Replace(invalid, `"title":""`, `"title":"fixed"`, 1)
+	if r := post(fixed, "k-2"); r.Status != http.StatusCreated || r.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("the corrected create under the same key: %d %s, want a fresh 201", r.Status, r.Raw)
+	}
+	if r := post(body, ""); r.Status != http.StatusBadRequest || r.code() != "invalid_request" {
+		t.Fatalf("an empty Idempotency-Key: %d %s, want 400 invalid_request", r.Status, r.Raw)
+	}
+	if r := a.do(http.MethodGet, "/api/v1/vouchers", "", ""); len(r.Body["vouchers"].([]any)) != 2 {
+		t.Fatalf("vouchers: %s, want the two created", r.Raw)
+	}
 }

@@ -165,7 +165,7 @@ func (h handlers) createVoucher(c echo.Context) error {
 	}
 	// Stored, so created: its sale state is loaded by the first grab or the
 	// periodic warm-up (grabs answer 503 until then).
-	c.Response().Header().Set(echo.HeaderLocation, "/api/v1/vouchers/"+v.ID.String())
+	c.Response().Header().Set(echo.HeaderLocation, c.Request().URL.Path+"/"+v.ID.String())
 	return h.answerStored(c, v, "voucher created; its sale state will be loaded later", createdVoucher)
 }
 

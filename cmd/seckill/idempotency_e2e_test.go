@@ -44,7 +44,7 @@ func (a keyedAnswer) code() string {
 
 // inProgress reports whether the answer says the key's first request is in progress.
 func (a keyedAnswer) inProgress() bool {
-	return a.status == http.StatusConflict && a.code() == "idempotency_conflict" && strings.Contains(a.body, "in progress")
+	return a.status == http.StatusConflict && a.code() == "idempotency_in_progress" && strings.Contains(a.body, "in progress")
 }
 
 // keyed sends a POST with an Idempotency-Key, within ctx, and returns the answer, or
