@@ -7,6 +7,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -67,6 +68,13 @@ type Options struct {
 	// X-Forwarded-For that is not itself trusted; any other request against its
 	// connection's address, whatever headers it sends. Empty trusts no one.
 	TrustedProxies []*net.IPNet
+	// CORSOrigins are the origins (scheme://host[:port], exact) whose pages a browser
+	// lets call the API: a listed Origin gets Access-Control-Allow-Origin with its own
+	// value, preflights are answered, no credentials. Empty: no CORS headers at all.
+	CORSOrigins []string
+	// PublicMaxAge is how many seconds any cache may reuse a public read (the voucher
+	// list, one voucher) without asking again; 0 or less: revalidate every time.
+	PublicMaxAge int
 
 	// Metrics are the instruments the API records into, and the registry GET /metrics
 	// serves; nil makes a fresh registry with only the API's own metrics.
@@ -138,6 +146,11 @@ func globalMiddleware(opts Options, metrics *Metrics, routes func() map[string]b
 			},
 		}),
 		assignRequestID,
+	}
+	if len(opts.CORSOrigins) > 0 {
+		global = append(global, crossOrigin(opts.CORSOrigins))
+	}
+	global = append(global,
 		middleware.BodyLimit(opts.BodyLimit),
 		// The grab's own deadline is kept by the door and the stock's queue instead
 		// (AdmissionOptions.BodyTimeout, redisstore.Options.MaxWait): a timer for each
@@ -152,7 +165,7 @@ func globalMiddleware(opts Options, metrics *Metrics, routes func() map[string]b
 			},
 		}),
 		strictQuery,
-	}
+	)
 	if opts.TracerProvider != nil {
 		global = append(global, otelecho.Middleware("seckill", otelecho.WithTracerProvider(opts.TracerProvider)))
 	}
@@ -213,8 +226,14 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 		return m
 	}
 	// Every GET route answers HEAD too (RFC 9110), by the same chain: net/http sends
-	// a HEAD's headers and drops its body.
+	// a HEAD's headers and drops its body. A GET's answer of a kilobyte or more is
+	// gzipped for a client that accepts it — but for the event streams (a stream is
+	// written event by event), the orders' CSV export (streamed as it is read) and
+	// /metrics (compressed by its own handler).
 	route := func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) {
+		if method == http.MethodGet && !streamed(path) {
+			m = append([]echo.MiddlewareFunc{compressed}, m...)
+		}
 		handler := chain(h, m...)
 		e.Add(method, path, handler)
 		if method == http.MethodGet {
@@ -223,8 +242,10 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	}
 	const api = "/api/v1"
 	route(http.MethodPost, api+"/vouchers", h.createVoucher, once(auth, requireAdmin)...)
-	route(http.MethodGet, api+"/vouchers", h.listVouchers, public...)
-	route(http.MethodGet, api+"/vouchers/:id", h.getVoucher, public...)
+	// The sale's hottest reads: any cache may keep them a moment (PublicMaxAge).
+	publicRead := append(slices.Clone(public), cached(publicCache(opts.PublicMaxAge)))
+	route(http.MethodGet, api+"/vouchers", h.listVouchers, publicRead...)
+	route(http.MethodGet, api+"/vouchers/:id", h.getVoucher, publicRead...)
 	route(http.MethodPost, grabRoute, h.grab, grab...)
 	route(http.MethodGet, challengeRoute, h.issueChallenge, auth)
 	route(http.MethodGet, api+"/vouchers/:id/stats", h.voucherStats, auth, requireAdmin)
@@ -298,9 +319,11 @@ func operationRoutes(route func(method, path string, h echo.HandlerFunc, m ...ec
 		{"/api/v1/time", tellTime},
 		{"/healthz", healthz},
 		{"/readyz", readiness(checks, opts.Fulfillment)},
-		{"/openapi.json", openAPIDocument},
+		// The document and the live page change with the binary: revalidated every
+		// time, answered 304 while unchanged.
+		{"/openapi.json", chain(openAPIDocument, cached("no-cache"))},
 		// The live sale page, and the site's root, which leads to it.
-		{"/", rootRedirect}, {"/ui", uiRedirect}, {"/ui/", uiPage}, {"/ui/*", uiPage},
+		{"/", rootRedirect}, {"/ui", uiRedirect}, {"/ui/", chain(uiPage, cached("no-cache"))}, {"/ui/*", chain(uiPage, cached("no-cache"))},
 	} {
 		route(http.MethodGet, r.path, r.h)
 	}
@@ -311,6 +334,16 @@ func operationRoutes(route func(method, path string, h echo.HandlerFunc, m ...ec
 
 // grabRoute is the grab's route: the hot path.
 const grabRoute = "/api/v1/vouchers/:id/grab"
+
+// streamed reports whether the GET route path answers as it goes (an event stream,
+// the orders' CSV export) or compresses itself (/metrics): no gzip middleware there.
+func streamed(path string) bool {
+	switch path {
+	case orderEventsRoute, voucherEventsRoute, queueEventsRoute, voucherOrdersRoute, "/metrics":
+		return true
+	}
+	return false
+}
 
 // The event streams' routes: they answer for as long as their client listens.
 const (

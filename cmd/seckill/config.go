@@ -70,7 +70,9 @@ type Config struct {
 	IPBurst     int     `name:"ip-burst" env:"SECKILL_IP_BURST" default:"200" help:"Public reads one client address may make at once."`
 	MaxStreams  int     `name:"max-streams" env:"SECKILL_MAX_STREAMS" default:"10000" help:"Event streams (server-sent events) one instance holds open at once; beyond it 503."`
 
-	TrustedProxies string `name:"trusted-proxies" env:"SECKILL_TRUSTED_PROXIES" help:"Comma-separated CIDRs (or addresses) of the proxies in front of the service; from them, X-Forwarded-For names the client for per-address limits and logs (default: none, the connection's address)."`
+	TrustedProxies string        `name:"trusted-proxies" env:"SECKILL_TRUSTED_PROXIES" help:"Comma-separated CIDRs (or addresses) of the proxies in front of the service; from them, X-Forwarded-For names the client for per-address limits and logs (default: none, the connection's address)."`
+	CORSOrigins    string        `name:"cors-origins" env:"SECKILL_CORS_ORIGINS" help:"Comma-separated origins (scheme://host[:port], exact) whose pages a browser lets call the API (CORS); default none: no CORS headers."`
+	PublicMaxAge   time.Duration `name:"public-max-age" env:"SECKILL_PUBLIC_MAX_AGE" default:"1s" help:"How long a browser or CDN may reuse the public voucher reads without asking again (Cache-Control max-age, whole seconds; 0 revalidates every time)."`
 
 	UserRate         float64 `name:"user-rate" env:"SECKILL_USER_RATE" default:"5" help:"Grabs a second one user may make of one voucher, shared by all instances (0 disables)."`
 	UserBurst        int     `name:"user-burst" env:"SECKILL_USER_BURST" default:"5" help:"Grabs one user may make at once before SECKILL_USER_RATE applies."`
@@ -239,6 +241,9 @@ func (c *Config) Validate() error {
 	if err := c.checkChallenge(); err != nil {
 		return err
 	}
+	if _, err := c.corsOrigins(); err != nil {
+		return err
+	}
 	_, err := c.trustedProxies()
 	return err
 }
@@ -274,7 +279,26 @@ func (c *Config) ranges() []bounded {
 		durationSetting("SECKILL_RECONCILE_INTERVAL (--reconcile-interval)", c.ReconcileInterval, 100*time.Millisecond, day, off),
 		countSetting("SECKILL_DRAW_BATCH (--draw-batch)", int64(c.DrawBatch), 1, 100_000, false),
 		durationSetting("SECKILL_DRAW_LEASE (--draw-lease)", c.DrawLease, time.Second, time.Hour, false),
+		durationSetting("SECKILL_PUBLIC_MAX_AGE (--public-max-age)", c.PublicMaxAge, time.Second, time.Hour, true),
 	}
+}
+
+// corsOrigins parses CORSOrigins: origins as a browser sends them in Origin —
+// http or https, a host, a port if not the scheme's, nothing after — comma-separated.
+func (c *Config) corsOrigins() ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(c.CORSOrigins, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+			u.Path != "" || u.RawQuery != "" || u.Fragment != "" || s != u.Scheme+"://"+u.Host || strings.ToLower(s) != s {
+			return nil, fmt.Errorf("SECKILL_CORS_ORIGINS (--cors-origins): %q is not an origin like https://shop.example.com (lower case, no path)", s)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // trustedProxies parses TrustedProxies: CIDRs, or single addresses, comma-separated.

@@ -333,3 +333,24 @@ func TestConfigChallenge(t *testing.T) {
 
 // turnstileDefault is the siteverify URL serve uses when none is set.
 const turnstileDefault = turnstile.DefaultURL
+
+// SECKILL_CORS_ORIGINS takes exact origins as browsers send them; anything else stops
+// start-up with one line naming it.
+func TestConfigCORSOrigins(t *testing.T) {
+	cfg := serveDefaults(t)
+	cfg.CORSOrigins = " https://www.shop.example, http://127.0.0.1:8081 ,"
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := cfg.corsOrigins(); !slices.Equal(got, []string{"https://www.shop.example", "http://127.0.0.1:8081"}) {
+		t.Fatalf("origins %v", got)
+	}
+	for _, value := range []string{"*", "www.shop.example", "https://www.shop.example/", "https://Shop.example",
+		"ftp://shop.example", "https://u@shop.example", "https://shop.example/path", "https://shop.example?q"} {
+		cfg := serveDefaults(t)
+		cfg.CORSOrigins = value
+		if err := cfg.Validate(); err == nil || !strings.HasPrefix(err.Error(), "SECKILL_CORS_ORIGINS (--cors-origins): ") {
+			t.Errorf("%q: Validate() = %v, want an error naming SECKILL_CORS_ORIGINS", value, err)
+		}
+	}
+}

@@ -617,14 +617,15 @@ const stalledAfter = 30 * time.Second
 
 func httpOptions(cfg Config, limiter *redisstore.RateLimiter, idempotency ports.Idempotency, metrics *httpapi.Metrics,
 	queue *redisstore.Queue, clock ports.Clock, window domain.PaymentWindow, streams *httpapi.Streams) httpapi.Options {
-	// Validate has parsed the trusted proxies already.
+	// Validate has parsed the trusted proxies and the CORS origins already.
 	proxies, _ := cfg.trustedProxies()
+	origins, _ := cfg.corsOrigins()
 	o := httpapi.Options{
 		BodyLimit: cfg.BodyLimit, RequestTimeout: cfg.RequestTimeout,
 		MaxInflight: cfg.MaxInflight, GrabRate: cfg.GrabRate, GrabBurst: cfg.GrabBurst,
 		IPLimit: cfg.IPRate, IPBurst: cfg.IPBurst, IPLimiter: limiter, Idempotency: idempotency,
 		Clock: clock, PaymentWindow: window, Streams: streams,
-		TrustedProxies: proxies,
+		TrustedProxies: proxies, CORSOrigins: origins, PublicMaxAge: int(cfg.PublicMaxAge / time.Second),
 		Metrics:        metrics, MetricsElsewhere: cfg.MetricsAddr != "",
 		Fulfillment: func(ctx context.Context) (bool, error) {
 			age, err := queue.OldestQueued(ctx)
