@@ -626,7 +626,7 @@ func httpOptions(cfg Config, limiter *redisstore.RateLimiter, idempotency ports.
 		IPLimit: cfg.IPRate, IPBurst: cfg.IPBurst, IPLimiter: limiter, Idempotency: idempotency,
 		Clock: clock, PaymentWindow: window, Streams: streams,
 		TrustedProxies: proxies, CORSOrigins: origins, PublicMaxAge: int(cfg.PublicMaxAge / time.Second),
-		Metrics:        metrics, MetricsElsewhere: cfg.MetricsAddr != "",
+		Metrics: metrics, MetricsElsewhere: cfg.MetricsAddr != "",
 		Fulfillment: func(ctx context.Context) (bool, error) {
 			age, err := queue.OldestQueued(ctx)
 			return age > stalledAfter, err
