@@ -52,6 +52,12 @@ type Request struct {
 	Listed []string
 	// Units are the units an edit added (negative: removed).
 	Units int
+	// Pass is the waiting room's pass a grab presented, if any.
+	Pass string
+	// Call and Return are when the request was sent and its answer (or the fault
+	// that cut it off) came; a history without them is not checked for
+	// linearizability.
+	Call, Return time.Time
 }
 
 // answered reports whether the request got an answer that says what happened.
@@ -101,6 +107,17 @@ type History struct {
 	// Drifts are what `seckill reconcile --json` reported for the voucher at the end;
 	// none when Redis and the database agree.
 	Drifts []string
+	// Limit is the per-user limit (0: 1).
+	Limit int
+	// Draw says the sale's units were drawn: an entrant is handed a unit at most once.
+	Draw bool
+	// Hands are the units a draw or a waitlist handed on, in no particular order.
+	Hands []Hand
+	// Settled is when Stats was read; zero: at the last answer.
+	Settled time.Time
+	// Unsure are the stretches in which Redis may have been out of reach: a cancel
+	// answered 200 in one may return its units after its answer (ReleaseClosed).
+	Unsure []Interval
 }
 
 // Violation is one broken promise.
@@ -167,8 +184,12 @@ func Violations(h History) []Violation {
 	if len(h.Drifts) > 0 {
 		c.add(ReconcileDrift, "%s", strings.Join(h.Drifts, "; "))
 	}
+	c.linearizable(linearTimeout)
 	return c.out
 }
+
+// linearTimeout bounds the linearizability search of one history.
+const linearTimeout = 2 * time.Minute
 
 // checker holds one history, its order rows by id, and the violations found so far.
 type checker struct {
