@@ -188,7 +188,8 @@ func Violations(h History) []Violation {
 	return c.out
 }
 
-// linearTimeout bounds the linearizability search of one history.
+// linearTimeout bounds the linearizability search of one history (and each of the
+// searches that name the first answer out of place: an eighth of it).
 const linearTimeout = 2 * time.Minute
 
 // checker holds one history, its order rows by id, and the violations found so far.

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -48,7 +49,8 @@ const (
 	kSoldOut             // sold_out
 	kEdit                // an edit answered 200
 	kEditMay             // an edit whose answer was lost: applied or not
-	kReturn              // a closed order's units back on sale
+	kReturn              // a closed order's units back on sale, before its cancel's answer
+	kClose               // an order closed; its units go back at some later moment
 	kHand                // a draw's or a waitlist's unit handed to an entrant
 	kSettled             // the remaining units read once the sale settled
 )
@@ -62,13 +64,24 @@ type input struct {
 	pass     string
 	position int
 	desc     string
+	// maybe: the operation was in flight when the prefix checked ended; it may or
+	// may not have taken effect.
+	maybe bool
 }
 
 // sale is the model's state: the units free, the live orders (id → user), the
-// passes used, and a draw's or waitlist's progress. It is never changed in place.
+// closed orders whose units are not back yet (pending), the passes used, and a
+// draw's or waitlist's progress. It is never changed in place.
+//
+// A pending order's units go back lazily: at the latest moment the history allows,
+// when an operation needs them (a 202 with no other unit free, its user grabbing
+// again) or the sale settles. Giving them back later never makes a sold_out or an
+// already_purchased less possible, so this finds a linearization whenever one
+// exists, without trying each moment for each.
 type sale struct {
 	free    int
 	live    map[string]int64
+	pending map[string]int64
 	units   map[string]int
 	passes  map[string]bool
 	handed  map[int64]bool
@@ -79,21 +92,76 @@ type sale struct {
 
 func (s sale) with(f func(*sale)) sale {
 	n := s
-	n.live, n.units, n.passes = maps.Clone(s.live), maps.Clone(s.units), maps.Clone(s.passes)
+	n.live, n.pending, n.units, n.passes = maps.Clone(s.live), maps.Clone(s.pending), maps.Clone(s.units), maps.Clone(s.passes)
 	n.handed, n.left = maps.Clone(s.handed), maps.Clone(s.left)
 	f(&n)
-	n.key = fmt.Sprintf("%d|%v|%v|%v|%v|%d", n.free, sortedIDs(n.live), sortedIDs(n.passes), sortedKeys(n.handed), sortedKeys(n.left), n.lastPos)
+	n.key = fmt.Sprintf("%d|%v|%v|%v|%v|%v|%d", n.free, sortedIDs(n.live), sortedIDs(n.pending), sortedIDs(n.passes),
+		sortedKeys(n.handed), sortedKeys(n.left), n.lastPos)
 	return n
 }
 
+// held is what user holds: its live orders' units and its pending ones'.
 func (s sale) held(user int64) int {
 	n := 0
-	for id, u := range s.live {
-		if u == user {
-			n += s.units[id]
+	for _, m := range []map[string]int64{s.live, s.pending} {
+		for id, u := range m {
+			if u == user {
+				n += s.units[id]
+			}
 		}
 	}
 	return n
+}
+
+// release gives the units of the pending orders ids back.
+func (s sale) release(ids ...string) sale {
+	return s.with(func(n *sale) {
+		for _, id := range ids {
+			n.free += n.units[id]
+			delete(n.pending, id)
+			delete(n.units, id)
+		}
+	})
+}
+
+// releasing returns the states in which units pending go back so that user may be
+// given units: its own pending orders first (the limit), then, if the units free
+// are short, one branch per pending order that can make up a one-unit shortfall
+// (a longer one takes them in id order). Which order goes back matters only to a
+// user told already_purchased (it must still hold one then): the orders of the
+// others are alike, so one of them stands for all.
+func (s sale) releasing(user int64, units, limit int, told map[int64]bool) []sale {
+	if s.held(user)+units > limit {
+		var own []string
+		for _, id := range slices.Sorted(maps.Keys(s.pending)) {
+			if s.pending[id] == user {
+				own = append(own, id)
+			}
+		}
+		if len(own) > 0 {
+			s = s.release(own...)
+		}
+	}
+	ids := slices.Sorted(maps.Keys(s.pending))
+	switch need := units - s.free; {
+	case need <= 0 || len(ids) < need:
+		return []sale{s}
+	case need == 1:
+		var out []sale
+		alike := false
+		for _, id := range ids {
+			if u := s.pending[id]; !told[u] {
+				if alike {
+					continue
+				}
+				alike = true
+			}
+			out = append(out, s.release(id))
+		}
+		return out
+	default:
+		return []sale{s.release(ids[:need]...)}
+	}
 }
 
 // model is a sale of one voucher with a per-user limit; draw says a user is handed
@@ -101,42 +169,41 @@ func (s sale) held(user int64) int {
 type model struct {
 	limit int
 	draw  bool
+	// told are the users some grab answered already_purchased.
+	told map[int64]bool
 }
 
-// why returns why in cannot happen in s ("" when it can) and the states it leads to.
+// step returns the states in leads to from s, or why it cannot happen there.
 func (m model) step(s sale, in input) ([]sale, string) {
+	if in.maybe {
+		in.maybe = false
+		next, _ := m.step(s, in)
+		return append(next, s), ""
+	}
 	switch in.kind {
 	case kAccept, kHand:
-		if s.free < in.units {
-			return nil, fmt.Sprintf("%d units free", s.free)
+		var next []sale
+		why := ""
+		for _, b := range s.releasing(in.user, in.units, m.limit, m.told) {
+			if w := m.admits(b, in); w != "" {
+				why = cmp.Or(why, w)
+				continue
+			}
+			next = append(next, b.with(func(n *sale) {
+				n.free -= in.units
+				n.live[in.order], n.units[in.order] = in.user, in.units
+				if in.pass != "" {
+					n.passes[in.pass] = true
+				}
+				if in.kind == kHand {
+					n.handed[in.user], n.lastPos = true, in.position
+				}
+			}))
 		}
-		if h := s.held(in.user); h+in.units > m.limit {
-			return nil, fmt.Sprintf("user %d holds %d, limit %d", in.user, h, m.limit)
+		if len(next) == 0 {
+			return nil, why
 		}
-		if in.pass != "" && s.passes[in.pass] {
-			return nil, fmt.Sprintf("pass %s already admitted an order", in.pass)
-		}
-		if in.kind == kHand {
-			if m.draw && s.left[in.user] {
-				return nil, fmt.Sprintf("user %d gave back the unit the draw handed it", in.user)
-			}
-			if m.draw && s.handed[in.user] {
-				return nil, fmt.Sprintf("user %d was handed a unit already", in.user)
-			}
-			if in.position <= s.lastPos {
-				return nil, fmt.Sprintf("position %d after position %d", in.position, s.lastPos)
-			}
-		}
-		return []sale{s.with(func(n *sale) {
-			n.free -= in.units
-			n.live[in.order], n.units[in.order] = in.user, in.units
-			if in.pass != "" {
-				n.passes[in.pass] = true
-			}
-			if in.kind == kHand {
-				n.handed[in.user], n.lastPos = true, in.position
-			}
-		})}, ""
+		return next, ""
 	case kAlready:
 		if s.held(in.user) < m.limit {
 			return nil, fmt.Sprintf("user %d holds %d, limit %d", in.user, s.held(in.user), m.limit)
@@ -144,10 +211,13 @@ func (m model) step(s sale, in input) ([]sale, string) {
 		return []sale{s}, ""
 	case kSoldOut:
 		if s.free > 0 {
-			return nil, fmt.Sprintf("%d units free", s.free)
+			return nil, fmt.Sprintf("free units: %d", s.free)
 		}
 		return []sale{s}, ""
 	case kEdit, kEditMay:
+		if short := -(s.free + in.units); short > 0 && len(s.pending) >= short {
+			s = s.release(slices.Sorted(maps.Keys(s.pending))[:short]...)
+		}
 		if s.free+in.units < 0 {
 			return nil, fmt.Sprintf("%d units free, the edit removes %d", s.free, -in.units)
 		}
@@ -156,26 +226,57 @@ func (m model) step(s sale, in input) ([]sale, string) {
 			next = append(next, s)
 		}
 		return next, ""
-	case kReturn:
+	case kReturn, kClose:
 		user, ok := s.live[in.order]
 		if !ok {
 			return nil, fmt.Sprintf("order %s is not live", in.order)
 		}
 		return []sale{s.with(func(n *sale) {
-			n.free += n.units[in.order]
 			delete(n.live, in.order)
-			delete(n.units, in.order)
+			if in.kind == kClose {
+				n.pending[in.order] = user
+			} else {
+				n.free += n.units[in.order]
+				delete(n.units, in.order)
+			}
+			// a drawn unit given back is the draw's to hand on: its user is out
 			if n.handed[user] {
 				n.left[user] = true
 			}
 		})}, ""
 	case kSettled:
+		s = s.release(slices.Collect(maps.Keys(s.pending))...)
 		if s.free != in.units {
 			return nil, fmt.Sprintf("the history leaves %d units free, the sale says %d remain", s.free, in.units)
 		}
 		return []sale{s}, ""
 	}
 	return nil, "unknown operation"
+}
+
+// admits returns why s cannot give in's units to its user ("" when it can).
+func (m model) admits(s sale, in input) string {
+	if s.free < in.units {
+		return fmt.Sprintf("free units: %d", s.free)
+	}
+	if h := s.held(in.user); h+in.units > m.limit {
+		return fmt.Sprintf("user %d holds %d, limit %d", in.user, h, m.limit)
+	}
+	if in.pass != "" && s.passes[in.pass] {
+		return fmt.Sprintf("pass %s already admitted an order", in.pass)
+	}
+	if in.kind == kHand {
+		if m.draw && s.left[in.user] {
+			return fmt.Sprintf("user %d gave back the unit the draw handed it", in.user)
+		}
+		if m.draw && s.handed[in.user] {
+			return fmt.Sprintf("user %d was handed a unit already", in.user)
+		}
+		if in.position <= s.lastPos {
+			return fmt.Sprintf("position %d after position %d", in.position, s.lastPos)
+		}
+	}
+	return ""
 }
 
 // violationKind names what an operation that cannot be placed broke.
@@ -185,7 +286,7 @@ func (m model) violationKind(s sale, in input) string {
 		switch {
 		case in.pass != "" && s.passes[in.pass]:
 			return PassReused
-		case s.free < in.units:
+		case s.free+len(s.pending) < in.units:
 			return AcceptedWithNoUnit
 		}
 		return OverLimit
@@ -195,7 +296,7 @@ func (m model) violationKind(s sale, in input) string {
 			return HandedToALeaver
 		case in.position <= s.lastPos:
 			return HandedOutOfOrder
-		case s.free < in.units:
+		case s.free+len(s.pending) < in.units:
 			return AcceptedWithNoUnit
 		}
 		return OverLimit
@@ -218,9 +319,25 @@ func (c *checker) linearizable(timeout time.Duration) {
 	if len(ops) == 0 {
 		return
 	}
-	m := model{limit: max(c.h.Limit, 1), draw: c.h.Draw}
-	init := sale{live: map[string]int64{}, units: map[string]int{}, passes: map[string]bool{},
+	m := model{limit: max(c.h.Limit, 1), draw: c.h.Draw, told: map[int64]bool{}}
+	for _, op := range ops {
+		if in := op.Input.(input); in.kind == kAlready {
+			m.told[in.user] = true
+		}
+	}
+	init := sale{live: map[string]int64{}, pending: map[string]int64{}, units: map[string]int{}, passes: map[string]bool{},
 		handed: map[int64]bool{}, left: map[int64]bool{}}.with(func(n *sale) { n.free = c.h.Stock })
+	switch res, _ := porcupine.CheckOperationsVerbose(m.porcupine(init), ops, timeout); res {
+	case porcupine.Ok:
+	case porcupine.Unknown:
+		c.add(LinearizabilityUndue, "%d operations not decided within %v", len(ops), timeout)
+	default:
+		c.explain(m, init, ops, timeout)
+	}
+}
+
+// porcupine is the model as porcupine takes it, from init.
+func (m model) porcupine(init sale) porcupine.Model {
 	nm := &porcupine.NondeterministicModel{
 		Init: func() []any { return []any{init} },
 		Step: func(state, in, _ any) []any {
@@ -240,56 +357,95 @@ func (c *checker) linearizable(timeout time.Duration) {
 		DescribeOperation: func(in, _ any) string { return in.(input).desc },
 		DescribeState:     func(s any) string { return s.(sale).key },
 	}
-	pm := nm.ToModel()
-	res, info := porcupine.CheckOperationsVerbose(pm, ops, timeout)
-	switch res {
-	case porcupine.Ok:
-		return
-	case porcupine.Unknown:
-		c.add(LinearizabilityUndue, "%d operations not decided within %v", len(ops), timeout)
-		return
-	}
-	c.explain(m, init, ops, info)
+	return nm.ToModel()
 }
 
-// explain names the first operation no linearization could place: it replays the
-// longest partial linearization porcupine found and judges, in the states it
-// reaches, the unplaced operation that returned first.
-func (c *checker) explain(m model, init sale, ops []porcupine.Operation, info porcupine.LinearizationInfo) {
+// explain names the first answer no linearization explains: the operation whose
+// return ends the shortest prefix of the history (by return) that is not
+// linearizable, operations still in flight then taken as may-or-may-not. It judges
+// that operation in the states the longest partial linearization of the prefix
+// reaches.
+func (c *checker) explain(m model, init sale, ops []porcupine.Operation, timeout time.Duration) {
+	byReturn := make([]int, len(ops))
+	for i := range byReturn {
+		byReturn[i] = i
+	}
+	// Among answers at one moment, the operations that change the sale come first:
+	// one of them, not a read beside it, is the one that does not fit.
+	observes := func(i int) bool {
+		k := ops[i].Input.(input).kind
+		return k == kAlready || k == kSoldOut || k == kSettled
+	}
+	slices.SortStableFunc(byReturn, func(a, b int) int {
+		if ops[a].Return != ops[b].Return {
+			return cmp.Compare(ops[a].Return, ops[b].Return)
+		}
+		return cmp.Compare(b2i(observes(a)), b2i(observes(b)))
+	})
+	prefix := func(k int) []porcupine.Operation {
+		end := ops[byReturn[k]].Return
+		var out []porcupine.Operation
+		for _, op := range ops {
+			switch in := op.Input.(input); {
+			case op.Return <= end:
+				out = append(out, op)
+			case op.Call < end && in.kind != kAlready && in.kind != kSoldOut && in.kind != kSettled:
+				// in flight at end: it may or may not have taken effect yet
+				in.maybe = true
+				op.Input, op.Return = in, never
+				out = append(out, op)
+			}
+		}
+		return out
+	}
+	pm := m.porcupine(init)
+	lo, hi := 0, len(byReturn)-1
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if porcupine.CheckOperationsTimeout(pm, prefix(mid), timeout/8) == porcupine.Ok {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	k := lo
+	culprit := ops[byReturn[k]]
+	_, info := porcupine.CheckOperationsVerbose(pm, prefix(k), timeout/8)
 	var longest []porcupine.Operation
 	for _, part := range info.PartialLinearizationsOperations() {
 		for _, p := range part {
-			if len(p) > len(longest) {
+			if len(p) > len(longest) && !slices.ContainsFunc(p, func(op porcupine.Operation) bool {
+				return op.Input.(input).desc == culprit.Input.(input).desc
+			}) {
 				longest = p
 			}
 		}
 	}
 	states := []sale{init}
-	placed := map[string]bool{}
 	for _, op := range longest {
-		in := op.Input.(input)
-		placed[in.desc] = true
 		var next []sale
 		for _, s := range states {
-			n, _ := m.step(s, in)
+			n, _ := m.step(s, op.Input.(input))
 			next = append(next, n...)
 		}
 		states = next
 	}
-	var culprit *porcupine.Operation
-	for i, op := range ops {
-		if !placed[op.Input.(input).desc] && (culprit == nil || op.Return < culprit.Return) {
-			culprit = &ops[i]
+	in := culprit.Input.(input)
+	for _, s := range states {
+		if _, why := m.step(s, in); why != "" {
+			c.add(m.violationKind(s, in), "%s [%s, %s] fits no order of the %d operations before it: %s",
+				in.desc, clock(culprit.Call), clock(culprit.Return), len(longest), why)
+			return
 		}
 	}
-	if culprit == nil || len(states) == 0 {
-		c.add(NotLinearizable, "no order of the %d operations explains the answers", len(ops))
-		return
+	c.add(m.violationKind(init, in), "%s [%s, %s] fits no order of the operations before it", in.desc, clock(culprit.Call), clock(culprit.Return))
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
 	}
-	in := culprit.Input.(input)
-	_, why := m.step(states[0], in)
-	c.add(m.violationKind(states[0], in), "%s [%s, %s] cannot be placed after %d of %d operations: %s",
-		in.desc, clock(culprit.Call), clock(culprit.Return), len(longest), len(ops), why)
+	return 0
 }
 
 func clock(ns int64) string {
@@ -308,16 +464,18 @@ const never = int64(1) << 62
 // remaining units once settled.
 func (c *checker) operations() []porcupine.Operation {
 	h := c.h
-	if !slices.ContainsFunc(h.Requests, func(r Request) bool { return !r.Call.IsZero() }) {
-		return nil // a history recorded without times says nothing of order
+	if len(h.Requests) == 0 || slices.ContainsFunc(h.Requests, func(r Request) bool { return r.Call.IsZero() || r.Return.IsZero() }) {
+		return nil // a history recorded without every time says nothing of order
 	}
 	start, end := int64(never), int64(0)
 	for _, r := range h.Requests {
 		start, end = min(start, r.Call.UnixNano()), max(end, r.Return.UnixNano())
 	}
+	// Every release is done by the time the settled stats were read; an
+	// operation whose end is unknown ended before then too.
 	settled := end
 	if !h.Settled.IsZero() {
-		settled = max(end, h.Settled.UnixNano())
+		settled = h.Settled.UnixNano()
 	}
 	var ops []porcupine.Operation
 	add := func(in input, call, ret int64) {
@@ -383,14 +541,17 @@ func (c *checker) operations() []porcupine.Operation {
 		if o.live() {
 			continue
 		}
-		call, ret := made[o.ID], settled-1
+		// Closed between the first cancel's call and the 200's return (or, with no
+		// 200, some time before the end); its units back then too, unless Redis may
+		// have been out of reach, when they go back later.
+		k, call, ret := kClose, made[o.ID], settled-1
 		if cancel, ok := c.cancelled(o.ID); ok {
-			call = max(call, cancel.Call.UnixNano())
+			call, ret = max(call, cancel.Call.UnixNano()), cancel.Return.UnixNano()
 			if !h.unsure(cancel) {
-				ret = cancel.Return.UnixNano()
+				k = kReturn
 			}
 		}
-		add(input{kind: kReturn, user: o.User, order: o.ID, desc: fmt.Sprintf("order %s of user %d %s, its units back", o.ID, o.User, o.Status)}, call, ret)
+		add(input{kind: k, user: o.User, order: o.ID, desc: fmt.Sprintf("order %s of user %d %s", o.ID, o.User, o.Status)}, call, ret)
 	}
 	if h.Stats.Queued == 0 && h.Stats.Pending == 0 && h.Stats.Stock > 0 {
 		add(input{kind: kSettled, units: h.Stats.Remaining, desc: fmt.Sprintf("settled with %d remaining", h.Stats.Remaining)}, settled, settled)

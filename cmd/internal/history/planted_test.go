@@ -203,9 +203,9 @@ func (s *sim) forget() {
 	}
 }
 
-// buyer grabs (with pass, if any) from t; on a 202 cancels some of the time and may
-// grab again, or grabs once more as a double click; on sold_out tries again a
-// few times.
+// buyer grabs (with pass, if any) from t; on a 202 cancels half of the time (and
+// may grab again), else grabs once more after Redis forgot; on sold_out tries
+// again a few times.
 func (s *sim) buyer(u int64, t int, pass string, tries int) {
 	s.request(t, Request{Op: OpGrab, User: u, Pass: pass}, func(r *Request) { s.grab(t, r) }, func(r Request) {
 		now := int(r.Return.Sub(begins) / time.Millisecond)
@@ -217,8 +217,9 @@ func (s *sim) buyer(u int64, t int, pass string, tries int) {
 					s.buyer(u, c+50+s.rng.IntN(200), pass, tries)
 				}
 			})
-		case r.Status == 202 && s.rng.IntN(2) == 0:
-			s.buyer(u, now+10+s.rng.IntN(400), pass, 0)
+		case r.Status == 202:
+			// a holder grabs once more, after Redis forgot, as a second click
+			s.buyer(u, max(now+10, 300)+s.rng.IntN(200), pass, 0)
 		case r.Code == "sold_out" && tries > 0:
 			s.buyer(u, now+50+s.rng.IntN(300), pass, tries-1)
 		}
