@@ -6,7 +6,11 @@
 // the sale's clock, the stats add up — at the end and in every sample taken while the
 // sale ran — pay and cancel answers are borne out by the orders, and an answer lost to
 // a fault (a 503, a timeout, a killed instance) left
-// nothing behind that asking again would not report.
+// nothing behind that asking again would not report. A history recorded with the
+// times of each request is also checked for linearizability (linear.go, model.go):
+// one sale, taking each request at one moment between its call and its answer,
+// must be able to have given every answer — no sold_out while a unit was free, no
+// 202 without one, no draw handing a unit to a user who gave theirs back.
 //
 // A fault-injection run records a History as it goes and passes it to Check once the
 // service has settled (nothing queued, nothing pending): Check returns every
