@@ -140,7 +140,11 @@ func (c *checker) explain(m model, init sale, ops []porcupine.Operation, timeout
 	}
 	k := lo
 	culprit := ops[byReturn[k]]
-	_, info := porcupine.CheckOperationsVerbose(pm, prefix(k), timeout/8)
+	res, info := porcupine.CheckOperationsVerbose(pm, prefix(k), timeout/8)
+	note := ""
+	if res == porcupine.Unknown {
+		note = " (the search ran out of time here: the first suspect, not a proof)"
+	}
 	var longest []porcupine.Operation
 	for _, part := range info.PartialLinearizationsOperations() {
 		for _, p := range part {
@@ -163,12 +167,12 @@ func (c *checker) explain(m model, init sale, ops []porcupine.Operation, timeout
 	in := culprit.Input.(input)
 	for _, s := range states {
 		if _, why := m.step(s, in); why != "" {
-			c.add(m.violationKind(s, in), "%s [%s, %s] fits no order of the %d operations before it: %s",
-				in.desc, clock(culprit.Call), clock(culprit.Return), len(longest), why)
+			c.add(m.violationKind(s, in), "%s [%s, %s] fits no order of the %d operations before it: %s%s",
+				in.desc, clock(culprit.Call), clock(culprit.Return), len(longest), why, note)
 			return
 		}
 	}
-	c.add(m.violationKind(init, in), "%s [%s, %s] fits no order of the operations before it", in.desc, clock(culprit.Call), clock(culprit.Return))
+	c.add(m.violationKind(init, in), "%s [%s, %s] fits no order of the operations before it%s", in.desc, clock(culprit.Call), clock(culprit.Return), note)
 }
 
 func b2i(b bool) int {
