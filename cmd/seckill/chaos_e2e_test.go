@@ -130,7 +130,7 @@ func chaosSale(t *testing.T, seed uint64) {
 	// Should the test end early, PostgreSQL and Redis run again for the tests after it.
 	var pgDown, pgStopped, redisStopped atomic.Bool
 	// The stretches in which Redis may have been out of reach, and a while after
-	// (the instances' breakers reopen the way): a cancel answered then may give its
+	// (an instance's breaker may stay open a while): a cancel answered then may give its
 	// units back later (ReleaseClosed), not before its answer.
 	var unsure []history.Interval
 	redisFault := func(from time.Time) {
