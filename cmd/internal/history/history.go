@@ -6,7 +6,11 @@
 // the sale's clock, the stats add up — at the end and in every sample taken while the
 // sale ran — pay and cancel answers are borne out by the orders, and an answer lost to
 // a fault (a 503, a timeout, a killed instance) left
-// nothing behind that asking again would not report.
+// nothing behind that asking again would not report. A history recorded with the
+// times of each request is also checked for linearizability (linear.go, model.go):
+// one sale, taking each request at one moment between its call and its answer,
+// must be able to have given every answer — no sold_out while a unit was free, no
+// 202 without one, no draw handing a unit to a user who gave theirs back.
 //
 // A fault-injection run records a History as it goes and passes it to Check once the
 // service has settled (nothing queued, nothing pending): Check returns every
@@ -52,6 +56,12 @@ type Request struct {
 	Listed []string
 	// Units are the units an edit added (negative: removed).
 	Units int
+	// Pass is the waiting room's pass a grab presented, if any.
+	Pass string
+	// Call and Return are when the request was sent and its answer (or the fault
+	// that cut it off) came; a history without them is not checked for
+	// linearizability.
+	Call, Return time.Time
 }
 
 // answered reports whether the request got an answer that says what happened.
@@ -101,6 +111,17 @@ type History struct {
 	// Drifts are what `seckill reconcile --json` reported for the voucher at the end;
 	// none when Redis and the database agree.
 	Drifts []string
+	// Limit is the per-user limit (0: 1).
+	Limit int
+	// Draw says the sale's units were drawn: an entrant is handed a unit at most once.
+	Draw bool
+	// Hands are the units a draw or a waitlist handed on, in no particular order.
+	Hands []Hand
+	// Settled is when Stats was read; zero: at the last answer.
+	Settled time.Time
+	// Unsure are the stretches in which Redis may have been out of reach: a cancel
+	// answered 200 in one may return its units after its answer (ReleaseClosed).
+	Unsure []Interval
 }
 
 // Violation is one broken promise.
@@ -167,8 +188,13 @@ func Violations(h History) []Violation {
 	if len(h.Drifts) > 0 {
 		c.add(ReconcileDrift, "%s", strings.Join(h.Drifts, "; "))
 	}
+	c.linearizable(linearTimeout)
 	return c.out
 }
+
+// linearTimeout bounds the linearizability search of one history (and each of the
+// searches that name the first answer out of place: an eighth of it).
+const linearTimeout = 2 * time.Minute
 
 // checker holds one history, its order rows by id, and the violations found so far.
 type checker struct {
