@@ -117,7 +117,8 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	orders := sqlstore.NewOrders(db).WithOutbox()
 	reservations := redisstore.NewReservations(rdb, redisstore.Options{Prefix: prefix})
 	queue := redisstore.NewQueue(rdb, redisstore.QueueOptions{Prefix: prefix, Consumer: "test-" + testenv.Unique()})
-	clock, ids := cfg.clock, system.ULIDs{}
+	clock := cfg.clock
+	ids := system.NewULIDs(clock)
 	cfg.http.Clock = clock
 	// A long flag life: a test that sees units come back sees it through the restock signal.
 	changes := redisstore.NewChanges(rdb, redisstore.Options{Prefix: prefix})

@@ -1,10 +1,14 @@
 package httpapi_test
 
 import (
+	"context"
+	"errors"
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -149,6 +153,41 @@ func TestIPLimitFailsOpen(t *testing.T) {
 			t.Fatalf("read %d with the limiter down: %d %s", i+1, r.Status, r.Raw)
 		}
 	}
+}
+
+// TestIPLimitDoesNotWaitOutRedis: the limit's decision is bounded well within one
+// Redis timeout: a limiter that does not answer is given up on (its context has a
+// deadline under redisstore.TunedTimeout/2) and the read goes through, so a read that
+// needs a Redis that does not answer waits out one timeout, not the limiter's first.
+func TestIPLimitDoesNotWaitOutRedis(t *testing.T) {
+	t.Parallel()
+	hung := &hungLimiter{}
+	a := newAPI(t, limits(httpapi.Options{IPLimit: 1, IPBurst: 1, IPLimiter: hung}))
+	began := time.Now()
+	if r := a.serveFrom(http.MethodGet, "/api/v1/vouchers", "", "", "192.0.2.1:5000"); r.Status != http.StatusOK {
+		t.Fatalf("read with the limiter hung: %d %s", r.Status, r.Raw)
+	}
+	deadline, ok := hung.deadline.Load().(time.Time)
+	if !ok {
+		t.Fatal("the limiter was asked without a deadline: it would wait out Redis's own timeout")
+	}
+	if left := deadline.Sub(began); left > redisstore.TunedTimeout/2 {
+		t.Fatalf("the limiter was given %v to decide, over half the %v Redis timeout", left, redisstore.TunedTimeout)
+	}
+}
+
+// hungLimiter is a limiter whose Redis does not answer: it waits for its caller to
+// give up, remembering the deadline it was given.
+type hungLimiter struct{ deadline atomic.Value }
+
+func (h *hungLimiter) Allow(ctx context.Context, _ string, _, _ int) (bool, time.Duration, error) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return false, 0, errors.New("no deadline: a real client would wait out its own timeout")
+	}
+	h.deadline.Store(d)
+	<-ctx.Done()
+	return false, 0, ctx.Err()
 }
 
 // TestGrabAdmission: New puts the instance's gate on the grab route after

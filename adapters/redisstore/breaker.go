@@ -178,7 +178,12 @@ const tunedPoolTimeout = 5 * time.Second
 //   - no command retries (MaxRetries -1; 0 would mean go-redis's default of 3): a failed
 //     call is answered with 503 and Retry-After instead, and the breaker counts it;
 //   - waiting for a free connection ends with the caller's deadline (5 s at most); it
-//     is this process being busy, and the breaker does not count it.
+//     is this process being busy, and the breaker does not count it;
+//   - pipelines take their connections from the one pool (PipelinePoolSize -1):
+//     go-redis's separate pipeline pool, when the fresh connection it dialed fails to
+//     set up (a frozen Redis accepts the dial, then answers nothing), tries the
+//     pipeline again on a connection of the main pool, so a call would wait out two
+//     timeouts instead of one.
 //
 // Blocking reads (XREADGROUP BLOCK) keep go-redis's own allowance: their block time
 // plus 10 s. Call it before redis.NewClient; it leaves the other options alone.
@@ -193,4 +198,5 @@ func TuneClientOptions(o *redis.Options) {
 	o.MinRetryBackoff = 8 * time.Millisecond
 	o.MaxRetryBackoff = 64 * time.Millisecond
 	o.PoolTimeout = tunedPoolTimeout
+	o.PipelinePoolSize = -1
 }

@@ -133,13 +133,14 @@ func failoverOptions(o *redis.Options, master string, sentinels []string) *redis
 		WriteTimeout:          o.WriteTimeout,
 		ContextTimeoutEnabled: o.ContextTimeoutEnabled,
 
-		PoolFIFO:        o.PoolFIFO,
-		PoolSize:        o.PoolSize,
-		PoolTimeout:     o.PoolTimeout,
-		MinIdleConns:    o.MinIdleConns,
-		MaxIdleConns:    o.MaxIdleConns,
-		MaxActiveConns:  o.MaxActiveConns,
-		ConnMaxIdleTime: o.ConnMaxIdleTime,
-		ConnMaxLifetime: o.ConnMaxLifetime,
+		PoolFIFO:         o.PoolFIFO,
+		PoolSize:         o.PoolSize,
+		PipelinePoolSize: o.PipelinePoolSize,
+		PoolTimeout:      o.PoolTimeout,
+		MinIdleConns:     o.MinIdleConns,
+		MaxIdleConns:     o.MaxIdleConns,
+		MaxActiveConns:   o.MaxActiveConns,
+		ConnMaxIdleTime:  o.ConnMaxIdleTime,
+		ConnMaxLifetime:  o.ConnMaxLifetime,
 	}
 }

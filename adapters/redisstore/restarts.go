@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -118,7 +119,10 @@ func infoField(info, field string) string {
 // redis.Options.OnConnect. The connection that first meets a changed server is
 // refused (an error wrapping domain.ErrUnavailable): the command that dialed it may
 // be a grab that passed the gate a moment before, and must not be judged by the state
-// to be healed. Failing to read the run_id fails nothing.
+// to be healed. A server that refuses to say who it is (an error reply: INFO not
+// allowed) fails nothing. A connection that did not answer (a timeout, a reset) is
+// refused too: the command would only wait out a timeout of its own after the one
+// the check waited out, and a reply that came late would be read as the command's.
 func (r *Restarts) Observe(ctx context.Context, cn *redis.Conn) error {
 	r.mu.Lock()
 	watching, cluster := r.watching, r.cluster
@@ -127,8 +131,12 @@ func (r *Restarts) Observe(ctx context.Context, cn *redis.Conn) error {
 		return nil
 	}
 	key, now, err := identify(ctx, cn, cluster)
-	if err != nil {
-		return nil //nolint:nilerr // a server that cannot say who it is fails nothing: the command will tell
+	var reply redis.Error
+	switch {
+	case errors.As(err, &reply):
+		return nil //nolint:nilerr // a server that will not say who it is fails nothing: the command will tell
+	case err != nil:
+		return fmt.Errorf("redis %w: read the run_id of a new connection: %w", domain.ErrUnavailable, err)
 	}
 	if now.runID == "" || !r.see(key, now) {
 		return nil

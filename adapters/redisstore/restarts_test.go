@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,6 +68,46 @@ func TestRestartsGateGrabsAfterARestart(t *testing.T) {
 	restarts.Healed(restarts.Generation())
 	if restarts.Healing() {
 		t.Fatal("still healing after Healed")
+	}
+}
+
+// TestRestartsRefuseAConnectionThatDoesNotAnswer: a new connection whose server stops
+// answering after the handshake, while its run_id is read, is refused (the check's
+// error wraps ErrUnavailable), so the command that dialed it does not wait out a
+// timeout of its own after the check's, nor read the check's late reply as its own.
+func TestRestartsRefuseAConnectionThatDoesNotAnswer(t *testing.T) {
+	ctx := context.Background()
+	link := testenv.NewLink(t, testenv.RedisAddr(t))
+	restarts := redisstore.NewRestarts()
+	var hang atomic.Bool
+	var observed []error
+	opts := &redis.Options{Addr: link.Addr(), OnConnect: func(ctx context.Context, cn *redis.Conn) error {
+		if hang.Load() {
+			link.Hang() // after the handshake: only the check meets the silence
+		}
+		err := restarts.Observe(ctx, cn)
+		observed = append(observed, err)
+		return err
+	}}
+	redisstore.TuneClientOptions(opts)
+	client := redis.NewClient(opts)
+	t.Cleanup(func() { _ = client.Close() })
+	check(t, restarts.Watch(ctx, client))
+	check(t, client.Ping(ctx).Err())
+
+	hang.Store(true)
+	check(t, client.Close())
+	client = redis.NewClient(opts)
+	t.Cleanup(func() { _ = client.Close() })
+	err := client.Ping(ctx).Err()
+	if len(observed) != 2 || !errors.Is(observed[1], domain.ErrUnavailable) {
+		t.Fatalf("the check of a connection that stopped answering returned %v, want an error wrapping ErrUnavailable", observed)
+	}
+	if err == nil {
+		t.Fatal("the command on the refused connection succeeded")
+	}
+	if restarts.Healing() {
+		t.Fatal("a server that did not answer was taken for a changed one")
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/adapters/sqlstore"
+	"github.com/seckill/seckill/adapters/testenv"
 )
 
 func TestLeasesOneHolderAtATime(t *testing.T) {
@@ -50,5 +51,39 @@ func TestLeasesOneHolderAtATime(t *testing.T) {
 	}
 	if _, ok, err := l.Acquire(ctx, "short", "b", time.Hour); err != nil || !ok {
 		t.Fatalf("Acquire of an expired lease = %v, %v; want true", ok, err)
+	}
+}
+
+// TestLeasesAreDatedByTheDatabasesClock: leases are dated by the clock every instance
+// shares, PostgreSQL's, not the holder's: a lease taken by a holder whose own clock
+// is 61 s behind still excludes another holder, on time, for the whole of its 60 s
+// (dated by the holder's clock it had run out before it was taken), and it runs out
+// when the database's clock says so.
+func TestLeasesAreDatedByTheDatabasesClock(t *testing.T) {
+	ctx := context.Background()
+	pg, err := sqlstore.Open(ctx, testenv.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pg.Close() })
+	if _, err := sqlstore.MigrateUp(ctx, pg); err != nil {
+		t.Fatal(err)
+	}
+	behind := sqlstore.LeasesOnClock(pg, func() time.Time { return time.Now().Add(-61 * time.Second) })
+	onTime := sqlstore.NewLeases(pg)
+	const ttl = 60 * time.Second
+	if _, ok, err := behind.Acquire(ctx, "reconcile", "behind", ttl); err != nil || !ok {
+		t.Fatalf("Acquire by the holder behind = %v, %v", ok, err)
+	}
+	if _, ok, err := onTime.Acquire(ctx, "reconcile", "on-time", time.Hour); err != nil || ok {
+		t.Fatalf("Acquire by another holder while the lease runs = %v, %v; want false", ok, err)
+	}
+	var ms int64
+	if err := pg.NewRaw("SELECT (extract(epoch FROM expires_at - clock_timestamp()) * 1000)::bigint FROM leases WHERE name = 'reconcile'").Scan(ctx, &ms); err != nil {
+		t.Fatal(err)
+	}
+	left := time.Duration(ms) * time.Millisecond
+	if left < ttl-10*time.Second || left > ttl {
+		t.Fatalf("the lease runs %v more by the database's clock, want about %v", left, ttl)
 	}
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"strings"
@@ -165,5 +167,121 @@ func TestInstancesWhoseClocksDisagreeKeepOneSaleClock(t *testing.T) {
 	status, body := slow.call(http.MethodPost, "/api/v1/vouchers/"+other+"/grab", token, nil)
 	if e, _ := body["error"].(map[string]any); status != http.StatusConflict || e["code"] != "already_purchased" {
 		t.Fatalf("the same user's next grab through the slow instance: %d %v, want 409 already_purchased", status, body)
+	}
+}
+
+// idSlack is how far apart by created_at two orders listed in id order may be the
+// other way round: both taken within it on two instances, one minted first and
+// stamped second. Grabs sent one after another never wait for their turn, so a few
+// milliseconds would do; a minute is the skew this would not tolerate.
+const idSlack = 50 * time.Millisecond
+
+// TestAVoucherOrdersPageInTheSaleClocksOrder: two instances, one whose host clock is
+// 60 s behind (the test build shifts it), take a sale's orders in turn. Order ids tell
+// the sale's clock, not the host's, so a voucher's orders, paged oldest first by id,
+// are in the order of their created_at: the orders the instance behind took after the
+// first page was read are all on the later pages, the pages hold every order once,
+// and the CSV export starts with the oldest. (Before, ids told the host's clock: all
+// the orders the instance behind took sorted before the others'.)
+func TestAVoucherOrdersPageInTheSaleClocksOrder(t *testing.T) {
+	a := startFulfillInstance(t)
+	behind := a.another("SECKILL_TEST_CLOCK_SKEW=-60s")
+	testenv.Eventually(t, 30*time.Second, "the instance behind measured its clock", func() (bool, string) {
+		got := scrapeURL(t, behind.base+"/metrics")["seckill_clock_offset_seconds"]
+		return math.Abs(got-60) < 1, fmt.Sprint(got)
+	})
+	id := a.createVoucher(100, 1)
+	admin := a.token(1, true)
+	grab := func(in *fulfillInstance, user int64) {
+		t.Helper()
+		if status, body := in.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", in.token(domain.UserID(user), false), nil); status != http.StatusAccepted {
+			t.Fatalf("grab of user %d: %d %v", user, status, body)
+		}
+	}
+	type page struct {
+		Orders []struct {
+			ID        string    `json:"order_id"`
+			User      int64     `json:"user_id,string"`
+			CreatedAt time.Time `json:"created_at"`
+		} `json:"orders"`
+		NextCursor string `json:"next_cursor"`
+	}
+	read := func(cursor string) page {
+		t.Helper()
+		path := "/api/v1/vouchers/" + id + "/orders?limit=5"
+		if cursor != "" {
+			path += "&cursor=" + cursor
+		}
+		status, body := a.call(http.MethodGet, path, admin, nil)
+		if status != http.StatusOK {
+			t.Fatalf("GET %s: %d %v", path, status, body)
+		}
+		raw, _ := json.Marshal(body)
+		var p page
+		if err := json.Unmarshal(raw, &p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	// Ten orders on the instance on time, then the first page is read; then ten more
+	// on each instance in turn.
+	for u := range int64(10) {
+		grab(a, 1000+u)
+	}
+	a.waitSettled(id, 10, 30*time.Second)
+	first := read("")
+	for u := range int64(10) {
+		grab(a, 2000+u)
+		grab(behind, 3000+u)
+	}
+	a.waitSettled(id, 30, 30*time.Second)
+
+	listed := first.Orders
+	for cursor := first.NextCursor; cursor != ""; {
+		p := read(cursor)
+		listed = append(listed, p.Orders...)
+		cursor = p.NextCursor
+	}
+	seen := map[string]bool{}
+	late := 0
+	for i, o := range listed {
+		if seen[o.ID] {
+			t.Fatalf("order %s listed twice", o.ID)
+		}
+		seen[o.ID] = true
+		// An id's time is the sale's clock when the grab was taken, a moment before the
+		// reservation is stamped created_at: orders taken within a few milliseconds of
+		// each other on two instances may be listed in either order (docs/api.md).
+		if i > 0 && o.CreatedAt.Before(listed[i-1].CreatedAt.Add(-idSlack)) {
+			t.Errorf("order %d, %s (user %d), created at %s, listed after %s (user %d), created at %s",
+				i, o.ID, o.User, o.CreatedAt.Format(time.RFC3339Nano), listed[i-1].ID, listed[i-1].User, listed[i-1].CreatedAt.Format(time.RFC3339Nano))
+		}
+		if o.User >= 3000 && i >= len(first.Orders) {
+			late++
+		}
+	}
+	if len(listed) != 30 || late != 10 {
+		t.Fatalf("the pages list %d orders (want 30), %d of the 10 the instance behind took after the first page on later pages", len(listed), late)
+	}
+
+	// The export is in the same order: it starts with the oldest.
+	req, _ := http.NewRequest(http.MethodGet, a.base+"/api/v1/vouchers/"+id+"/orders", nil)
+	req.Header.Set("Authorization", "Bearer "+admin)
+	req.Header.Set("Accept", "text/csv")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("export: %d %v", res.StatusCode, err)
+	}
+	rows := strings.Split(strings.TrimSpace(string(raw)), "\n")[1:]
+	for i, row := range rows {
+		if i >= len(listed) || !strings.HasPrefix(row, listed[i].ID+",") {
+			t.Fatalf("export row %d, %q, is not the listing's %d", i, row, i)
+		}
 	}
 }

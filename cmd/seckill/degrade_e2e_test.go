@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/testenv"
 )
 
@@ -87,4 +88,38 @@ func TestRedisOutage(t *testing.T) {
 	if st["remaining"] != 3 {
 		t.Fatalf("stats after recovery: %v", st)
 	}
+}
+
+// TestReadWhileRedisIsFrozenAnswersWithinOneTimeout: with Redis frozen (SIGSTOP: its
+// port still accepts connections, nothing answers), a read that needs a fresh
+// connection answers 503 after about one Redis timeout (redisstore.TunedTimeout), not
+// two: the connection's set-up (its handshake and the restart check of its run_id)
+// and the command share the one wait, and a pipeline whose fresh connection failed is
+// not tried again on another one. Each read below finds the connection the one before
+// it broke gone. The bound is generous (1.8 timeouts); before, each read took 2.0.
+func TestReadWhileRedisIsFrozenAnswersWithinOneTimeout(t *testing.T) {
+	redisPID := redisPIDFile(t)
+	fi := startFulfillInstance(t)
+	id := fi.createVoucher(5, 1)
+	if status, body := fi.call(http.MethodGet, "/api/v1/vouchers/"+id, "", nil); status != http.StatusOK {
+		t.Fatalf("read before the freeze: %d %v", status, body)
+	}
+	thaw := freezeRedis(t, redisPID)
+	bound := redisstore.TunedTimeout * 18 / 10
+	for i := range 3 {
+		began := time.Now()
+		status, body := fi.call(http.MethodGet, "/api/v1/vouchers/"+id, "", nil)
+		took := time.Since(began)
+		if status != http.StatusServiceUnavailable {
+			t.Fatalf("read %d with Redis frozen: %d %v, want 503", i, status, body)
+		}
+		if took >= bound {
+			t.Fatalf("read %d with Redis frozen answered 503 after %v, over %v (1.8 × the %v timeout)", i, took, bound, redisstore.TunedTimeout)
+		}
+	}
+	thaw()
+	testenv.Eventually(t, 30*time.Second, "reads served again", func() (bool, string) {
+		status, body := fi.call(http.MethodGet, "/api/v1/vouchers/"+id, "", nil)
+		return status == http.StatusOK, fmt.Sprintf("%d %v", status, body)
+	})
 }

@@ -184,8 +184,8 @@ func deliverWebhooks(cfg Config, hooks ports.WebhookOutbox, window domain.Paymen
 var systemSet = wire.NewSet(
 	saleClock,
 	wire.Bind(new(ports.Clock), new(*redisstore.Clock)),
-	wire.Struct(new(system.ULIDs)),
-	wire.Bind(new(ports.OrderIDs), new(system.ULIDs)),
+	system.NewULIDs,
+	wire.Bind(new(ports.OrderIDs), new(*system.ULIDs)),
 	wire.Struct(new(system.AcceptPayments)),
 	wire.Bind(new(ports.Payments), new(system.AcceptPayments)),
 )

@@ -61,7 +61,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	createVoucher := application.NewCreateVoucher(vouchers, portsStock, clock)
 	getVoucher := application.NewGetVoucher(vouchers, portsStock, clock)
 	listVouchers := application.NewListVouchers(vouchers, portsStock, clock)
-	uliDs := system.ULIDs{}
+	uliDs := system.NewULIDs(clock)
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
 	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, sqlstoreStock)
 	orders := outboxOrders(db, cfg)
