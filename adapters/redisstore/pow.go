@@ -103,8 +103,8 @@ func checkProof(proof string) (string, bool) {
 			return "", false
 		}
 	}
-	var raw [challengeRandom + 1]byte
-	if n, err := base64.RawURLEncoding.Decode(raw[:], []byte(challenge)); err != nil || n != len(raw) {
+	raw, ok := domain.DecodeToken(challenge)
+	if !ok || len(raw) != challengeRandom+1 {
 		return "", false
 	}
 	difficulty := int(raw[challengeRandom])

@@ -28,6 +28,14 @@ func newPow(t testing.TB) (*redisstore.ProofOfWork, redis.UniversalClient, redis
 	return redisstore.NewProofOfWork(client, opts, system.Clock{}), client, redisstore.Keys{Prefix: opts.Prefix}
 }
 
+// respell returns token with the lowest bit of its last character's value flipped:
+// one of its padding bits, so a loose base64url decoder reads the same bytes.
+func respell(token string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	last := strings.IndexByte(alphabet, token[len(token)-1])
+	return token[:len(token)-1] + string(alphabet[last^1])
+}
+
 // solved is the proof a client sends for c.
 func solved(c string, difficulty int) string {
 	return c + ":" + domain.SolvePow(c, difficulty)
@@ -84,6 +92,7 @@ func TestProofOfWorkBindsUserAndVoucherAndIsSpentOnce(t *testing.T) {
 		{"a challenge too short", voucher, user, offer.Challenge[1:] + ":0"},
 		{"a challenge not base64url", voucher, user, "!" + offer.Challenge[1:] + ":0"},
 		{"two colons", voucher, user, proof + ":0"},
+		{"a challenge respelt in its padding bits", voucher, user, solved(respell(offer.Challenge), offer.Difficulty)},
 	} {
 		if err := pow.Verify(ctx, tc.voucher, tc.user, tc.proof); !errors.Is(err, domain.ErrChallengeRequired) {
 			t.Errorf("a proof %s: %v, want ErrChallengeRequired", tc.name, err)
