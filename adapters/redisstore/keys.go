@@ -104,7 +104,8 @@ func (k Keys) Active() string { return k.prefix() + ":active" }
 
 // Room returns the key of the hash of the waiting room's counters: closed (1 once
 // early joining ended), installed (1 once the shuffled order is in place), early (how
-// many were shuffled), late (how many joined later), admitted (how many were let in),
+// many were shuffled), late (how many joined later), admitted (how many were taken from
+// the line: let in, or passed over as holding an order already),
 // and the measure of the admission rate (rate, in users per 1000 s, over the last
 // window; since and count, the window being measured).
 func (k Keys) Room(id domain.VoucherID) string { return k.key(id, "room") }
