@@ -84,7 +84,7 @@ func TestPassesAreCheckedWithoutAStore(t *testing.T) {
 			_, err := domain.VerifyPass(key, token, 7, 42, p.Expires)
 			return err
 		},
-		"forged":    func() error { _, err := domain.VerifyPass(key, string(forged), 7, 42, now); return err },
+		"forged": func() error { _, err := domain.VerifyPass(key, string(forged), 7, 42, now); return err },
 		"respelt": func() error {
 			_, err := domain.VerifyPass(key, respell(token), 7, 42, now)
 			return err
