@@ -204,6 +204,33 @@ func (uc *QueueStatus) shuffle(ctx context.Context, id domain.VoucherID) (*ports
 	return &sh, nil
 }
 
+// QueueEntrants reads the entrants of a waiting room's shuffle: with the seed and the
+// digest QueueStatus publishes, anyone recomputes the shuffle and checks it.
+type QueueEntrants struct {
+	vouchers *roomVouchers
+	shuffles ports.Shuffles
+}
+
+// NewQueueEntrants returns the use case.
+func NewQueueEntrants(vouchers ports.Vouchers, shuffles ports.Shuffles) *QueueEntrants {
+	return &QueueEntrants{vouchers: &roomVouchers{vouchers: vouchers}, shuffles: shuffles}
+}
+
+// Handle returns voucher id's shuffle with its entrants, ascending
+// (domain.SortEntrants). It returns domain.ErrNotFound for a voucher that does not
+// exist and before the shuffle ran, domain.ErrNoWaitingRoom for a voucher sold
+// otherwise.
+func (uc *QueueEntrants) Handle(ctx context.Context, id domain.VoucherID) (ports.Shuffle, error) {
+	v, err := uc.vouchers.get(ctx, id)
+	if err != nil {
+		return ports.Shuffle{}, err
+	}
+	if v.Admission != domain.AdmissionWaitingRoom {
+		return ports.Shuffle{}, domain.ErrNoWaitingRoom
+	}
+	return uc.shuffles.Get(ctx, id, true)
+}
+
 // RoomOptions tune AdmitQueues.
 type RoomOptions struct {
 	// Holder names this instance in the shuffle's lease (required).

@@ -225,6 +225,10 @@ func TestAdmitQueuesShufflesOnceSavedBeforeInstalledThenAdmitsWithinTheWindow(t 
 	if f.room.closes != 0 {
 		t.Fatal("the room was shuffled before the start")
 	}
+	entrants := application.NewQueueEntrants(f.vouchers, f.shuffles)
+	if _, err := entrants.Handle(ctx, f.v.ID); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("the entrants before the shuffle: %v, want ErrNotFound", err)
+	}
 	f.clock.Set(f.start)
 	// The first instance's install fails: the shuffle is saved, the room not open.
 	f.room.failInst = 1
@@ -245,6 +249,9 @@ func TestAdmitQueuesShufflesOnceSavedBeforeInstalledThenAdmitsWithinTheWindow(t 
 	check(t, b.Handle(ctx))
 	if !savedFirst || f.room.closes != 1 {
 		t.Fatalf("saved before installed: %v; closes %d, want 1", savedFirst, f.room.closes)
+	}
+	if got, err := entrants.Handle(ctx, f.v.ID); err != nil || !slices.Equal(got.Entrants, want) {
+		t.Fatalf("the entrants published = %v, %v; want %v", got.Entrants, err, want)
 	}
 	order := domain.Shuffle(f.v.Seed, want)
 	if !slices.Equal(f.room.order, order) {
@@ -303,6 +310,13 @@ func TestJoinQueueRefusesWhatTheContractRefuses(t *testing.T) {
 		if err := join.Handle(ctx, c.v, c.user, ""); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
+	}
+	entrants := application.NewQueueEntrants(f.vouchers, f.shuffles)
+	if _, err := entrants.Handle(ctx, plain.ID); !errors.Is(err, domain.ErrNoWaitingRoom) {
+		t.Errorf("the entrants of a first-come voucher: %v, want ErrNoWaitingRoom", err)
+	}
+	if _, err := entrants.Handle(ctx, 1000); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("the entrants of no voucher: %v, want ErrNotFound", err)
 	}
 }
 

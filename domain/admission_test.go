@@ -84,7 +84,15 @@ func TestPassesAreCheckedWithoutAStore(t *testing.T) {
 			_, err := domain.VerifyPass(key, token, 7, 42, p.Expires)
 			return err
 		},
-		"forged":    func() error { _, err := domain.VerifyPass(key, string(forged), 7, 42, now); return err },
+		"forged": func() error { _, err := domain.VerifyPass(key, string(forged), 7, 42, now); return err },
+		"respelt": func() error {
+			_, err := domain.VerifyPass(key, respell(token), 7, 42, now)
+			return err
+		},
+		"with a line break": func() error {
+			_, err := domain.VerifyPass(key, token[:10]+"\n"+token[10:], 7, 42, now)
+			return err
+		},
 		"truncated": func() error { _, err := domain.VerifyPass(key, token[:len(token)-2], 7, 42, now); return err },
 		"empty":     func() error { _, err := domain.VerifyPass(key, "", 7, 42, now); return err },
 		"not base64": func() error {

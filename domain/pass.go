@@ -39,11 +39,12 @@ func SignPass(key []byte, p Pass) string {
 }
 
 // VerifyPass reads token as a pass of user for voucher that has not expired at now.
-// A token that is malformed, forged (its signature is not key's), another user's or
-// another voucher's, or expired returns ErrQueueRequired.
+// A token that is malformed or spelt otherwise than SignPass spells it (DecodeToken),
+// forged (its signature is not key's), another user's or another voucher's, or
+// expired returns ErrQueueRequired.
 func VerifyPass(key []byte, token string, voucher VoucherID, user UserID, now time.Time) (Pass, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil || len(raw) != passBodySize+passMACSize {
+	raw, ok := DecodeToken(token)
+	if !ok || len(raw) != passBodySize+passMACSize {
 		return Pass{}, ErrQueueRequired
 	}
 	mac := hmac.New(sha256.New, key)

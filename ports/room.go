@@ -35,8 +35,11 @@ type WaitingRoom interface {
 	// instance calls: it forgets the expired passes, then, while fewer than
 	// window passes are outstanding and units remain on sale, gives the next
 	// user in line a pass (Keys.Passes in the Redis adapter) that expires lifetime
-	// from now. Nothing happens before Install, while the sale is paused or once it
-	// ended.
+	// from now. A user who holds an order of v is passed over (counted let in, given
+	// no pass): one met in the line was let in before the store forgot the room,
+	// whose order was installed again. Nothing happens before Install, while the
+	// sale is paused or its state is being restored (so that every order held is
+	// known), or once it ended.
 	Admit(ctx context.Context, v domain.Voucher, window int, lifetime time.Duration) (Admission, error)
 }
 

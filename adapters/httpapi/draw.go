@@ -96,12 +96,19 @@ func (h handlers) drawEntrants(c echo.Context) error {
 	if st.Draw == nil {
 		return domain.ErrNotFound
 	}
+	return writeEntrants(c, st.Draw.Entrants)
+}
+
+// writeEntrants answers 200 with sorted, the entrants of a shuffle (a draw's or a
+// waiting room's) sorted ascending, as text: one decimal id per line, each ending in
+// "\n" — the bytes whose SHA-256 domain.EntrantsDigest returns.
+func writeEntrants(c echo.Context, sorted []domain.UserID) error {
 	res := c.Response()
 	res.Header().Set(echo.HeaderContentType, "text/plain; charset=utf-8")
 	res.WriteHeader(http.StatusOK)
 	w := bufio.NewWriter(res)
 	buf := make([]byte, 0, 24)
-	for _, u := range st.Draw.Entrants {
+	for _, u := range sorted {
 		buf = strconv.AppendInt(buf[:0], int64(u), 10)
 		buf = append(buf, '\n')
 		if _, err := w.Write(buf); err != nil {

@@ -84,11 +84,11 @@ func authenticateStream(tokens *Tokens, streams *Streams) echo.MiddlewareFunc {
 	}
 }
 
-// wellFormedTicket reports whether s could be a ticket issueTicket made, so that
-// anything else is refused without a look in the store.
+// wellFormedTicket reports whether s could be a ticket issueTicket made, spelt as it
+// spells it (domain.DecodeToken), so that anything else is refused without a look in the store.
 func wellFormedTicket(s string) bool {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	return err == nil && len(b) == ticketBytes
+	b, ok := domain.DecodeToken(s)
+	return ok && len(b) == ticketBytes
 }
 
 // orderEvents answers GET /api/v1/orders/{id}/events: the caller's order at once,

@@ -280,6 +280,7 @@ func TestOrderEventsRefusals(t *testing.T) {
 		{"another user's ticket", path + "?ticket=" + a.ticket(bob), "", 404, "not_found"},
 		{"an unknown ticket", path + "?ticket=" + strings.Repeat("B", 43), "", 401, "unauthorized"},
 		{"a malformed ticket", path + "?ticket=abc", "", 401, "unauthorized"},
+		{"a ticket respelt in its padding bits", path + "?ticket=" + respell(a.ticket(alice)), "", 401, "unauthorized"},
 		{"an expired ticket", path + "?ticket=" + lapsed, "", 401, "unauthorized"},
 		{"an unknown order", "/api/v1/orders/01KB0000000000000000000000/events", alice, 404, "not_found"},
 		{"a malformed order id", "/api/v1/orders/nope/events", alice, 400, "invalid_request"},

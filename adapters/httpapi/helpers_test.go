@@ -177,6 +177,7 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 			VerifyProof:         verifyProof,
 			JoinQueue:           joinQueue,
 			QueueStatus:         application.NewQueueStatus(vouchers, room, shuffles, clock, application.NewPassKey([]byte(secret))),
+			QueueEntrants:       application.NewQueueEntrants(vouchers, shuffles),
 		},
 		tokens,
 		[]httpapi.Check{

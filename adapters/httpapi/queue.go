@@ -154,11 +154,28 @@ func (h handlers) queueEvents(c echo.Context) error {
 	}
 }
 
+// queueEntrants answers GET /api/v1/vouchers/{id}/queue/entrants: the entrants of the
+// room's shuffle as a draw's are answered (writeEntrants), the bytes whose SHA-256 is
+// the published entrants_digest. Before the shuffle: 404 not_found.
+func (h handlers) queueEntrants(c echo.Context) error {
+	id, err := domain.ParseVoucherID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	sh, err := h.uc.QueueEntrants.Handle(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return writeEntrants(c, sh.Entrants)
+}
+
 // queueRoutes adds the waiting room's routes through route: join and read behind
-// auth, the stream behind byTicket (a ticket or the Authorization header).
+// auth, the stream behind byTicket (a ticket or the Authorization header), the
+// shuffle's entrants behind public (anyone may check the shuffle).
 func queueRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc), h handlers,
-	auth, byTicket echo.MiddlewareFunc) {
+	auth, byTicket echo.MiddlewareFunc, public []echo.MiddlewareFunc) {
 	route(http.MethodPost, "/api/v1/vouchers/:id/queue", h.joinQueue, auth)
 	route(http.MethodGet, "/api/v1/vouchers/:id/queue", h.queueStatus, auth)
 	route(http.MethodGet, queueEventsRoute, h.queueEvents, byTicket)
+	route(http.MethodGet, "/api/v1/vouchers/:id/queue/entrants", h.queueEntrants, public...)
 }

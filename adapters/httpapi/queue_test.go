@@ -2,9 +2,15 @@ package httpapi_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,6 +55,11 @@ func TestQueueJoinsReadsAndAdmits(t *testing.T) {
 			t.Fatalf("join of %d: %d %s", u, r.Status, r.Raw)
 		}
 	}
+	for path, want := range map[string]string{room: "not_found", plain: "no_waiting_room"} {
+		if status, body := a.entrants(path); status == http.StatusOK || !strings.Contains(body, `"`+want+`"`) {
+			t.Fatalf("the entrants of %s before a shuffle: %d %s, want %s", path, status, body, want)
+		}
+	}
 	testenv.Eventually(t, time.Minute, "the room shuffled", func() (bool, string) {
 		if err := a.rooms.Handle(context.Background()); err != nil {
 			return false, err.Error()
@@ -71,6 +82,69 @@ func TestQueueJoinsReadsAndAdmits(t *testing.T) {
 	}
 	if admitted != 2 {
 		t.Fatalf("%d admitted, want the window: 2", admitted)
+	}
+	checkPublishedShuffle(t, a, room, []domain.UserID{1, 2, 3})
+}
+
+// entrants reads GET …/queue/entrants of voucher anonymously, its answer checked
+// against the OpenAPI document.
+func (a *api) entrants(voucher string) (int, string) {
+	a.t.Helper()
+	path := "/api/v1/vouchers/" + voucher + "/queue/entrants"
+	res, err := http.Get(a.url + path)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	checkResponse(a.t, http.MethodGet, path, res.StatusCode, res.Header, raw)
+	if res.StatusCode == http.StatusOK && !strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain") {
+		a.t.Fatalf("entrants answered as %q, want text/plain", res.Header.Get("Content-Type"))
+	}
+	return res.StatusCode, string(raw)
+}
+
+// checkPublishedShuffle checks voucher's shuffle as anyone can, from what the service
+// publishes only: the entrants anyone may download are the joiners, sorted, and hash to
+// the published digest; the seed hashes to the commitment; and the seed's shuffle of
+// the entrants puts every joiner at the position it reads.
+func checkPublishedShuffle(t *testing.T, a *api, voucher string, joiners []domain.UserID) {
+	t.Helper()
+	status, body := a.entrants(voucher)
+	if status != http.StatusOK {
+		t.Fatalf("the entrants after the shuffle: %d %s", status, body)
+	}
+	var entrants []domain.UserID
+	for line := range strings.Lines(body) {
+		id, err := strconv.ParseInt(strings.TrimSuffix(line, "\n"), 10, 64)
+		if err != nil || !strings.HasSuffix(line, "\n") {
+			t.Fatalf("entrants line %q: %v", line, err)
+		}
+		entrants = append(entrants, domain.UserID(id))
+	}
+	if want := domain.SortEntrants(joiners); !slices.Equal(entrants, want) {
+		t.Fatalf("entrants %v, want the joiners sorted: %v", entrants, want)
+	}
+	place := a.do(http.MethodGet, "/api/v1/vouchers/"+voucher+"/queue", a.token(joiners[0], false), "")
+	digest := sha256.Sum256([]byte(body))
+	if place.Body["entrants_digest"] != hex.EncodeToString(digest[:]) || place.Body["entrants"] != float64(len(entrants)) {
+		t.Fatalf("the entrants hash to %x; published %s", digest, place.Raw)
+	}
+	seed, err := hex.DecodeString(place.Body["seed"].(string))
+	if err != nil || len(seed) != domain.SeedSize {
+		t.Fatalf("seed %v: %v", place.Body["seed"], err)
+	}
+	if sum := sha256.Sum256(seed); place.Body["commitment"] != hex.EncodeToString(sum[:]) {
+		t.Fatalf("the seed hashes to %x; committed %v", sum, place.Body["commitment"])
+	}
+	for i, u := range domain.Shuffle(domain.Seed(seed), entrants) {
+		r := a.do(http.MethodGet, "/api/v1/vouchers/"+voucher+"/queue", a.token(u, false), "")
+		if r.Body["position"] != float64(i+1) {
+			t.Fatalf("user %d reads position %v; the published shuffle puts it at %d", u, r.Body["position"], i+1)
+		}
 	}
 }
 

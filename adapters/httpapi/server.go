@@ -126,6 +126,7 @@ type UseCases struct {
 	VerifyProof    *application.VerifyProof
 	JoinQueue      *application.JoinQueue
 	QueueStatus    *application.QueueStatus
+	QueueEntrants  *application.QueueEntrants
 }
 
 // Check is one dependency /readyz asks about.
@@ -260,7 +261,7 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	waitlistRoutes(route, h, once(auth), auth)
 	drawRoutes(route, h, once(auth), public)
 	streamRoutes(route, h, opts.Streams, metrics, auth, authenticateStream(tokens, opts.Streams), public)
-	queueRoutes(route, h, auth, authenticateStream(tokens, opts.Streams))
+	queueRoutes(route, h, auth, authenticateStream(tokens, opts.Streams), public)
 
 	operationRoutes(route, checks, opts, metrics, h.tellTime)
 	routes = metrics.knownRoutes(e)

@@ -74,12 +74,13 @@ func (k Keys) Changes(id domain.VoucherID) string { return k.key(id, "changes") 
 // with the ticket. It lives in its own slot.
 func (k Keys) Ticket(digest string) string { return k.prefix() + ":ticket:" + digest }
 
-// Challenge returns the key of a proof-of-work challenge issued for the voucher: a
-// string holding the id of the user it was issued to, expiring with the challenge. It
-// has the voucher's hash tag, so a challenge of another voucher is never found under
-// it, and the check that spends it stays on the voucher's shard.
-func (k Keys) Challenge(id domain.VoucherID, challenge string) string {
-	return k.key(id, "pow:"+challenge)
+// Challenges returns the key of the sorted set of the proof-of-work challenges issued
+// to user for the voucher: member the challenge, score its expiry (Unix ms); at most
+// ChallengesPerUser of them, the key expiring with the newest. It has the voucher's
+// hash tag, so a challenge of another voucher (or user) is never found under it, and
+// the check that spends it stays on the voucher's shard.
+func (k Keys) Challenges(id domain.VoucherID, user domain.UserID) string {
+	return k.key(id, "pow:"+user.String())
 }
 
 // Rates names the users' rate counters for one voucher: a hash from user id to the
@@ -103,7 +104,8 @@ func (k Keys) Active() string { return k.prefix() + ":active" }
 
 // Room returns the key of the hash of the waiting room's counters: closed (1 once
 // early joining ended), installed (1 once the shuffled order is in place), early (how
-// many were shuffled), late (how many joined later), admitted (how many were let in),
+// many were shuffled), late (how many joined later), admitted (how many were taken from
+// the line: let in, or passed over as holding an order already),
 // and the measure of the admission rate (rate, in users per 1000 s, over the last
 // window; since and count, the window being measured).
 func (k Keys) Room(id domain.VoucherID) string { return k.key(id, "room") }

@@ -28,6 +28,14 @@ func newPow(t testing.TB) (*redisstore.ProofOfWork, redis.UniversalClient, redis
 	return redisstore.NewProofOfWork(client, opts, system.Clock{}), client, redisstore.Keys{Prefix: opts.Prefix}
 }
 
+// respell returns token with the lowest bit of its last character's value flipped:
+// one of its padding bits, so a loose base64url decoder reads the same bytes.
+func respell(token string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	last := strings.IndexByte(alphabet, token[len(token)-1])
+	return token[:len(token)-1] + string(alphabet[last^1])
+}
+
 // solved is the proof a client sends for c.
 func solved(c string, difficulty int) string {
 	return c + ":" + domain.SolvePow(c, difficulty)
@@ -49,10 +57,10 @@ func TestProofOfWorkBindsUserAndVoucherAndIsSpentOnce(t *testing.T) {
 		offer.ExpiresAt.After(time.Now().Add(redisstore.ChallengeLifetime+time.Second)) {
 		t.Fatalf("offer %+v, want difficulty 8 expiring %v from now", offer, redisstore.ChallengeLifetime)
 	}
-	ttl, err := client.PTTL(ctx, keys.Challenge(voucher, offer.Challenge)).Result()
+	ttl, err := client.PTTL(ctx, keys.Challenges(voucher, user)).Result()
 	check(t, err)
 	if ttl <= 0 || ttl > redisstore.ChallengeLifetime {
-		t.Fatalf("the challenge's key lives %v, want at most %v", ttl, redisstore.ChallengeLifetime)
+		t.Fatalf("the challenges' key lives %v, want at most %v", ttl, redisstore.ChallengeLifetime)
 	}
 	proof := solved(offer.Challenge, offer.Difficulty)
 	var wrong string
@@ -84,6 +92,7 @@ func TestProofOfWorkBindsUserAndVoucherAndIsSpentOnce(t *testing.T) {
 		{"a challenge too short", voucher, user, offer.Challenge[1:] + ":0"},
 		{"a challenge not base64url", voucher, user, "!" + offer.Challenge[1:] + ":0"},
 		{"two colons", voucher, user, proof + ":0"},
+		{"a challenge respelt in its padding bits", voucher, user, solved(respell(offer.Challenge), offer.Difficulty)},
 	} {
 		if err := pow.Verify(ctx, tc.voucher, tc.user, tc.proof); !errors.Is(err, domain.ErrChallengeRequired) {
 			t.Errorf("a proof %s: %v, want ErrChallengeRequired", tc.name, err)
@@ -95,21 +104,91 @@ func TestProofOfWorkBindsUserAndVoucherAndIsSpentOnce(t *testing.T) {
 	if err := pow.Verify(ctx, voucher, user, proof); !errors.Is(err, domain.ErrChallengeRequired) {
 		t.Fatalf("the same proof again: %v, want ErrChallengeRequired (spent)", err)
 	}
-	if n, err := client.Exists(ctx, keys.Challenge(voucher, offer.Challenge)).Result(); err != nil || n != 0 {
+	if n, err := client.Exists(ctx, keys.Challenges(voucher, user)).Result(); err != nil || n != 0 {
 		t.Fatalf("the spent challenge's key: exists %d (%v), want gone", n, err)
 	}
+}
 
-	// Expired: the key lapses (hurried here), and the proof with it.
-	late, err := pow.Issue(ctx, voucher, user, 4)
+// settableClock is a ports.Clock a test moves.
+type settableClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *settableClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *settableClock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// A challenge expires ChallengeLifetime after it was issued, by the clock the
+// challenges are given: its proof is refused from then on.
+func TestProofOfWorkChallengesExpire(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	client := testenv.Redis(t)
+	clock := &settableClock{now: time.Now()}
+	pow := redisstore.NewProofOfWork(client, redisstore.Options{Prefix: "t" + testenv.Unique()}, clock)
+	offer, err := pow.Issue(ctx, 1, 2, 4)
 	check(t, err)
-	check(t, client.PExpire(ctx, keys.Challenge(voucher, late.Challenge), time.Millisecond).Err())
-	testenv.Eventually(t, testenv.Patience, "the challenge expires", func() (bool, string) {
-		n, err := client.Exists(ctx, keys.Challenge(voucher, late.Challenge)).Result()
-		return err == nil && n == 0, ""
-	})
-	if err := pow.Verify(ctx, voucher, user, solved(late.Challenge, late.Difficulty)); !errors.Is(err, domain.ErrChallengeRequired) {
+	if want := clock.Now().Add(redisstore.ChallengeLifetime).UnixMilli(); offer.ExpiresAt.UnixMilli() != want {
+		t.Fatalf("expires at %v, want %v", offer.ExpiresAt, time.UnixMilli(want))
+	}
+	clock.add(redisstore.ChallengeLifetime)
+	if err := pow.Verify(ctx, 1, 2, solved(offer.Challenge, offer.Difficulty)); !errors.Is(err, domain.ErrChallengeRequired) {
 		t.Fatalf("an expired challenge's proof: %v, want ErrChallengeRequired", err)
 	}
+}
+
+// However many challenges a user asks for, the service keeps the newest
+// ChallengesPerUser of each voucher, in one key: a sixth replaces the oldest, whose
+// proof is refused from then on, while the five kept each pass once. Another voucher's
+// and another user's challenges are kept apart.
+func TestProofOfWorkKeepsFiveChallengesAUserAndVoucher(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pow, client, keys := newPow(t)
+	const voucher, user = domain.VoucherID(5), domain.UserID(6)
+	var offers []string
+	for range 1000 {
+		offer, err := pow.Issue(ctx, voucher, user, 1)
+		check(t, err)
+		offers = append(offers, solved(offer.Challenge, offer.Difficulty))
+	}
+	other, err := pow.Issue(ctx, voucher+1, user, 1)
+	check(t, err)
+	stranger, err := pow.Issue(ctx, voucher, user+1, 1)
+	check(t, err)
+	if n, err := client.ZCard(ctx, keys.Challenges(voucher, user)).Result(); err != nil || n != redisstore.ChallengesPerUser {
+		t.Fatalf("the user keeps %d challenges (%v), want %d", n, err, redisstore.ChallengesPerUser)
+	}
+	var found []string
+	iter := client.Scan(ctx, 0, keys.Prefix+":{v"+voucher.String()+"}:pow:*", 100).Iterator()
+	for iter.Next(ctx) {
+		found = append(found, iter.Val())
+	}
+	check(t, iter.Err())
+	if len(found) != 2 {
+		t.Fatalf("1,002 challenges of two users made keys %v, want one a user", found)
+	}
+	// The sixth newest was replaced: refused, and it spends nothing.
+	kept := len(offers) - redisstore.ChallengesPerUser
+	if err := pow.Verify(ctx, voucher, user, offers[kept-1]); !errors.Is(err, domain.ErrChallengeRequired) {
+		t.Fatalf("a replaced challenge's proof: %v, want ErrChallengeRequired", err)
+	}
+	for i, proof := range offers[kept:] {
+		if err := pow.Verify(ctx, voucher, user, proof); err != nil {
+			t.Fatalf("the proof of kept challenge %d: %v", i, err)
+		}
+	}
+	check(t, pow.Verify(ctx, voucher+1, user, solved(other.Challenge, other.Difficulty)))
+	check(t, pow.Verify(ctx, voucher, user+1, solved(stranger.Challenge, stranger.Difficulty)))
 }
 
 // Issue asks for 1 to 32 bits, whatever it is given, and every challenge is new.

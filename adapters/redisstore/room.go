@@ -38,7 +38,8 @@ var (
 // long.
 const installChunk = 5000
 
-// admitMost bounds how many users one admission call lets in.
+// admitMost bounds how many users one admission call takes from the line (lets in, or
+// passes over as buyers already).
 const admitMost = 1000
 
 // WaitingRoom is the ports.WaitingRoom on Redis: every key of a voucher's room has the
@@ -161,10 +162,11 @@ func (w *WaitingRoom) Install(ctx context.Context, v domain.Voucher, order []dom
 	return nil
 }
 
-// Admit lets users in from the front of v's line (room_admit.lua).
+// Admit lets users in from the front of v's line (room_admit.lua), passing over those
+// who hold an order of v (Keys.Buyers).
 func (w *WaitingRoom) Admit(ctx context.Context, v domain.Voucher, window int, lifetime time.Duration) (ports.Admission, error) {
 	k := w.keys
-	keys := []string{k.Room(v.ID), k.RoomLine(v.ID), k.RoomLateLine(v.ID), k.Passes(v.ID), k.Meta(v.ID)}
+	keys := []string{k.Room(v.ID), k.RoomLine(v.ID), k.RoomLateLine(v.ID), k.Passes(v.ID), k.Meta(v.ID), k.Buyers(v.ID)}
 	res, err := roomAdmitScript.Run(ctx, w.client, keys, window, lifetime.Milliseconds(), admitMost, w.expireAt(v), w.now()).Slice()
 	if err != nil {
 		return ports.Admission{}, unavailable("admit from the waiting room", err)

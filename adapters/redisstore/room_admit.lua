@@ -1,16 +1,22 @@
 -- room_admit: let users in from the front of a voucher's waiting room.
 --
 -- KEYS[1] room, KEYS[2] line (shuffled early joiners), KEYS[3] late line, KEYS[4]
--- passes, KEYS[5] meta (the sale state).
+-- passes, KEYS[5] meta (the sale state), KEYS[6] buyers (Keys.Buyers).
 -- ARGV[1] window (the most passes outstanding), ARGV[2] lifetime_ms (of a pass),
--- ARGV[3] most (users let in by one call at most), ARGV[4] expire_at_ms, ARGV[5]
--- now_ms ('0': sale_now).
+-- ARGV[3] most (users taken from the line by one call at most), ARGV[4]
+-- expire_at_ms, ARGV[5] now_ms ('0': sale_now).
 -- Nothing happens before the shuffled order is installed (returns {0, -1, 0}).
 -- Otherwise the expired passes are dropped, then, unless the sale is paused, ended,
--- not started or has no sale state, users are popped from the front of the line (the
--- shuffled ones first, then the late ones) while fewer than window passes are
--- outstanding and units remain on sale, each given a pass (member the user, score its
--- expiry) until now + lifetime. The admission rate is measured over windows of 5 s.
+-- not started, being restored or has no sale state, users are popped from the front of
+-- the line (the shuffled ones first, then the late ones) while fewer than window
+-- passes are outstanding and units remain on sale, each given a pass (member the
+-- user, score its expiry) until now + lifetime. A user who holds an order of the
+-- voucher (a buyer) is passed over, counted let in but given no pass: a user buys only
+-- once let in, so a buyer met in the line was let in before, and the line starts over
+-- only when Redis forgot the room (the order is installed again from the database).
+-- The buyers are whole once the sale state is restored, hence no admission while it
+-- is restoring. The admission rate (positions passed a second) is measured over
+-- windows of 5 s.
 -- Returns {n, outstanding, expires_ms, user_1, …, user_n}.
 local now = tonumber(ARGV[5])
 if now == 0 then
@@ -24,11 +30,11 @@ local outstanding = redis.call('ZCARD', KEYS[4])
 local window, most = tonumber(ARGV[1]), tonumber(ARGV[3])
 local expires = now + tonumber(ARGV[2])
 local out = {0, outstanding, expires}
-local m = sale_state(KEYS[5], 'paused')
-local open = m and m.paused ~= '1' and now >= tonumber(m.begins) and now < tonumber(m.ends)
+local m = sale_state(KEYS[5], 'paused', 'restoring')
+local open = m and m.paused ~= '1' and m.restoring ~= '1' and now >= tonumber(m.begins) and now < tonumber(m.ends)
 local remaining = m and tonumber(m.remaining) or 0
-local n = 0
-while open and outstanding < window and remaining > 0 and n < most do
+local n, passed = 0, 0
+while open and outstanding < window and remaining > 0 and passed < most do
   local user = redis.call('LPOP', KEYS[2])
   if not user then
     user = redis.call('LPOP', KEYS[3])
@@ -36,15 +42,18 @@ while open and outstanding < window and remaining > 0 and n < most do
   if not user then
     break
   end
-  redis.call('ZADD', KEYS[4], expires, user)
-  outstanding = outstanding + 1
-  n = n + 1
-  out[#out + 1] = user
+  passed = passed + 1
+  if redis.call('HEXISTS', KEYS[6], user) == 0 then
+    redis.call('ZADD', KEYS[4], expires, user)
+    outstanding = outstanding + 1
+    n = n + 1
+    out[#out + 1] = user
+  end
 end
 out[1], out[2] = n, outstanding
 -- The rate's window: 5 s of admissions, then the next.
 local r = redis.call('HMGET', KEYS[1], 'since', 'count')
-local since, count = tonumber(r[1] or 0), tonumber(r[2] or 0) + n
+local since, count = tonumber(r[1] or 0), tonumber(r[2] or 0) + passed
 if since == 0 then
   since = now
 end
@@ -53,8 +62,10 @@ if now - since >= 5000 then
 else
   redis.call('HSET', KEYS[1], 'since', since, 'count', count)
 end
+if passed > 0 then
+  redis.call('HINCRBY', KEYS[1], 'admitted', passed)
+end
 if n > 0 then
-  redis.call('HINCRBY', KEYS[1], 'admitted', n)
   redis.call('PEXPIREAT', KEYS[4], tonumber(ARGV[4]))
 end
 return out

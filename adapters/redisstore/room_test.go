@@ -12,6 +12,7 @@ import (
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
 )
 
 // testRoom is a waiting room and a stock sharing one prefix on the test server, and
@@ -173,5 +174,69 @@ func TestWaitingRoomInstallsALongOrderInChunksAndStartsOverWhenCutShort(t *testi
 	check(t, w.Install(ctx, v, order[:10]))
 	if n, _ := w.client.LLen(ctx, w.keys.RoomLine(v.ID)).Result(); n != int64(len(order)) {
 		t.Fatalf("a second install changed the line to %d", n)
+	}
+}
+
+// TestWaitingRoomPassesOverBuyersAfterRedisForgot: three users are let in and two of
+// them buy; then Redis forgets everything of the voucher. The heal loads the sale
+// state "restoring" and the room's order is installed again from its start: no one is
+// let in until the orders are restored, and then the window goes to the users after
+// the buyers (the one let in who did not buy among them), never to a buyer, whose grab
+// would answer already_purchased while its pass held a place of the window.
+func TestWaitingRoomPassesOverBuyersAfterRedisForgot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := room(t)
+	audit := redisstore.NewAudit(w.client, redisstore.Options{Prefix: w.keys.Prefix})
+	v := voucher(1, 10, 1)
+	if _, err := w.stock.Warm(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	order := []domain.UserID{5, 3, 8, 1, 7, 2, 6, 4}
+	check(t, w.Install(ctx, v, order))
+	a, err := w.Admit(ctx, v, 3, time.Minute)
+	if err != nil || !slices.Equal(a.Users, order[:3]) {
+		t.Fatalf("Admit = %+v, %v; want %v", a, err, order[:3])
+	}
+	bought := []domain.Reservation{grab(v.ID, order[0], 1), grab(v.ID, order[1], 1)}
+	for _, r := range bought {
+		check(t, w.stock.Reserve(ctx, r))
+	}
+
+	// Redis forgets (a restart without persistence).
+	keys, err := w.client.Keys(ctx, w.keys.Prefix+":*").Result()
+	check(t, err)
+	check(t, w.client.Del(ctx, keys...).Err())
+
+	// The heal: the state comes back restoring, the order installed again.
+	v.Sold = len(bought)
+	if got, err := w.stock.Warm(ctx, v); err != nil || got != ports.WarmRestoring {
+		t.Fatalf("Warm after the loss = %v, %v; want restoring", got, err)
+	}
+	check(t, w.Install(ctx, v, order))
+	if a, err := w.Admit(ctx, v, 3, time.Minute); err != nil || len(a.Users) != 0 {
+		t.Fatalf("Admit while the orders are restored = %+v, %v; want no one", a, err)
+	}
+	restored, err := audit.Restore(ctx, live(bought...)...)
+	if err != nil || !slices.Equal(restored, []bool{true, true}) {
+		t.Fatalf("Restore = %v, %v", restored, err)
+	}
+	if _, err := audit.Recount(ctx, v.ID); err != nil {
+		t.Fatal(err)
+	}
+	check(t, audit.Restored(ctx, v.ID))
+
+	a, err = w.Admit(ctx, v, 3, time.Minute)
+	if want := order[2:5]; err != nil || !slices.Equal(a.Users, want) || a.Outstanding != 3 {
+		t.Fatalf("Admit after the heal = %+v, %v; want %v, not the buyers %v", a, err, want, order[:2])
+	}
+	for i, u := range order[:2] {
+		p, err := w.Place(ctx, v.ID, u)
+		if err != nil || p.Position != int64(i+1) || p.Admitted != 5 || !p.PassExpires.IsZero() {
+			t.Fatalf("Place of buyer %d = %+v, %v; want position %d, let in, no pass", u, p, err, i+1)
+		}
+	}
+	if p, err := w.Place(ctx, v.ID, order[5]); err != nil || p.Position != 6 || p.Admitted != 5 {
+		t.Fatalf("Place of the next in line = %+v, %v; want position 6, 5 let in", p, err)
 	}
 }

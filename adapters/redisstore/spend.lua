@@ -1,14 +1,15 @@
--- spend: KEYS[1] a challenge (Keys.Challenge, tagged {v<id>}). ARGV[1] the user id.
--- Deletes the challenge only if it was issued to that user: the check and the delete
--- are one step, so of two proofs of one challenge one passes.
--- Returns 1 spent; 0 no such challenge (never issued, expired or spent); 2 another
--- user's (left as it is).
-local user = redis.call('GET', KEYS[1])
-if not user then
+-- spend: KEYS[1] a user's challenges of one voucher (Keys.Challenges, tagged {v<id>}).
+-- ARGV[1] the challenge, ARGV[2] now_ms.
+-- Removes the challenge, and reports whether it was there unexpired: the check and the
+-- removal are one step, so of two proofs of one challenge one passes.
+-- Returns 1 spent; 0 no such challenge (never issued to this user for this voucher,
+-- expired, replaced by newer ones or spent).
+local expires = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not expires then
   return 0
 end
-if user ~= ARGV[1] then
-  return 2
+redis.call('ZREM', KEYS[1], ARGV[1])
+if tonumber(expires) <= tonumber(ARGV[2]) then
+  return 0
 end
-redis.call('DEL', KEYS[1])
 return 1

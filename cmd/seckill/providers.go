@@ -206,6 +206,7 @@ var applicationSet = wire.NewSet(
 	application.NewListDenied,
 	joinQueue,
 	application.NewQueueStatus,
+	application.NewQueueEntrants,
 	admitQueues,
 	application.NewEnterDraw,
 	application.NewGetDraw,

@@ -191,7 +191,40 @@ func (d *roomDriver) published(voucher, commitment string, user domain.UserID, e
 		d.t.Fatalf("published %v entrants, digest %v; want %d, %s", body["entrants"], body["entrants_digest"], len(early),
 			domain.EntrantsDigest(sorted))
 	}
-	return domain.Shuffle(domain.Seed(seed), sorted)
+	// The entrants anyone may download hash to the published digest and are the early
+	// joiners: the order is recomputed from what is published only.
+	entrants := d.entrants(voucher)
+	if sum := sha256.Sum256([]byte(entrants)); hex.EncodeToString(sum[:]) != body["entrants_digest"] {
+		d.t.Fatalf("the entrants downloaded hash to %x, the digest published is %v", sum, body["entrants_digest"])
+	}
+	var published []domain.UserID
+	for line := range strings.Lines(entrants) {
+		id, err := domain.ParseUserID(strings.TrimSuffix(line, "\n"))
+		if err != nil {
+			d.t.Fatalf("entrants line %q: %v", line, err)
+		}
+		published = append(published, id)
+	}
+	if !slices.Equal(published, sorted) {
+		d.t.Fatalf("%d entrants downloaded, want the %d early joiners sorted", len(published), len(sorted))
+	}
+	return domain.Shuffle(domain.Seed(seed), published)
+}
+
+// entrants downloads GET …/queue/entrants of voucher, anonymously, from the first
+// instance.
+func (d *roomDriver) entrants(voucher string) string {
+	d.t.Helper()
+	res, err := d.client.Get(d.ins[0].base + "/api/v1/vouchers/" + voucher + "/queue/entrants")
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain") {
+		d.t.Fatalf("GET …/queue/entrants: %d %q %v", res.StatusCode, raw, err)
+	}
+	return string(raw)
 }
 
 // wantPositions checks that each of users reads its position, position from+i.
@@ -433,4 +466,64 @@ func TestWaitingRoomShuffleSurvivesAKillNineAndARedisLoss(t *testing.T) {
 	}
 	d.published(voucher, commitment, early[len(early)-1], early)
 	d.wantPositions(voucher, order, 1)
+}
+
+// TestWaitingRoomPassesOverItsBuyersAfterRedisForgets: the first window's users are let
+// in and buy; then Redis forgets every key of the service (a restart without
+// persistence). The heal installs the room's order again from its start and restores
+// the orders from the database; the window then goes to the next users in line, never
+// to a buyer (whose grab would answer already_purchased while its unused pass held a
+// place of the window for its 120 s, round after round).
+func TestWaitingRoomPassesOverItsBuyersAfterRedisForgets(t *testing.T) {
+	a := startFulfillInstance(t, "SECKILL_WARM_INTERVAL=1s")
+	d := newRoomDriver(t, a)
+	const window = 5
+	voucher, commitment := a.createRoom(50, window)
+	vid := a.voucherID(voucher)
+	early := userRange(1000, 30)
+	d.join(voucher, early)
+	a.startRoom(voucher)
+	order := d.published(voucher, commitment, early[0], early)
+	for _, u := range order[:window] {
+		var pass string
+		testenv.Eventually(t, time.Minute, "a pass for user "+u.String(), func() (bool, string) {
+			body, err := d.place(0, voucher, u)
+			if err != nil {
+				return false, err.Error()
+			}
+			pass, _ = body["pass"].(string)
+			return pass != "", fmt.Sprint(body)
+		})
+		status, body, err := d.do(0, http.MethodPost, "/api/v1/vouchers/"+voucher+"/grab", u, map[string]string{"X-Seckill-Pass": pass})
+		if err != nil || status != http.StatusAccepted {
+			t.Fatalf("grab of user %d with its pass: %d %v %v", u, status, body, err)
+		}
+	}
+	a.waitSettled(voucher, window, time.Minute)
+
+	ctx := context.Background()
+	if err := testenv.DeleteKeys(ctx, a.redis, a.keys.Prefix+":*"); err != nil {
+		t.Fatal(err)
+	}
+	var holders []string
+	testenv.Eventually(t, time.Minute, "a window let in after the heal", func() (bool, string) {
+		var err error
+		holders, err = a.redis.ZRange(ctx, a.keys.Passes(vid), 0, -1).Result()
+		return err == nil && len(holders) == window, fmt.Sprintf("passes held by %v (%v)", holders, err)
+	})
+	want := make([]string, window)
+	for i, u := range order[window : 2*window] {
+		want[i] = u.String()
+	}
+	slices.Sort(holders)
+	slices.Sort(want)
+	if !slices.Equal(holders, want) {
+		t.Fatalf("after the heal passes went to %v, want the next in line %v (the buyers are %v)", holders, want, order[:window])
+	}
+	for i, u := range order[:window] {
+		body, err := d.place(0, voucher, u)
+		if err != nil || body["position"] != float64(i+1) || body["admitted"] != true || body["pass"] != nil {
+			t.Fatalf("buyer %d after the heal reads %v (%v); want position %d, admitted, no pass", u, body, err, i+1)
+		}
+	}
 }

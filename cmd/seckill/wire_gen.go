@@ -102,6 +102,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	applicationJoinQueue := joinQueue(vouchers, waitingRoom, clock, deniedUsers, applicationVerifyProof, mainMetrics)
 	shuffles := sqlstore.NewShuffles(db)
 	queueStatus := application.NewQueueStatus(vouchers, waitingRoom, shuffles, clock, applicationPassKey)
+	queueEntrants := application.NewQueueEntrants(vouchers, shuffles)
 	useCases := httpapi.UseCases{
 		CreateVoucher:       createVoucher,
 		GetVoucher:          getVoucher,
@@ -128,6 +129,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		VerifyProof:         applicationVerifyProof,
 		JoinQueue:           applicationJoinQueue,
 		QueueStatus:         queueStatus,
+		QueueEntrants:       queueEntrants,
 	}
 	httpapiTokens := tokens(cfg)
 	v := readinessChecks(universalClient, db)
