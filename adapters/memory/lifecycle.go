@@ -67,7 +67,7 @@ func (r *Orders) move(o domain.Order, to domain.OrderStatus) domain.Order {
 
 // ExpireDue expires up to limit orders awaiting payment created before cutoff, oldest
 // (by creation, then id) first. A limit below 1 is a *domain.ValidationError.
-func (r *Orders) ExpireDue(_ context.Context, cutoff time.Time, limit int) ([]domain.Order, error) {
+func (r *Orders) ExpireDue(_ context.Context, now time.Time, w domain.PaymentWindow, limit int) ([]domain.Order, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("expire due orders: %w", domain.Invalid("limit", "must be at least 1"))
 	}
@@ -78,7 +78,7 @@ func (r *Orders) ExpireDue(_ context.Context, cutoff time.Time, limit int) ([]do
 	}
 	due := []domain.Order{}
 	for _, o := range r.byID {
-		if o.Status.CanBecome(domain.StatusExpired) && o.CreatedAt.Before(cutoff) {
+		if o.Status.CanBecome(domain.StatusExpired) && w.Lapsed(o, now) {
 			due = append(due, o)
 		}
 	}

@@ -14,8 +14,9 @@
 -- KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders, KEYS[4] stream, KEYS[5] waitlist,
 -- KEYS[6] waiting (one voucher, one hash tag).
 -- ARGV[1] voucher_id, ARGV[2] from (the first step of the batch), ARGV[3] total (the
--- number of steps of the draw), then three per step: user_id, order_id, winner ('1'
--- or '0').
+-- number of steps of the draw), ARGV[4] payment_window_ms (each winner's order is
+-- recorded with its deadline, see add_reservation in prelude.lua; 0: none), then three
+-- per step: user_id, order_id, winner ('1' or '0').
 -- Returns {code, next, reserved, listed}: code 0 done (next: the steps taken so far;
 -- reserved and listed: what this batch did), 1 no sale state, 2 sale state being
 -- restored. A batch whose from is not the steps taken does nothing and answers next.
@@ -35,22 +36,20 @@ local from = tonumber(ARGV[2])
 if taken ~= from then
   return {0, taken, 0, 0}
 end
-local n = (#ARGV - 3) / 3
+local n = (#ARGV - 4) / 3
+local window = tonumber(ARGV[4])
 local remaining = tonumber(m.remaining)
 local stamp = tostring(sale_now())
 local reserved, listed = 0, 0
 for i = 1, n do
-  local base = 4 + 3 * (i - 1)
+  local base = 5 + 3 * (i - 1)
   local user, order = ARGV[base], ARGV[base + 1]
   if not redis.call('HGET', KEYS[2], user) then
     if ARGV[base + 2] == '1' then
       if remaining >= 1 then
         remaining = remaining - 1
         redis.call('HSET', KEYS[2], user, order)
-        -- The record and the entry have codec.go's shapes (encodeRecord, entryValues).
-        local record = user .. ':1:' .. stamp
-        redis.call('HSET', KEYS[3], order, record)
-        redis.call('XADD', KEYS[4], '*', 'r', record .. ':' .. order)
+        redis.call('HSET', KEYS[3], order, add_reservation(KEYS[4], user, order, '1', stamp, window))
         reserved = reserved + 1
       end
     elseif redis.call('ZADD', KEYS[5], 'NX', from + i, user) == 1 then

@@ -23,7 +23,7 @@ var (
 // orderColumns are the columns of orderRow, for the RETURNING clause of an update
 // scanned into it (RETURNING * would bring released_at, which the row does not have).
 // They are unqualified: SQLite's RETURNING takes no table alias.
-const orderColumns = "id, voucher_id, user_id, quantity, status, created_at, updated_at"
+const orderColumns = "id, voucher_id, user_id, quantity, status, created_at, expires_at, updated_at"
 
 // closedStatuses are the statuses whose units went (or must go) back on sale: the
 // orders Unreleased finds. The list matches the partial index
@@ -166,8 +166,11 @@ func takeSold(ctx context.Context, tx bun.Tx, v domain.VoucherID, units int) err
 	return nil
 }
 
-// ExpireDue expires up to limit orders awaiting payment since before cutoff (created
-// at < cutoff), oldest first, in one transaction: each becomes expired and its units
+// ExpireDue expires up to limit orders awaiting payment whose window lapsed at now —
+// their recorded deadline is before now (expires_at < now), or, for an order stored
+// without one (NULL: stored before deadlines were, or by an older instance), it was
+// created before w.DueBefore(now) — earliest deadline first, in one transaction:
+// each becomes expired and its units
 // leave its voucher's sold counter. It returns them as they now are, oldest first;
 // none when nothing is due. A limit below 1 is a *domain.ValidationError.
 //
@@ -175,13 +178,13 @@ func takeSold(ctx context.Context, tx bun.Tx, v domain.VoucherID, units int) err
 // by another sweeper or by a Transition in progress, so every order is expired by
 // exactly one of them, and an order being paid is left to the payment (if that fails,
 // the next sweep expires it).
-func (s *Orders) ExpireDue(ctx context.Context, cutoff time.Time, limit int) ([]domain.Order, error) {
+func (s *Orders) ExpireDue(ctx context.Context, now time.Time, w domain.PaymentWindow, limit int) ([]domain.Order, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("expire due orders: %w", domain.Invalid("limit", "must be at least 1"))
 	}
 	var rows []orderRow
 	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
-		if err := expireTx(ctx, tx, cutoff, limit, &rows); err != nil {
+		if err := expireTx(ctx, tx, now, w, limit, &rows); err != nil {
 			return err
 		}
 		events := newOutbox(s.events)
@@ -208,20 +211,39 @@ func (s *Orders) ExpireDue(ctx context.Context, cutoff time.Time, limit int) ([]
 
 // expireTx is ExpireDue's transaction: the due order rows first, then the voucher rows
 // by id, the lock order of every writer.
-func expireTx(ctx context.Context, tx bun.Tx, cutoff time.Time, limit int, expired *[]orderRow) error {
+func expireTx(ctx context.Context, tx bun.Tx, at time.Time, w domain.PaymentWindow, limit int, expired *[]orderRow) error {
 	// FOR NO KEY UPDATE is the lock the update below takes anyway (no key changes);
-	// taking it here, with SKIP LOCKED, is what keeps concurrent sweepers apart.
+	// taking it here, with SKIP LOCKED, is what keeps concurrent sweepers apart. The
+	// orders with a recorded deadline first, by the index on it; then, if the batch has
+	// room, those stored without one, by the index on created_at: one condition with
+	// an OR would read every order awaiting payment.
 	var ids []string
 	err := tx.NewSelect().Model((*orderRow)(nil)).
 		Column("id").
 		Where(becoming(domain.StatusExpired)).
-		Where("o.created_at < ?", cutoff.UTC()).
-		OrderExpr("o.created_at, o.id").
+		Where("o.expires_at < ?", at.UTC()).
+		OrderExpr("o.expires_at, o.id").
 		Limit(int64(limit)).
 		Apply(rowLock("NO KEY UPDATE SKIP LOCKED")).
 		Scan(ctx, &ids)
 	if err != nil {
 		return fmt.Errorf("lock due orders: %w", err)
+	}
+	if len(ids) < limit {
+		var legacy []string
+		err := tx.NewSelect().Model((*orderRow)(nil)).
+			Column("id").
+			Where(becoming(domain.StatusExpired)).
+			Where("o.created_at < ?", w.DueBefore(at).UTC()).
+			Where("o.expires_at IS NULL").
+			OrderExpr("o.created_at, o.id").
+			Limit(int64(limit-len(ids))).
+			Apply(rowLock("NO KEY UPDATE SKIP LOCKED")).
+			Scan(ctx, &legacy)
+		if err != nil {
+			return fmt.Errorf("lock due orders stored without a deadline: %w", err)
+		}
+		ids = append(ids, legacy...)
 	}
 	if len(ids) == 0 {
 		return nil

@@ -98,46 +98,56 @@ func TestStatusConditionFollowsTheStateMachine(t *testing.T) {
 	}
 }
 
-// ExpireDue finds the due orders through the partial index over orders awaiting
-// payment, on both databases: its status condition, built from the domain's state
-// machine, must say what the index says (SQLite matches status = 'awaiting_payment'
-// but not status IN ('awaiting_payment')).
+// ExpireDue finds the due orders through the partial indexes over orders awaiting
+// payment, on both databases: those with a recorded deadline by the index on
+// expires_at, those stored without one by the index on created_at or by the NULLs of
+// the one on expires_at (either reads only orders awaiting payment). Its status
+// condition, built from the domain's state machine, must say what the indexes say
+// (SQLite matches status = 'awaiting_payment' but not status IN ('awaiting_payment')).
 func TestExpireDueUsesIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := openMigrated(t)
 	log := &queryLog{}
-	if _, err := sqlstore.NewOrders(db.WithQueryHook(log)).ExpireDue(ctx, t0, 10); err != nil {
+	if _, err := sqlstore.NewOrders(db.WithQueryHook(log)).ExpireDue(ctx, t0, 0, 10); err != nil {
 		t.Fatalf("ExpireDue: %v", err)
 	}
-	// Nothing is due, so the sweep is one SELECT (between BEGIN and COMMIT, if logged).
+	// Nothing is due, so the sweep is two SELECTs (between BEGIN and COMMIT, if logged).
 	var sweep []string
 	for _, q := range log.queries {
 		if strings.HasPrefix(q, "SELECT") {
 			sweep = append(sweep, q)
 		}
 	}
-	if len(sweep) != 1 {
-		t.Fatalf("ExpireDue ran %d SELECTs, want 1: %q", len(sweep), log.queries)
+	if len(sweep) != 2 {
+		t.Fatalf("ExpireDue ran %d SELECTs, want 2: %q", len(sweep), log.queries)
 	}
-	const index = "orders_awaiting_payment_created_at_idx"
+	const byDeadline, byCreation = "orders_awaiting_payment_expires_at_idx", "orders_awaiting_payment_created_at_idx"
+	wantPlanUses(ctx, t, db, sweep[0], byDeadline)
+	wantPlanUses(ctx, t, db, sweep[1], byDeadline, byCreation)
+}
+
+// wantPlanUses fails t unless the plan of query uses one of indexes.
+func wantPlanUses(ctx context.Context, t *testing.T, db *bun.DB, query string, indexes ...string) {
+	t.Helper()
 	var plan []string
 	if sqlstore.IsSQLite(db) {
-		plan = sqlitePlan(t, db, sweep[0])
+		plan = sqlitePlan(t, db, query)
 	} else {
 		err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 			// An empty table would be scanned whole; forbid that, as a big one would.
 			if _, err := tx.ExecContext(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
 				return err
 			}
-			return tx.NewRaw("EXPLAIN "+sweep[0]).Scan(ctx, &plan)
+			return tx.NewRaw("EXPLAIN "+query).Scan(ctx, &plan)
 		})
 		if err != nil {
 			t.Fatalf("explain: %v", err)
 		}
 	}
-	if joined := strings.Join(plan, "\n"); !strings.Contains(joined, index) {
-		t.Errorf("ExpireDue's plan does not use %s:\n%s", index, joined)
+	joined := strings.Join(plan, "\n")
+	if !slices.ContainsFunc(indexes, func(index string) bool { return strings.Contains(joined, index) }) {
+		t.Errorf("the plan of %q uses none of %v:\n%s", query, indexes, joined)
 	}
 }
 
