@@ -330,3 +330,49 @@ func (s *Orders) MarkReleased(ctx context.Context, ids ...domain.OrderID) error 
 	}
 	return nil
 }
+
+// deadlineBatch bounds one transaction of RecordDeadlines.
+const deadlineBatch = 500
+
+// RecordDeadlines records the payment deadline of every order awaiting payment stored
+// without one (before the expires_at column was, or by an older instance during a
+// rolling upgrade): its created_at plus w, the window in force. From then on the
+// deadline is kept, whatever window later instances run with; until then such an
+// order's deadline is its created_at plus the reader's window, as it always was. It
+// returns how many orders it recorded a deadline for. Instances may run it at once:
+// each row is written only while its deadline is still NULL.
+func (s *Orders) RecordDeadlines(ctx context.Context, w domain.PaymentWindow) (int, error) {
+	total := 0
+	for {
+		var rows []orderRow
+		err := s.db.NewSelect().Model(&rows).Column("id", "created_at").
+			Where("o.status = ?", string(domain.StatusAwaitingPayment)).
+			Where("o.expires_at IS NULL").
+			OrderExpr("o.created_at, o.id").
+			Limit(deadlineBatch).
+			Scan(ctx)
+		if err != nil {
+			return total, fmt.Errorf("read orders without a deadline: %w", classify(err))
+		}
+		err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			for _, r := range rows {
+				_, err := tx.NewUpdate().Model((*orderRow)(nil)).
+					Set("expires_at = ?", w.Deadline(r.CreatedAt).UTC()).
+					Where("o.id = ?", r.ID).
+					Where("o.expires_at IS NULL").
+					Exec(ctx)
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return total, fmt.Errorf("record the deadlines of %d orders: %w", len(rows), classify(err))
+		}
+		total += len(rows)
+		if len(rows) < deadlineBatch {
+			return total, nil
+		}
+	}
+}

@@ -195,3 +195,38 @@ func TestMarkReleasedNothing(t *testing.T) {
 		t.Fatalf("MarkReleased(): %v", err)
 	}
 }
+
+// RecordDeadlines gives the orders awaiting payment stored without a deadline (before
+// the column was) their created_at plus the window in force, once; from then on a
+// sweeper with another window keeps them to it. An order with a deadline, or no
+// longer awaiting payment, is left alone.
+func TestRecordDeadlinesKeepsTheWindowInForce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newOrderFixture(t)
+	v := f.voucher(t, 10)
+	legacy, paid, kept := reserve(1, v, 1, 1), reserve(2, v, 2, 1), reserve(3, v, 3, 1)
+	kept.Expires = kept.At.Add(time.Hour)
+	f.persisted(t, legacy, paid, kept)
+	if _, err := f.orders.Transition(ctx, paid.OrderID, 0, domain.StatusPaid, nil); err != nil {
+		t.Fatal(err)
+	}
+	const window = domain.PaymentWindow(7 * time.Minute)
+	for i, want := range []int{1, 0} {
+		if n, err := f.orders.RecordDeadlines(ctx, window); err != nil || n != want {
+			t.Fatalf("RecordDeadlines #%d = %d, %v; want %d", i+1, n, err, want)
+		}
+	}
+	for _, tc := range []struct {
+		r    domain.Reservation
+		want time.Time
+	}{{legacy, legacy.At.Add(7 * time.Minute)}, {paid, time.Time{}}, {kept, kept.Expires}} {
+		if got := f.get(t, tc.r.OrderID).ExpiresAt; !got.Equal(tc.want.Truncate(time.Microsecond)) {
+			t.Errorf("order %s expires at %v, want %v", tc.r.OrderID, got, tc.want)
+		}
+	}
+	// A sweeper with a shorter window, past it: nothing is due.
+	if got, err := f.orders.ExpireDue(ctx, legacy.At.Add(2*time.Minute), domain.PaymentWindow(time.Minute), 10); err != nil || len(got) != 0 {
+		t.Fatalf("ExpireDue under a shorter window = %v, %v; want none", got, err)
+	}
+}
