@@ -169,10 +169,10 @@ func takeSold(ctx context.Context, tx bun.Tx, v domain.VoucherID, units int) err
 // ExpireDue expires up to limit orders awaiting payment whose window lapsed at now —
 // their recorded deadline is before now (expires_at < now), or, for an order stored
 // without one (NULL: stored before deadlines were, or by an older instance), it was
-// created before w.DueBefore(now) — earliest deadline first, in one transaction:
-// each becomes expired and its units
-// leave its voucher's sold counter. It returns them as they now are, oldest first;
-// none when nothing is due. A limit below 1 is a *domain.ValidationError.
+// created before w.DueBefore(now) — those with a deadline first, by deadline, then
+// those without one, by creation — in one transaction: each becomes expired and its
+// units leave its voucher's sold counter. It returns them as they now are, oldest
+// first; none when nothing is due. A limit below 1 is a *domain.ValidationError.
 //
 // Instances may sweep at once: each locks the orders it picks and skips those locked
 // by another sweeper or by a Transition in progress, so every order is expired by
