@@ -170,8 +170,7 @@ func (uc *FulfillOrder) deadLetter(ctx context.Context, d ports.Delivery, reason
 }
 
 func failedOrder(r domain.Reservation) domain.Order {
-	return domain.Order{ID: r.OrderID, VoucherID: r.VoucherID, UserID: r.UserID, Quantity: r.Quantity,
-		Status: domain.StatusFailed, CreatedAt: r.At}
+	return r.Order(domain.StatusFailed)
 }
 
 func reservations(ds []ports.Delivery) []domain.Reservation {

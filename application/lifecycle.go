@@ -126,10 +126,10 @@ const expireBatch = 100
 // Handle expires every order due now and releases its units; it returns how many it
 // expired. Releases that fail are left to ReleaseClosed.
 func (uc *ExpireOrders) Handle(ctx context.Context) (int, error) {
-	cutoff := uc.window.DueBefore(uc.clock.Now())
+	now := uc.clock.Now()
 	total := 0
 	for {
-		expired, err := uc.lifecycle.ExpireDue(ctx, cutoff, expireBatch)
+		expired, err := uc.lifecycle.ExpireDue(ctx, now, uc.window, expireBatch)
 		if err != nil {
 			return total, fmt.Errorf("expire orders: %w", err)
 		}

@@ -179,6 +179,60 @@ func TestExpireOrders(t *testing.T) {
 	}
 }
 
+// An order's deadline is the one it was reserved with: after a restart with a
+// shorter payment window (the stock took it under the longer one, the use cases now
+// run with the shorter), it is neither refused payment nor expired before its
+// deadline, and is expired after it; an order reserved after the restart has the
+// shorter window. DESIGN.md v1.3 "Time".
+func TestAnAnnouncedDeadlineIsKeptThroughAShorterWindow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const before, after = 15 * time.Minute, 5 * time.Minute
+	l := newLifecycle(t, 10)
+	l.stock.Window = domain.PaymentWindow(before)
+	unpaid, paid := l.persisted(t, 5), l.persisted(t, 6)
+	announced, _ := paymentWindow.ExpiresAt(l.order(t, unpaid))
+	if want := t0.Add(before); !announced.Equal(want) {
+		t.Fatalf("announced %v, want %v", announced, want)
+	}
+
+	// The restart: the stock and the use cases run with the shorter window.
+	l.stock.Window = domain.PaymentWindow(after)
+	short := domain.PaymentWindow(after)
+	comp := application.NewCompensate(l.stock, l.orders)
+	pay := application.NewPayOrder(l.get, l.orders, l.payments, l.clock, short, l.changes)
+	expire := application.NewExpireOrders(l.orders, comp, l.clock, short, l.changes)
+	fresh := l.persisted(t, 7)
+	if got, _ := short.ExpiresAt(l.order(t, fresh)); !got.Equal(t0.Add(after)) {
+		t.Fatalf("an order reserved after the restart expires at %v, want %v", got, t0.Add(after))
+	}
+
+	l.clock.Set(t0.Add(after + time.Minute))
+	if n, err := expire.Handle(ctx); err != nil || n != 1 {
+		t.Fatalf("past the shorter window: expired %d, %v; want the fresh order alone", n, err)
+	}
+	for _, id := range []domain.OrderID{unpaid, paid} {
+		o := l.order(t, id)
+		if at, _ := short.ExpiresAt(o); o.Status != domain.StatusAwaitingPayment || !at.Equal(announced) {
+			t.Fatalf("order %s: %s, expires at %v; want awaiting payment until %v", id, o.Status, at, announced)
+		}
+	}
+	if o, err := pay.Handle(ctx, 6, paid, nil); err != nil || o.Status != domain.StatusPaid {
+		t.Fatalf("pay before the announced deadline: %+v, %v; want paid", o, err)
+	}
+	l.clock.Set(announced)
+	if n, err := expire.Handle(ctx); err != nil || n != 0 {
+		t.Fatalf("at the announced deadline: expired %d, %v; want none", n, err)
+	}
+	l.clock.Set(announced.Add(time.Millisecond))
+	if n, err := expire.Handle(ctx); err != nil || n != 1 {
+		t.Fatalf("after the announced deadline: expired %d, %v; want 1", n, err)
+	}
+	if o := l.order(t, unpaid); o.Status != domain.StatusExpired {
+		t.Fatalf("order %s after its deadline: %s, want expired", unpaid, o.Status)
+	}
+}
+
 // A payment that arrives after the order's expires_at is refused, to the
 // millisecond, though the sweeper has not expired the order yet; one that arrives at
 // expires_at is taken.

@@ -42,8 +42,7 @@ func (uc *GetOrder) Handle(ctx context.Context, caller Caller, id domain.OrderID
 		if ferr != nil {
 			return domain.Order{}, ferr
 		}
-		o = domain.Order{ID: r.OrderID, VoucherID: r.VoucherID, UserID: r.UserID, Quantity: r.Quantity,
-			Status: domain.StatusQueued, CreatedAt: r.At}
+		o = r.Order(domain.StatusQueued)
 	} else if err != nil {
 		return domain.Order{}, fmt.Errorf("get order: %w", err)
 	}
@@ -126,8 +125,7 @@ func (uc *ListOrders) Handle(ctx context.Context, caller Caller, q ListOrdersQue
 	out := make([]domain.Order, 0, len(rows)+len(held))
 	out = append(out, rows...)
 	for _, r := range held {
-		o := domain.Order{ID: r.OrderID, VoucherID: r.VoucherID, UserID: r.UserID,
-			Quantity: r.Quantity, Status: domain.StatusQueued, CreatedAt: r.At}
+		o := r.Order(domain.StatusQueued)
 		key := ports.KeyOf(o)
 		switch {
 		case known[o.ID], q.Voucher != 0 && o.VoucherID != q.Voucher:

@@ -51,9 +51,20 @@ func (o WebhookOptions) withDefaults() WebhookOptions {
 	return o
 }
 
-// lease is how long a claim holds a delivery: far longer than an attempt may take, so
-// no other dispatcher sends it while this one still may.
-func (o WebhookOptions) lease() time.Duration { return 3*o.Timeout + 30*time.Second }
+// claimMargin is how much longer a claim holds a delivery than the attempt made
+// under it may run. The attempt's send ends at the latest Timeout after the claim
+// was asked for (not after the send began: see Run), so the whole margin is left for
+// the hosts' clocks to differ — a claim's end is written by the claimer's clock and
+// judged by the others'.
+const claimMargin = 5 * time.Second
+
+// lease is how long a claim holds a delivery: the attempt's timeout and claimMargin.
+// No other dispatcher sends the delivery while this one still may, and the
+// deliveries of a dispatcher killed mid-attempt (or shut down) are sent again by the
+// others once its claims lapse, Timeout + claimMargin after it claimed them — not a
+// minute later. A claim is not renewed: a renewal that failed while the send went on
+// would let two sends of one delivery overlap.
+func (o WebhookOptions) lease() time.Duration { return o.Timeout + claimMargin }
 
 // WebhookOutcome is what became of one attempt.
 type WebhookOutcome string
@@ -124,6 +135,8 @@ func (uc *DeliverWebhooks) Run(ctx context.Context) error {
 			if free == 0 {
 				break
 			}
+			// Each send ends by then, however long the claim took: within the lease.
+			sendBy := time.Now().Add(uc.opts.Timeout)
 			ds, err := uc.outbox.Claim(ctx, uc.clock.Now(), free, uc.opts.lease())
 			if err != nil {
 				if ctx.Err() == nil {
@@ -141,7 +154,7 @@ func (uc *DeliverWebhooks) Run(ctx context.Context) error {
 						default:
 						}
 					}()
-					uc.attempt(ctx, d)
+					uc.attempt(ctx, d, sendBy)
 				})
 			}
 			if len(ds) < free {
@@ -152,13 +165,19 @@ func (uc *DeliverWebhooks) Run(ctx context.Context) error {
 	}
 }
 
-// attempt sends d once and records the outcome.
-func (uc *DeliverWebhooks) attempt(ctx context.Context, d ports.ClaimedDelivery) {
+// attempt sends d once, ending the send by sendBy (the host's clock: Timeout after the
+// claim was asked for, so within the claim), and records the outcome. When sendBy
+// has passed already (the claim took the whole timeout), it sends nothing and
+// records nothing: the claim lapses and the delivery is sent again.
+func (uc *DeliverWebhooks) attempt(ctx context.Context, d ports.ClaimedDelivery, sendBy time.Time) {
 	at := uc.clock.Now()
 	a := ports.WebhookAttempt{At: at}
 	body, err := uc.render(d.Event)
 	if err == nil {
-		sendCtx, cancel := context.WithTimeout(ctx, uc.opts.Timeout)
+		if !time.Now().Before(sendBy) {
+			return
+		}
+		sendCtx, cancel := context.WithDeadline(ctx, sendBy)
 		a.Status, err = uc.sender.Send(sendCtx, d.ID, at, body)
 		cancel()
 		if ctx.Err() != nil {

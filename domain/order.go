@@ -87,7 +87,7 @@ func (s OrderStatus) ReachableFrom() []OrderStatus {
 const MaxQuantity = 1000
 
 // Reservation is what a successful grab records: Quantity units of VoucherID held for
-// UserID under OrderID, at At (the application's clock).
+// UserID under OrderID, at At (the application's clock), to be paid by Expires.
 //
 // Pass and Proven are what the grab brought to its gates (Sale.Judge, rules 1 and 2),
 // checked by the caller before the stock judges it; they are not recorded: no stream
@@ -98,6 +98,13 @@ type Reservation struct {
 	UserID    UserID
 	Quantity  int
 	At        time.Time
+	// Expires is its order's payment deadline: At plus the payment window in force when
+	// the stock took it (PaymentWindow.Deadline), recorded with it and kept from then on
+	// (DESIGN.md v1.3 "Time"), through a restart with another window. The stock stamps
+	// it when it takes the reservation, as it stamps At; zero only on a reservation
+	// recorded before deadlines were, whose deadline is its At plus the window of
+	// whoever reads it.
+	Expires time.Time
 	// Pass is the expiry of the waiting room's pass the grab carries, whose signature
 	// the caller verified (VerifyPass) for this user and voucher; zero: none. The
 	// stock takes a pass once: the reservation it admits uses it up.
@@ -131,12 +138,24 @@ type Order struct {
 	Quantity  int
 	Status    OrderStatus
 	CreatedAt time.Time
+	// ExpiresAt is its payment deadline as recorded when it was reserved (its
+	// reservation's Expires); zero when none was recorded. Read it through
+	// PaymentWindow.ExpiresAt, which also knows when it no longer applies.
+	ExpiresAt time.Time
 }
 
 // Reservation returns the reservation o was made from: its units held by its user
-// since its creation.
+// since its creation, to be paid by its deadline.
 func (o Order) Reservation() Reservation {
-	return Reservation{OrderID: o.ID, VoucherID: o.VoucherID, UserID: o.UserID, Quantity: o.Quantity, At: o.CreatedAt}
+	return Reservation{OrderID: o.ID, VoucherID: o.VoucherID, UserID: o.UserID, Quantity: o.Quantity, At: o.CreatedAt,
+		Expires: o.ExpiresAt}
+}
+
+// Order returns the order r makes with status s: created at r.At, to be paid by
+// r.Expires.
+func (r Reservation) Order(s OrderStatus) Order {
+	return Order{ID: r.OrderID, VoucherID: r.VoucherID, UserID: r.UserID, Quantity: r.Quantity, Status: s,
+		CreatedAt: r.At, ExpiresAt: r.Expires}
 }
 
 // ParseOrderID checks that s looks like an order id the application mints: a ULID, 26
@@ -157,17 +176,28 @@ func ParseOrderID(s string) (OrderID, error) {
 // PaymentWindow is how long an order may wait for its payment from the moment it was
 // reserved (SECKILL_PAYMENT_TIMEOUT). It is the one rule of an unpaid order's deadline:
 // the deadline an order is answered with, the payment it refuses after it, and the
-// orders the sweeper expires all come from it.
+// orders the sweeper expires all come from it. The deadline is decided once, when the
+// order is reserved (Deadline), and recorded with it: a change of the window applies
+// to the orders reserved after it, never to one whose deadline was announced.
 type PaymentWindow time.Duration
 
-// ExpiresAt returns when o expires if it is not paid by then — its CreatedAt (the
-// sale's clock at the grab) plus w — and true while o is queued or awaiting payment;
-// for any other status there is nothing left to expire, and it returns false.
+// Deadline returns the payment deadline of an order reserved at at under w.
+func (w PaymentWindow) Deadline(at time.Time) time.Time {
+	return at.Add(time.Duration(w))
+}
+
+// ExpiresAt returns when o expires if it is not paid by then — its recorded ExpiresAt,
+// or, for an order recorded before deadlines were, its CreatedAt (the sale's clock at
+// the grab) plus w — and true while o is queued or awaiting payment; for any other
+// status there is nothing left to expire, and it returns false.
 func (w PaymentWindow) ExpiresAt(o Order) (time.Time, bool) {
 	if o.Status != StatusQueued && o.Status != StatusAwaitingPayment {
 		return time.Time{}, false
 	}
-	return o.CreatedAt.Add(time.Duration(w)), true
+	if !o.ExpiresAt.IsZero() {
+		return o.ExpiresAt, true
+	}
+	return w.Deadline(o.CreatedAt), true
 }
 
 // Lapsed reports whether o's window has passed at now: now is after ExpiresAt. A
@@ -178,7 +208,8 @@ func (w PaymentWindow) Lapsed(o Order, now time.Time) bool {
 }
 
 // DueBefore returns the creation time before which an order still awaiting payment
-// has lapsed at now (see Lapsed): the sweeper expires the orders created before it.
+// with no recorded deadline has lapsed at now (see Lapsed): the sweeper expires those
+// created before it, and those whose recorded deadline is before now.
 func (w PaymentWindow) DueBefore(now time.Time) time.Time {
 	return now.Add(-time.Duration(w))
 }

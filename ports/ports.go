@@ -414,10 +414,12 @@ type OrderLifecycle interface {
 	// keeps the receipt's answer in the same transaction, or changes nothing and
 	// returns ErrClaimLost when the claim no longer holds the key.
 	Transition(ctx context.Context, id domain.OrderID, user domain.UserID, to domain.OrderStatus, r *Receipt[domain.Order]) (domain.Order, error)
-	// ExpireDue expires up to limit orders awaiting payment since before cutoff, as
-	// Transition would, skipping those another instance is expiring at the same time,
-	// and returns the ones it expired.
-	ExpireDue(ctx context.Context, cutoff time.Time, limit int) ([]domain.Order, error)
+	// ExpireDue expires up to limit orders awaiting payment whose window lapsed at now
+	// (w.Lapsed: their recorded deadline is before now or, for one recorded without a
+	// deadline, its creation is before w.DueBefore(now)), as Transition would, skipping
+	// those another instance is expiring at the same time, and returns the ones it
+	// expired.
+	ExpireDue(ctx context.Context, now time.Time, w domain.PaymentWindow, limit int) ([]domain.Order, error)
 }
 
 // Releases remembers which closed orders still have to give their units back to the

@@ -65,9 +65,11 @@ func (r *Orders) move(o domain.Order, to domain.OrderStatus) domain.Order {
 	return o
 }
 
-// ExpireDue expires up to limit orders awaiting payment created before cutoff, oldest
-// (by creation, then id) first. A limit below 1 is a *domain.ValidationError.
-func (r *Orders) ExpireDue(_ context.Context, cutoff time.Time, limit int) ([]domain.Order, error) {
+// ExpireDue expires up to limit orders awaiting payment whose window lapsed at now
+// (w.Lapsed), as the SQL adapter picks them: those with a recorded deadline first, by
+// deadline then id, then those without one by creation then id. A limit below 1 is a
+// *domain.ValidationError.
+func (r *Orders) ExpireDue(_ context.Context, now time.Time, w domain.PaymentWindow, limit int) ([]domain.Order, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("expire due orders: %w", domain.Invalid("limit", "must be at least 1"))
 	}
@@ -78,12 +80,20 @@ func (r *Orders) ExpireDue(_ context.Context, cutoff time.Time, limit int) ([]do
 	}
 	due := []domain.Order{}
 	for _, o := range r.byID {
-		if o.Status.CanBecome(domain.StatusExpired) && o.CreatedAt.Before(cutoff) {
+		if o.Status.CanBecome(domain.StatusExpired) && w.Lapsed(o, now) {
 			due = append(due, o)
 		}
 	}
 	slices.SortFunc(due, func(a, b domain.Order) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+		// Recorded deadlines first, by deadline; then the others by creation.
+		ka, kb := a.ExpiresAt, b.ExpiresAt
+		if ka.IsZero() != kb.IsZero() {
+			return map[bool]int{true: 1, false: -1}[ka.IsZero()]
+		}
+		if ka.IsZero() {
+			ka, kb = a.CreatedAt, b.CreatedAt
+		}
+		return cmp.Or(ka.Compare(kb), cmp.Compare(a.ID, b.ID))
 	})
 	if len(due) > limit {
 		due = due[:limit]
@@ -91,6 +101,10 @@ func (r *Orders) ExpireDue(_ context.Context, cutoff time.Time, limit int) ([]do
 	for i, o := range due {
 		due[i] = r.move(o, domain.StatusExpired)
 	}
+	// Returned oldest first, as the SQL adapter returns them.
+	slices.SortFunc(due, func(a, b domain.Order) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
 	return due, nil
 }
 

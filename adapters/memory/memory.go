@@ -35,6 +35,10 @@ type Stock struct {
 	// Clock, when set, judges the grabs that carry no time, as Redis's TIME does (the
 	// sale's clock); the host's clock when nil.
 	Clock ports.Clock
+	// Window, when set, is the payment window each reservation it takes is recorded
+	// with: its Expires is its At plus Window, as the Redis and PostgreSQL strategies
+	// record it. Zero records none.
+	Window domain.PaymentWindow
 	// DuringSnapshot, when set, is called by Snapshot (without the lock) after it
 	// read the remaining units and the reservations and before it reads the queue, as
 	// a grab or a release may come after the Redis adapter's pages passed its place;
@@ -125,6 +129,9 @@ func (s *Stock) Reserve(_ context.Context, r domain.Reservation) error {
 		if s.Clock != nil {
 			r.At = s.Clock.Now()
 		}
+	}
+	if r.Expires.IsZero() && s.Window > 0 {
+		r.Expires = s.Window.Deadline(r.At)
 	}
 	sl, ok := s.sales[r.VoucherID]
 	if !ok {

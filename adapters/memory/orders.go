@@ -103,8 +103,7 @@ func (r *Orders) persistAll(rs []domain.Reservation) map[domain.OrderID]ports.Pe
 			out[id] = ports.PersistResult{OrderID: id, Outcome: ports.VoucherGone, Reason: "voucher " + res.VoucherID.String() + " does not exist"}
 			continue
 		}
-		o := domain.Order{ID: id, VoucherID: res.VoucherID, UserID: res.UserID, Quantity: res.Quantity,
-			Status: domain.StatusAwaitingPayment, CreatedAt: res.At}
+		o := res.Order(domain.StatusAwaitingPayment)
 		if r.holdsLive(res.VoucherID, res.UserID) {
 			o.Status = domain.StatusFailed
 			r.store(o)

@@ -20,6 +20,7 @@ var lifecycleTests = []test{
 	{"TransitionPayVersusCancel", testTransitionPayVersusCancel},
 	{"ExpireDue", testExpireDue},
 	{"ExpireDueConcurrently", testExpireDueConcurrently},
+	{"ExpireDueKeepsTheRecordedDeadline", testExpireDueKeepsTheRecordedDeadline},
 }
 
 // testTransition moves an order awaiting payment to to, asked by its owner (byOwner)
@@ -141,7 +142,7 @@ func testTransitionPayVersusExpire(t *testing.T, f *fixture) {
 		)
 		race(
 			func() { pay, payErr = f.Store.Transition(f.ctx, r.OrderID, r.UserID, domain.StatusPaid, nil) },
-			func() { expired, sweepErr = f.Store.ExpireDue(f.ctx, cutoff, 1) },
+			func() { expired, sweepErr = f.Store.ExpireDue(f.ctx, cutoff, 0, 1) },
 		)
 		if sweepErr != nil {
 			t.Fatalf("order %s: ExpireDue: %v", r.OrderID, sweepErr)
@@ -193,7 +194,7 @@ func testTransitionPayVersusExpireBurst(t *testing.T, f *fixture) {
 		wg.Go(func() {
 			<-start
 			for {
-				got, err := f.Store.ExpireDue(f.ctx, cutoff, 3)
+				got, err := f.Store.ExpireDue(f.ctx, cutoff, 0, 3)
 				if err != nil {
 					sweepErrs[s] = err
 					return
@@ -292,7 +293,7 @@ func testExpireDue(t *testing.T, f *fixture) {
 
 	expire := func(limit int) []domain.Order {
 		t.Helper()
-		got, err := f.Store.ExpireDue(f.ctx, cutoff, limit)
+		got, err := f.Store.ExpireDue(f.ctx, cutoff, 0, limit)
 		if err != nil {
 			t.Fatalf("ExpireDue(%d): %v", limit, err)
 		}
@@ -314,12 +315,44 @@ func testExpireDue(t *testing.T, f *fixture) {
 	f.wantSold(t, w, 1)   // not due 8
 
 	for _, limit := range []int{0, -1} {
-		_, err := f.Store.ExpireDue(f.ctx, cutoff, limit)
+		_, err := f.Store.ExpireDue(f.ctx, cutoff, 0, limit)
 		var verr *domain.ValidationError
 		if !errors.As(err, &verr) || verr.Field != "limit" {
 			t.Fatalf("ExpireDue with limit %d: %v, want a *domain.ValidationError on limit", limit, err)
 		}
 	}
+}
+
+// An order stored with its deadline (decided under a payment window of 10 minutes) is
+// kept to it by a sweeper running with a shorter window (5 minutes) or a longer one
+// (an hour): it is not expired before its deadline, and is after it. An order stored
+// without one (recorded before deadlines were) is judged by the sweeper's window.
+func testExpireDueKeepsTheRecordedDeadline(t *testing.T, f *fixture) {
+	v := f.voucher(t, 10)
+	const t1, t2 = 10 * time.Minute, domain.PaymentWindow(5 * time.Minute)
+	kept, legacy := reserve(1, v, 1, 1), reserve(2, v, 2, 1)
+	kept.Expires = kept.At.Add(t1)
+	f.persist(t, kept, legacy)
+	if got, want := spell(f.get(t, kept.OrderID)), spell(asOrder(kept, domain.StatusAwaitingPayment)); got != want {
+		t.Fatalf("stored %s, want %s", got, want)
+	}
+	sweep := func(now time.Time, w domain.PaymentWindow) []domain.Order {
+		t.Helper()
+		got, err := f.Store.ExpireDue(f.ctx, now, w, 10)
+		if err != nil {
+			t.Fatalf("ExpireDue(%v, %v): %v", now, time.Duration(w), err)
+		}
+		return got
+	}
+	// Past the shorter window's deadline, before the recorded one: only the order
+	// without a recorded deadline is due.
+	wantOrders(t, "sweep under the shorter window", sweep(kept.Expires.Add(-time.Second), t2), asOrder(legacy, domain.StatusExpired))
+	wantEmpty(t, "sweep at the deadline", sweep(kept.Expires, t2))
+	f.wantStored(t, kept, domain.StatusAwaitingPayment)
+	// A longer window does not hold it past its deadline either.
+	wantOrders(t, "sweep past the deadline", sweep(kept.Expires.Add(time.Millisecond), domain.PaymentWindow(time.Hour)),
+		asOrder(kept, domain.StatusExpired))
+	f.wantSold(t, v, 0)
 }
 
 // Sweepers on several instances at once expire each due order exactly once, and leave
@@ -342,7 +375,7 @@ func testExpireDueConcurrently(t *testing.T, f *fixture) {
 		wg.Go(func() {
 			<-start
 			for {
-				os, err := f.Store.ExpireDue(f.ctx, cutoff, limit)
+				os, err := f.Store.ExpireDue(f.ctx, cutoff, 0, limit)
 				if err != nil {
 					errs[s] = err
 					return

@@ -458,7 +458,7 @@ func testDown(t *testing.T, f *fixture) {
 			return err
 		},
 		"ExpireDue": func() error {
-			_, err := f.Store.ExpireDue(f.ctx, t0.Add(time.Hour), 10)
+			_, err := f.Store.ExpireDue(f.ctx, t0.Add(time.Hour), 0, 10)
 			return err
 		},
 		"Unreleased": func() error {

@@ -123,14 +123,18 @@ func sameResult(got, want ports.PersistResult) bool {
 func asOrder(r domain.Reservation, status domain.OrderStatus) domain.Order {
 	return domain.Order{
 		ID: r.OrderID, VoucherID: r.VoucherID, UserID: r.UserID, Quantity: r.Quantity,
-		Status: status, CreatedAt: r.At,
+		Status: status, CreatedAt: r.At, ExpiresAt: r.Expires,
 	}
 }
 
-// spell writes an order as the suite compares it: its time as an instant.
+// spell writes an order as the suite compares it: its times as instants.
 func spell(o domain.Order) string {
-	return fmt.Sprintf("order %s: voucher %d, user %d, %d units, %s, at %d µs",
-		o.ID, o.VoucherID, o.UserID, o.Quantity, o.Status, o.CreatedAt.UnixMicro())
+	expires := "no deadline recorded"
+	if !o.ExpiresAt.IsZero() {
+		expires = fmt.Sprintf("expires at %d µs", o.ExpiresAt.UnixMicro())
+	}
+	return fmt.Sprintf("order %s: voucher %d, user %d, %d units, %s, at %d µs, %s",
+		o.ID, o.VoucherID, o.UserID, o.Quantity, o.Status, o.CreatedAt.UnixMicro(), expires)
 }
 
 // spellAll spells orders, in their order.

@@ -42,7 +42,7 @@ func testUnreleasedMarkReleased(t *testing.T, f *fixture) {
 	if _, err := f.Store.Transition(f.ctx, r1.OrderID, 1, domain.StatusCancelled, nil); err != nil {
 		t.Fatalf("cancel: %v", err)
 	}
-	if _, err := f.Store.ExpireDue(f.ctx, t0.Add(time.Hour), 10); err != nil {
+	if _, err := f.Store.ExpireDue(f.ctx, t0.Add(time.Hour), 0, 10); err != nil {
 		t.Fatalf("expire: %v", err)
 	}
 	cancelled1, expired3 := asOrder(r1, domain.StatusCancelled), asOrder(r3, domain.StatusExpired)

@@ -18,11 +18,18 @@ import (
 
 // The fields of a stream entry, one reservation each: the reservation in one field,
 // its record followed by the order id ("user_id:qty:at_ms:order_id"; the voucher is
-// the stream's), and the grab's W3C traceparent when it was traced. One field, not
-// one per value: each field costs Redis on every XADD, on the worker's XREADGROUP and
-// in the append-only file, and the worker a map entry to decode.
+// the stream's), its payment deadline, and the grab's W3C traceparent when it was
+// traced. One field for the reservation, not one per value: each field costs Redis on
+// every XADD, on the worker's XREADGROUP and in the append-only file, and the worker a
+// map entry to decode.
 const (
 	reservationField = "r"
+	// expiresField holds the reservation's payment deadline, Unix ms
+	// (domain.Reservation.Expires); absent from an entry written before deadlines
+	// were recorded. A field of its own, not a part of "r": an order id may hold a
+	// colon, so "r" could not tell a fifth part from the order's, and an older
+	// instance reading "r" beside newer ones reads it as before.
+	expiresField = "x"
 	// traceField holds the grab's W3C traceparent; absent when the grab was untraced.
 	traceField = "tp"
 )
@@ -38,10 +45,13 @@ const (
 	atField      = "at"      // when the grab was judged, Unix ms
 )
 
-// entryValues returns the fields of r's stream entry, for XADD: the reservation, and
-// tp when tp is not "".
+// entryValues returns the fields of r's stream entry, for XADD: the reservation, its
+// deadline when it has one, and tp when tp is not "".
 func entryValues(r domain.Reservation, tp string) []any {
-	values := []any{reservationField, encodeRecord(r) + ":" + string(r.OrderID)}
+	values := []any{reservationField, recordBase(r) + ":" + string(r.OrderID)}
+	if !r.Expires.IsZero() {
+		values = append(values, expiresField, strconv.FormatInt(r.Expires.UnixMilli(), 10))
+	}
 	if tp != "" {
 		values = append(values, traceField, tp)
 	}
@@ -82,9 +92,26 @@ func decodeEntry(voucher domain.VoucherID, m redis.XMessage) ports.Delivery {
 	return d
 }
 
+// decodeExpires reads the deadline field of a stream entry into r.Expires; an entry
+// without one leaves it zero.
+func decodeExpires(values map[string]any, r domain.Reservation) (domain.Reservation, error) {
+	v, ok := values[expiresField]
+	if !ok {
+		return r, nil
+	}
+	s, _ := v.(string)
+	ms, ok := positive(s)
+	if !ok {
+		return domain.Reservation{}, fmt.Errorf("field %q: not a Unix time in milliseconds", expiresField)
+	}
+	r.Expires = time.UnixMilli(ms).UTC()
+	return r, nil
+}
+
 // decodeFields reads the fields of a stream entry of voucher, as entryValues writes
-// them or as they were written before (the five fields order, voucher, user, qty and
-// at); it names the first field missing or malformed.
+// them (with or without the deadline) or as they were written before (the five
+// fields order, voucher, user, qty and at); it names the first field missing or
+// malformed.
 func decodeFields(voucher domain.VoucherID, values map[string]any) (domain.Reservation, error) {
 	if v, ok := values[reservationField]; ok {
 		s, _ := v.(string)
@@ -92,9 +119,13 @@ func decodeFields(voucher domain.VoucherID, values map[string]any) (domain.Reser
 		if len(parts) != 4 {
 			return domain.Reservation{}, fmt.Errorf("field %q: not user:qty:at:order", reservationField)
 		}
-		return reservation(voucher, parts[3], parts[0], parts[1], parts[2], func(name string) string {
+		r, err := reservation(voucher, parts[3], parts[0], parts[1], parts[2], func(name string) string {
 			return fmt.Sprintf("field %q: %s", reservationField, name)
 		})
+		if err != nil {
+			return domain.Reservation{}, err
+		}
+		return decodeExpires(values, r)
 	}
 	field := func(name string) (string, error) {
 		v, ok := values[name]
@@ -164,25 +195,43 @@ func positive(s string) (int64, bool) {
 	return n, err == nil && n > 0 && !strings.HasPrefix(s, "+")
 }
 
-// encodeRecord returns r's record in the orders hash: "user_id:qty:at_ms".
-func encodeRecord(r domain.Reservation) string {
+// recordBase returns the first three parts of r's record, "user_id:qty:at_ms".
+func recordBase(r domain.Reservation) string {
 	return r.UserID.String() + ":" + strconv.Itoa(r.Quantity) + ":" + strconv.FormatInt(r.At.UnixMilli(), 10)
 }
 
-// decodeRecord reads an orders hash value, "user_id:qty:at_ms".
+// encodeRecord returns r's record in the orders hash: "user_id:qty:at_ms", then
+// ":expires_ms" when r has a deadline.
+func encodeRecord(r domain.Reservation) string {
+	if r.Expires.IsZero() {
+		return recordBase(r)
+	}
+	return recordBase(r) + ":" + strconv.FormatInt(r.Expires.UnixMilli(), 10)
+}
+
+// decodeRecord reads an orders hash value, "user_id:qty:at_ms" or, with the
+// reservation's deadline, "user_id:qty:at_ms:expires_ms".
 func decodeRecord(id domain.OrderID, voucher domain.VoucherID, record string) (domain.Reservation, error) {
 	parts := strings.Split(record, ":")
-	if len(parts) == 3 {
+	if len(parts) == 3 || len(parts) == 4 {
 		user, err1 := domain.ParseUserID(parts[0])
 		qty, err2 := strconv.Atoi(parts[1])
 		at, err3 := strconv.ParseInt(parts[2], 10, 64)
-		if err1 == nil && err2 == nil && err3 == nil && qty > 0 {
+		var expires time.Time
+		ok := true
+		if len(parts) == 4 {
+			var ms int64
+			ms, ok = positive(parts[3])
+			expires = time.UnixMilli(ms).UTC()
+		}
+		if err1 == nil && err2 == nil && err3 == nil && ok && qty > 0 {
 			return domain.Reservation{
 				OrderID:   id,
 				VoucherID: voucher,
 				UserID:    user,
 				Quantity:  qty,
 				At:        time.UnixMilli(at).UTC(),
+				Expires:   expires,
 			}, nil
 		}
 	}

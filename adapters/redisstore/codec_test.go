@@ -42,9 +42,15 @@ func TestCodecRoundTrip(t *testing.T) {
 		{OrderID: "01ARZ3NDEKTSV4RRFFQ69G5FAV", VoucherID: 7, UserID: 42, Quantity: 1, At: at},
 		{OrderID: "o-1", VoucherID: 1, UserID: 1, Quantity: domain.MaxQuantity, At: time.UnixMilli(1)},
 		{OrderID: domain.OrderID(strings.Repeat("~", maxOrderIDLen)), VoucherID: 1<<63 - 1, UserID: 1<<63 - 1, Quantity: 3, At: at},
+		// With the deadline it was taken with, kept to the millisecond in UTC too.
+		{OrderID: "01ARZ3NDEKTSV4RRFFQ69G5FAV", VoucherID: 7, UserID: 42, Quantity: 1, At: at, Expires: at.Add(15*time.Minute + time.Microsecond)},
+		{OrderID: "a:b", VoucherID: 7, UserID: 42, Quantity: 2, At: at, Expires: at.Add(time.Second)},
 	} {
 		want := r
 		want.At = time.UnixMilli(r.At.UnixMilli()).UTC()
+		if !r.Expires.IsZero() {
+			want.Expires = time.UnixMilli(r.Expires.UnixMilli()).UTC()
+		}
 		for _, tp := range []string{"", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"} {
 			values := asRead(t, entryValues(r, tp))
 			if _, ok := values[traceField]; ok != (tp != "") {
@@ -126,10 +132,32 @@ func TestCodecRefusesMalformedEntries(t *testing.T) {
 	}
 }
 
+// TestCodecReadsTheDeadlineBesideTheReservation: an entry's deadline is a field of its
+// own ("x"), so one without it (written before deadlines were recorded) reads with
+// none, and a malformed one names its field and yields no reservation.
+func TestCodecReadsTheDeadlineBesideTheReservation(t *testing.T) {
+	const r = "42:2:1764500000000:o-1"
+	d := decodeEntry(7, redis.XMessage{ID: "5-1", Values: map[string]any{"r": r}})
+	if d.Malformed != "" || !d.Reservation.Expires.IsZero() || d.Reservation.At != time.UnixMilli(1764500000000).UTC() {
+		t.Fatalf("an entry without a deadline: %+v", d)
+	}
+	d = decodeEntry(7, redis.XMessage{ID: "5-1", Values: map[string]any{"r": r, "x": "1764500900000"}})
+	if d.Malformed != "" || d.Reservation.Expires != time.UnixMilli(1764500900000).UTC() {
+		t.Fatalf("an entry with a deadline: %+v", d)
+	}
+	for _, x := range []any{"", "0", "-5", "+5", "soon", "1.5", int64(5)} {
+		d := decodeEntry(7, redis.XMessage{ID: "5-1", Values: map[string]any{"r": r, "x": x}})
+		if !strings.Contains(d.Malformed, `"x"`) || d.Reservation != (domain.Reservation{}) {
+			t.Errorf("x = %#v: delivery %+v; want the field named and no reservation", x, d)
+		}
+	}
+}
+
 func TestCodecRefusesMalformedRecords(t *testing.T) {
 	for _, record := range []string{
-		"", "42", "42:1", "42:1:2:3", "42::1", ":1:1", "x:1:1", "0:1:1", "-1:1:1",
+		"", "42", "42:1", "42:1:2:3:4", "42::1", ":1:1", "x:1:1", "0:1:1", "-1:1:1",
 		"42:0:1", "42:-1:1", "42:x:1", "42:1:", "42:1:x", "42:1:1.5",
+		"42:1:2:", "42:1:2:x", "42:1:2:0", "42:1:2:-3", "42:1:2:+3",
 	} {
 		if r, err := decodeRecord("o-1", 7, record); err == nil {
 			t.Errorf("record %q decodes to %+v, want an error", record, r)

@@ -23,8 +23,9 @@
 -- KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders, KEYS[4] stream, KEYS[5] waitlist,
 -- KEYS[6] waiting, KEYS[7] released (one voucher, one hash tag).
 -- ARGV[1] voucher_id, ARGV[2] from (the first step of the batch), ARGV[3] total (the
--- number of steps of the draw), then three per step: user_id, order_id, winner ('1'
--- or '0').
+-- number of steps of the draw), ARGV[4] payment_window_ms (each winner's order is
+-- recorded with its deadline, see add_reservation in prelude.lua; 0: none), then three
+-- per step: user_id, order_id, winner ('1' or '0').
 -- Returns {code, next, reserved, listed}: code 0 done (next: the steps taken so far;
 -- reserved and listed: what this batch did, reserved counting the units handed to
 -- the waitlist after the last step, followed by whom those went to: user_1, order_1,
@@ -46,13 +47,14 @@ local from = tonumber(ARGV[2])
 if taken ~= from then
   return {0, taken, 0, 0}
 end
-local n = (#ARGV - 3) / 3
+local n = (#ARGV - 4) / 3
+local window = tonumber(ARGV[4])
 local remaining = tonumber(m.remaining)
 local stamp = tostring(sale_now())
 local reserved, listed = 0, 0
 local owed = tonumber(m.draw_owed or '0')
 for i = 1, n do
-  local base = 4 + 3 * (i - 1)
+  local base = 5 + 3 * (i - 1)
   local user, order, winner = ARGV[base], ARGV[base + 1], ARGV[base + 2] == '1'
   local held = redis.call('HGET', KEYS[2], user)
   if redis.call('SISMEMBER', KEYS[7], order) == 1 then
@@ -70,10 +72,7 @@ for i = 1, n do
       if remaining >= 1 then
         remaining = remaining - 1
         redis.call('HSET', KEYS[2], user, order)
-        -- The record and the entry have codec.go's shapes (encodeRecord, entryValues).
-        local record = user .. ':1:' .. stamp
-        redis.call('HSET', KEYS[3], order, record)
-        redis.call('XADD', KEYS[4], '*', 'r', record .. ':' .. order)
+        redis.call('HSET', KEYS[3], order, add_reservation(KEYS[4], user, order, '1', stamp, window))
         reserved = reserved + 1
       end
     elseif redis.call('ZADD', KEYS[5], 'NX', from + i, user) == 1 then
@@ -88,7 +87,7 @@ local handed, to = 0, {}
 if next >= total then
   redis.call('HSET', KEYS[1], 'drawn', '1')
   handed, to = hand_off({meta = KEYS[1], buyers = KEYS[2], orders = KEYS[3], stream = KEYS[4],
-    waitlist = KEYS[5], waiting = KEYS[6]}, m, math.min(remaining, owed), m.ends, m.expire)
+    waitlist = KEYS[5], waiting = KEYS[6]}, m, math.min(remaining, owed), m.ends, m.expire, window)
   remaining = remaining - handed
 end
 if listed > 0 then

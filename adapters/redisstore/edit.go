@@ -39,7 +39,7 @@ func (s *Stock) Edit(ctx context.Context, v domain.Voucher, mode ports.EditMode)
 		s.keys.Stream(v.ID), s.keys.Dead(v.ID), s.keys.Waitlist(v.ID), s.keys.Waiting(v.ID)}
 	reply, err := editScript.Run(ctx, s.client, keys, v.Stock, v.BeginsAt.UnixMilli(), v.EndsAt.UnixMilli(),
 		v.PerUserLimit, s.grace.Milliseconds(), v.Version, editModes[mode], channel, v.ID.String(), sharded,
-		string(admissionOf(v)), string(challengeOf(v))).Slice()
+		string(admissionOf(v)), string(challengeOf(v)), s.window).Slice()
 	if err != nil {
 		return false, fmt.Errorf("edit stock: %w", err)
 	}

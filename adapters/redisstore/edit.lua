@@ -17,7 +17,9 @@
 -- ARGV[8] restock channel, ARGV[9] voucher_id (the message), ARGV[10] sharded ('1':
 -- SPUBLISH on the voucher's own channel, as on Redis Cluster; '0': PUBLISH),
 -- ARGV[11] admission, ARGV[12] challenge (they never change; written with the terms,
--- so a state loaded without them gets them, as warm.lua does).
+-- so a state loaded without them gets them, as warm.lua does), ARGV[13]
+-- payment_window_ms (the orders of the units handed off are recorded with their
+-- deadline, see add_reservation in prelude.lua; 0: none).
 -- Returns {1, user_1, order_1, …} when it changed the state (the users units were
 -- handed off to, each with the order it now holds), else {code}: 0 when there was nothing to change (the same
 -- terms, or in mode 'newer' a version not older than the state's); -1 without sale
@@ -56,7 +58,7 @@ local given, to = 0, {}
 if left > remaining then
   m.settled = reopened and '0' or m.settled
   given, to = hand_off({meta = KEYS[1], buyers = KEYS[2], orders = KEYS[3], stream = KEYS[5],
-    waitlist = KEYS[7], waiting = KEYS[8]}, m, left - remaining, ARGV[3], expire)
+    waitlist = KEYS[7], waiting = KEYS[8]}, m, left - remaining, ARGV[3], expire, tonumber(ARGV[13]))
 end
 redis.call('HSET', KEYS[1], 'stock', ARGV[1], 'remaining', left - given, 'begins', ARGV[2], 'ends', ARGV[3],
   'limit', ARGV[4], 'expire', expire, 'version', ARGV[6], 'admission', ARGV[11], 'challenge', ARGV[12])

@@ -184,8 +184,8 @@ func (e *Entries) Take(ctx context.Context, id domain.VoucherID, from, total int
 	}
 	keys := []string{s.keys.Meta(id), s.keys.Buyers(id), s.keys.Orders(id), s.keys.Stream(id),
 		s.keys.Waitlist(id), s.keys.Waiting(id), s.keys.Released(id)}
-	args := make([]any, 0, 3+3*len(steps))
-	args = append(args, id.String(), from, total)
+	args := make([]any, 0, 4+3*len(steps))
+	args = append(args, id.String(), from, total, s.window)
 	for i, st := range steps {
 		winner := "0"
 		if st.Winner {

@@ -131,6 +131,30 @@ local function unacked(key, group, cap)
   return pending, undelivered, oldest
 end
 
+-- add_reservation appends the stream entry (to stream) of a reservation of qty units
+-- of user under order, taken at stamp (Unix ms, a string) with a payment window of
+-- window ms, and returns its record for the orders hash, in codec.go's shapes
+-- (entryValues, encodeRecord): the record "user:qty:at_ms", with ":expires_ms" after
+-- it, and the entry's field "r" "user:qty:at_ms:order" with "x" expires_ms beside it,
+-- where expires_ms is the deadline, stamp plus window, kept from then on — both left
+-- out when window is 0 (none recorded). tp, when not '' or nil, is the grab's
+-- traceparent, the entry's "tp".
+local function add_reservation(stream, user, order, qty, stamp, window, tp)
+  local base = user .. ':' .. qty .. ':' .. stamp
+  local record, entry = base, {'r', base .. ':' .. order}
+  if window > 0 then
+    local expires = tostring(tonumber(stamp) + window)
+    record = base .. ':' .. expires
+    entry[3], entry[4] = 'x', expires
+  end
+  if tp and tp ~= '' then
+    entry[#entry + 1] = 'tp'
+    entry[#entry + 1] = tp
+  end
+  redis.call('XADD', stream, '*', unpack(entry))
+  return record
+end
+
 -- hand_off gives up to units units that just came back (a release, an edit that adds
 -- units) to the first users of the voucher's waitlist who may still buy, one unit
 -- each, before they go back on sale: each one given becomes a reservation exactly as
@@ -146,11 +170,12 @@ end
 --
 -- keys: meta, buyers, orders, stream, waitlist, waiting (one voucher, one hash tag);
 -- m: the sale state (sale_state with 'restoring' and 'settled'); ends_ms, expire_ms:
--- the sale's end and its keys' expiry. It returns the units given and a flat list
+-- the sale's end and its keys' expiry; window: the payment window, ms, each given
+-- unit's order is recorded with (add_reservation). It returns the units given and a flat list
 -- {user_1, order_1, user_2, order_2, …} of whom they went to. At most units + 1000
 -- users leave the waitlist in one call, so a long run of users passed over cannot
 -- stall the script.
-local function hand_off(keys, m, units, ends_ms, expire_ms)
+local function hand_off(keys, m, units, ends_ms, expire_ms, window)
   local given, to = 0, {}
   if units <= 0 or m.restoring == '1' or m.settled == '1' then
     return given, to
@@ -170,12 +195,8 @@ local function hand_off(keys, m, units, ends_ms, expire_ms)
     local order = redis.call('HGET', keys.waiting, user)
     redis.call('HDEL', keys.waiting, user)
     if order and not redis.call('HGET', keys.buyers, user) then
-      local stamp = tostring(now)
       redis.call('HSET', keys.buyers, user, order)
-      -- The record and the entry have codec.go's shapes (encodeRecord, entryValues).
-      local record = user .. ':1:' .. stamp
-      redis.call('HSET', keys.orders, order, record)
-      redis.call('XADD', keys.stream, '*', 'r', record .. ':' .. order)
+      redis.call('HSET', keys.orders, order, add_reservation(keys.stream, user, order, '1', tostring(now), window))
       given = given + 1
       to[#to + 1] = user
       to[#to + 1] = order

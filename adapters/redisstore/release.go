@@ -38,7 +38,7 @@ func (s *Stock) Release(ctx context.Context, o domain.Order) (bool, error) {
 		s.keys.Stream(id), s.keys.Waitlist(id), s.keys.Waiting(id)}
 	channel, sharded := restockChannel(s.keys, s.sharded, id)
 	reply, err := releaseScript.Run(ctx, s.client, keys,
-		o.UserID.String(), string(o.ID), o.Quantity, channel, id.String(), sharded).Slice()
+		o.UserID.String(), string(o.ID), o.Quantity, channel, id.String(), sharded, s.window).Slice()
 	if err != nil {
 		return false, fmt.Errorf("release stock: %w", err)
 	}

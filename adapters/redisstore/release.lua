@@ -10,7 +10,9 @@
 -- KEYS[6] waitlist, KEYS[7] waiting (one voucher, one hash tag).
 -- ARGV[1] user_id, ARGV[2] order_id, ARGV[3] qty, ARGV[4] restock channel,
 -- ARGV[5] voucher_id (the message), ARGV[6] sharded ('1': SPUBLISH on the voucher's
--- own channel, as on Redis Cluster; '0': PUBLISH).
+-- own channel, as on Redis Cluster; '0': PUBLISH), ARGV[7] payment_window_ms (the
+-- orders of the units handed off are recorded with their deadline, see
+-- add_reservation in prelude.lua; 0: none).
 -- Returns {released, user_1, order_1, …}: released 1 when it released, 0 when there
 -- was nothing to release: no sale state (nothing written), or the user holds no
 -- reservation or another one (nothing released, handed off or published); then the
@@ -33,7 +35,7 @@ redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[2])
 local units = tonumber(ARGV[3])
 local given, to = hand_off({meta = KEYS[1], buyers = KEYS[2], orders = KEYS[3], stream = KEYS[5],
-  waitlist = KEYS[6], waiting = KEYS[7]}, m, units, m.ends, m.expire)
+  waitlist = KEYS[6], waiting = KEYS[7]}, m, units, m.ends, m.expire, tonumber(ARGV[7]))
 redis.call('HINCRBY', KEYS[1], 'remaining', units - given)
 redis.call('HINCRBY', KEYS[1], 'gen', 1)
 -- Units are back on sale: tell every instance, so they drop their sold-out flag. Only

@@ -110,8 +110,8 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 	if !s.sharded {
 		indexTTL = max(s.grace.Milliseconds(), 1)
 	}
-	args := make([]any, 6, 6+7*len(rs))
-	args[0], args[1], args[2], args[3], args[4], args[5] = id.String(), s.interval, s.tolerance, s.maxBacklog, s.group, indexTTL
+	args := make([]any, 7, 7+7*len(rs))
+	args[0], args[1], args[2], args[3], args[4], args[5], args[6] = id.String(), s.interval, s.tolerance, s.maxBacklog, s.group, indexTTL, s.window
 	for i, r := range rs {
 		if r.VoucherID != id || r.Quantity < 1 {
 			return batchReply{}, fmt.Errorf("reserve stock: a batch of voucher %s holds %+v", id, r)

@@ -14,7 +14,9 @@
 -- ARGV[4] max_backlog (0: none), ARGV[5] group, ARGV[6] index_ttl_ms (0: the caller
 -- wrote the users' index itself, as on Redis Cluster, where a user's index lives in
 -- another slot; else each reservation is added to its user's index, which then expires
--- after this long), then seven per grab i, from ARGV[7+7(i-1)]: user_id, order_id, qty,
+-- after this long), ARGV[7] payment_window_ms (each reservation is recorded with its
+-- deadline, at_ms plus this; 0: none recorded, see add_reservation in prelude.lua),
+-- then seven per grab i, from ARGV[8+7(i-1)]: user_id, order_id, qty,
 -- at_ms (when the grab is judged; '0': now, by the sale's clock — Redis's TIME, see
 -- sale_now), traceparent ('' when untraced; else the entry's "tp" field, so the batch
 -- that persists the entry links to the grab's trace), pass_ms (the expiry of the pass
@@ -31,7 +33,8 @@
 -- (settle.lua: ended by the sale's clock, every entry persisted) answers ended to
 -- every grab, so no entry is appended that no worker would read.
 local m = sale_state(KEYS[1], 'paused', 'restoring', 'settled', 'admission', 'challenge', 'drawn')
-local n = (#ARGV - 6) / 7
+local n = (#ARGV - 7) / 7
+local window = tonumber(ARGV[7])
 local out = {-1}
 -- answer_all answers every grab of the batch with code, nothing taken.
 local function answer_all(code)
@@ -73,7 +76,7 @@ end
 -- The sale's clock, read once for the batch when a grab asks for it.
 local clock
 local function at(i)
-  local given = ARGV[7 + 7 * (i - 1) + 3]
+  local given = ARGV[8 + 7 * (i - 1) + 3]
   if given ~= '0' then
     return tonumber(given), given
   end
@@ -88,7 +91,7 @@ local took, buyers, orders = {}, {}, {}
 -- the buyers hash only at its end, so a read per grab would see the same.
 local users = {}
 for i = 1, n do
-  users[i] = ARGV[7 + 7 * (i - 1)]
+  users[i] = ARGV[8 + 7 * (i - 1)]
 end
 local held = redis.call('HMGET', KEYS[2], unpack(users))
 -- The users' rates (theoretical arrival times), read in one call and kept up to date
@@ -131,7 +134,7 @@ local function admitted(user, pass, now)
 end
 
 local function judge(i)
-  local base = 7 + 7 * (i - 1)
+  local base = 8 + 7 * (i - 1)
   local user, order, qty = ARGV[base], ARGV[base + 1], tonumber(ARGV[base + 2])
   local now, stamp = at(i)
   -- Per-user rate (GCRA): every attempt counts, whatever its answer. The WATCH
@@ -192,15 +195,8 @@ local function judge(i)
   took[user] = order
   buyers[#buyers + 1] = user
   buyers[#buyers + 1] = order
-  -- The record and the entry have codec.go's shapes (encodeRecord, entryValues).
-  local record = user .. ':' .. ARGV[base + 2] .. ':' .. stamp
   orders[#orders + 1] = order
-  orders[#orders + 1] = record
-  if ARGV[base + 4] == '' then
-    redis.call('XADD', KEYS[4], '*', 'r', record .. ':' .. order)
-  else
-    redis.call('XADD', KEYS[4], '*', 'r', record .. ':' .. order, 'tp', ARGV[base + 4])
-  end
+  orders[#orders + 1] = add_reservation(KEYS[4], user, order, ARGV[base + 2], stamp, window, ARGV[base + 4])
   if index_ttl > 0 then
     redis.call('HSET', KEYS[index_base + i], order, ARGV[1])
     redis.call('PEXPIRE', KEYS[index_base + i], index_ttl)

@@ -11,7 +11,7 @@
 --
 -- KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders, KEYS[4] released (one voucher, one
 -- hash tag).
--- ARGV: four per order: user_id, order_id, the order's record ("user_id:qty:at_ms",
+-- ARGV: four per order: user_id, order_id, the order's record ("user_id:qty:at_ms[:expires_ms]",
 -- codec.go's encodeRecord), '1' live or '0' closed.
 -- Returns one number per order: 1 when Redis agrees with it now (a live order named,
 -- a closed one not held), 0 without sale state or for a live order released since

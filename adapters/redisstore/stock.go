@@ -79,6 +79,13 @@ type Options struct {
 	// for its voucher; past it, it is answered at once with domain.ErrUnavailable,
 	// without being sent. 0: until its context ends.
 	MaxWait time.Duration
+	// PaymentWindow is the payment window (SECKILL_PAYMENT_TIMEOUT) in force: every
+	// reservation the Stock takes (a grab, a draw's winner, a unit handed to a
+	// waitlist) is recorded with its deadline, its time plus this, in its record and
+	// its stream entry, so the deadline it is answered with is kept through a restart
+	// with another window (domain.Reservation.Expires). 0 records none: the window of
+	// whoever reads the reservation then stands in, as before deadlines were recorded.
+	PaymentWindow time.Duration
 }
 
 // Stock is a ports.Stock kept in Redis.
@@ -106,6 +113,8 @@ type Stock struct {
 	warmed chan domain.VoucherID
 	// handoffs counts the units Release and Edit handed to a waitlist (HandOffs).
 	handoffs atomic.Int64
+	// window is Options.PaymentWindow in milliseconds, as the scripts take it.
+	window int64
 }
 
 var _ ports.Stock = (*Stock)(nil)
@@ -129,6 +138,7 @@ func NewStock(client redis.UniversalClient, opts Options) *Stock {
 		s.tolerance = s.interval * int64(max(opts.UserBurst, 1)-1)
 	}
 	s.minReplicas, s.replicaTimeout, s.restarts = opts.MinReplicas, opts.ReplicaTimeout, opts.Restarts
+	s.window = max(opts.PaymentWindow.Milliseconds(), 0)
 	if s.replicaTimeout <= 0 {
 		s.replicaTimeout = DefaultReplicaTimeout
 	}

@@ -172,6 +172,10 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, g *watchGrab, an
 		}
 	}
 
+	if r.Expires.IsZero() && w.window > 0 {
+		// Recorded with its deadline, as reserve.lua records it (add_reservation).
+		r.Expires = r.At.Add(time.Duration(w.window) * time.Millisecond)
+	}
 	_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HIncrBy(ctx, k.Meta(r.VoucherID), "remaining", -int64(r.Quantity))
 		p.HIncrBy(ctx, k.Meta(r.VoucherID), "gen", 1)

@@ -60,7 +60,7 @@ func TestLifecycleLostConnectionsAreUnavailable(t *testing.T) {
 			return err
 		},
 		"ExpireDue": func() error {
-			_, err := f.orders.ExpireDue(ctx, t0.Add(time.Hour), 10)
+			_, err := f.orders.ExpireDue(ctx, t0.Add(time.Hour), 0, 10)
 			return err
 		},
 		"Unreleased": func() error {

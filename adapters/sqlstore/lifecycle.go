@@ -23,7 +23,7 @@ var (
 // orderColumns are the columns of orderRow, for the RETURNING clause of an update
 // scanned into it (RETURNING * would bring released_at, which the row does not have).
 // They are unqualified: SQLite's RETURNING takes no table alias.
-const orderColumns = "id, voucher_id, user_id, quantity, status, created_at, updated_at"
+const orderColumns = "id, voucher_id, user_id, quantity, status, created_at, expires_at, updated_at"
 
 // closedStatuses are the statuses whose units went (or must go) back on sale: the
 // orders Unreleased finds. The list matches the partial index
@@ -166,22 +166,25 @@ func takeSold(ctx context.Context, tx bun.Tx, v domain.VoucherID, units int) err
 	return nil
 }
 
-// ExpireDue expires up to limit orders awaiting payment since before cutoff (created
-// at < cutoff), oldest first, in one transaction: each becomes expired and its units
-// leave its voucher's sold counter. It returns them as they now are, oldest first;
-// none when nothing is due. A limit below 1 is a *domain.ValidationError.
+// ExpireDue expires up to limit orders awaiting payment whose window lapsed at now —
+// their recorded deadline is before now (expires_at < now), or, for an order stored
+// without one (NULL: stored before deadlines were, or by an older instance), it was
+// created before w.DueBefore(now) — those with a deadline first, by deadline, then
+// those without one, by creation — in one transaction: each becomes expired and its
+// units leave its voucher's sold counter. It returns them as they now are, oldest
+// first; none when nothing is due. A limit below 1 is a *domain.ValidationError.
 //
 // Instances may sweep at once: each locks the orders it picks and skips those locked
 // by another sweeper or by a Transition in progress, so every order is expired by
 // exactly one of them, and an order being paid is left to the payment (if that fails,
 // the next sweep expires it).
-func (s *Orders) ExpireDue(ctx context.Context, cutoff time.Time, limit int) ([]domain.Order, error) {
+func (s *Orders) ExpireDue(ctx context.Context, now time.Time, w domain.PaymentWindow, limit int) ([]domain.Order, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("expire due orders: %w", domain.Invalid("limit", "must be at least 1"))
 	}
 	var rows []orderRow
 	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
-		if err := expireTx(ctx, tx, cutoff, limit, &rows); err != nil {
+		if err := expireTx(ctx, tx, now, w, limit, &rows); err != nil {
 			return err
 		}
 		events := newOutbox(s.events)
@@ -208,20 +211,39 @@ func (s *Orders) ExpireDue(ctx context.Context, cutoff time.Time, limit int) ([]
 
 // expireTx is ExpireDue's transaction: the due order rows first, then the voucher rows
 // by id, the lock order of every writer.
-func expireTx(ctx context.Context, tx bun.Tx, cutoff time.Time, limit int, expired *[]orderRow) error {
+func expireTx(ctx context.Context, tx bun.Tx, at time.Time, w domain.PaymentWindow, limit int, expired *[]orderRow) error {
 	// FOR NO KEY UPDATE is the lock the update below takes anyway (no key changes);
-	// taking it here, with SKIP LOCKED, is what keeps concurrent sweepers apart.
+	// taking it here, with SKIP LOCKED, is what keeps concurrent sweepers apart. The
+	// orders with a recorded deadline first, by the index on it; then, if the batch has
+	// room, those stored without one, by the index on created_at: one condition with
+	// an OR would read every order awaiting payment.
 	var ids []string
 	err := tx.NewSelect().Model((*orderRow)(nil)).
 		Column("id").
 		Where(becoming(domain.StatusExpired)).
-		Where("o.created_at < ?", cutoff.UTC()).
-		OrderExpr("o.created_at, o.id").
+		Where("o.expires_at < ?", at.UTC()).
+		OrderExpr("o.expires_at, o.id").
 		Limit(int64(limit)).
 		Apply(rowLock("NO KEY UPDATE SKIP LOCKED")).
 		Scan(ctx, &ids)
 	if err != nil {
 		return fmt.Errorf("lock due orders: %w", err)
+	}
+	if len(ids) < limit {
+		var legacy []string
+		err := tx.NewSelect().Model((*orderRow)(nil)).
+			Column("id").
+			Where(becoming(domain.StatusExpired)).
+			Where("o.created_at < ?", w.DueBefore(at).UTC()).
+			Where("o.expires_at IS NULL").
+			OrderExpr("o.created_at, o.id").
+			Limit(int64(limit-len(ids))).
+			Apply(rowLock("NO KEY UPDATE SKIP LOCKED")).
+			Scan(ctx, &legacy)
+		if err != nil {
+			return fmt.Errorf("lock due orders stored without a deadline: %w", err)
+		}
+		ids = append(ids, legacy...)
 	}
 	if len(ids) == 0 {
 		return nil
@@ -307,4 +329,50 @@ func (s *Orders) MarkReleased(ctx context.Context, ids ...domain.OrderID) error 
 		return fmt.Errorf("mark %d orders released: %w", len(list), classify(err))
 	}
 	return nil
+}
+
+// deadlineBatch bounds one transaction of RecordDeadlines.
+const deadlineBatch = 500
+
+// RecordDeadlines records the payment deadline of every order awaiting payment stored
+// without one (before the expires_at column was, or by an older instance during a
+// rolling upgrade): its created_at plus w, the window in force. From then on the
+// deadline is kept, whatever window later instances run with; until then such an
+// order's deadline is its created_at plus the reader's window, as it always was. It
+// returns how many orders it recorded a deadline for. Instances may run it at once:
+// each row is written only while its deadline is still NULL.
+func (s *Orders) RecordDeadlines(ctx context.Context, w domain.PaymentWindow) (int, error) {
+	total := 0
+	for {
+		var rows []orderRow
+		err := s.db.NewSelect().Model(&rows).Column("id", "created_at").
+			Where("o.status = ?", string(domain.StatusAwaitingPayment)).
+			Where("o.expires_at IS NULL").
+			OrderExpr("o.created_at, o.id").
+			Limit(deadlineBatch).
+			Scan(ctx)
+		if err != nil {
+			return total, fmt.Errorf("read orders without a deadline: %w", classify(err))
+		}
+		err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			for _, r := range rows {
+				_, err := tx.NewUpdate().Model((*orderRow)(nil)).
+					Set("expires_at = ?", w.Deadline(r.CreatedAt).UTC()).
+					Where("o.id = ?", r.ID).
+					Where("o.expires_at IS NULL").
+					Exec(ctx)
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return total, fmt.Errorf("record the deadlines of %d orders: %w", len(rows), classify(err))
+		}
+		total += len(rows)
+		if len(rows) < deadlineBatch {
+			return total, nil
+		}
+	}
 }

@@ -98,46 +98,56 @@ func TestStatusConditionFollowsTheStateMachine(t *testing.T) {
 	}
 }
 
-// ExpireDue finds the due orders through the partial index over orders awaiting
-// payment, on both databases: its status condition, built from the domain's state
-// machine, must say what the index says (SQLite matches status = 'awaiting_payment'
-// but not status IN ('awaiting_payment')).
+// ExpireDue finds the due orders through the partial indexes over orders awaiting
+// payment, on both databases: those with a recorded deadline by the index on
+// expires_at, those stored without one by the index on created_at or by the NULLs of
+// the one on expires_at (either reads only orders awaiting payment). Its status
+// condition, built from the domain's state machine, must say what the indexes say
+// (SQLite matches status = 'awaiting_payment' but not status IN ('awaiting_payment')).
 func TestExpireDueUsesIndex(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := openMigrated(t)
 	log := &queryLog{}
-	if _, err := sqlstore.NewOrders(db.WithQueryHook(log)).ExpireDue(ctx, t0, 10); err != nil {
+	if _, err := sqlstore.NewOrders(db.WithQueryHook(log)).ExpireDue(ctx, t0, 0, 10); err != nil {
 		t.Fatalf("ExpireDue: %v", err)
 	}
-	// Nothing is due, so the sweep is one SELECT (between BEGIN and COMMIT, if logged).
+	// Nothing is due, so the sweep is two SELECTs (between BEGIN and COMMIT, if logged).
 	var sweep []string
 	for _, q := range log.queries {
 		if strings.HasPrefix(q, "SELECT") {
 			sweep = append(sweep, q)
 		}
 	}
-	if len(sweep) != 1 {
-		t.Fatalf("ExpireDue ran %d SELECTs, want 1: %q", len(sweep), log.queries)
+	if len(sweep) != 2 {
+		t.Fatalf("ExpireDue ran %d SELECTs, want 2: %q", len(sweep), log.queries)
 	}
-	const index = "orders_awaiting_payment_created_at_idx"
+	const byDeadline, byCreation = "orders_awaiting_payment_expires_at_idx", "orders_awaiting_payment_created_at_idx"
+	wantPlanUses(ctx, t, db, sweep[0], byDeadline)
+	wantPlanUses(ctx, t, db, sweep[1], byDeadline, byCreation)
+}
+
+// wantPlanUses fails t unless the plan of query uses one of indexes.
+func wantPlanUses(ctx context.Context, t *testing.T, db *bun.DB, query string, indexes ...string) {
+	t.Helper()
 	var plan []string
 	if sqlstore.IsSQLite(db) {
-		plan = sqlitePlan(t, db, sweep[0])
+		plan = sqlitePlan(t, db, query)
 	} else {
 		err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 			// An empty table would be scanned whole; forbid that, as a big one would.
 			if _, err := tx.ExecContext(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
 				return err
 			}
-			return tx.NewRaw("EXPLAIN "+sweep[0]).Scan(ctx, &plan)
+			return tx.NewRaw("EXPLAIN "+query).Scan(ctx, &plan)
 		})
 		if err != nil {
 			t.Fatalf("explain: %v", err)
 		}
 	}
-	if joined := strings.Join(plan, "\n"); !strings.Contains(joined, index) {
-		t.Errorf("ExpireDue's plan does not use %s:\n%s", index, joined)
+	joined := strings.Join(plan, "\n")
+	if !slices.ContainsFunc(indexes, func(index string) bool { return strings.Contains(joined, index) }) {
+		t.Errorf("the plan of %q uses none of %v:\n%s", query, indexes, joined)
 	}
 }
 
@@ -183,5 +193,40 @@ func TestMarkReleasedNothing(t *testing.T) {
 	}
 	if err := sqlstore.NewOrders(db).MarkReleased(context.Background()); err != nil {
 		t.Fatalf("MarkReleased(): %v", err)
+	}
+}
+
+// RecordDeadlines gives the orders awaiting payment stored without a deadline (before
+// the column was) their created_at plus the window in force, once; from then on a
+// sweeper with another window keeps them to it. An order with a deadline, or no
+// longer awaiting payment, is left alone.
+func TestRecordDeadlinesKeepsTheWindowInForce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newOrderFixture(t)
+	v := f.voucher(t, 10)
+	legacy, paid, kept := reserve(1, v, 1, 1), reserve(2, v, 2, 1), reserve(3, v, 3, 1)
+	kept.Expires = kept.At.Add(time.Hour)
+	f.persisted(t, legacy, paid, kept)
+	if _, err := f.orders.Transition(ctx, paid.OrderID, 0, domain.StatusPaid, nil); err != nil {
+		t.Fatal(err)
+	}
+	const window = domain.PaymentWindow(7 * time.Minute)
+	for i, want := range []int{1, 0} {
+		if n, err := f.orders.RecordDeadlines(ctx, window); err != nil || n != want {
+			t.Fatalf("RecordDeadlines #%d = %d, %v; want %d", i+1, n, err, want)
+		}
+	}
+	for _, tc := range []struct {
+		r    domain.Reservation
+		want time.Time
+	}{{legacy, legacy.At.Add(7 * time.Minute)}, {paid, time.Time{}}, {kept, kept.Expires}} {
+		if got := f.get(t, tc.r.OrderID).ExpiresAt; !got.Equal(tc.want.Truncate(time.Microsecond)) {
+			t.Errorf("order %s expires at %v, want %v", tc.r.OrderID, got, tc.want)
+		}
+	}
+	// A sweeper with a shorter window, past it: nothing is due.
+	if got, err := f.orders.ExpireDue(ctx, legacy.At.Add(2*time.Minute), domain.PaymentWindow(time.Minute), 10); err != nil || len(got) != 0 {
+		t.Fatalf("ExpireDue under a shorter window = %v, %v; want none", got, err)
 	}
 }

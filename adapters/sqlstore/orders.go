@@ -73,6 +73,10 @@ type orderRow struct {
 	Quantity  int       `bun:"quantity"`
 	Status    string    `bun:"status"`
 	CreatedAt time.Time `bun:"created_at"`
+	// ExpiresAt is the payment deadline recorded with the order; NULL (zero) for one
+	// stored before deadlines were, or by an older instance: then it is created_at
+	// plus the window of whoever reads it (domain.PaymentWindow.ExpiresAt).
+	ExpiresAt time.Time `bun:"expires_at,nullzero"`
 	UpdatedAt time.Time `bun:"updated_at"`
 }
 
@@ -84,6 +88,7 @@ func newOrderRow(r domain.Reservation, status domain.OrderStatus) orderRow {
 		Quantity:  r.Quantity,
 		Status:    string(status),
 		CreatedAt: r.At.UTC(),
+		ExpiresAt: r.Expires.UTC(),
 		UpdatedAt: now(),
 	}
 }
@@ -96,6 +101,7 @@ func (r orderRow) order() domain.Order {
 		Quantity:  r.Quantity,
 		Status:    domain.OrderStatus(r.Status),
 		CreatedAt: r.CreatedAt.UTC(),
+		ExpiresAt: r.ExpiresAt.UTC(),
 	}
 }
 

@@ -99,7 +99,7 @@ func TestOutboxLifecycleWritesEvents(t *testing.T) {
 	if _, err := f.orders.Transition(ctx, orderID(1), 1, domain.StatusCancelled, nil); !errors.Is(err, domain.ErrInvalidState) {
 		t.Fatalf("cancel a paid order: %v", err)
 	}
-	if _, err := f.orders.ExpireDue(ctx, t0.Add(time.Hour), 10); err != nil {
+	if _, err := f.orders.ExpireDue(ctx, t0.Add(time.Hour), 0, 10); err != nil {
 		t.Fatal(err)
 	}
 	got := f.events(t)

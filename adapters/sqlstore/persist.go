@@ -241,14 +241,20 @@ func insertOrders(ctx context.Context, tx bun.Tx, rows []orderRow, optimistic bo
 	}
 	orderIDs, vouchers, users, quantities, created := make([]string, len(rows)), make([]int64, len(rows)),
 		make([]int64, len(rows)), make([]int64, len(rows)), make([]time.Time, len(rows))
+	// A deadline not recorded (zero) is NULL, as the row's nullzero column stores it.
+	expires := make([]*time.Time, len(rows))
 	for i, r := range rows {
 		orderIDs[i], vouchers[i], users[i], quantities[i], created[i] = r.ID, r.VoucherID, r.UserID, int64(r.Quantity), r.CreatedAt
+		if !r.ExpiresAt.IsZero() {
+			expires[i] = &rows[i].ExpiresAt
+		}
 	}
-	const insert = `INSERT INTO orders (id, voucher_id, user_id, quantity, status, created_at, updated_at)
-SELECT r.id, r.voucher_id, r.user_id, r.quantity, ?, r.created_at, ?
-FROM unnest(?::text[], ?::bigint[], ?::bigint[], ?::int[], ?::timestamptz[]) AS r (id, voucher_id, user_id, quantity, created_at)`
+	const insert = `INSERT INTO orders (id, voucher_id, user_id, quantity, status, created_at, expires_at, updated_at)
+SELECT r.id, r.voucher_id, r.user_id, r.quantity, ?, r.created_at, r.expires_at, ?
+FROM unnest(?::text[], ?::bigint[], ?::bigint[], ?::int[], ?::timestamptz[], ?::timestamptz[])
+	AS r (id, voucher_id, user_id, quantity, created_at, expires_at)`
 	args := []any{rows[0].Status, rows[0].UpdatedAt, pgdialect.Array(orderIDs), pgdialect.Array(vouchers), pgdialect.Array(users),
-		pgdialect.Array(quantities), pgdialect.Array(created)}
+		pgdialect.Array(quantities), pgdialect.Array(created), pgdialect.Array(expires)}
 	if optimistic {
 		if _, err := tx.NewRaw(insert, args...).Exec(ctx); err != nil {
 			return nil, err
@@ -275,7 +281,8 @@ func persistEvents(ctx context.Context, tx bun.Tx, sorted []domain.Reservation, 
 		default:
 			continue
 		}
-		o := domain.Order{ID: r.OrderID, VoucherID: r.VoucherID, UserID: r.UserID, Quantity: r.Quantity, Status: status, CreatedAt: r.At.UTC()}
+		o := r.Order(status)
+		o.CreatedAt, o.ExpiresAt = o.CreatedAt.UTC(), o.ExpiresAt.UTC()
 		if err := events.order(o); err != nil {
 			return err
 		}

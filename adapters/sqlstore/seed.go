@@ -47,7 +47,7 @@ func (s *Orders) Import(ctx context.Context, os []domain.Order) error {
 	var closed []string
 	for i, o := range os {
 		rows[i] = orderRow{ID: string(o.ID), VoucherID: int64(o.VoucherID), UserID: int64(o.UserID),
-			Quantity: o.Quantity, Status: string(o.Status), CreatedAt: o.CreatedAt.UTC(), UpdatedAt: now()}
+			Quantity: o.Quantity, Status: string(o.Status), CreatedAt: o.CreatedAt.UTC(), ExpiresAt: o.ExpiresAt.UTC(), UpdatedAt: now()}
 		if !o.Status.HoldsStock() {
 			closed = append(closed, string(o.ID))
 		}

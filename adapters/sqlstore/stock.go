@@ -39,14 +39,16 @@ var (
 // Switch a running sale between this strategy and a Redis one only once its stream is
 // drained: reservations still queued in Redis are not in sold yet.
 type Stock struct {
-	db    *bun.DB
-	clock ports.Clock
+	db     *bun.DB
+	clock  ports.Clock
+	window domain.PaymentWindow
 }
 
-// NewStock returns a Stock that keeps the sale state in db and judges a grab without
-// a time by clock (the sale's clock).
-func NewStock(db *bun.DB, clock ports.Clock) *Stock {
-	return &Stock{db: db, clock: clock}
+// NewStock returns a Stock that keeps the sale state in db, judges a grab without a
+// time by clock (the sale's clock) and records each order it takes with the deadline
+// window sets (its reservation's Expires when the caller set none).
+func NewStock(db *bun.DB, clock ports.Clock, window domain.PaymentWindow) *Stock {
+	return &Stock{db: db, clock: clock, window: window}
 }
 
 // Warm loads nothing and reports ports.WarmPresent: the voucher's row, written when it
@@ -63,7 +65,8 @@ func (s *Stock) Warm(context.Context, domain.Voucher) (ports.WarmOutcome, error)
 //
 // (the row lock is the one the UPDATE takes anyway; unlike FOR UPDATE it does not block
 // the foreign-key checks of other transactions' orders). The order is stored under
-// r.OrderID with created_at r.At (the clock's time when r.At is zero). It judges by the
+// r.OrderID with created_at r.At (the clock's time when r.At is zero) and expires_at
+// r.Expires (r.At plus the Stock's window when zero). It judges by the
 // grab rule (domain.Sale.Judge), at that time to the millisecond, and answers as the
 // Redis script does: domain.ErrChallengeRequired, domain.ErrQueueRequired,
 // domain.ErrPaused, domain.ErrNotStarted, domain.ErrEnded, a *domain.ValidationError
@@ -80,6 +83,9 @@ func (s *Stock) Warm(context.Context, domain.Voucher) (ports.WarmOutcome, error)
 func (s *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
 	if r.At.IsZero() {
 		r.At = s.clock.Now()
+	}
+	if r.Expires.IsZero() {
+		r.Expires = s.window.Deadline(r.At)
 	}
 	if err := r.Validate(); err != nil {
 		return err

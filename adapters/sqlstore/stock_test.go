@@ -21,10 +21,13 @@ type stockFixture struct {
 	stock *sqlstore.Stock
 }
 
+// stockWindow is the payment window of the fixture's Stock.
+const stockWindow = 15 * time.Minute
+
 func newStockFixture(t *testing.T) stockFixture {
 	t.Helper()
 	f := newOrderFixture(t)
-	return stockFixture{orderFixture: f, stock: sqlstore.NewStock(f.db, system.Clock{})}
+	return stockFixture{orderFixture: f, stock: sqlstore.NewStock(f.db, system.Clock{}, domain.PaymentWindow(stockWindow))}
 }
 
 // onSale creates a voucher of stock units, limit units per user, on sale from t0 for
@@ -98,6 +101,8 @@ func (f stockFixture) recorded(t *testing.T, v domain.VoucherID) []domain.Reserv
 	return out
 }
 
+// The order is stored at once, with its deadline: its time plus the Stock's payment
+// window.
 func TestStockReserveStoresTheOrderAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -108,8 +113,9 @@ func TestStockReserveStoresTheOrderAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := f.get(t, r.OrderID)
+	at := r.At.UTC().Truncate(time.Microsecond)
 	want := domain.Order{ID: r.OrderID, VoucherID: v.ID, UserID: 42, Quantity: 3,
-		Status: domain.StatusAwaitingPayment, CreatedAt: r.At.UTC().Truncate(time.Microsecond)}
+		Status: domain.StatusAwaitingPayment, CreatedAt: at, ExpiresAt: at.Add(stockWindow)}
 	if got != want {
 		t.Fatalf("order = %+v, want %+v", got, want)
 	}

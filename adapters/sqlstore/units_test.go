@@ -66,7 +66,7 @@ func TestUnitCountersFollowEveryChange(t *testing.T) {
 		t.Fatalf("cancel: %v", err)
 	}
 	f.wantCounted(t, v, w)
-	if _, err := f.orders.ExpireDue(ctx, time.Now().Add(time.Hour), 10); err != nil {
+	if _, err := f.orders.ExpireDue(ctx, time.Now().Add(time.Hour), 0, 10); err != nil {
 		t.Fatalf("expire: %v", err)
 	}
 	if err := f.orders.MarkReleased(ctx, orderID(1), orderID(5)); err != nil {
@@ -109,7 +109,7 @@ func TestUnitCountersUnderConcurrentWriters(t *testing.T) {
 				if err != nil && !errors.Is(err, domain.ErrInvalidState) {
 					errs <- fmt.Errorf("pay: %w", err)
 				}
-				if _, err := f.orders.ExpireDue(ctx, time.Now().Add(time.Hour), 3); err != nil {
+				if _, err := f.orders.ExpireDue(ctx, time.Now().Add(time.Hour), 0, 3); err != nil {
 					errs <- fmt.Errorf("expire: %w", err)
 				}
 				if _, err := f.orders.FoldUnits(ctx, 7); err != nil {

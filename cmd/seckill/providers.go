@@ -461,6 +461,9 @@ func grabStockOptions(cfg Config, restarts *redisstore.Restarts) redisstore.Opti
 	o.MaxWait = min(cfg.RequestTimeout/2, maxTurnWait)
 	o.MinReplicas = cfg.RedisMinReplicas
 	o.Restarts = restarts
+	// Every reservation is recorded with its deadline, so a restart with another
+	// SECKILL_PAYMENT_TIMEOUT keeps the deadline it was answered with.
+	o.PaymentWindow = cfg.PaymentTimeout
 	return o
 }
 
@@ -542,10 +545,19 @@ func compensate(stock ports.Stock, releases ports.Releases, m *metrics) *applica
 	return c
 }
 
-// paymentWindow is how long an order may await payment: the sweeper, the payment and
-// the orders' expires_at all judge by it.
+// paymentWindow is how long an order may await payment: each order is recorded with
+// its deadline by it when reserved; the sweeper, the payment and the orders' expires_at
+// judge by that deadline, and by it for an order recorded without one.
 func paymentWindow(cfg Config) domain.PaymentWindow {
 	return domain.PaymentWindow(cfg.PaymentTimeout)
+}
+
+// noPaymentWindow is the window of `seckill reconcile`, which takes no payment
+// timeout: a unit its releases hand to a waitlist is recorded without a deadline, and
+// the serving instance that persists, answers or expires its order judges it by its
+// own window.
+func noPaymentWindow() domain.PaymentWindow {
+	return 0
 }
 
 func expireOrders(lifecycle ports.OrderLifecycle, compensate *application.Compensate, clock ports.Clock, window domain.PaymentWindow,

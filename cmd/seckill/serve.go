@@ -546,6 +546,7 @@ func goWorker(gctx context.Context, g *errgroup.Group, a *app, cfg Config, log *
 	g.Go(func() error { every(gctx, cfg.TrimInterval, func() { trim(gctx, a, log) }); return nil })
 	// Expiry is checked every second so an unpaid order is back on sale within
 	// the payment timeout plus a second or two.
+	g.Go(func() error { recordDeadlines(gctx, a, cfg, log); return nil })
 	g.Go(func() error { every(gctx, time.Second, func() { expire(gctx, a, log) }); return nil })
 	g.Go(func() error { every(gctx, 5*time.Second, func() { releaseClosed(gctx, a, log) }); return nil })
 	if cfg.ReconcileInterval > 0 {

@@ -44,7 +44,7 @@ func TestStrategyNames(t *testing.T) {
 func TestStrategySelectsTheAdapters(t *testing.T) {
 	lua := redisstore.NewStock(nil, redisstore.Options{})
 	audit := redisstore.NewAudit(nil, redisstore.Options{})
-	db := sqlstore.NewStock(nil, nil)
+	db := sqlstore.NewStock(nil, nil, 0)
 	for _, tc := range []struct {
 		strategy StockStrategy
 		stock    string

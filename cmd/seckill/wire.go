@@ -24,7 +24,7 @@ func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*applicat
 	wire.Build(
 		redisstore.NewRestarts, openRedis, stockOptions, redisstore.NewStock, redisstore.NewAudit,
 		configuredStrategy, strategySet,
-		databaseSet, plainRepositorySet, systemSet, newMetrics, compensate, recoverVoucher, reconcile,
+		databaseSet, plainRepositorySet, systemSet, newMetrics, compensate, recoverVoucher, reconcile, noPaymentWindow,
 	)
 	return nil, nil, nil
 }

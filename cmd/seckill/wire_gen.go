@@ -56,7 +56,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		cleanup()
 		return nil, nil, err
 	}
-	sqlstoreStock := sqlstore.NewStock(db, clock)
+	sqlstoreStock := sqlstore.NewStock(db, clock, domainPaymentWindow)
 	portsStock := selectStock(stockStrategy, stock, sqlstoreStock)
 	createVoucher := application.NewCreateVoucher(vouchers, portsStock, clock)
 	getVoucher := application.NewGetVoucher(vouchers, portsStock, clock)
@@ -207,7 +207,8 @@ func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*applicat
 	options := stockOptions(cfg)
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
 	clock := saleClock(ctx, universalClient, log)
-	stock := sqlstore.NewStock(db, clock)
+	domainPaymentWindow := noPaymentWindow()
+	stock := sqlstore.NewStock(db, clock, domainPaymentWindow)
 	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, stock)
 	orders := sqlstore.NewOrders(db)
 	redisstoreStock := redisstore.NewStock(universalClient, options)
