@@ -20,15 +20,16 @@ type RenderEvent func(domain.Event) ([]byte, error)
 type WebhookOptions struct {
 	// Concurrency is the most deliveries sent at once (default 8).
 	Concurrency int
-	// Timeout bounds each attempt (default 10 s): an endpoint that has not answered
-	// by then failed this attempt.
+	// Timeout bounds each attempt (default 15 s, within the 15–30 s Standard Webhooks
+	// recommends): an endpoint that has not answered by then failed this attempt.
 	Timeout time.Duration
 	// MinBackoff is the wait after a first failed attempt (default 1 s); it doubles
 	// with each failed attempt, with jitter (up to a fifth more), up to MaxBackoff
 	// (default 1 h).
 	MinBackoff, MaxBackoff time.Duration
-	// RetryFor is how long after its event a delivery is still retried (default 24 h):
-	// an attempt that fails later gives it up.
+	// RetryFor is how long after its event a delivery is still retried (default 3
+	// days, so a receiver down over a weekend still gets it): an attempt that fails
+	// later gives it up.
 	RetryFor time.Duration
 	// Poll is how often the outbox is looked at while nothing is due (default 500 ms).
 	Poll time.Duration
@@ -43,10 +44,10 @@ func (o WebhookOptions) withDefaults() WebhookOptions {
 	if o.Concurrency < 1 {
 		o.Concurrency = 8
 	}
-	def(&o.Timeout, 10*time.Second)
+	def(&o.Timeout, 15*time.Second)
 	def(&o.MinBackoff, time.Second)
 	def(&o.MaxBackoff, time.Hour)
-	def(&o.RetryFor, 24*time.Hour)
+	def(&o.RetryFor, 72*time.Hour)
 	def(&o.Poll, 500*time.Millisecond)
 	return o
 }

@@ -43,7 +43,8 @@ func (failingSender) Send(context.Context, string, time.Time, []byte) (int, erro
 
 // TestDeliverWebhooksBacksOffThenGivesUp checks the wait after each failed attempt:
 // 1 s after the first, doubling, up to a fifth more, capped at an hour; and that an
-// attempt failing 24 h after its event gives it up.
+// attempt failing 3 days after its event gives it up (one failing a day after is
+// retried: a receiver down over a weekend still gets it).
 func TestDeliverWebhooksBacksOffThenGivesUp(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	cases := []struct {
@@ -56,7 +57,8 @@ func TestDeliverWebhooksBacksOffThenGivesUp(t *testing.T) {
 		{attempts: 1, min: 2 * time.Second, max: 2400 * time.Millisecond},
 		{attempts: 4, min: 16 * time.Second, max: 19200 * time.Millisecond},
 		{attempts: 15, age: 23 * time.Hour, min: time.Hour, max: time.Hour},
-		{attempts: 30, age: 24 * time.Hour, giveUp: true},
+		{attempts: 30, age: 24 * time.Hour, min: time.Hour, max: time.Hour},
+		{attempts: 80, age: 72 * time.Hour, giveUp: true},
 	}
 	outbox := &oneShotOutbox{recorded: make(chan ports.WebhookAttempt, len(cases))}
 	for i, c := range cases {
