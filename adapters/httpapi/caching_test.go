@@ -29,9 +29,8 @@ func TestPublicReadsAreCacheable(t *testing.T) {
 			t.Fatalf("GET %s: %d, Cache-Control %q, ETag %q", path, first.StatusCode, first.Header.Get("Cache-Control"), tag)
 		}
 		again := a.conditional(path, tag)
-		body, _ := io.ReadAll(again.Body)
-		if again.StatusCode != http.StatusNotModified || len(body) != 0 || again.Header.Get("ETag") != tag {
-			t.Fatalf("GET %s If-None-Match %s: %d, %d bytes, ETag %q; want 304, none, the same tag", path, tag, again.StatusCode, len(body), again.Header.Get("ETag"))
+		if again.StatusCode != http.StatusNotModified || len(again.Body) != 0 || again.Header.Get("ETag") != tag {
+			t.Fatalf("GET %s If-None-Match %s: %d, %d bytes, ETag %q; want 304, none, the same tag", path, tag, again.StatusCode, len(again.Body), again.Header.Get("ETag"))
 		}
 		if other := a.conditional(path, `"another", `+strings.TrimPrefix(tag, "W/")); other.StatusCode != http.StatusNotModified {
 			t.Fatalf("GET %s with the tag in a list, strong form: %d, want 304", path, other.StatusCode)
@@ -56,8 +55,7 @@ func TestPublicReadsAreCacheable(t *testing.T) {
 func TestLargeAnswersAreGzipped(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t)
-	plain := a.raw(http.MethodGet, "/openapi.json", "", "", "")
-	want, _ := io.ReadAll(plain.Body)
+	want := a.raw(http.MethodGet, "/openapi.json", "", "", "").Body
 	req, _ := http.NewRequest(http.MethodGet, a.url+"/openapi.json", nil)
 	req.Header.Set("Accept-Encoding", "gzip")
 	res, err := http.DefaultTransport.RoundTrip(req) // the transport alone does not decode
@@ -98,16 +96,9 @@ func TestLargeAnswersAreGzipped(t *testing.T) {
 }
 
 // conditional GETs path with If-None-Match tag.
-func (a *api) conditional(path, tag string) *http.Response {
+func (a *api) conditional(path, tag string) rawAnswer {
 	a.t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, a.url+path, nil)
-	req.Header.Set("If-None-Match", tag)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	a.t.Cleanup(func() { _ = res.Body.Close() })
-	return res
+	return a.raw(http.MethodGet, path, "", "", "", "If-None-Match", tag)
 }
 
 // TestCORSAnswersListedOriginsOnly: a listed origin gets its own value back and the
@@ -118,15 +109,8 @@ func TestCORSAnswersListedOriginsOnly(t *testing.T) {
 	const shop = "https://www.shop.example"
 	a := newAPI(t, func(s *setup) { s.http.CORSOrigins = []string{shop} })
 	id := a.createVoucher(5, 1)
-	get := func(origin string) *http.Response {
-		req, _ := http.NewRequest(http.MethodGet, a.url+"/api/v1/vouchers/"+id, nil)
-		req.Header.Set("Origin", origin)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = res.Body.Close() })
-		return res
+	get := func(origin string) rawAnswer {
+		return a.raw(http.MethodGet, "/api/v1/vouchers/"+id, "", "", "", "Origin", origin)
 	}
 	r := get(shop)
 	if r.Header.Get("Access-Control-Allow-Origin") != shop || !strings.Contains(r.Header.Get("Access-Control-Expose-Headers"), "Retry-After") ||
@@ -136,15 +120,8 @@ func TestCORSAnswersListedOriginsOnly(t *testing.T) {
 	if r := get("https://evil.example"); r.Header.Get("Access-Control-Allow-Origin") != "" {
 		t.Fatalf("another origin: %v", r.Header)
 	}
-	req, _ := http.NewRequest(http.MethodOptions, a.url+"/api/v1/vouchers/"+id+"/grab", nil)
-	req.Header.Set("Origin", shop)
-	req.Header.Set("Access-Control-Request-Method", "POST")
-	req.Header.Set("Access-Control-Request-Headers", "authorization, x-seckill-pass")
-	pre, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pre.Body.Close()
+	pre := a.raw(http.MethodOptions, "/api/v1/vouchers/"+id+"/grab", "", "", "", "Origin", shop,
+		"Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", "authorization, x-seckill-pass")
 	if pre.StatusCode != http.StatusNoContent || pre.Header.Get("Access-Control-Allow-Origin") != shop ||
 		!strings.Contains(pre.Header.Get("Access-Control-Allow-Methods"), "POST") ||
 		!strings.Contains(pre.Header.Get("Access-Control-Allow-Headers"), "X-Seckill-Pass") {

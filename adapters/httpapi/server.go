@@ -242,17 +242,9 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 		}
 	}
 	const api = "/api/v1"
-	route(http.MethodPost, api+"/vouchers", h.createVoucher, once(auth, requireAdmin)...)
 	// The sale's hottest reads: any cache may keep them a moment (PublicMaxAge).
 	publicRead := append(slices.Clone(public), cached(publicCache(opts.PublicMaxAge)))
-	route(http.MethodGet, api+"/vouchers", h.listVouchers, publicRead...)
-	route(http.MethodGet, api+"/vouchers/:id", h.getVoucher, publicRead...)
-	route(http.MethodPost, grabRoute, h.grab, grab...)
-	route(http.MethodGet, challengeRoute, h.issueChallenge, auth)
-	route(http.MethodGet, api+"/vouchers/:id/stats", h.voucherStats, auth, requireAdmin)
-	route(http.MethodPost, api+"/vouchers/:id/pause", h.pauseSale(true), auth, requireAdmin)
-	route(http.MethodPost, api+"/vouchers/:id/resume", h.pauseSale(false), auth, requireAdmin)
-	route(http.MethodPatch, api+"/vouchers/:id", h.editVoucher, once(auth, requireAdmin)...)
+	voucherRoutes(route, h, once(auth, requireAdmin), publicRead, grab, auth)
 	route(http.MethodGet, api+"/audit", h.listAudit, auth, requireAdmin)
 	route(http.MethodGet, api+"/webhooks/deliveries", h.listDeliveries, auth, requireAdmin)
 	denyListRoutes(route, h, once(auth, requireAdmin), auth)
@@ -266,6 +258,23 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	operationRoutes(route, checks, opts, metrics, h.tellTime)
 	routes = metrics.knownRoutes(e)
 	return e
+}
+
+// voucherRoutes adds a voucher's routes through route: its writes behind adminOnce
+// (an admin, Idempotency-Key kept), its public reads behind publicRead, the grab
+// behind grab, the challenge behind auth, the stats behind auth and an admin.
+func voucherRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc), h handlers,
+	adminOnce, publicRead, grab []echo.MiddlewareFunc, auth echo.MiddlewareFunc) {
+	const vouchers = "/api/v1/vouchers"
+	route(http.MethodPost, vouchers, h.createVoucher, adminOnce...)
+	route(http.MethodGet, vouchers, h.listVouchers, publicRead...)
+	route(http.MethodGet, vouchers+"/:id", h.getVoucher, publicRead...)
+	route(http.MethodPost, grabRoute, h.grab, grab...)
+	route(http.MethodGet, challengeRoute, h.issueChallenge, auth)
+	route(http.MethodGet, vouchers+"/:id/stats", h.voucherStats, auth, requireAdmin)
+	route(http.MethodPost, vouchers+"/:id/pause", h.pauseSale(true), auth, requireAdmin)
+	route(http.MethodPost, vouchers+"/:id/resume", h.pauseSale(false), auth, requireAdmin)
+	route(http.MethodPatch, vouchers+"/:id", h.editVoucher, adminOnce...)
 }
 
 // orderRoutes adds a user's order routes through route: the reads behind auth, the
