@@ -88,19 +88,7 @@ func saleAcrossARestart(t *testing.T, fi *fulfillInstance) {
 	if got, want := len(all.reserved), 30; got != want {
 		t.Fatalf("reserved %d in all, want the stock, %d", got, want)
 	}
-	orders, err := fi.dbOrders(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	persisted := map[string]bool{}
-	for _, o := range orders {
-		persisted[o.ID] = true
-	}
-	for order, user := range all.reserved {
-		if !persisted[order] {
-			t.Fatalf("order %s of user %d was answered 202 but is not in the database after the stop", order, user)
-		}
-	}
+	orders := fi.wantAcceptedPersisted(id, all.reserved, "the stop")
 	if got, want := len(orders), len(all.reserved); got != want {
 		t.Fatalf("%d orders persisted, want %d", got, want)
 	}
@@ -282,19 +270,7 @@ func TestZeroSetupDrainsItsWholeBacklogAtStop(t *testing.T) {
 	st := fi.stats(id)
 	t.Logf("at the stop %v units wait to be persisted", st["queued"])
 	fi.stop() // fails the test if serve does not exit 0
-	orders, err := fi.dbOrders(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	persisted := map[string]bool{}
-	for _, o := range orders {
-		persisted[o.ID] = true
-	}
-	for order, user := range g.reserved {
-		if !persisted[order] {
-			t.Fatalf("order %s of user %d was answered 202 but is not in the database after the stop", order, user)
-		}
-	}
+	fi.wantAcceptedPersisted(id, g.reserved, "the stop")
 }
 
 // TestDemoWithNothingInstalled is the README's demo: the default flash sale, 5,000
@@ -427,9 +403,23 @@ func TestZeroSetupKeepsEvery202ThroughAKillNine(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	t.Logf("answers before and at the kill: %v", answers)
-	orders, err := fi.dbOrders(id)
+	fi.wantAcceptedPersisted(id, accepted, "the kill -9")
+	fi.start()
+	testenv.Eventually(t, time.Minute, "the sale rebuilt from seckill.db", func() (bool, string) {
+		status, v := fi.call(http.MethodGet, "/api/v1/vouchers/"+id+"/stats", fi.token(1, true), nil)
+		return status == http.StatusOK && v["queued"] == 0.0, fmt.Sprintf("%d %v", status, v)
+	})
+	fi.assertStatsAddUp(id)
+}
+
+// wantAcceptedPersisted fails the test unless every order of accepted (order id →
+// user, each answered 202) is in the database after what (a stop, a kill -9), naming
+// the first few that are not and how many; it returns the voucher's orders.
+func (fi *fulfillInstance) wantAcceptedPersisted(voucher string, accepted map[string]int64, what string) []dbOrder {
+	fi.t.Helper()
+	orders, err := fi.dbOrders(voucher)
 	if err != nil {
-		t.Fatal(err)
+		fi.t.Fatal(err)
 	}
 	persisted := map[string]bool{}
 	for _, o := range orders {
@@ -440,17 +430,12 @@ func TestZeroSetupKeepsEvery202ThroughAKillNine(t *testing.T) {
 		if !persisted[order] {
 			lost++
 			if lost <= 5 {
-				t.Errorf("order %s of user %d was answered 202 but is not in the database after the kill -9", order, user)
+				fi.t.Errorf("order %s of user %d was answered 202 but is not in the database after %s", order, user, what)
 			}
 		}
 	}
 	if lost > 0 {
-		t.Fatalf("%d of %d orders answered 202 lost to the kill -9", lost, len(accepted))
+		fi.t.Fatalf("%d of %d orders answered 202 lost to %s", lost, len(accepted), what)
 	}
-	fi.start()
-	testenv.Eventually(t, time.Minute, "the sale rebuilt from seckill.db", func() (bool, string) {
-		status, v := fi.call(http.MethodGet, "/api/v1/vouchers/"+id+"/stats", fi.token(1, true), nil)
-		return status == http.StatusOK && v["queued"] == 0.0, fmt.Sprintf("%d %v", status, v)
-	})
-	fi.assertStatsAddUp(id)
+	return orders
 }
