@@ -28,8 +28,8 @@ const TicketTTL = 60 * time.Second
 // ticketBytes is a ticket's randomness: 32 bytes, 43 characters of base64url.
 const ticketBytes = 32
 
-// errStreamsFull refuses a stream, or a ticket, of an API without streams.
-var errStreamsFull = fmt.Errorf("%w: too many event streams are open on this instance", domain.ErrUnavailable)
+// errNoStreams refuses a stream, or a ticket, of an API without streams.
+var errNoStreams = fmt.Errorf("%w: this instance serves no event streams", domain.ErrUnavailable)
 
 // ticketJSON is the contract's stream ticket.
 type ticketJSON struct {
@@ -41,7 +41,7 @@ type ticketJSON struct {
 // caller's, kept where every instance finds it.
 func (h handlers) issueTicket(c echo.Context) error {
 	if h.streams == nil {
-		return errStreamsFull
+		return errNoStreams
 	}
 	b := make([]byte, ticketBytes)
 	_, _ = rand.Read(b) // crypto/rand never fails on the platforms Go supports

@@ -97,7 +97,7 @@ func pump[T any](ctx context.Context, s *Streams, w *eventWriter, f feed[T]) err
 func (s *Streams) admit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if s == nil {
-			return errStreamsFull
+			return errNoStreams
 		}
 		if !s.acquire() {
 			w := s.begin(c)
