@@ -2,13 +2,13 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -28,8 +28,8 @@ const TicketTTL = 60 * time.Second
 // ticketBytes is a ticket's randomness: 32 bytes, 43 characters of base64url.
 const ticketBytes = 32
 
-// errStreamsFull refuses a stream beyond Max, or once the server is shutting down.
-var errStreamsFull = fmt.Errorf("%w: too many event streams are open on this instance", domain.ErrUnavailable)
+// errNoStreams refuses a stream, or a ticket, of an API without streams.
+var errNoStreams = fmt.Errorf("%w: this instance serves no event streams", domain.ErrUnavailable)
 
 // ticketJSON is the contract's stream ticket.
 type ticketJSON struct {
@@ -41,7 +41,7 @@ type ticketJSON struct {
 // caller's, kept where every instance finds it.
 func (h handlers) issueTicket(c echo.Context) error {
 	if h.streams == nil {
-		return errStreamsFull
+		return errNoStreams
 	}
 	b := make([]byte, ticketBytes)
 	_, _ = rand.Read(b) // crypto/rand never fails on the platforms Go supports
@@ -56,19 +56,20 @@ func (h handlers) issueTicket(c echo.Context) error {
 	return c.JSON(http.StatusCreated, ticketJSON{Ticket: ticket, ExpiresAt: now.Add(TicketTTL).UTC()})
 }
 
-// authenticateStream authenticates an event stream by ?ticket= (redeemed: a ticket
-// opens one stream, as its user, never an admin) or, without one, as authenticate
-// does by the Authorization header.
+// authenticateStream holds one of the streams (Streams.admit: a stream refused at the
+// limit spends no ticket), then authenticates the stream by ?ticket= (redeemed: a
+// ticket opens one stream, as its user, never an admin) or, without one, as
+// authenticate does by the Authorization header.
 func authenticateStream(tokens *Tokens, streams *Streams) echo.MiddlewareFunc {
 	byHeader := authenticate(tokens)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		header := byHeader(next)
-		return func(c echo.Context) error {
+		return streams.admit(func(c echo.Context) error {
 			ticket, given := c.QueryParams()["ticket"]
 			if !given {
 				return header(c)
 			}
-			if streams == nil || !wellFormedTicket(ticket[0]) {
+			if !wellFormedTicket(ticket[0]) {
 				return errUnauthorized
 			}
 			user, err := streams.opts.Tickets.Redeem(c.Request().Context(), ticket[0])
@@ -80,7 +81,7 @@ func authenticateStream(tokens *Tokens, streams *Streams) echo.MiddlewareFunc {
 			}
 			c.Set(principalKey, &Principal{User: user})
 			return next(c)
-		}
+		})
 	}
 }
 
@@ -95,23 +96,28 @@ func wellFormedTicket(s string) bool {
 // then again on each change of its status, until a final one. It reads the order
 // again when a change of it is announced and every Resync besides, so a lost
 // announcement delays an event, never loses it; between reads it holds nothing of the
-// database.
+// database. Each event's id is the order's status; a reconnect whose Last-Event-ID
+// names the final status the order has is answered 204, which ends a client's
+// reconnects.
 func (h handlers) orderEvents(c echo.Context) error {
 	id, err := domain.ParseOrderID(c.Param("id"))
 	if err != nil {
 		return err
 	}
-	if h.streams == nil || !h.streams.acquire() {
-		return errStreamsFull
-	}
-	defer h.streams.release()
 	ctx := c.Request().Context()
 	o, err := h.uc.GetOrder.Handle(ctx, caller(c), id)
 	if err != nil {
 		return err
 	}
-	w := h.streams.begin(c)
-	if err := w.send(eventOrder, toOrderJSON(o, h.payment)); err != nil || o.Status.Final() {
+	ev, err := h.orderEvent(o)
+	if err != nil {
+		return err
+	}
+	if ev.final && c.Request().Header.Get(headerLastEventID) == ev.id {
+		return c.NoContent(http.StatusNoContent)
+	}
+	w, err := h.streams.start(c)
+	if err != nil || w.send(ev) != nil || ev.final {
 		return nil
 	}
 	l := orderListener(id)
@@ -122,33 +128,25 @@ func (h handlers) orderEvents(c echo.Context) error {
 	case l.wake <- struct{}{}:
 	default: // one was announced already
 	}
-	ping := time.NewTicker(h.streams.opts.Ping)
-	defer ping.Stop()
-	resync := time.NewTicker(h.streams.opts.Resync)
-	defer resync.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-h.streams.closed:
-			return nil
-		case <-ping.C:
-			if w.ping() != nil {
-				return nil
+	return pump(ctx, h.streams, w, feed[struct{}]{wake: l.wake, every: h.streams.opts.Resync,
+		read: func(ctx context.Context, _ struct{}) (event, bool) {
+			now, err := h.uc.GetOrder.Handle(ctx, caller(c), id)
+			if err != nil || now.Status == o.Status {
+				return event{}, false // a failed read is tried again by the next wake or resync
 			}
-			continue
-		case <-l.wake:
-		case <-resync.C:
-		}
-		now, err := h.uc.GetOrder.Handle(ctx, caller(c), id)
-		if err != nil || now.Status == o.Status {
-			continue // a failed read is tried again by the next wake or resync
-		}
-		o = now
-		if err := w.send(eventOrder, toOrderJSON(o, h.payment)); err != nil || o.Status.Final() {
-			return nil
-		}
+			o = now
+			ev, err := h.orderEvent(o)
+			return ev, err == nil
+		}})
+}
+
+// orderEvent is o's event: its id is o's status, which an order takes once.
+func (h handlers) orderEvent(o domain.Order) (event, error) {
+	b, err := json.Marshal(toOrderJSON(o, h.payment))
+	if err != nil {
+		return event{}, fmt.Errorf("encode order: %w", err)
 	}
+	return event{id: string(o.Status), kind: eventOrder, data: b, final: o.Status.Final()}, nil
 }
 
 // voucherEvents answers GET /api/v1/vouchers/{id}/events: the voucher at once, then
@@ -159,113 +157,28 @@ func (h handlers) voucherEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if h.streams == nil || !h.streams.acquire() {
-		return errStreamsFull
-	}
-	defer h.streams.release()
 	ctx := c.Request().Context()
 	v, err := h.uc.GetVoucher.Handle(ctx, id)
 	if err != nil {
 		return err
 	}
-	first, err := json.Marshal(toVoucherJSON(v))
+	last, err := json.Marshal(toVoucherJSON(v))
 	if err != nil {
 		return fmt.Errorf("encode voucher: %w", err)
 	}
-	w := h.streams.begin(c)
-	if w.event(eventVoucher, first) != nil {
+	w, err := h.streams.start(c)
+	if err != nil || w.send(contentEvent(eventVoucher, last)) != nil {
 		return nil
 	}
 	l := voucherListener()
 	t := h.streams.join(ctx, id, l)
 	defer h.streams.leave(t, l)
-	ping := time.NewTicker(h.streams.opts.Ping)
-	defer ping.Stop()
-	last := first
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-h.streams.closed:
-			return nil
-		case <-l.gone:
-			return nil // dropped as too slow: the client reconnects
-		case <-ping.C:
-			if w.ping() != nil {
-				return nil
-			}
-		case b := <-l.events:
+	return pump(ctx, h.streams, w, feed[[]byte]{wake: l.events, gone: l.gone,
+		read: func(_ context.Context, b []byte) (event, bool) {
 			if bytes.Equal(b, last) {
-				continue
+				return event{}, false
 			}
 			last = b
-			if w.event(eventVoucher, b) != nil {
-				return nil
-			}
-		}
-	}
-}
-
-// eventWriter writes one stream's events, each flushed at once under the write
-// timeout.
-type eventWriter struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	timeout time.Duration
-	metrics *Metrics
-}
-
-// begin answers 200 with the event stream's headers. The stream lives as long as its
-// client listens: the server's read deadline (for a request's body) is lifted.
-func (s *Streams) begin(c echo.Context) *eventWriter {
-	res := c.Response()
-	h := res.Header()
-	h.Set(echo.HeaderContentType, "text/event-stream")
-	h.Set(echo.HeaderCacheControl, "no-cache")
-	// nginx would buffer the stream otherwise.
-	h.Set("X-Accel-Buffering", "no")
-	res.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(res)
-	// Not every ResponseWriter can (a test recorder cannot); the stream works without.
-	_ = rc.SetReadDeadline(time.Time{})
-	return &eventWriter{w: res, rc: rc, timeout: s.opts.WriteTimeout, metrics: s.metrics}
-}
-
-// send writes v as an event of kind.
-func (w *eventWriter) send(kind string, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encode %s event: %w", kind, err)
-	}
-	return w.event(kind, b)
-}
-
-// event writes data (one line of JSON) as an event of kind.
-func (w *eventWriter) event(kind string, data []byte) error {
-	buf := make([]byte, 0, len(kind)+len(data)+16)
-	buf = append(append(append(append(buf, "event: "...), kind...), "\ndata: "...), data...)
-	if err := w.write(append(buf, "\n\n"...)); err != nil {
-		return err
-	}
-	w.metrics.streamEvents.WithLabelValues(kind).Inc()
-	return nil
-}
-
-// ping writes the comment that keeps a quiet stream open.
-func (w *eventWriter) ping() error {
-	return w.write([]byte(": ping\n\n"))
-}
-
-// write writes b and flushes it within the write timeout. A client that does not
-// take it in time is counted dropped.
-func (w *eventWriter) write(b []byte) error {
-	_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
-	_, err := w.w.Write(b)
-	if err == nil {
-		err = w.rc.Flush()
-	}
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		w.metrics.streamsDropped.Inc()
-	}
-	return err
+			return contentEvent(eventVoucher, b), true
+		}})
 }

@@ -6,9 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,9 +20,10 @@ import (
 	"github.com/seckill/seckill/adapters/testenv"
 )
 
-// sseEvent is one event of a stream, or a comment (kind "", comment set).
+// sseEvent is one event of a stream, or a comment (kind "", comment set), or a
+// retry (kind "", retry set).
 type sseEvent struct {
-	kind, data, comment string
+	id, kind, data, comment, retry string
 }
 
 // eventStream reads a server-sent event stream as it arrives.
@@ -38,6 +41,12 @@ const eventDeadline = 10 * time.Second
 // reads its events; otherwise it returns the answer, decoded, and no stream.
 func (a *api) stream(path, token string) (*eventStream, response) {
 	a.t.Helper()
+	return a.resume(path, token, "")
+}
+
+// resume is stream as a client reconnecting after the event lastID (none when "").
+func (a *api) resume(path, token, lastID string) (*eventStream, response) {
+	a.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url+path, nil)
 	if err != nil {
@@ -45,6 +54,9 @@ func (a *api) stream(path, token string) (*eventStream, response) {
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -57,6 +69,9 @@ func (a *api) stream(path, token string) (*eventStream, response) {
 		raw, _ := io.ReadAll(res.Body)
 		checkResponse(a.t, http.MethodGet, path, res.StatusCode, res.Header, raw)
 		out := response{Status: res.StatusCode, Header: res.Header, Raw: string(raw)}
+		if res.StatusCode == http.StatusNoContent && len(raw) == 0 {
+			return nil, out
+		}
 		if err := json.Unmarshal(raw, &out.Body); err != nil {
 			a.t.Fatalf("GET %s: %d %q", path, res.StatusCode, raw)
 		}
@@ -87,6 +102,10 @@ func (s *eventStream) read() {
 			ev.kind = line[len("event: "):]
 		case strings.HasPrefix(line, "data: "):
 			ev.data = line[len("data: "):]
+		case strings.HasPrefix(line, "id: "):
+			ev.id = line[len("id: "):]
+		case strings.HasPrefix(line, "retry: "):
+			ev.retry = line[len("retry: "):]
 		}
 	}
 }
@@ -110,6 +129,9 @@ func (s *eventStream) next() sseEvent {
 			if ev.kind == "" {
 				continue
 			}
+			if ev.id == "" {
+				s.t.Fatalf("an event without an id: %+v", ev)
+			}
 			return ev
 		case <-timeout:
 			s.t.Fatalf("no event within %v", eventDeadline)
@@ -128,6 +150,53 @@ func (s *eventStream) ends() {
 	case <-time.After(eventDeadline):
 		s.t.Fatal("the stream did not end")
 	}
+}
+
+// retry returns the stream's reconnection delay, which must come first.
+func (s *eventStream) retry() time.Duration {
+	s.t.Helper()
+	select {
+	case ev := <-s.events:
+		ms, err := strconv.Atoi(ev.retry)
+		if ev.kind != "" || err != nil {
+			s.t.Fatalf("the stream does not start with a retry: %+v", ev)
+		}
+		return time.Duration(ms) * time.Millisecond
+	case <-time.After(eventDeadline):
+		s.t.Fatal("the stream sent nothing")
+	}
+	return 0
+}
+
+// refused opens path and returns the delay of a stream refused at the limit: 200
+// text/event-stream holding a retry: field only, closed at once.
+func (a *api) refused(path, token string) time.Duration {
+	a.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, a.url+path, nil)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatalf("GET %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body) // returns only once the server closed the stream
+	if err != nil {
+		a.t.Fatalf("GET %s: %v", path, err)
+	}
+	checkResponse(a.t, http.MethodGet, path, res.StatusCode, res.Header, raw)
+	ms, ok := strings.CutPrefix(string(raw), "retry: ")
+	n, err := strconv.Atoi(strings.TrimSuffix(ms, "\n\n"))
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" || !ok ||
+		!strings.HasSuffix(ms, "\n\n") || err != nil {
+		a.t.Fatalf("GET %s refused: %d %s %q, want 200 text/event-stream \"retry: <ms>\"", path, res.StatusCode,
+			res.Header.Get("Content-Type"), raw)
+	}
+	return time.Duration(n) * time.Millisecond
 }
 
 // nextOrder returns the data of the next event, which must be an order's.
@@ -316,30 +385,135 @@ func TestStreamTicketAnswer(t *testing.T) {
 	}
 }
 
+// At the limit a stream is answered 200 with only a retry: of one to two Retry
+// (jittered), closed at once, so a client reconnects later (a browser's EventSource
+// takes a 503 as final and never reconnects); it is counted refused, and spends no
+// ticket: once a stream ends, the same ticket opens one.
 func TestStreamLimit(t *testing.T) {
 	t.Parallel()
-	a := newAPI(t, func(s *setup) { s.streams.Max = 1 })
+	const retry = time.Second
+	a := newAPI(t, func(s *setup) { s.streams.Max, s.streams.Retry = 1, retry })
 	voucher := a.createVoucher(10, 1)
 	path := "/api/v1/vouchers/" + voucher + "/events"
 	s, _ := a.stream(path, "")
 	s.next()
-	if s2, r := a.stream(path, ""); s2 != nil || r.Status != http.StatusServiceUnavailable || r.code() != "unavailable" ||
-		r.Header.Get("Retry-After") == "" {
-		t.Fatalf("a stream beyond the limit: %d %s", r.Status, r.Raw)
+	delays := map[time.Duration]bool{}
+	for range 10 {
+		d := a.refused(path, "")
+		if d < retry || d >= 2*retry {
+			t.Fatalf("refused with retry %v, want [%v, %v)", d, retry, 2*retry)
+		}
+		delays[d] = true
+	}
+	if len(delays) < 2 {
+		t.Fatalf("ten refusals, one delay: %v (not jittered)", delays)
 	}
 	alice := a.token(10, false)
-	if _, r := a.stream("/api/v1/orders/"+a.grabOne(voucher, alice)+"/events", alice); r.Status != http.StatusServiceUnavailable {
-		t.Fatalf("an order stream beyond the limit: %d %s", r.Status, r.Raw)
+	order := a.grabOne(voucher, alice)
+	a.refused("/api/v1/orders/"+order+"/events", alice)
+	ticket := a.ticket(alice)
+	a.refused("/api/v1/orders/"+order+"/events?ticket="+ticket, "")
+	if got := a.scrape()["seckill_streams_refused_total"]; got != 12 {
+		t.Fatalf("seckill_streams_refused_total %v, want 12", got)
 	}
 	s.close()
-	testenv.Eventually(t, eventDeadline, "a stream opens once the first closed", func() (bool, string) {
-		s, r := a.stream(path, "")
-		if s == nil {
-			return false, r.Raw
+	testenv.Eventually(t, eventDeadline, "the refused ticket opens a stream once the first closed", func() (bool, string) {
+		req, err := http.NewRequest(http.MethodGet, a.url+"/api/v1/orders/"+order+"/events?ticket="+ticket, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("the ticket after the limit: %d", res.StatusCode)
+		}
+		// A refusal holds its retry: only; a stream sends the order next.
+		var seen []string
+		for br := bufio.NewReader(res.Body); ; {
+			line, err := br.ReadString('\n')
+			seen = append(seen, line)
+			if strings.HasPrefix(line, "event: order") {
+				return true, ""
+			}
+			if err != nil {
+				return false, fmt.Sprintf("%q", seen)
+			}
+		}
+	})
+}
+
+// Every stream starts with a retry: of half to one and a half Retry, and each event
+// carries an id: an order's is its status; a voucher's names the state it sends.
+func TestStreamsSayWhenToReconnect(t *testing.T) {
+	t.Parallel()
+	const retry = 2 * time.Second
+	a := newAPI(t, func(s *setup) { s.streams.Retry = retry })
+	voucher := a.createVoucher(10, 1)
+	alice := a.token(10, false)
+	order := a.grabOne(voucher, alice)
+	for _, tc := range []struct{ path, token, kind string }{
+		{"/api/v1/vouchers/" + voucher + "/events", "", "voucher"},
+		{"/api/v1/orders/" + order + "/events", alice, "order"},
+	} {
+		s, _ := a.stream(tc.path, tc.token)
+		if d := s.retry(); d < retry/2 || d >= retry*3/2 {
+			t.Fatalf("%s: retry %v, want [%v, %v)", tc.path, d, retry/2, retry*3/2)
+		}
+		ev := s.next()
+		body := s.decode(ev, tc.kind)
+		if tc.kind == "order" && ev.id != body["status"] {
+			t.Fatalf("order event id %q, status %v", ev.id, body["status"])
+		}
+		// The same state has the same id on another connection.
+		again, _ := a.stream(tc.path, tc.token)
+		if ev2 := again.next(); ev2.id != ev.id || ev2.data != ev.data {
+			t.Fatalf("%s: %q then %q for %s and %s", tc.path, ev.id, ev2.id, ev.data, ev2.data)
 		}
 		s.close()
-		return true, ""
-	})
+		again.close()
+	}
+}
+
+// A reconnect to a finished order's stream whose Last-Event-ID names its final event
+// is answered 204, which ends a client's reconnects; any other reconnect gets the
+// stream, from the order's current status.
+func TestFinishedOrderStreamAnswers204(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	voucher := a.createVoucher(10, 1)
+	alice, bob := a.token(10, false), a.token(11, false)
+	order, open := a.grabOne(voucher, alice), a.grabOne(voucher, bob)
+	a.fulfillAll()
+	if r := a.do(http.MethodPost, "/api/v1/orders/"+order+"/pay", alice, ""); r.Status != http.StatusOK {
+		t.Fatalf("pay: %d %s", r.Status, r.Raw)
+	}
+	path := "/api/v1/orders/" + order + "/events"
+	if s, r := a.resume(path, alice, "paid"); s != nil || r.Status != http.StatusNoContent {
+		t.Fatalf("reconnect after the final event: %d %s", r.Status, r.Raw)
+	}
+	ticket := a.ticket(alice)
+	if s, r := a.resume(path+"?ticket="+ticket, "", "paid"); s != nil || r.Status != http.StatusNoContent {
+		t.Fatalf("reconnect by ticket after the final event: %d %s", r.Status, r.Raw)
+	}
+	for _, last := range []string{"awaiting_payment", "nonsense"} {
+		s, _ := a.resume(path, alice, last)
+		if ev := s.next(); ev.id != "paid" {
+			t.Fatalf("reconnect after %q: %+v", last, ev)
+		}
+		s.ends()
+	}
+	// An order not final is followed whatever the client names.
+	s, _ := a.resume("/api/v1/orders/"+open+"/events", bob, "paid")
+	if ev := s.next(); ev.id != "awaiting_payment" {
+		t.Fatalf("an open order: %+v", ev)
+	}
+	// Another's order is still not found.
+	if _, r := a.resume(path, bob, "paid"); r.Status != http.StatusNotFound {
+		t.Fatalf("another's finished order: %d %s", r.Status, r.Raw)
+	}
 }
 
 func TestStreamPings(t *testing.T) {
@@ -408,9 +582,8 @@ func TestStreamsCloseEndsThem(t *testing.T) {
 	s.next()
 	(*streams).Close()
 	s.ends()
-	if s2, r := a.stream("/api/v1/vouchers/1/events", ""); s2 != nil || r.Status != http.StatusServiceUnavailable {
-		t.Fatalf("a stream after Close: %d %s", r.Status, r.Raw)
-	}
+	// A stream after Close is refused as at the limit: its client reconnects later.
+	a.refused("/api/v1/vouchers/1/events", "")
 }
 
 // A stream outlives the server's read timeout (serve sets one, for request bodies):

@@ -90,7 +90,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 	})
 	m.streamsRefused = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "seckill_streams_refused_total",
-		Help: "Event streams refused with 503 because SECKILL_MAX_STREAMS were open on this instance.",
+		Help: "Event streams refused because SECKILL_MAX_STREAMS were open on this instance (answered 200 with only a retry: field, so the client reconnects later).",
 	})
 	m.powRaise = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "seckill_pow_difficulty_raise_bits",

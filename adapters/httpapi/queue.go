@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -105,10 +106,6 @@ func (h handlers) queueEvents(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if h.streams == nil || !h.streams.acquire() {
-		return errStreamsFull
-	}
-	defer h.streams.release()
 	ctx := c.Request().Context()
 	user := principal(c).User
 	v, err := h.uc.QueueStatus.Handle(ctx, id, user)
@@ -119,39 +116,23 @@ func (h handlers) queueEvents(c echo.Context) error {
 	if err != nil {
 		return fmt.Errorf("encode queue: %w", err)
 	}
-	w := h.streams.begin(c)
-	if w.event(eventQueue, last) != nil {
+	w, err := h.streams.start(c)
+	if err != nil || w.send(contentEvent(eventQueue, last)) != nil {
 		return nil
 	}
-	ping := time.NewTicker(h.streams.opts.Ping)
-	defer ping.Stop()
-	read := time.NewTicker(QueueEvery)
-	defer read.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-h.streams.closed:
-			return nil
-		case <-ping.C:
-			if w.ping() != nil {
-				return nil
-			}
-		case <-read.C:
+	return pump(ctx, h.streams, w, feed[struct{}]{every: QueueEvery,
+		read: func(ctx context.Context, _ struct{}) (event, bool) {
 			v, err := h.uc.QueueStatus.Handle(ctx, id, user)
 			if err != nil {
-				continue // tried again at the next read
+				return event{}, false // tried again at the next read
 			}
 			b, err := json.Marshal(toQueueJSON(v))
 			if err != nil || bytes.Equal(b, last) {
-				continue
+				return event{}, false
 			}
 			last = b
-			if w.event(eventQueue, b) != nil {
-				return nil
-			}
-		}
-	}
+			return contentEvent(eventQueue, b), true
+		}})
 }
 
 // queueEntrants answers GET /api/v1/vouchers/{id}/queue/entrants: the entrants of the

@@ -314,7 +314,7 @@ func streamRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo.
 	}
 	route(http.MethodPost, "/api/v1/stream-tickets", h.issueTicket, auth)
 	route(http.MethodGet, orderEventsRoute, h.orderEvents, byTicket)
-	route(http.MethodGet, voucherEventsRoute, h.voucherEvents, public...)
+	route(http.MethodGet, voucherEventsRoute, h.voucherEvents, append([]echo.MiddlewareFunc{streams.admit}, public...)...)
 }
 
 // operationRoutes adds, through route, what anyone may GET with no middleware of its

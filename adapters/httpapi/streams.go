@@ -49,8 +49,12 @@ type StreamOptions struct {
 	// Tickets keeps the single-use tickets a browser opens a stream with (required).
 	Tickets ports.StreamTickets
 	// Max bounds the streams open at once on this instance; beyond it a stream is
-	// refused 503 unavailable. 0 means DefaultMaxStreams.
+	// answered with only a retry: (see Streams.admit). 0 means DefaultMaxStreams.
 	Max int
+	// Retry is the mean reconnection delay a stream tells its client (its retry:
+	// field, jittered by half of it either way); a stream refused at Max is told
+	// between one and two Retry. 0 means DefaultRetry.
+	Retry time.Duration
 	// Ping is how often a stream with nothing to say sends a ": ping" comment; 0
 	// means DefaultPing.
 	Ping time.Duration
@@ -94,6 +98,9 @@ func NewStreams(opts StreamOptions) *Streams {
 	if opts.Resync <= 0 {
 		opts.Resync = DefaultResync
 	}
+	if opts.Retry <= 0 {
+		opts.Retry = DefaultRetry
+	}
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = DefaultWriteTimeout
 	}
@@ -103,8 +110,9 @@ func NewStreams(opts StreamOptions) *Streams {
 	return &Streams{opts: opts, topics: make(map[domain.VoucherID]*topic), closed: make(chan struct{})}
 }
 
-// Close ends every stream and refuses new ones (503), at once; it returns without
-// waiting for them. Closing twice is harmless.
+// Close ends every stream and refuses new ones (as at the limit: their clients
+// reconnect after a retry, to another instance), at once; it returns without waiting
+// for them. Closing twice is harmless.
 func (s *Streams) Close() {
 	s.once.Do(func() { close(s.closed) })
 }

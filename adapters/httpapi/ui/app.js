@@ -1,7 +1,8 @@
 // The live sale page: plain JavaScript, no build step. It follows each open sale's
 // event stream (GET /api/v1/vouchers/{id}/events: its remaining units and state as
 // they change) and reads the public voucher list only to find new sales — every 10 s,
-// or every second while a sale is open that no stream follows. With an admin token
+// or every second while a sale is open that no live stream follows (more sales than
+// it follows, or a stream refused, cut or failed: see openStream). With an admin token
 // (kept in this tab's sessionStorage) it also reads each voucher's stats and the
 // Prometheus metrics every second, draws each sale's last minutes from samples it
 // takes itself, and offers pause/resume, edit and end now. With any token it offers
@@ -36,10 +37,13 @@ let editing = null; // the voucher the edit form changes
 let pendingEdit = null; // an edit sent and not answered: {id, body, key}; a retry of it keeps its key
 let answers = 0; // vouchers shown from an action's answer: a list read before one is stale
 const followed = new Map(); // voucher id → its EventSource
+const live = new Set(); // voucher ids whose stream delivered an event since it last failed
+const reopenAt = new Map(); // voucher id → performance.now() before which its stream, closed for good, is not opened again
+let wanted = new Set(); // voucher ids whose stream the page wants
 let events = 0; // voucher events received; eventSeen[id] is the count at id's last one
 const eventSeen = {};
 let listReadAt = -Infinity; // performance.now() of the last list read
-let allFollowed = false; // every open sale listed has its stream
+let allFollowed = false; // every open sale listed can have its stream (no more than MAX_FOLLOWED)
 
 // The server's clock, which judges every sale: a device's clock is often seconds off,
 // and a countdown by it fires early or late. GET /api/v1/time is read as NTP reads a
@@ -339,19 +343,52 @@ function showVoucher(v) {
 
 // follow opens the event stream of each open sale listed (not ended), up to
 // MAX_FOLLOWED, and closes the streams of sales ended or no longer listed. It answers
-// whether every open sale is followed (else the list is read every second for them).
+// whether every open sale can be followed (else the list is read every second for
+// them, as it is while a stream is down: see streamsLive).
 function follow(list) {
   const open = list.filter((v) => saleState(v, serverNow())[0] !== "ended");
-  const want = new Set(open.slice(0, MAX_FOLLOWED).map((v) => v.id));
-  for (const [id, es] of followed) if (!want.has(id)) { es.close(); followed.delete(id); }
-  for (const id of want) {
-    if (followed.has(id)) continue;
-    const es = new EventSource(`/api/v1/vouchers/${id}/events`);
-    es.addEventListener("voucher", (ev) => onVoucherEvent(JSON.parse(ev.data)));
-    followed.set(id, es); // EventSource reconnects by itself after an error
-  }
-  document.body.dataset.followed = String(followed.size);
+  wanted = new Set(open.slice(0, MAX_FOLLOWED).map((v) => v.id));
+  for (const [id, es] of followed) if (!wanted.has(id)) { es.close(); followed.delete(id); live.delete(id); }
+  const now = performance.now();
+  for (const id of wanted) if (!followed.has(id) && (reopenAt.get(id) || 0) <= now) openStream(id);
   return open.length <= MAX_FOLLOWED;
+}
+
+// openStream follows voucher id's stream. The stream counts as live from its first
+// event, not from its "open": a stream refused at the server's limit opens (200), holds
+// only a retry: and closes. Any error takes it off the live ones until it delivers
+// again, and the list is read every second meanwhile. EventSource reconnects by
+// itself after most errors; after one it takes as final (an answer other than 200: a
+// proxy's 502, say) the page opens the stream again a few seconds later.
+function openStream(id) {
+  const es = new EventSource(`/api/v1/vouchers/${id}/events`);
+  es.addEventListener("voucher", (ev) => {
+    if (!live.has(id)) { live.add(id); showFollowed(); }
+    onVoucherEvent(JSON.parse(ev.data));
+  });
+  es.addEventListener("error", () => {
+    live.delete(id);
+    if (es.readyState === EventSource.CLOSED && followed.get(id) === es) {
+      followed.delete(id);
+      reopenAt.set(id, performance.now() + 2000 + Math.random() * 3000);
+    }
+    showFollowed();
+  });
+  followed.set(id, es);
+}
+
+// streamsLive tells whether every stream the page wants delivers.
+function streamsLive() {
+  for (const id of wanted) if (!live.has(id)) return false;
+  return true;
+}
+
+// showFollowed marks the page with the streams that deliver and whether it polls.
+function showFollowed() {
+  let n = 0;
+  for (const id of wanted) if (live.has(id)) n++;
+  document.body.dataset.followed = String(n);
+  document.body.dataset.polling = allFollowed && streamsLive() ? "0" : "1";
 }
 
 // onVoucherEvent shows a voucher as its stream sent it, and samples it for its chart.
@@ -579,9 +616,12 @@ async function load() {
   draws = freshDraws;
   places = freshPlaces;
   allFollowed = follow(read);
+  showFollowed();
   render();
   const now = serverNow();
-  setStatus(now === null ? "updated (server clock not read yet)" : "updated " + new Date(now).toLocaleTimeString() + " server time");
+  const down = [...wanted].filter((id) => !live.has(id)).length;
+  setStatus((now === null ? "updated (server clock not read yet)" : "updated " + new Date(now).toLocaleTimeString() + " server time") +
+    (down > 0 ? ` · ${down} live stream${down > 1 ? "s" : ""} down: reading every second` : ""));
 }
 
 // refresh reads the page's data again; one read at a time, and one more after it when
@@ -617,11 +657,12 @@ document.getElementById("sign-out").addEventListener("click", () => {
 document.getElementById("edit-form").addEventListener("submit", submitEdit);
 document.getElementById("edit-close").addEventListener("click", () => { document.getElementById("edit").hidden = true; });
 
-// tick runs every second: the admin's reads, and the list's when it is due; otherwise
-// the page only samples what its streams told and draws it again (the countdowns, the
-// charts' time running on).
+// tick runs every second: the admin's reads, and the list's when it is due (every
+// second while a sale is not followed by a live stream); otherwise the page only
+// samples what its streams told and draws it again (the countdowns, the charts' time
+// running on).
 function tick() {
-  if (token() !== "" || !allFollowed || performance.now() - listReadAt >= LIST_EVERY_MS) {
+  if (token() !== "" || !allFollowed || !streamsLive() || performance.now() - listReadAt >= LIST_EVERY_MS) {
     refresh();
     return;
   }
