@@ -116,8 +116,8 @@ func (h handlers) orderEvents(c echo.Context) error {
 	if ev.final && c.Request().Header.Get(headerLastEventID) == ev.id {
 		return c.NoContent(http.StatusNoContent)
 	}
-	w, err := h.streams.start(c)
-	if err != nil || w.send(ev) != nil || ev.final {
+	w, open := h.streams.startWith(c, ev)
+	if !open || ev.final {
 		return nil
 	}
 	l := orderListener(id)
@@ -166,8 +166,8 @@ func (h handlers) voucherEvents(c echo.Context) error {
 	if err != nil {
 		return fmt.Errorf("encode voucher: %w", err)
 	}
-	w, err := h.streams.start(c)
-	if err != nil || w.send(contentEvent(eventVoucher, last)) != nil {
+	w, open := h.streams.startWith(c, contentEvent(eventVoucher, last))
+	if !open {
 		return nil
 	}
 	l := voucherListener()

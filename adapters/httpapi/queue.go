@@ -116,8 +116,8 @@ func (h handlers) queueEvents(c echo.Context) error {
 	if err != nil {
 		return fmt.Errorf("encode queue: %w", err)
 	}
-	w, err := h.streams.start(c)
-	if err != nil || w.send(contentEvent(eventQueue, last)) != nil {
+	w, open := h.streams.startWith(c, contentEvent(eventQueue, last))
+	if !open {
 		return nil
 	}
 	return pump(ctx, h.streams, w, feed[struct{}]{every: QueueEvery,

@@ -147,6 +147,16 @@ func (s *Streams) start(c echo.Context) (*eventWriter, error) {
 	return w, w.retry(jitter(s.opts.Retry/2, s.opts.Retry*3/2))
 }
 
+// startWith starts a stream (start) and sends it first; it reports false when the client
+// is gone already (a write failed), and there is nothing more to answer.
+func (s *Streams) startWith(c echo.Context, first event) (*eventWriter, bool) {
+	w, err := s.start(c)
+	if err != nil {
+		return nil, false
+	}
+	return w, w.send(first) == nil
+}
+
 // retry writes the stream's reconnection delay.
 func (w *eventWriter) retry(d time.Duration) error {
 	return w.write([]byte("retry: " + strconv.FormatInt(d.Milliseconds(), 10) + "\n\n"))
