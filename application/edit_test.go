@@ -115,7 +115,7 @@ func TestEditVoucher(t *testing.T) {
 	}
 
 	want := []string{`{"stock":10} {"stock":15}`, `{"stock":15} {"stock":3}`,
-		fmt.Sprintf(`{"ends_at":%q} {"ends_at":%q}`, t0.Add(time.Hour).Format(time.RFC3339Nano), ends.Format(time.RFC3339Nano))}
+		fmt.Sprintf(`{"ends_at":%q} {"ends_at":%q}`, t0.Add(time.Hour).Format(domain.StampLayout), ends.Format(domain.StampLayout))}
 	if got := f.updates(); !slices.Equal(got, want) {
 		t.Fatalf("audit entries:\n%q\nwant\n%q", got, want)
 	}

@@ -72,8 +72,8 @@ func voucherFields(v Voucher) map[string]any {
 	f := map[string]any{
 		"title":          v.Title,
 		"stock":          v.Stock,
-		"begins_at":      v.BeginsAt.UTC().Format(time.RFC3339Nano),
-		"ends_at":        v.EndsAt.UTC().Format(time.RFC3339Nano),
+		"begins_at":      v.BeginsAt.UTC().Format(StampLayout),
+		"ends_at":        v.EndsAt.UTC().Format(StampLayout),
 		"per_user_limit": v.PerUserLimit,
 		"paused":         v.Paused,
 	}
@@ -86,10 +86,10 @@ func voucherFields(v Voucher) map[string]any {
 		f["challenge"], f["pow_difficulty"] = string(v.Challenge), v.PowDifficulty
 	}
 	if v.QueueWindow > 0 {
-		f["queue_window"], f["queue_opens_at"] = v.QueueWindow, v.QueueOpensAt.UTC().Format(time.RFC3339Nano)
+		f["queue_window"], f["queue_opens_at"] = v.QueueWindow, v.QueueOpensAt.UTC().Format(StampLayout)
 	}
 	if !v.EntriesOpenAt.IsZero() {
-		f["entries_open_at"] = v.EntriesOpenAt.UTC().Format(time.RFC3339Nano)
+		f["entries_open_at"] = v.EntriesOpenAt.UTC().Format(StampLayout)
 	}
 	return f
 }
@@ -103,3 +103,7 @@ func mustJSON(m map[string]any) json.RawMessage {
 	}
 	return b
 }
+
+// StampLayout is how the service writes a time (the v1.3 contract, "Time"): RFC 3339
+// in UTC with exactly three fractional digits, as in an audit entry's before and after.
+const StampLayout = "2006-01-02T15:04:05.000Z07:00"

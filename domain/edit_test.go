@@ -74,7 +74,7 @@ func TestVoucherAudit(t *testing.T) {
 	by := domain.Author{Actor: "1", RequestID: "r"}
 	created := domain.VoucherAudit(domain.AuditVoucherCreate, by, nil, v)
 	if created.Before != nil || created.VoucherID != 7 || created.Actor != "1" || created.RequestID != "r" ||
-		string(created.After) != `{"begins_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-01T01:00:00Z","paused":false,"per_user_limit":2,"stock":10,"title":"Coffee"}` {
+		string(created.After) != `{"begins_at":"2026-01-01T00:00:00.000Z","ends_at":"2026-01-01T01:00:00.000Z","paused":false,"per_user_limit":2,"stock":10,"title":"Coffee"}` {
 		t.Fatalf("create entry: %+v (%s)", created, created.After)
 	}
 	w := v

@@ -24,7 +24,7 @@ func TestCreateAndReadVouchers(t *testing.T) {
 	}
 	want := map[string]any{
 		"id": r.Body["id"], "title": "Coffee", "stock": 100.0, "remaining": 100.0,
-		"begins_at": "2026-01-01T00:00:00Z", "ends_at": "2098-12-31T22:00:00Z", "per_user_limit": 1.0, "paused": false,
+		"begins_at": "2026-01-01T00:00:00.000Z", "ends_at": "2098-12-31T22:00:00.000Z", "per_user_limit": 1.0, "paused": false,
 		"state": "live", "admission": "first_come", "challenge": "none",
 	}
 	if id, ok := r.Body["id"].(string); !ok || id == "" {
@@ -56,9 +56,9 @@ func TestCreateVouchersWithFairAdmission(t *testing.T) {
 	}
 	commitment, _ := r.Body["commitment"].(string)
 	assertJSON(t, r.Body, map[string]any{"id": r.Body["id"], "title": "Room", "stock": 10.0, "remaining": 10.0,
-		"begins_at": "2098-01-01T00:00:00Z", "ends_at": "2099-01-01T00:00:00Z", "per_user_limit": 1.0, "paused": false,
+		"begins_at": "2098-01-01T00:00:00.000Z", "ends_at": "2099-01-01T00:00:00.000Z", "per_user_limit": 1.0, "paused": false,
 		"state": "upcoming", "admission": "waiting_room", "challenge": "pow", "queue_window": 50.0,
-		"queue_opens_at": "2097-12-31T23:50:00Z", "pow_difficulty": 12.0, "commitment": commitment})
+		"queue_opens_at": "2097-12-31T23:50:00.000Z", "pow_difficulty": 12.0, "commitment": commitment})
 	if len(commitment) != 64 || r.Body["seed"] != nil || r.Body["entries_open_at"] != nil {
 		t.Fatalf("a waiting room renders commitment %q, and no seed or entries_open_at: %s", commitment, r.Raw)
 	}
@@ -69,7 +69,7 @@ func TestCreateVouchersWithFairAdmission(t *testing.T) {
 
 	d := a.do(http.MethodPost, "/api/v1/vouchers", a.admin, `{"title":"Draw","stock":10,"begins_at":"2098-01-01T00:00:00Z",`+
 		`"ends_at":"2099-01-01T00:00:00Z","admission":"draw","entries_open_at":"2097-01-01T00:00:00Z"}`)
-	if d.Status != http.StatusCreated || d.Body["entries_open_at"] != "2097-01-01T00:00:00Z" || d.Body["commitment"] == commitment ||
+	if d.Status != http.StatusCreated || d.Body["entries_open_at"] != "2097-01-01T00:00:00.000Z" || d.Body["commitment"] == commitment ||
 		d.Body["queue_window"] != nil || d.Body["pow_difficulty"] != nil {
 		t.Fatalf("create a draw: %d %s", d.Status, d.Raw)
 	}

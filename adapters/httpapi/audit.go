@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -16,7 +15,7 @@ import (
 // no voucher; before and after are objects, or null where there are none.
 type auditEntryJSON struct {
 	ID        string          `json:"id"`
-	At        time.Time       `json:"at"`
+	At        stamp           `json:"at"`
 	Actor     string          `json:"actor"`
 	Action    string          `json:"action"`
 	VoucherID *string         `json:"voucher_id"`
@@ -32,7 +31,7 @@ type auditListJSON struct {
 }
 
 func toAuditEntryJSON(e domain.AuditEntry) auditEntryJSON {
-	out := auditEntryJSON{ID: strconv.FormatInt(e.ID, 10), At: e.At.UTC(), Actor: e.Actor, Action: string(e.Action),
+	out := auditEntryJSON{ID: strconv.FormatInt(e.ID, 10), At: stamp(e.At), Actor: e.Actor, Action: string(e.Action),
 		RequestID: e.RequestID, Before: e.Before, After: e.After}
 	if e.VoucherID != 0 {
 		v := e.VoucherID.String()

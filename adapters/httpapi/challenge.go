@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -38,12 +37,12 @@ func (a *Admission) powRaise() int {
 // challenge ("challenge", "difficulty", "expires_at"), or with Turnstile the widget's
 // settings ("sitekey", "action", "cdata").
 type challengeJSON struct {
-	Challenge  string     `json:"challenge,omitempty"`
-	Difficulty int        `json:"difficulty,omitempty"`
-	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
-	SiteKey    string     `json:"sitekey,omitempty"`
-	Action     string     `json:"action,omitempty"`
-	CData      string     `json:"cdata,omitempty"`
+	Challenge  string `json:"challenge,omitempty"`
+	Difficulty int    `json:"difficulty,omitempty"`
+	ExpiresAt  *stamp `json:"expires_at,omitempty"`
+	SiteKey    string `json:"sitekey,omitempty"`
+	Action     string `json:"action,omitempty"`
+	CData      string `json:"cdata,omitempty"`
 }
 
 // issueChallenge answers a fresh challenge for the caller on the voucher: 404
@@ -60,8 +59,7 @@ func (h handlers) issueChallenge(c echo.Context) error {
 	out := challengeJSON{Challenge: offer.Challenge, Difficulty: offer.Difficulty,
 		SiteKey: offer.SiteKey, Action: offer.Action, CData: offer.CData}
 	if !offer.ExpiresAt.IsZero() {
-		at := offer.ExpiresAt.UTC()
-		out.ExpiresAt = &at
+		out.ExpiresAt = optionalStamp(offer.ExpiresAt)
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -129,7 +127,7 @@ func (e *challengeRequired) detail() errorDetail {
 		Challenge: e.offer.Challenge, Difficulty: e.offer.Difficulty,
 		SiteKey: e.offer.SiteKey, Action: e.offer.Action, CData: e.offer.CData}
 	if !e.offer.ExpiresAt.IsZero() {
-		d.ExpiresAt = e.offer.ExpiresAt.UTC().Format(time.RFC3339Nano)
+		d.ExpiresAt = formatStamp(e.offer.ExpiresAt)
 	}
 	return d
 }

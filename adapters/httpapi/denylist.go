@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
@@ -18,9 +17,9 @@ type denyRequest struct {
 
 // denialJSON is the contract's entry of the deny list.
 type denialJSON struct {
-	UserID string    `json:"user_id"`
-	Reason string    `json:"reason"`
-	At     time.Time `json:"at"`
+	UserID string `json:"user_id"`
+	Reason string `json:"reason"`
+	At     stamp  `json:"at"`
 }
 
 // denialListJSON is the contract's page of the deny list.
@@ -107,7 +106,7 @@ func (h handlers) listDenied(c echo.Context) error {
 	}
 	out := denialListJSON{Users: make([]denialJSON, len(page.Denials)), NextCursor: page.NextCursor}
 	for i, d := range page.Denials {
-		out.Users[i] = denialJSON{UserID: d.User.String(), Reason: d.Reason, At: d.At.UTC()}
+		out.Users[i] = denialJSON{UserID: d.User.String(), Reason: d.Reason, At: stamp(d.At)}
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -29,12 +28,12 @@ type entryJSON struct {
 // is empty. After it, winners lists the winning user ids (decimal strings), in the
 // order of the shuffle.
 type drawJSON struct {
-	Commitment     string     `json:"commitment"`
-	Seed           *string    `json:"seed"`
-	Entrants       int        `json:"entrants"`
-	EntrantsDigest *string    `json:"entrants_digest"`
-	DrawnAt        *time.Time `json:"drawn_at"`
-	Winners        []string   `json:"winners"`
+	Commitment     string   `json:"commitment"`
+	Seed           *string  `json:"seed"`
+	Entrants       int      `json:"entrants"`
+	EntrantsDigest *string  `json:"entrants_digest"`
+	DrawnAt        *stamp   `json:"drawn_at"`
+	Winners        []string `json:"winners"`
 }
 
 // enterDraw enters the caller in a draw voucher and answers 202, again 202 for a user
@@ -71,8 +70,8 @@ func (h handlers) getDraw(c echo.Context) error {
 	}
 	out := drawJSON{Commitment: st.Commitment, Entrants: st.Entrants, Winners: []string{}}
 	if d := st.Draw; d != nil {
-		seed, digest, at := domain.SeedHex(d.Seed), d.Digest, d.DrawnAt
-		out.Seed, out.EntrantsDigest, out.DrawnAt = &seed, &digest, &at
+		seed, digest := domain.SeedHex(d.Seed), d.Digest
+		out.Seed, out.EntrantsDigest, out.DrawnAt = &seed, &digest, optionalStamp(d.DrawnAt)
 		out.Winners = make([]string, len(st.Winners))
 		for i, u := range st.Winners {
 			out.Winners[i] = u.String()

@@ -33,8 +33,8 @@ var errNoStreams = fmt.Errorf("%w: this instance serves no event streams", domai
 
 // ticketJSON is the contract's stream ticket.
 type ticketJSON struct {
-	Ticket    string    `json:"ticket"`
-	ExpiresAt time.Time `json:"expires_at"`
+	Ticket    string `json:"ticket"`
+	ExpiresAt stamp  `json:"expires_at"`
 }
 
 // issueTicket answers POST /api/v1/stream-tickets: a fresh single-use ticket of the
@@ -53,7 +53,7 @@ func (h handlers) issueTicket(c echo.Context) error {
 	if h.clock != nil {
 		now = h.clock.Now()
 	}
-	return c.JSON(http.StatusCreated, ticketJSON{Ticket: ticket, ExpiresAt: now.Add(TicketTTL).UTC()})
+	return c.JSON(http.StatusCreated, ticketJSON{Ticket: ticket, ExpiresAt: stamp(now.Add(TicketTTL))})
 }
 
 // authenticateStream holds one of the streams (Streams.admit: a stream refused at the

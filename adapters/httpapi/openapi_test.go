@@ -3,9 +3,11 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -77,6 +79,40 @@ func checkResponse(t testing.TB, method, path string, status int, header http.He
 	}
 	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
 		t.Errorf("openapi: %s %s answered %d %s, which the document does not allow: %v", method, path, status, body, err)
+	}
+	if !opts.ExcludeResponseBody {
+		var v any
+		if json.Unmarshal(body, &v) == nil {
+			checkStamps(t, method+" "+path, v)
+		}
+	}
+}
+
+// timeLike and stampForm: a string that starts as a date and time is a time the
+// service wrote, and the contract (v1.3, "Time") spells each one way: UTC, exactly
+// three fractional digits.
+var (
+	timeLike  = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:`)
+	stampForm = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
+)
+
+// checkStamps fails the test for every time in v (a decoded JSON answer, what names
+// it) not written as the contract spells times.
+func checkStamps(t testing.TB, what string, v any) {
+	t.Helper()
+	switch v := v.(type) {
+	case string:
+		if timeLike.MatchString(v) && !stampForm.MatchString(v) {
+			t.Errorf("%s answered the time %q: want RFC 3339 in UTC with three fractional digits", what, v)
+		}
+	case []any:
+		for _, e := range v {
+			checkStamps(t, what, e)
+		}
+	case map[string]any:
+		for _, e := range v {
+			checkStamps(t, what, e)
+		}
 	}
 }
 

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -19,9 +18,9 @@ type orderJSON struct {
 	UserID    string             `json:"user_id"`
 	Quantity  int                `json:"quantity"`
 	Status    domain.OrderStatus `json:"status"`
-	CreatedAt time.Time          `json:"created_at"`
+	CreatedAt stamp              `json:"created_at"`
 	// ExpiresAt is when an unpaid order expires; absent once it is paid or closed.
-	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	ExpiresAt *stamp `json:"expires_at,omitempty"`
 }
 
 // toOrderJSON renders an order as every answer that holds one renders it, with its
@@ -33,11 +32,10 @@ func toOrderJSON(o domain.Order, w domain.PaymentWindow) orderJSON {
 		UserID:    o.UserID.String(),
 		Quantity:  o.Quantity,
 		Status:    o.Status,
-		CreatedAt: o.CreatedAt.UTC(),
+		CreatedAt: stamp(o.CreatedAt),
 	}
 	if at, ok := w.ExpiresAt(o); ok {
-		at = at.UTC()
-		out.ExpiresAt = &at
+		out.ExpiresAt = optionalStamp(at)
 	}
 	return out
 }

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/seckill/seckill/domain"
 )
 
 func TestOrders(t *testing.T) {
@@ -29,7 +31,7 @@ func TestOrders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expiresAt := created.Add(time.Duration(paymentWindow)).Format(time.RFC3339Nano)
+	expiresAt := created.Add(time.Duration(paymentWindow)).UTC().Format(domain.StampLayout)
 	assertJSON(t, r.Body, map[string]any{"order_id": order, "voucher_id": id, "user_id": "10", "quantity": 2.0,
 		"status": "queued", "created_at": createdAt, "expires_at": expiresAt})
 	if list := a.do(http.MethodGet, "/api/v1/orders", alice, ""); len(list.Body["orders"].([]any)) != 1 ||

@@ -31,17 +31,17 @@ const QueueEvery = 500 * time.Millisecond
 // is admitted (and once it is used or expired), the estimated wait without a measured
 // admission rate (or once admitted or sold out).
 type QueueJSON struct {
-	Position             *int64     `json:"position"`
-	Ahead                *int64     `json:"ahead"`
-	Admitted             bool       `json:"admitted"`
-	SoldOut              bool       `json:"sold_out"`
-	Pass                 *string    `json:"pass"`
-	PassExpiresAt        *time.Time `json:"pass_expires_at"`
-	Commitment           string     `json:"commitment"`
-	Seed                 *string    `json:"seed"`
-	Entrants             *int       `json:"entrants"`
-	EntrantsDigest       *string    `json:"entrants_digest"`
-	EstimatedWaitSeconds *int64     `json:"estimated_wait_seconds"`
+	Position             *int64  `json:"position"`
+	Ahead                *int64  `json:"ahead"`
+	Admitted             bool    `json:"admitted"`
+	SoldOut              bool    `json:"sold_out"`
+	Pass                 *string `json:"pass"`
+	PassExpiresAt        *stamp  `json:"pass_expires_at"`
+	Commitment           string  `json:"commitment"`
+	Seed                 *string `json:"seed"`
+	Entrants             *int    `json:"entrants"`
+	EntrantsDigest       *string `json:"entrants_digest"`
+	EstimatedWaitSeconds *int64  `json:"estimated_wait_seconds"`
 }
 
 // toQueueJSON renders a user's place.
@@ -51,8 +51,7 @@ func toQueueJSON(v application.QueueView) QueueJSON {
 		q.Position, q.Ahead = &v.Position, &v.Ahead
 	}
 	if v.Pass != "" {
-		at := v.PassExpires.UTC()
-		q.Pass, q.PassExpiresAt = &v.Pass, &at
+		q.Pass, q.PassExpiresAt = &v.Pass, optionalStamp(v.PassExpires)
 	}
 	if sh := v.Shuffle; sh != nil {
 		seed := hex.EncodeToString(sh.Seed[:])

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
@@ -76,6 +75,7 @@ func (h handlers) exportVoucherOrders(c echo.Context, q application.VoucherOrder
 	res.Header().Set("Cache-Control", "no-store")
 	res.WriteHeader(http.StatusOK)
 	w := csv.NewWriter(res)
+	w.UseCRLF = true // RFC 4180: records end in CRLF
 	// The header line goes at once: the download starts before the first read.
 	if err := w.Write(csvHeader); err != nil {
 		return h.streamBroken(c, err)
@@ -91,7 +91,7 @@ func (h handlers) exportVoucherOrders(c echo.Context, q application.VoucherOrder
 		for _, o := range page {
 			record[0], record[1], record[2] = string(o.ID), o.VoucherID.String(), o.UserID.String()
 			record[3], record[4] = strconv.Itoa(o.Quantity), string(o.Status)
-			record[5] = o.CreatedAt.UTC().Format(time.RFC3339Nano) // as the JSON spells it
+			record[5] = formatStamp(o.CreatedAt) // as the JSON spells it
 			if err := w.Write(record); err != nil {
 				return h.streamBroken(c, err)
 			}

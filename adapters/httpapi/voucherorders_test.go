@@ -301,7 +301,7 @@ func TestVoucherOrdersExportBrokenOffIsNotWhole(t *testing.T) {
 	if ex.status != http.StatusOK || !errors.Is(ex.err, io.ErrUnexpectedEOF) {
 		t.Fatalf("export broken off: %d, body %q, read error %v; want 200 cut off (unexpected EOF)", ex.status, ex.body, ex.err)
 	}
-	if ex.body != "order_id,voucher_id,user_id,quantity,status,created_at\n" {
+	if ex.body != "order_id,voucher_id,user_id,quantity,status,created_at\r\n" {
 		t.Fatalf("sent %q before the failure, want the header line alone", ex.body)
 	}
 }

@@ -34,8 +34,8 @@ type VoucherJSON struct {
 	Title        string           `json:"title"`
 	Stock        int              `json:"stock"`
 	Remaining    int              `json:"remaining"`
-	BeginsAt     time.Time        `json:"begins_at"`
-	EndsAt       time.Time        `json:"ends_at"`
+	BeginsAt     stamp            `json:"begins_at"`
+	EndsAt       stamp            `json:"ends_at"`
 	PerUserLimit int              `json:"per_user_limit"`
 	Paused       bool             `json:"paused"`
 	State        domain.SaleState `json:"state"`
@@ -43,9 +43,9 @@ type VoucherJSON struct {
 	// the mode that has them (a waiting room, a draw, a proof of work).
 	Admission     domain.Admission     `json:"admission"`
 	Challenge     domain.ChallengeKind `json:"challenge"`
-	QueueOpensAt  *time.Time           `json:"queue_opens_at,omitempty"`
+	QueueOpensAt  *stamp               `json:"queue_opens_at,omitempty"`
 	QueueWindow   int                  `json:"queue_window,omitempty"`
-	EntriesOpenAt *time.Time           `json:"entries_open_at,omitempty"`
+	EntriesOpenAt *stamp               `json:"entries_open_at,omitempty"`
 	PowDifficulty int                  `json:"pow_difficulty,omitempty"`
 	// Commitment is the hex SHA-256 of the shuffle's seed (waiting room and draw).
 	Commitment string `json:"commitment,omitempty"`
@@ -59,17 +59,17 @@ func toVoucherJSON(v application.LiveVoucher) VoucherJSON {
 		Title:        v.Title,
 		Stock:        v.Stock,
 		Remaining:    v.Remaining,
-		BeginsAt:     v.BeginsAt.UTC(),
-		EndsAt:       v.EndsAt.UTC(),
+		BeginsAt:     stamp(v.BeginsAt),
+		EndsAt:       stamp(v.EndsAt),
 		PerUserLimit: v.PerUserLimit,
 		Paused:       v.Paused,
 		State:        v.State,
 
 		Admission:     v.Admission,
 		Challenge:     v.Challenge,
-		QueueOpensAt:  optionalTime(v.QueueOpensAt),
+		QueueOpensAt:  optionalStamp(v.QueueOpensAt),
 		QueueWindow:   v.QueueWindow,
-		EntriesOpenAt: optionalTime(v.EntriesOpenAt),
+		EntriesOpenAt: optionalStamp(v.EntriesOpenAt),
 		PowDifficulty: v.PowDifficulty,
 		Commitment:    v.Commitment(),
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -16,7 +15,7 @@ import (
 // the voucher as the API renders them.
 type webhookJSON struct {
 	Type      domain.EventType `json:"type"`
-	Timestamp time.Time        `json:"timestamp"`
+	Timestamp stamp            `json:"timestamp"`
 	Data      json.RawMessage  `json:"data"`
 }
 
@@ -51,7 +50,7 @@ func WebhookBody(w domain.PaymentWindow) application.RenderEvent {
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(webhookJSON{Type: e.Type, Timestamp: e.At.UTC(), Data: data})
+		return json.Marshal(webhookJSON{Type: e.Type, Timestamp: stamp(e.At), Data: data})
 	}
 }
 
@@ -62,10 +61,10 @@ type deliveryJSON struct {
 	Status        domain.DeliveryStatus `json:"status"`
 	GivenUp       bool                  `json:"given_up"`
 	Attempts      int                   `json:"attempts"`
-	CreatedAt     time.Time             `json:"created_at"`
-	LastAttemptAt *time.Time            `json:"last_attempt_at"`
-	NextAttemptAt *time.Time            `json:"next_attempt_at"`
-	DeliveredAt   *time.Time            `json:"delivered_at"`
+	CreatedAt     stamp                 `json:"created_at"`
+	LastAttemptAt *stamp                `json:"last_attempt_at"`
+	NextAttemptAt *stamp                `json:"next_attempt_at"`
+	DeliveredAt   *stamp                `json:"delivered_at"`
 	LastStatus    *int                  `json:"last_status"`
 	LastError     *string               `json:"last_error"`
 	Data          json.RawMessage       `json:"data"`
@@ -77,23 +76,14 @@ type deliveryListJSON struct {
 	NextCursor string         `json:"next_cursor,omitempty"`
 }
 
-// optionalTime renders t in UTC, or nil (left out, or null) when it is zero.
-func optionalTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	t = t.UTC()
-	return &t
-}
-
 func (h handlers) toDeliveryJSON(d domain.Delivery) (deliveryJSON, error) {
 	data, err := eventData(d.Event, h.payment)
 	if err != nil {
 		return deliveryJSON{}, err
 	}
 	out := deliveryJSON{ID: d.ID, Type: d.Type, Status: d.Status, GivenUp: d.GivenUp, Attempts: d.Attempts,
-		CreatedAt: d.At.UTC(), LastAttemptAt: optionalTime(d.LastAttemptAt), NextAttemptAt: optionalTime(d.NextAttemptAt),
-		DeliveredAt: optionalTime(d.DeliveredAt), Data: data}
+		CreatedAt: stamp(d.At), LastAttemptAt: optionalStamp(d.LastAttemptAt), NextAttemptAt: optionalStamp(d.NextAttemptAt),
+		DeliveredAt: optionalStamp(d.DeliveredAt), Data: data}
 	if d.Attempts > 0 {
 		out.LastStatus, out.LastError = &d.LastStatus, &d.LastError
 	}

@@ -70,7 +70,7 @@ func exportBesideTheSale(t *testing.T, fi *fulfillInstance) {
 	}
 	lines := bufio.NewReader(res.Body)
 	header, err := lines.ReadString('\n')
-	if err != nil || header != "order_id,voucher_id,user_id,quantity,status,created_at\n" {
+	if err != nil || header != "order_id,voucher_id,user_id,quantity,status,created_at\r\n" {
 		t.Fatalf("header line %q, %v", header, err)
 	}
 	var ids []string
@@ -79,7 +79,7 @@ func exportBesideTheSale(t *testing.T, fi *fulfillInstance) {
 		if err != nil {
 			return err
 		}
-		fields := strings.Split(strings.TrimSuffix(line, "\n"), ",")
+		fields := strings.Split(strings.TrimSuffix(line, "\r\n"), ",")
 		if len(fields) != 6 || fields[1] != big {
 			return fmt.Errorf("row %q", line)
 		}

@@ -144,12 +144,12 @@ func TestWebhooksHungReceiverLeavesTheSaleAlone(t *testing.T) {
 		_, stats := fi.call(http.MethodGet, "/api/v1/vouchers/"+id+"/stats", admin, nil)
 		return stats["awaiting_payment"] == float64(users), fmt.Sprint(stats)
 	})
-	// 40 orders and the sold-out: the first 8 attempts time out after 10 s and fail.
+	// 40 orders and the sold-out: the first 8 attempts time out after 15 s and fail.
 	testenv.Eventually(t, 4*testenv.Patience, "attempts timed out", func() (bool, string) {
 		_, page := fi.call(http.MethodGet, "/api/v1/webhooks/deliveries?status=failed", admin, nil)
 		ds, _ := page["deliveries"].([]any)
 		for _, d := range ds {
-			if e, _ := d.(map[string]any)["last_error"].(string); strings.Contains(e, "no answer within 10s") {
+			if e, _ := d.(map[string]any)["last_error"].(string); strings.Contains(e, "no answer within 15s") {
 				return true, ""
 			}
 		}
