@@ -100,11 +100,11 @@ func TestRequireProofSpendsAProofOnce(t *testing.T) {
 	}
 	raised := -1.0
 	for _, f := range families {
-		if f.GetName() == "seckill_pow_difficulty_raise_bits" {
+		if f.GetName() == "seckill_pow_difficulty_raise" {
 			raised = f.GetMetric()[0].GetGauge().GetValue()
 		}
 	}
 	if raised != raiseBits {
-		t.Fatalf("seckill_pow_difficulty_raise_bits = %v, want %d", raised, raiseBits)
+		t.Fatalf("seckill_pow_difficulty_raise = %v, want %d", raised, raiseBits)
 	}
 }

@@ -93,7 +93,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		Help: "Event streams refused because SECKILL_MAX_STREAMS were open on this instance (answered 200 with only a retry: field, so the client reconnects later).",
 	})
 	m.powRaise = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "seckill_pow_difficulty_raise_bits",
+		Name: "seckill_pow_difficulty_raise",
 		Help: "Bits the last proof-of-work challenge issued on this instance asked for above its voucher's pow_difficulty: 2 while more than 80% of the grab door's limit (SECKILL_MAX_INFLIGHT, adapted) was in flight, else 0.",
 	})
 	reg.MustRegister(m.grabs, m.duration, m.streamsOpen, m.streamEvents, m.streamsDropped, m.streamsRefused, m.powRaise)
