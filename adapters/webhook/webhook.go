@@ -5,10 +5,12 @@ package webhook
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
@@ -25,21 +27,29 @@ const maxDrained = 64 << 10
 // Sender is a ports.WebhookSender posting to one URL over its own HTTP client, so a
 // slow endpoint holds none of the connections anything else uses.
 type Sender struct {
-	url    string
-	signer *standardwebhooks.Webhook
-	client *http.Client
+	url     string
+	signers []*standardwebhooks.Webhook
+	client  *http.Client
 }
 
-// NewSender returns a Sender posting to url, signing with secret ("whsec_" and the
-// base64 of the key).
-func NewSender(url, secret string) (*Sender, error) {
-	signer, err := standardwebhooks.NewWebhook(secret)
-	if err != nil {
-		return nil, fmt.Errorf("webhook secret: %w", err)
+// NewSender returns a Sender posting to url, signing with each of secrets ("whsec_"
+// and the base64 of a key): several while a secret is rotated, so a receiver that
+// knows either the old or the new one verifies every delivery.
+func NewSender(url string, secrets ...string) (*Sender, error) {
+	if len(secrets) == 0 {
+		return nil, errors.New("webhook secret: none given")
+	}
+	signers := make([]*standardwebhooks.Webhook, len(secrets))
+	for i, secret := range secrets {
+		signer, err := standardwebhooks.NewWebhook(secret)
+		if err != nil {
+			return nil, fmt.Errorf("webhook secret %d: %w", i+1, err)
+		}
+		signers[i] = signer
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.MaxIdleConnsPerHost = 32
-	return &Sender{url: url, signer: signer, client: &http.Client{
+	return &Sender{url: url, signers: signers, client: &http.Client{
 		Transport: transport,
 		// A redirect is an answer other than 2xx: the attempt failed. Following it
 		// would send the signed event somewhere nobody configured.
@@ -49,13 +59,18 @@ func NewSender(url, secret string) (*Sender, error) {
 
 // Send posts body with the headers webhook-id (id), webhook-timestamp (at, in Unix
 // seconds) and webhook-signature ("v1," and the base64 of the HMAC-SHA256 of
-// id.timestamp.body), and returns the answer's status, with an error unless it is a
-// 2xx. It gives up at ctx's deadline.
+// id.timestamp.body, one for each secret, separated by spaces), and returns the
+// answer's status, with an error unless it is a 2xx. It gives up at ctx's deadline.
 func (s *Sender) Send(ctx context.Context, id string, at time.Time, body []byte) (int, error) {
-	signature, err := s.signer.Sign(id, at, body)
-	if err != nil {
-		return 0, fmt.Errorf("sign webhook %s: %w", id, err)
+	signatures := make([]string, len(s.signers))
+	for i, signer := range s.signers {
+		sig, err := signer.Sign(id, at, body)
+		if err != nil {
+			return 0, fmt.Errorf("sign webhook %s: %w", id, err)
+		}
+		signatures[i] = sig
 	}
+	signature := strings.Join(signatures, " ")
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
 		return 0, fmt.Errorf("webhook %s: %w", id, err)

@@ -379,3 +379,49 @@ func BenchmarkDeliver(b *testing.B) {
 		})
 	}
 }
+
+// TestRotatedSecretsBothVerify: with two secrets (the old and the new, while one is
+// rotated) each delivery carries a signature of each, so a receiver that knows
+// either verifies it with the Standard Webhooks library; with the new alone, the old
+// no longer does.
+func TestRotatedSecretsBothVerify(t *testing.T) {
+	t.Parallel()
+	const rotated = "whsec_c2Vja2lsbCByb3RhdGVzIGl0cyBzZWNyZXQgbm93IQ=="
+	var (
+		mu   sync.Mutex
+		seen []http.Header
+		body []byte
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		seen, body = append(seen, r.Header.Clone()), b
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	for _, secrets := range [][]string{{secret, rotated}, {rotated}} {
+		sender, err := webhook.NewSender(srv.URL, secrets...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status, err := sender.Send(context.Background(), "msg_1", time.Now(), []byte(`{"type":"order.paid"}`)); err != nil || status != http.StatusOK {
+			t.Fatalf("send: %d, %v", status, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i, want := range []map[string]bool{{secret: true, rotated: true}, {secret: false, rotated: true}} {
+		if n := len(strings.Fields(seen[i].Get("webhook-signature"))); n != len(want)-i {
+			t.Fatalf("delivery %d carries %d signatures", i, n)
+		}
+		for key, ok := range want {
+			wh, err := standardwebhooks.NewWebhook(key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := wh.Verify(body, seen[i]); (err == nil) != ok {
+				t.Errorf("delivery %d verified with %s: %v, want verified %v", i, key[:12], err, ok)
+			}
+		}
+	}
+}

@@ -91,7 +91,7 @@ type Config struct {
 	TurnstileURL     string `name:"turnstile-url" env:"SECKILL_TURNSTILE_URL" default:"https://challenges.cloudflare.com/turnstile/v0/siteverify" help:"Turnstile's siteverify endpoint."`
 
 	WebhookURL    string `name:"webhook-url" env:"SECKILL_WEBHOOK_URL" help:"http(s) URL every order and voucher event is POSTed to (Standard Webhooks); unset, webhooks are off and no event is kept. Give every instance the same."`
-	WebhookSecret string `name:"webhook-secret" env:"SECKILL_WEBHOOK_SECRET" help:"Key the webhooks are signed with: whsec_ and the base64 of at least 24 bytes; required with SECKILL_WEBHOOK_URL."`
+	WebhookSecret string `name:"webhook-secret" env:"SECKILL_WEBHOOK_SECRET" help:"Key the webhooks are signed with: whsec_ and the base64 of at least 24 bytes; several, comma-separated, sign each delivery with each (to rotate one without a gap); required with SECKILL_WEBHOOK_URL."`
 }
 
 // minWebhookKey is the shortest webhook signing key serve accepts, in bytes.
@@ -113,12 +113,26 @@ func (c *Config) checkWebhook() error {
 	if c.WebhookSecret == "" {
 		return nil
 	}
-	key, ok := strings.CutPrefix(c.WebhookSecret, "whsec_")
-	raw, err := base64.StdEncoding.DecodeString(key)
-	if !ok || err != nil || len(raw) < minWebhookKey {
-		return fmt.Errorf("SECKILL_WEBHOOK_SECRET (--webhook-secret): must be whsec_ and the base64 of at least %d bytes", minWebhookKey)
+	for i, secret := range c.webhookSecrets() {
+		key, ok := strings.CutPrefix(secret, "whsec_")
+		raw, err := base64.StdEncoding.DecodeString(key)
+		if !ok || err != nil || len(raw) < minWebhookKey {
+			return fmt.Errorf("SECKILL_WEBHOOK_SECRET (--webhook-secret): secret %d must be whsec_ and the base64 of at least %d bytes", i+1, minWebhookKey)
+		}
 	}
 	return nil
+}
+
+// webhookSecrets are the secrets of WebhookSecret, comma-separated: each delivery is
+// signed with each (several while one is rotated).
+func (c *Config) webhookSecrets() []string {
+	var out []string
+	for _, s := range strings.Split(c.WebhookSecret, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // checkChallenge validates the challenge settings: Turnstile needs its secret and

@@ -169,7 +169,7 @@ func deliverWebhooks(cfg Config, hooks ports.WebhookOutbox, window domain.Paymen
 	if cfg.WebhookURL == "" {
 		return nil, nil
 	}
-	sender, err := webhook.NewSender(cfg.WebhookURL, cfg.WebhookSecret)
+	sender, err := webhook.NewSender(cfg.WebhookURL, cfg.webhookSecrets()...)
 	if err != nil {
 		return nil, err
 	}
