@@ -195,7 +195,13 @@ func (uc *DeliverWebhooks) attempt(ctx context.Context, d ports.ClaimedDelivery,
 		if at.Sub(d.CreatedAt) >= uc.opts.RetryFor {
 			a.GiveUp, outcome = true, WebhookGivenUp
 		} else {
-			a.Next = at.Add(uc.backoff(d.Attempts + 1))
+			wait := uc.backoff(d.Attempts + 1)
+			// A receiver that asked for a wait (Retry-After on a 429 or 503) gets it,
+			// up to MaxBackoff.
+			if busy, ok := errors.AsType[*ports.ReceiverBusyError](err); ok {
+				wait = min(max(wait, busy.RetryAfter), uc.opts.MaxBackoff)
+			}
+			a.Next = at.Add(wait)
 		}
 	}
 	// The attempt is recorded even while shutdown begins: it was made.

@@ -3,6 +3,7 @@ package application_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -90,5 +91,41 @@ func TestDeliverWebhooksBacksOffThenGivesUp(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// busySender answers 429 with a Retry-After of wait.
+type busySender struct{ wait time.Duration }
+
+func (s busySender) Send(context.Context, string, time.Time, []byte) (int, error) {
+	return 429, fmt.Errorf("post: %w", &ports.ReceiverBusyError{Status: 429, RetryAfter: s.wait})
+}
+
+// TestDeliverWebhooksHonoursRetryAfter: a receiver that asks for a wait (429 or 503
+// with Retry-After) is tried again after it, not after the backoff, up to MaxBackoff.
+func TestDeliverWebhooksHonoursRetryAfter(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct{ asked, want time.Duration }{
+		{30 * time.Second, 30 * time.Second},
+		{2 * time.Hour, time.Hour},
+	} {
+		outbox := &oneShotOutbox{recorded: make(chan ports.WebhookAttempt, 1), due: []ports.ClaimedDelivery{{
+			Delivery:  domain.Delivery{Event: domain.Event{ID: "a", Type: domain.EventOrderPaid}},
+			CreatedAt: now,
+		}}}
+		render := func(domain.Event) ([]byte, error) { return []byte(`{}`), nil }
+		uc := application.NewDeliverWebhooks(outbox, busySender{wait: c.asked}, render, memory.NewClock(now),
+			application.WebhookOptions{Concurrency: 1}, application.WebhookObserver{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- uc.Run(ctx) }()
+		a := <-outbox.recorded
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if wait := a.Next.Sub(a.At); a.GiveUp || wait != c.want {
+			t.Fatalf("Retry-After %s: next attempt after %s (given up %v), want %s", c.asked, wait, a.GiveUp, c.want)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package ports
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/seckill/seckill/domain"
@@ -69,5 +70,17 @@ type WebhookSender interface {
 	// Send posts body as event id, signed at at (the webhook-timestamp), and returns
 	// the HTTP status of the answer (0 when there was none) and an error unless it was
 	// a 2xx. It gives up at ctx's deadline.
+	// A receiver that answered 429 or 503 with Retry-After is a *ReceiverBusyError.
 	Send(ctx context.Context, id string, at time.Time, body []byte) (int, error)
+}
+
+// ReceiverBusyError is a receiver's 429 or 503 that said, in Retry-After, how long
+// to wait before the next attempt.
+type ReceiverBusyError struct {
+	Status     int
+	RetryAfter time.Duration
+}
+
+func (e *ReceiverBusyError) Error() string {
+	return fmt.Sprintf("endpoint answered %d, retry after %s", e.Status, e.RetryAfter)
 }

@@ -86,7 +86,26 @@ func (s *Sender) Send(ctx context.Context, id string, at time.Time, body []byte)
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrained))
 	_ = resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		if wait, ok := retryAfter(resp); ok {
+			return resp.StatusCode, fmt.Errorf("webhook %s: %w", id, &ports.ReceiverBusyError{Status: resp.StatusCode, RetryAfter: wait})
+		}
 		return resp.StatusCode, fmt.Errorf("webhook %s: endpoint answered %d", id, resp.StatusCode)
 	}
 	return resp.StatusCode, nil
+}
+
+// retryAfter reads the Retry-After of a 429 or 503: delay-seconds, or an HTTP date
+// (RFC 9110), the wait from now; false for another status or no readable header.
+func retryAfter(resp *http.Response) (time.Duration, bool) {
+	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
+		return 0, false
+	}
+	v := strings.TrimSpace(resp.Header.Get("Retry-After"))
+	if secs, err := strconv.ParseUint(v, 10, 32); err == nil {
+		return time.Duration(secs) * time.Second, true
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return max(time.Until(at), 0), true
+	}
+	return 0, false
 }

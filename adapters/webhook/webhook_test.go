@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -422,6 +423,43 @@ func TestRotatedSecretsBothVerify(t *testing.T) {
 			if err := wh.Verify(body, seen[i]); (err == nil) != ok {
 				t.Errorf("delivery %d verified with %s: %v, want verified %v", i, key[:12], err, ok)
 			}
+		}
+	}
+}
+
+// TestBusyReceiverSaysWhenToComeBack: a 429 or 503 with Retry-After (seconds or an
+// HTTP date) is a *ports.ReceiverBusyError carrying the wait; another status, or no
+// readable header, is a plain failure.
+func TestBusyReceiverSaysWhenToComeBack(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		status int
+		header string
+		want   time.Duration // 0: no ReceiverBusyError
+	}{
+		{http.StatusTooManyRequests, "30", 30 * time.Second},
+		{http.StatusServiceUnavailable, time.Now().Add(2 * time.Minute).UTC().Format(http.TimeFormat), 2 * time.Minute},
+		{http.StatusServiceUnavailable, "soon", 0},
+		{http.StatusInternalServerError, "30", 0},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Retry-After", c.header)
+			w.WriteHeader(c.status)
+		}))
+		sender, err := webhook.NewSender(srv.URL, secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		status, err := sender.Send(context.Background(), "msg_1", time.Now(), []byte(`{}`))
+		srv.Close()
+		busy, ok := errors.AsType[*ports.ReceiverBusyError](err)
+		switch {
+		case status != c.status || err == nil:
+			t.Fatalf("%d %q: %d, %v", c.status, c.header, status, err)
+		case c.want == 0 && ok:
+			t.Fatalf("%d %q: %v, want a plain failure", c.status, c.header, err)
+		case c.want != 0 && (!ok || busy.RetryAfter > c.want || busy.RetryAfter < c.want-5*time.Second):
+			t.Fatalf("%d %q: %v, want a wait of about %s", c.status, c.header, err, c.want)
 		}
 	}
 }
