@@ -52,7 +52,7 @@ func TestVouchersUpdateWritesItsAuditEntry(t *testing.T) {
 	if err := vs.Create(ctx, &v, domain.Author{Actor: "1", RequestID: "req-1"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	created := fmt.Sprintf(`voucher.create 1 req-1 %d  {"begins_at":"2026-01-01T00:00:00Z","ends_at":"2026-01-01T01:00:00Z","paused":false,"per_user_limit":1,"stock":10,"title":"Coffee"}`, v.ID)
+	created := fmt.Sprintf(`voucher.create 1 req-1 %d  {"begins_at":"2026-01-01T00:00:00.000Z","ends_at":"2026-01-01T01:00:00.000Z","paused":false,"per_user_limit":1,"stock":10,"title":"Coffee"}`, v.ID)
 	wantLines(t, "after create", entries(t, log, ports.AuditQuery{}), []string{created})
 
 	add := 5

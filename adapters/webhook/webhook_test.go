@@ -393,7 +393,7 @@ func TestRotatedSecretsBothVerify(t *testing.T) {
 		seen []http.Header
 		body []byte
 	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		seen, body = append(seen, r.Header.Clone()), b
