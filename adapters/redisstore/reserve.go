@@ -130,9 +130,21 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 		// Each user's index first: then every reservation has its entry.
 		return batchReply{}, fmt.Errorf("reserve stock: %w", err)
 	}
+	// A grab that found no heal under way (Reserve) may still reach a server that
+	// changed: another command's new connection saw the change first, and this one's
+	// connection, dialed after it, was let through. Its answers were judged by a state
+	// not healed yet, so none is given: the reservations the call made are healed like
+	// any other, and a retry, once the heal is done, tells the truth.
+	var gen uint64
+	if s.restarts != nil {
+		gen = s.restarts.Generation()
+	}
 	reply, acked, err := s.runReserve(ctx, keys, args)
 	if err != nil {
 		return batchReply{}, fmt.Errorf("reserve stock: %w", err)
+	}
+	if s.restarts != nil && s.restarts.Generation() != gen {
+		return batchReply{}, fmt.Errorf("reserve stock: %w: redis restarted or failed over while the grabs were judged; its sale state is being healed", domain.ErrUnavailable)
 	}
 	// The script answers the units left, then a code and an extra value per grab; a
 	// reply of any other shape becomes an error rather than a panic on the grab path.
