@@ -203,10 +203,20 @@ func TestWaitingRoomPassesOverBuyersAfterRedisForgot(t *testing.T) {
 		check(t, w.stock.Reserve(ctx, r))
 	}
 
-	// Redis forgets (a restart without persistence).
-	keys, err := w.client.Keys(ctx, w.keys.Prefix+":*").Result()
-	check(t, err)
-	check(t, w.client.Del(ctx, keys...).Err())
+	// Redis forgets (a restart without persistence): every key of the test, on every
+	// master of a cluster, one at a time (a cluster refuses a DEL across slots).
+	forget := func(ctx context.Context, c redis.Cmdable) error {
+		keys, err := c.Keys(ctx, w.keys.Prefix+":*").Result()
+		for _, k := range keys {
+			err = errors.Join(err, c.Del(ctx, k).Err())
+		}
+		return err
+	}
+	if cc, ok := w.client.(*redis.ClusterClient); ok {
+		check(t, cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return forget(ctx, c) }))
+	} else {
+		check(t, forget(ctx, w.client))
+	}
 
 	// The heal: the state comes back restoring, the order installed again.
 	v.Sold = len(bought)
