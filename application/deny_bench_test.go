@@ -34,7 +34,7 @@ func BenchmarkGrabVoucherDenyCheck(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			f := newGrabFixture(b, domain.Voucher{Title: "t", Stock: 1, BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: 1})
 			grab := application.NewGrabVoucher(f.stock, f.clock, &memory.OrderIDs{}, nil,
-				application.GrabOptions{SoldOutTTL: time.Hour, Denied: bc.denied})
+				application.NewBuyerGate(f.vouchers, f.clock, application.GateOptions{SoldOutTTL: time.Hour, Denied: bc.denied}), application.GrabOptions{})
 			if _, err := grab.Handle(ctx, application.GrabVoucherCmd{VoucherID: f.id, UserID: 20_000, Quantity: 1}); err != nil {
 				b.Fatal(err)
 			}

@@ -17,7 +17,8 @@ func TestDeniedUserIsRefusedBeforeTheStock(t *testing.T) {
 	f := newGrabFixture(t, window)
 	list := memory.NewDenyList()
 	local := application.NewDeniedUsers(list)
-	grab := application.NewGrabVoucher(f.stock, f.clock, &memory.OrderIDs{}, nil, application.GrabOptions{Denied: local})
+	grab := application.NewGrabVoucher(f.stock, f.clock, &memory.OrderIDs{}, nil,
+		application.NewBuyerGate(f.vouchers, f.clock, application.GateOptions{Denied: local}), application.GrabOptions{})
 	deny := application.NewDenyUser(list, list, local, nil)
 	allow := application.NewAllowUser(list, list, local)
 

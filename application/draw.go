@@ -13,44 +13,37 @@ import (
 // EnterDraw is the use case of a draw's entry: a user enters a draw voucher from its
 // entries_open_at until its begins_at, once however often it asks.
 type EnterDraw struct {
-	entries  ports.Entries
-	vouchers ports.Vouchers
-	denied   *DeniedUsers
+	entries ports.Entries
+	gate    *BuyerGate
 }
 
-// NewEnterDraw returns the use case: entries keeps the entries, vouchers the vouchers,
-// denied (nil: none) is this instance's deny list.
-func NewEnterDraw(entries ports.Entries, vouchers ports.Vouchers, denied *DeniedUsers) *EnterDraw {
-	return &EnterDraw{entries: entries, vouchers: vouchers, denied: denied}
+// NewEnterDraw returns the use case: entries keeps the entries, gate checks each
+// entrant (DoorDraw).
+func NewEnterDraw(entries ports.Entries, gate *BuyerGate) *EnterDraw {
+	return &EnterDraw{entries: entries, gate: gate}
 }
 
-// Handle enters user in voucher's draw and returns how many users have entered. prove
-// (nil: none) checks what the voucher asks of the entry (its challenge) once the
-// voucher is known to be a draw, before the entry; its error is returned as it is.
-// It returns a *domain.ValidationError, domain.ErrDenied, domain.ErrNotFound,
-// domain.ErrNotDraw (a voucher of another admission mode), domain.ErrNotStarted
+// EnterDrawCmd is one user's entry in a voucher's draw.
+type EnterDrawCmd struct {
+	VoucherID domain.VoucherID
+	UserID    domain.UserID
+	// Proof is the client's solution of the voucher's challenge; "" for none.
+	Proof string
+}
+
+// Handle enters the user in the voucher's draw and returns how many users have
+// entered. The gate refuses first (BuyerGate, DoorDraw): a *domain.ValidationError,
+// domain.ErrDenied, domain.ErrNotFound, domain.ErrNotDraw (a voucher of another
+// admission mode), domain.ErrChallengeRequired (a voucher that asks for a challenge,
+// without a valid proof, which it spends); then the entries: domain.ErrNotStarted
 // (before entries_open_at), domain.ErrEntriesClosed (from begins_at),
 // domain.ErrDrawUnsupported, or an error wrapping domain.ErrUnavailable.
-func (uc *EnterDraw) Handle(ctx context.Context, voucher domain.VoucherID, user domain.UserID, prove func(domain.Voucher) error) (int, error) {
-	if err := validWaitlistCall(voucher, user); err != nil {
-		return 0, err
-	}
-	if uc.denied != nil && uc.denied.Denied(user) {
-		return 0, domain.ErrDenied
-	}
-	v, err := uc.vouchers.Get(ctx, voucher)
+func (uc *EnterDraw) Handle(ctx context.Context, cmd EnterDrawCmd) (int, error) {
+	b, err := uc.gate.Check(ctx, BuyerCommand{Door: DoorDraw, VoucherID: cmd.VoucherID, UserID: cmd.UserID, Proof: cmd.Proof})
 	if err != nil {
 		return 0, err
 	}
-	if v.Admission != domain.AdmissionDraw {
-		return 0, domain.ErrNotDraw
-	}
-	if prove != nil {
-		if err := prove(v); err != nil {
-			return 0, err
-		}
-	}
-	return uc.entries.Enter(ctx, v, user)
+	return uc.entries.Enter(ctx, b.Voucher, cmd.UserID)
 }
 
 // DrawState is what GET …/draw publishes: the commitment always, the entrants so far

@@ -194,25 +194,22 @@ func TestEnterAndReadADraw(t *testing.T) {
 	v, draws, entries, vouchers := drawFixture(t)
 	deny := memory.NewDenyList()
 	local := application.NewDeniedUsers(deny)
-	enter := application.NewEnterDraw(entries, vouchers, local)
-	if n, err := enter.Handle(ctx, v.ID, 1000, nil); err != nil || n != 24 {
+	enter := application.NewEnterDraw(entries, application.NewBuyerGate(vouchers, memory.NewClock(t0), application.GateOptions{Denied: local}))
+	if n, err := enter.Handle(ctx, application.EnterDrawCmd{VoucherID: v.ID, UserID: 1000}); err != nil || n != 24 {
 		t.Fatalf("enter = %d, %v; want 24 entrants", n, err)
 	}
 	if _, err := application.NewDenyUser(deny, deny, local, nil).Handle(ctx, application.DenyUserCmd{Denial: domain.Denial{User: 1001}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := enter.Handle(ctx, v.ID, 1001, nil); !errors.Is(err, domain.ErrDenied) {
+	if _, err := enter.Handle(ctx, application.EnterDrawCmd{VoucherID: v.ID, UserID: 1001}); !errors.Is(err, domain.ErrDenied) {
 		t.Fatalf("enter of a denied user: %v", err)
 	}
 	plain := domain.Voucher{Title: "plain", Stock: 1, BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: 1}
 	if err := vouchers.Create(ctx, &plain, domain.Author{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := enter.Handle(ctx, plain.ID, 1000, nil); !errors.Is(err, domain.ErrNotDraw) {
+	if _, err := enter.Handle(ctx, application.EnterDrawCmd{VoucherID: plain.ID, UserID: 1000}); !errors.Is(err, domain.ErrNotDraw) {
 		t.Fatalf("enter a first-come voucher: %v, want not a draw", err)
-	}
-	if _, err := enter.Handle(ctx, v.ID, 1003, func(domain.Voucher) error { return domain.ErrChallengeRequired }); !errors.Is(err, domain.ErrChallengeRequired) {
-		t.Fatalf("enter without the proof asked: %v, want challenge required", err)
 	}
 	get := application.NewGetDraw(draws, entries, vouchers)
 	st, err := get.Handle(ctx, v.ID)
@@ -227,7 +224,7 @@ func TestEnterAndReadADraw(t *testing.T) {
 	if err != nil || st.Draw == nil || st.Entrants != 24 || !slices.Equal(st.Winners, st.Draw.Order()[:5]) {
 		t.Fatalf("after the draw: %+v, %v", st, err)
 	}
-	if _, err := enter.Handle(ctx, v.ID, 1002, nil); !errors.Is(err, domain.ErrEntriesClosed) {
+	if _, err := enter.Handle(ctx, application.EnterDrawCmd{VoucherID: v.ID, UserID: 1002}); !errors.Is(err, domain.ErrEntriesClosed) {
 		t.Fatalf("enter after the draw: %v, want entries closed", err)
 	}
 	if _, err := get.Handle(ctx, plain.ID); !errors.Is(err, domain.ErrNotDraw) {

@@ -34,7 +34,7 @@ func newGateFixture(t *testing.T, admission domain.Admission, challenge domain.C
 		t.Fatal(err)
 	}
 	return gateFixture{stock: stock, clock: clock, grab: application.NewGrabVoucher(stock, clock, &memory.OrderIDs{}, nil,
-		application.GrabOptions{SoldOutTTL: time.Second, PassKey: passKey, Proofs: proofs})}
+		application.NewBuyerGate(nil, clock, application.GateOptions{SoldOutTTL: time.Second, PassKey: passKey, Proofs: proofs}), application.GrabOptions{})}
 }
 
 // pass issues user's pass of voucher, as the waiting room does, and returns its token.

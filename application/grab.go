@@ -24,27 +24,8 @@ type GrabVoucherCmd struct {
 	Proof string
 }
 
-// ProofVerifier checks a solved challenge: Verify returns nil when proof is a valid,
-// unspent solution of a challenge issued to user for voucher, and spends it; else
-// domain.ErrChallengeRequired (or an error wrapping domain.ErrUnavailable when it
-// could not tell).
-type ProofVerifier interface {
-	Verify(ctx context.Context, voucher domain.VoucherID, user domain.UserID, proof string) error
-}
-
 // GrabOptions tune the grab path.
 type GrabOptions struct {
-	// SoldOutTTL is how long this instance answers sold_out for a voucher without
-	// asking Redis, once Redis said it has no unit left; 0 always asks.
-	SoldOutTTL time.Duration
-	// Denied, when set, is this instance's copy of the deny list: a listed user's
-	// grab is refused before it reaches the stock.
-	Denied *DeniedUsers
-	// PassKey signs the waiting room's passes; a grab's pass is verified with it.
-	PassKey PassKey
-	// Proofs, when set, verifies the solved challenge a grab carries. Without it a
-	// grab is never proven, and a sale that asks for a challenge refuses every grab.
-	Proofs ProofVerifier
 	// Persisted, when set, makes every grab wait for its order's commit before it is
 	// answered (for a stock in this process's memory: see PersistedOrders).
 	Persisted *PersistedOrders
@@ -62,73 +43,44 @@ type GrabVoucher struct {
 	stock    ports.Stock
 	clock    ports.Clock
 	ids      ports.OrderIDs
-	soldOut  *soldOutFlags
-	denied   *DeniedUsers
-	passKey  PassKey
-	proofs   ProofVerifier
+	gate     *BuyerGate
 	persist  *PersistedOrders
 	recovery *RecoverVoucher
 	misses   *missFlights
 }
 
-// NewGrabVoucher returns the use case. recovery rebuilds a voucher's missing sale
-// state; with nil, a grab of a voucher without one answers domain.ErrNotFound.
-func NewGrabVoucher(stock ports.Stock, clock ports.Clock, ids ports.OrderIDs, recovery *RecoverVoucher, opts GrabOptions) *GrabVoucher {
-	return &GrabVoucher{stock: stock, clock: clock, ids: ids, soldOut: newSoldOutFlags(opts.SoldOutTTL),
-		denied: opts.Denied, passKey: opts.PassKey, proofs: opts.Proofs, persist: opts.Persisted, recovery: recovery,
+// NewGrabVoucher returns the use case. gate checks the buyer first (DoorGrab).
+// recovery rebuilds a voucher's missing sale state; with nil, a grab of a voucher
+// without one answers domain.ErrNotFound.
+func NewGrabVoucher(stock ports.Stock, clock ports.Clock, ids ports.OrderIDs, recovery *RecoverVoucher, gate *BuyerGate,
+	opts GrabOptions) *GrabVoucher {
+	return &GrabVoucher{stock: stock, clock: clock, ids: ids, gate: gate, persist: opts.Persisted, recovery: recovery,
 		misses: newMissFlights()}
 }
 
 // Restocked tells the grab path that units of a voucher came back on sale, so it asks
 // Redis again at once instead of waiting for its sold-out flag to lapse.
 func (uc *GrabVoucher) Restocked(id domain.VoucherID) {
-	uc.soldOut.clear(id)
+	uc.gate.Restocked(id)
 }
 
-// Handle validates the command, mints the order id and reserves. A pass or a proof the
-// grab carries is checked first, where it costs least: the pass's signature here,
-// with no store asked (a pass that is forged, malformed, another user's or voucher's,
-// or expired is refused), the proof by the ProofVerifier (which spends it), once the
-// grab is not answered sold out from memory; the stock then judges the grab with what
-// they proved (domain.Reservation Pass and Proven; domain.Sale.Judge). A grab that
-// carries neither costs nothing more. With GrabOptions.Persisted, a grab that reserved
-// is answered once its order is committed, or unavailable when that does not come in
-// time (its reservation stands).
+// Handle checks the buyer at the gate (BuyerGate, DoorGrab: the command, the deny
+// list, the pass by its signature with no store asked, the sold-out flag, then the
+// proof, which the gate spends), mints the order id and reserves; the stock judges
+// the grab with what the pass and the proof proved (domain.Reservation Pass and
+// Proven; domain.Sale.Judge). A grab that carries neither costs nothing more. With
+// GrabOptions.Persisted, a grab that reserved is answered once its order is
+// committed, or unavailable when that does not come in time (its reservation stands).
 // It returns the reservation, or a *domain.ValidationError, domain.ErrDenied,
 // domain.ErrQueueRequired, domain.ErrChallengeRequired, domain.ErrSoldOut, an
 // *domain.AlreadyPurchasedError naming the user's existing order, domain.ErrNotStarted,
 // domain.ErrEnded, domain.ErrNotFound (no such voucher) or an error wrapping
 // domain.ErrUnavailable (among others: the voucher's sale state is being rebuilt).
 func (uc *GrabVoucher) Handle(ctx context.Context, cmd GrabVoucherCmd) (domain.Reservation, error) {
-	switch {
-	case cmd.VoucherID <= 0:
-		return domain.Reservation{}, domain.Invalid("id", "must be a positive integer")
-	case cmd.UserID <= 0:
-		return domain.Reservation{}, domain.Invalid("user", "must be a positive integer")
-	case cmd.Quantity < 1 || cmd.Quantity > domain.MaxQuantity:
-		return domain.Reservation{}, domain.Invalid("quantity", "must be between 1 and the per-user limit")
-	}
-	if uc.denied != nil && uc.denied.Denied(cmd.UserID) {
-		return domain.Reservation{}, domain.ErrDenied
-	}
-	now := uc.clock.Now()
-	var pass time.Time
-	if cmd.Pass != "" {
-		p, err := domain.VerifyPass(uc.passKey, cmd.Pass, cmd.VoucherID, cmd.UserID, now)
-		if err != nil {
-			return domain.Reservation{}, err
-		}
-		pass = p.Expires
-	}
-	if uc.soldOut.isSet(cmd.VoucherID, now) {
-		return domain.Reservation{}, domain.ErrSoldOut
-	}
-	proven := false
-	if cmd.Proof != "" && uc.proofs != nil {
-		if err := uc.proofs.Verify(ctx, cmd.VoucherID, cmd.UserID, cmd.Proof); err != nil {
-			return domain.Reservation{}, err
-		}
-		proven = true
+	b, err := uc.gate.Check(ctx, BuyerCommand{Door: DoorGrab, VoucherID: cmd.VoucherID, UserID: cmd.UserID,
+		Quantity: cmd.Quantity, Pass: cmd.Pass, Proof: cmd.Proof})
+	if err != nil {
+		return domain.Reservation{}, err
 	}
 	// No time: the stock judges the grab by the sale's clock at the moment it judges
 	// it (see ports.Stock.Reserve), not by this instance's reading before the grab
@@ -138,15 +90,15 @@ func (uc *GrabVoucher) Handle(ctx context.Context, cmd GrabVoucherCmd) (domain.R
 		VoucherID: cmd.VoucherID,
 		UserID:    cmd.UserID,
 		Quantity:  cmd.Quantity,
-		Pass:      pass,
-		Proven:    proven,
+		Pass:      b.PassExpires,
+		Proven:    b.Proven,
 	}
 	var committed <-chan struct{}
 	if uc.persist != nil {
 		committed = uc.persist.expect(r.OrderID)
 		defer uc.persist.forget(r.OrderID)
 	}
-	err := uc.stock.Reserve(ctx, r)
+	err = uc.stock.Reserve(ctx, r)
 	if errors.Is(err, domain.ErrNotFound) && uc.recovery != nil {
 		err = uc.rebuild(ctx, r)
 	}
@@ -156,7 +108,7 @@ func (uc *GrabVoucher) Handle(ctx context.Context, cmd GrabVoucherCmd) (domain.R
 		// gated sale would have refused it first): the flag answers every later grab
 		// sold out, and the gates are judged before the units (domain.Sale.Judge).
 		if errors.Is(err, domain.ErrSoldOut) && cmd.Quantity == 1 && cmd.Pass == "" && cmd.Proof == "" {
-			uc.soldOut.set(cmd.VoucherID, now)
+			uc.gate.SoldOut(cmd.VoucherID, b.Now)
 		}
 		return domain.Reservation{}, err
 	}

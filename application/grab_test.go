@@ -38,7 +38,8 @@ func newGrabFixture(t testing.TB, v domain.Voucher) grabFixture {
 	if err != nil {
 		t.Fatalf("create voucher: %v", err)
 	}
-	return grabFixture{vouchers: vouchers, stock: stock, clock: clock, grab: application.NewGrabVoucher(stock, clock, &memory.OrderIDs{}, nil, application.GrabOptions{SoldOutTTL: time.Second}), id: created.ID,
+	return grabFixture{vouchers: vouchers, stock: stock, clock: clock, grab: application.NewGrabVoucher(stock, clock, &memory.OrderIDs{}, nil,
+		application.NewBuyerGate(vouchers, clock, application.GateOptions{SoldOutTTL: time.Second}), application.GrabOptions{}), id: created.ID,
 		changes: memory.NewChanges()}
 }
 

@@ -18,7 +18,8 @@ import (
 func TestGrabWaitsForItsOrdersCommit(t *testing.T) {
 	f := newGrabFixture(t, domain.Voucher{Title: "t", Stock: 5, BeginsAt: t0.Add(-time.Minute), EndsAt: t0.Add(time.Hour), PerUserLimit: 1})
 	persisted := application.NewPersistedOrders(time.Hour)
-	grab := application.NewGrabVoucher(f.stock, f.clock, &memory.OrderIDs{}, nil, application.GrabOptions{Persisted: persisted})
+	grab := application.NewGrabVoucher(f.stock, f.clock, &memory.OrderIDs{}, nil,
+		application.NewBuyerGate(f.vouchers, f.clock, application.GateOptions{}), application.GrabOptions{Persisted: persisted})
 	committed := persisted.Changes(f.changes)
 	ctx := context.Background()
 

@@ -35,7 +35,8 @@ func newLostFixture(t *testing.T, v domain.Voucher) lostFixture {
 	stock, clock, orders := memory.NewStock(), memory.NewClock(t0), memory.NewOrders(vouchers)
 	stock.Clock = clock
 	return lostFixture{vouchers: vouchers, orders: orders, stock: stock, clock: clock, v: v,
-		grab: application.NewGrabVoucher(stock, clock, &memory.OrderIDs{}, newRecover(vouchers, stock, orders, clock), application.GrabOptions{})}
+		grab: application.NewGrabVoucher(stock, clock, &memory.OrderIDs{}, newRecover(vouchers, stock, orders, clock),
+			application.NewBuyerGate(vouchers, clock, application.GateOptions{}), application.GrabOptions{})}
 }
 
 // newRecover is RecoverVoucher over the fakes.

@@ -45,62 +45,42 @@ func (r *roomVouchers) get(ctx context.Context, id domain.VoucherID) (domain.Vou
 
 // JoinQueue puts a user in a voucher's waiting room.
 type JoinQueue struct {
-	vouchers *roomVouchers
-	room     ports.WaitingRoom
-	clock    ports.Clock
-	denied   *DeniedUsers
-	proofs   ProofVerifier
-	joined   func(early bool)
+	room   ports.WaitingRoom
+	gate   *BuyerGate
+	joined func(early bool)
 }
 
-// NewJoinQueue returns the use case: the vouchers it reads, the rooms it writes,
-// the sale's clock, and the deny list whose users it refuses (nil: none).
-func NewJoinQueue(vouchers ports.Vouchers, room ports.WaitingRoom, clock ports.Clock, denied *DeniedUsers) *JoinQueue {
-	return &JoinQueue{vouchers: &roomVouchers{vouchers: vouchers}, room: room, clock: clock, denied: denied, joined: func(bool) {}}
+// NewJoinQueue returns the use case: the rooms it writes, and the gate that checks
+// each joiner (DoorQueue).
+func NewJoinQueue(room ports.WaitingRoom, gate *BuyerGate) *JoinQueue {
+	return &JoinQueue{room: room, gate: gate, joined: func(bool) {}}
 }
 
 // Observe calls fn with each join that put a user in a room (early: before the
 // start). It must be called before Handle is.
 func (uc *JoinQueue) Observe(fn func(early bool)) { uc.joined = fn }
 
-// RequireProofs has the joins of a voucher that asks for a challenge checked (and
-// their proofs spent) by proofs; without it such a join is always refused. It must be
-// called before Handle is.
-func (uc *JoinQueue) RequireProofs(proofs ProofVerifier) { uc.proofs = proofs }
+// JoinQueueCmd is one user's join of a voucher's waiting room.
+type JoinQueueCmd struct {
+	VoucherID domain.VoucherID
+	UserID    domain.UserID
+	// Proof is the client's solution of the voucher's challenge; "" for none.
+	Proof string
+}
 
-// Handle puts user in voucher id's waiting room; joining again keeps the place there
-// is. It returns domain.ErrDenied for a listed user, domain.ErrNotFound,
-// domain.ErrNoWaitingRoom for a voucher sold otherwise, domain.ErrNotStarted before
-// its queue_opens_at, domain.ErrEnded once its sale ended, and, for a voucher that
-// asks for a challenge, domain.ErrChallengeRequired unless proof (the client's
-// solution, "" for none) is a valid one of user's, which it spends.
-func (uc *JoinQueue) Handle(ctx context.Context, id domain.VoucherID, user domain.UserID, proof string) error {
-	if uc.denied != nil && uc.denied.Denied(user) {
-		return domain.ErrDenied
-	}
-	v, err := uc.vouchers.get(ctx, id)
+// Handle puts the user in the voucher's waiting room; joining again keeps the place
+// there is. The gate refuses first (BuyerGate, DoorQueue): a *domain.ValidationError,
+// domain.ErrDenied for a listed user, domain.ErrNotFound, domain.ErrNoWaitingRoom for
+// a voucher sold otherwise, domain.ErrNotStarted before its queue_opens_at,
+// domain.ErrEnded once its sale ended, and, for a voucher that asks for a challenge,
+// domain.ErrChallengeRequired unless the proof is a valid one of the user's, which it
+// spends.
+func (uc *JoinQueue) Handle(ctx context.Context, cmd JoinQueueCmd) error {
+	b, err := uc.gate.Check(ctx, BuyerCommand{Door: DoorQueue, VoucherID: cmd.VoucherID, UserID: cmd.UserID, Proof: cmd.Proof})
 	if err != nil {
 		return err
 	}
-	if v.Admission != domain.AdmissionWaitingRoom {
-		return domain.ErrNoWaitingRoom
-	}
-	now := uc.clock.Now()
-	switch {
-	case now.Before(v.QueueOpensAt):
-		return domain.ErrNotStarted
-	case !now.Before(v.EndsAt):
-		return domain.ErrEnded
-	}
-	if v.Challenge == domain.ChallengePow {
-		if proof == "" || uc.proofs == nil {
-			return domain.ErrChallengeRequired
-		}
-		if err := uc.proofs.Verify(ctx, id, user, proof); err != nil {
-			return err
-		}
-	}
-	early, err := uc.room.Join(ctx, v, user)
+	early, err := uc.room.Join(ctx, b.Voucher, cmd.UserID)
 	if err != nil {
 		return err
 	}

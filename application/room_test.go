@@ -208,9 +208,9 @@ func (f *roomFixture) admitter(holder string, obs application.RoomObserver) *app
 func TestAdmitQueuesShufflesOnceSavedBeforeInstalledThenAdmitsWithinTheWindow(t *testing.T) {
 	ctx := context.Background()
 	f := newRoomFixture(t)
-	join := application.NewJoinQueue(f.vouchers, f.room, f.clock, nil)
+	join := application.NewJoinQueue(f.room, application.NewBuyerGate(f.vouchers, f.clock, application.GateOptions{}))
 	for u := domain.UserID(1); u <= 20; u++ {
-		if err := join.Handle(ctx, f.v.ID, u, ""); err != nil {
+		if err := join.Handle(ctx, application.JoinQueueCmd{VoucherID: f.v.ID, UserID: u}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -289,7 +289,7 @@ func TestJoinQueueRefusesWhatTheContractRefuses(t *testing.T) {
 	}
 	denied := application.NewDeniedUsers(list)
 	check(t, denied.Reload(ctx))
-	join := application.NewJoinQueue(f.vouchers, f.room, f.clock, denied)
+	join := application.NewJoinQueue(f.room, application.NewBuyerGate(f.vouchers, f.clock, application.GateOptions{Denied: denied}))
 	plain := domain.Voucher{Title: "plain", Stock: 1, PerUserLimit: 1, BeginsAt: f.start, EndsAt: f.start.Add(time.Hour)}
 	check(t, f.vouchers.Create(ctx, &plain, domain.Author{Actor: "1"}, nil))
 	for _, c := range []struct {
@@ -307,7 +307,7 @@ func TestJoinQueueRefusesWhatTheContractRefuses(t *testing.T) {
 		{"open", f.v.QueueOpensAt, f.v.ID, 1, nil},
 	} {
 		f.clock.Set(c.at)
-		if err := join.Handle(ctx, c.v, c.user, ""); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
+		if err := join.Handle(ctx, application.JoinQueueCmd{VoucherID: c.v, UserID: c.user}); !errors.Is(err, c.want) || (c.want == nil) != (err == nil) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
 	}

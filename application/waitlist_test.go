@@ -10,6 +10,7 @@ import (
 	"github.com/seckill/seckill/adapters/memory"
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
 )
 
 // fakeWaitlist is a ports.Waitlist of one list per voucher, in joining order, that
@@ -64,7 +65,7 @@ func TestWaitlistJoinsWithAFreshOrderID(t *testing.T) {
 	ctx := context.Background()
 	f := newGrabFixture(t, window)
 	list := newFakeWaitlist()
-	uc := application.NewWaitlist(list, f.vouchers, &memory.OrderIDs{}, f.clock, nil)
+	uc := newWaitlistCases(list, f, nil)
 	for i, u := range []domain.UserID{1, 2, 1} {
 		pos, err := uc.Join(ctx, f.id, u)
 		if want := []int{1, 2, 1}[i]; err != nil || pos != want {
@@ -104,7 +105,7 @@ func TestWaitlistWithoutSaleState(t *testing.T) {
 	f := newGrabFixture(t, window)
 	list := newFakeWaitlist()
 	list.err = domain.ErrNotFound
-	uc := application.NewWaitlist(list, f.vouchers, &memory.OrderIDs{}, f.clock, nil)
+	uc := newWaitlistCases(list, f, nil)
 	if _, err := uc.Join(ctx, f.id+100, 1); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("unknown voucher: %v", err)
 	}
@@ -126,7 +127,7 @@ func TestDeniedUserIsKeptOffTheWaitlist(t *testing.T) {
 	deny := memory.NewDenyList()
 	local := application.NewDeniedUsers(deny)
 	list := newFakeWaitlist()
-	uc := application.NewWaitlist(list, f.vouchers, &memory.OrderIDs{}, f.clock, local)
+	uc := newWaitlistCases(list, f, local)
 	for _, u := range []domain.UserID{1, 2} {
 		if _, err := uc.Join(ctx, f.id, u); err != nil {
 			t.Fatal(err)
@@ -157,8 +158,35 @@ func TestWaitlistIsForFirstComeVouchers(t *testing.T) {
 	if err := f.vouchers.Create(ctx, &draw, domain.Author{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	uc := application.NewWaitlist(newFakeWaitlist(), f.vouchers, &memory.OrderIDs{}, f.clock, nil)
+	uc := newWaitlistCases(newFakeWaitlist(), f, nil)
 	if _, err := uc.Join(ctx, draw.ID, 1); !errors.Is(err, domain.ErrWaitlistUnsupported) {
 		t.Fatalf("join of a draw's waitlist: %v, want unsupported", err)
 	}
+}
+
+// waitlistCases are the waitlist's three use cases over one store, called as one.
+type waitlistCases struct {
+	join     *application.JoinWaitlist
+	position *application.WaitlistPosition
+	leave    *application.LeaveWaitlist
+}
+
+// newWaitlistCases returns the use cases over list, reading f's vouchers by its clock,
+// refusing denied's users (nil: none).
+func newWaitlistCases(list ports.Waitlist, f grabFixture, denied *application.DeniedUsers) waitlistCases {
+	gate := application.NewBuyerGate(f.vouchers, f.clock, application.GateOptions{Denied: denied})
+	return waitlistCases{join: application.NewJoinWaitlist(list, &memory.OrderIDs{}, f.clock, gate),
+		position: application.NewWaitlistPosition(list), leave: application.NewLeaveWaitlist(list)}
+}
+
+func (w waitlistCases) Join(ctx context.Context, v domain.VoucherID, u domain.UserID) (int, error) {
+	return w.join.Handle(ctx, application.WaitlistCmd{VoucherID: v, UserID: u})
+}
+
+func (w waitlistCases) Position(ctx context.Context, v domain.VoucherID, u domain.UserID) (int, error) {
+	return w.position.Handle(ctx, application.WaitlistCmd{VoucherID: v, UserID: u})
+}
+
+func (w waitlistCases) Leave(ctx context.Context, v domain.VoucherID, u domain.UserID) error {
+	return w.leave.Handle(ctx, application.WaitlistCmd{VoucherID: v, UserID: u})
 }

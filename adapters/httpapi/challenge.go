@@ -74,21 +74,6 @@ func (h handlers) offer(c echo.Context, id domain.VoucherID, user domain.UserID)
 	return h.uc.IssueChallenge.Handle(c.Request().Context(), application.IssueChallengeCmd{VoucherID: id, UserID: user, Raise: raise})
 }
 
-// requireProof checks the proof (PowHeader) of a request of user on v, when v asks for
-// one (its challenge is pow), and spends it. It returns nil, an error answered 403
-// challenge_required with a fresh challenge, or one wrapping domain.ErrUnavailable.
-// The queue join and the draw entry call it before they act.
-func (h handlers) requireProof(c echo.Context, v domain.Voucher, user domain.UserID) error {
-	if v.Challenge != domain.ChallengePow {
-		return nil
-	}
-	if h.uc.VerifyProof == nil {
-		return h.withChallenge(c, v.ID, user, domain.ErrChallengeRequired)
-	}
-	err := h.uc.VerifyProof.Verify(c.Request().Context(), v.ID, user, c.Request().Header.Get(PowHeader))
-	return h.withChallenge(c, v.ID, user, err)
-}
-
 // withChallenge returns err, and when it is a refusal for want of a proof, that
 // refusal with a fresh challenge for user on voucher id for its answer to carry. A
 // challenge that cannot be issued leaves the refusal without one: the client asks

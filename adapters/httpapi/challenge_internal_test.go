@@ -35,16 +35,18 @@ func TestChallengesRiseWhileTheDoorIsBusy(t *testing.T) {
 	}
 }
 
-// requireProof lets through a request of a voucher without a challenge as it is, and
+// The gate lets through a draw's entry of a voucher without a challenge as it is, and
 // one of a voucher with a challenge only with a proof of a challenge issued to its
-// user, once; a refusal carries a fresh challenge, as hard as the door's load makes it.
-func TestRequireProofSpendsAProofOnce(t *testing.T) {
+// user, once; a refusal carries a fresh challenge (withChallenge), as hard as the
+// door's load makes it.
+func TestProofSpentOnceRefusalCarriesAChallenge(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	vouchers := memory.NewVouchers()
 	now := time.Now()
 	store := func(v domain.Voucher) domain.Voucher {
-		v.Title, v.Stock, v.PerUserLimit, v.BeginsAt, v.EndsAt = "x", 5, 1, now, now.Add(time.Hour)
+		v.Title, v.Stock, v.PerUserLimit, v.BeginsAt, v.EndsAt = "x", 5, 1, now.Add(time.Hour), now.Add(2*time.Hour)
+		v.Admission, v.EntriesOpenAt = domain.AdmissionDraw, now
 		if err := vouchers.Create(ctx, &v, domain.Author{}, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -57,8 +59,14 @@ func TestRequireProofSpendsAProofOnce(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	h := handlers{door: door, metrics: NewMetrics(reg), uc: UseCases{
 		IssueChallenge: application.NewIssueChallenge(vouchers, proofs, system.Clock{}),
-		VerifyProof:    application.NewVerifyProof(proofs),
 	}}
+	gate := application.NewBuyerGate(vouchers, system.Clock{}, application.GateOptions{Proofs: application.NewVerifyProof(proofs)})
+	// prove checks a draw's entry of user in v as enterDraw does.
+	prove := func(c echo.Context, v domain.Voucher, user domain.UserID) error {
+		_, err := gate.Check(c.Request().Context(), application.BuyerCommand{Door: application.DoorDraw, VoucherID: v.ID, UserID: user,
+			Proof: c.Request().Header.Get(PowHeader)})
+		return h.withChallenge(c, v.ID, user, err)
+	}
 	e := echo.New()
 	request := func(proof string) echo.Context {
 		req := httptest.NewRequest(http.MethodPost, "/", nil)
@@ -67,11 +75,11 @@ func TestRequireProofSpendsAProofOnce(t *testing.T) {
 		}
 		return e.NewContext(req, httptest.NewRecorder())
 	}
-	if err := h.requireProof(request(""), plain, 7); err != nil {
+	if err := prove(request(""), plain, 7); err != nil {
 		t.Fatalf("a voucher without a challenge: %v", err)
 	}
 	// Refused without a proof, with a challenge to answer.
-	err := h.requireProof(request(""), pow, 7)
+	err := prove(request(""), pow, 7)
 	cr, ok := errors.AsType[*challengeRequired](err)
 	if !ok || cr.offer.Difficulty != 6 {
 		t.Fatalf("no proof: %v, want challenge_required with a challenge of 6 bits", err)
@@ -82,15 +90,15 @@ func TestRequireProofSpendsAProofOnce(t *testing.T) {
 		t.Fatalf("answered %d %+v, want 403 challenge_required with the challenge", status, detail)
 	}
 	proof := cr.offer.Challenge + ":" + domain.SolvePow(cr.offer.Challenge, cr.offer.Difficulty)
-	if err := h.requireProof(request(proof), pow, 8); !errors.Is(err, domain.ErrChallengeRequired) {
+	if err := prove(request(proof), pow, 8); !errors.Is(err, domain.ErrChallengeRequired) {
 		t.Fatalf("another user's proof: %v, want challenge_required", err)
 	}
-	if err := h.requireProof(request(proof), pow, 7); err != nil {
+	if err := prove(request(proof), pow, 7); err != nil {
 		t.Fatalf("the user's proof: %v", err)
 	}
 	// Spent; and with the door busy, the fresh challenge asks for two bits more.
 	door.inflight.Store(9)
-	err = h.requireProof(request(proof), pow, 7)
+	err = prove(request(proof), pow, 7)
 	if cr, ok := errors.AsType[*challengeRequired](err); !ok || cr.offer.Difficulty != 6+raiseBits {
 		t.Fatalf("the proof again, the door busy: %v, want challenge_required asking %d bits", err, 6+raiseBits)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
 )
 
@@ -38,7 +39,7 @@ type drawJSON struct {
 
 // enterDraw enters the caller in a draw voucher and answers 202, again 202 for a user
 // who entered already; a voucher with a challenge asks for a proof first
-// (requireProof, X-Seckill-Pow). The body, when sent, is an empty object.
+// (X-Seckill-Pow; refused with a fresh challenge, withChallenge). The body, when sent, is an empty object.
 func (h handlers) enterDraw(c echo.Context) error {
 	id, err := domain.ParseVoucherID(c.Param("id"))
 	if err != nil {
@@ -49,11 +50,10 @@ func (h handlers) enterDraw(c echo.Context) error {
 		return err
 	}
 	user := principal(c).User
-	n, err := h.uc.EnterDraw.Handle(c.Request().Context(), id, user, func(v domain.Voucher) error {
-		return h.requireProof(c, v, user)
-	})
+	n, err := h.uc.EnterDraw.Handle(c.Request().Context(), application.EnterDrawCmd{VoucherID: id, UserID: user,
+		Proof: c.Request().Header.Get(PowHeader)})
 	if err != nil {
-		return err
+		return h.withChallenge(c, id, user, err)
 	}
 	return c.JSON(http.StatusAccepted, entryJSON{Entrants: n})
 }

@@ -76,7 +76,7 @@ type setup struct {
 	// onStreams, when set, is handed the hub.
 	streams   httpapi.StreamOptions
 	onStreams func(*httpapi.Streams)
-	// noDenyList leaves the grab path without its deny list (a benchmark's baseline).
+	// noDenyList leaves the buyers' gate without its deny list (a benchmark's baseline).
 	noDenyList bool
 }
 
@@ -136,11 +136,12 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	passKey := application.NewPassKey([]byte(secret))
 	pow := redisstore.NewProofOfWork(rdb, redisstore.Options{Prefix: prefix}, clock)
 	verifyProof := application.NewVerifyProof(pow)
-	grabOpts := application.GrabOptions{SoldOutTTL: time.Minute, Denied: denied, PassKey: passKey, Proofs: verifyProof}
+	gateOpts := application.GateOptions{SoldOutTTL: time.Minute, Denied: denied, PassKey: passKey, Proofs: verifyProof}
 	if cfg.noDenyList {
-		grabOpts.Denied = nil
+		gateOpts.Denied = nil
 	}
-	grab := application.NewGrabVoucher(stock, clock, ids, nil, grabOpts)
+	gate := application.NewBuyerGate(vouchers, clock, gateOpts)
+	grab := application.NewGrabVoucher(stock, clock, ids, nil, gate, application.GrabOptions{})
 	audit := redisstore.NewAudit(rdb, redisstore.Options{Prefix: prefix})
 	getOrder := application.NewGetOrder(orders, reservations)
 	compensate := application.NewCompensate(stock, orders)
@@ -148,8 +149,7 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	tokens := httpapi.NewTokens([]byte(secret))
 	room := redisstore.NewWaitingRoom(rdb, redisstore.Options{Prefix: prefix})
 	shuffles := sqlstore.NewShuffles(db)
-	joinQueue := application.NewJoinQueue(vouchers, room, clock, denied)
-	joinQueue.RequireProofs(verifyProof)
+	joinQueue := application.NewJoinQueue(room, gate)
 	waitlist := redisstore.NewWaitlist(stock)
 	e := httpapi.New(
 		cfg.http,
@@ -172,9 +172,10 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 			DenyUser:            application.NewDenyUser(denyList, denyChanges, denied, waitlist),
 			AllowUser:           application.NewAllowUser(denyList, denyChanges, denied),
 			ListDenied:          application.NewListDenied(denyList),
-			Waitlist:            application.NewWaitlist(waitlist, vouchers, ids, clock, denied),
+			JoinWaitlist:        application.NewJoinWaitlist(waitlist, ids, clock, gate),
+			WaitlistPosition:    application.NewWaitlistPosition(waitlist),
+			LeaveWaitlist:       application.NewLeaveWaitlist(waitlist),
 			IssueChallenge:      application.NewIssueChallenge(vouchers, pow, clock),
-			VerifyProof:         verifyProof,
 			JoinQueue:           joinQueue,
 			QueueStatus:         application.NewQueueStatus(vouchers, room, shuffles, clock, application.NewPassKey([]byte(secret))),
 			QueueEntrants:       application.NewQueueEntrants(vouchers, shuffles),

@@ -73,7 +73,7 @@ func (h handlers) joinQueue(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	user := principal(c).User
-	if err := h.uc.JoinQueue.Handle(ctx, id, user, c.Request().Header.Get(PowHeader)); err != nil {
+	if err := h.uc.JoinQueue.Handle(ctx, application.JoinQueueCmd{VoucherID: id, UserID: user, Proof: c.Request().Header.Get(PowHeader)}); err != nil {
 		return h.withChallenge(c, id, user, err)
 	}
 	v, err := h.uc.QueueStatus.Handle(ctx, id, user)

@@ -117,13 +117,15 @@ type UseCases struct {
 	DenyUser            *application.DenyUser
 	AllowUser           *application.AllowUser
 	ListDenied          *application.ListDenied
-	Waitlist            *application.Waitlist
+	JoinWaitlist        *application.JoinWaitlist
+	WaitlistPosition    *application.WaitlistPosition
+	LeaveWaitlist       *application.LeaveWaitlist
 	EnterDraw           *application.EnterDraw
 	GetDraw             *application.GetDraw
-	// IssueChallenge and VerifyProof hand out and check the proofs a voucher with a
-	// challenge asks for; nil answers every challenge 404 and refuses every proof.
+	// IssueChallenge hands out the challenges a voucher with one asks proofs of (the
+	// BuyerGate behind the grab, the queue's join and the draw's entry checks them);
+	// nil answers every challenge 404.
 	IssueChallenge *application.IssueChallenge
-	VerifyProof    *application.VerifyProof
 	JoinQueue      *application.JoinQueue
 	QueueStatus    *application.QueueStatus
 	QueueEntrants  *application.QueueEntrants

@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
 )
 
@@ -37,7 +38,7 @@ func (h handlers) joinWaitlist(c echo.Context) error {
 	if err := decodeJSON(c, &req, true); err != nil {
 		return err
 	}
-	pos, err := h.uc.Waitlist.Join(c.Request().Context(), id, principal(c).User)
+	pos, err := h.uc.JoinWaitlist.Handle(c.Request().Context(), application.WaitlistCmd{VoucherID: id, UserID: principal(c).User})
 	if err != nil {
 		return err
 	}
@@ -51,7 +52,7 @@ func (h handlers) waitlistPosition(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	pos, err := h.uc.Waitlist.Position(c.Request().Context(), id, principal(c).User)
+	pos, err := h.uc.WaitlistPosition.Handle(c.Request().Context(), application.WaitlistCmd{VoucherID: id, UserID: principal(c).User})
 	if err != nil {
 		return err
 	}
@@ -65,7 +66,7 @@ func (h handlers) leaveWaitlist(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := h.uc.Waitlist.Leave(c.Request().Context(), id, principal(c).User); err != nil {
+	if err := h.uc.LeaveWaitlist.Handle(c.Request().Context(), application.WaitlistCmd{VoucherID: id, UserID: principal(c).User}); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -211,8 +211,12 @@ var applicationSet = wire.NewSet(
 	application.NewEnterDraw,
 	application.NewGetDraw,
 	drawRunner,
-	application.NewWaitlist,
+	application.NewJoinWaitlist,
+	application.NewWaitlistPosition,
+	application.NewLeaveWaitlist,
 	persistedOrders,
+	gateOptions,
+	application.NewBuyerGate,
 	grabOptions,
 	application.NewGrabVoucher,
 	application.NewWarmVouchers,
@@ -472,13 +476,10 @@ func grabStockOptions(cfg Config, restarts *redisstore.Restarts) redisstore.Opti
 // machine to write it.
 const maxTurnWait = 800 * time.Millisecond
 
-// joinQueue counts the users who join a waiting room, early or late, and checks the
-// proofs of the rooms that ask for one.
-func joinQueue(vouchers ports.Vouchers, room ports.WaitingRoom, clock ports.Clock, denied *application.DeniedUsers,
-	proofs *application.VerifyProof, m *metrics) *application.JoinQueue {
-	uc := application.NewJoinQueue(vouchers, room, clock, denied)
+// joinQueue counts the users who join a waiting room, early or late.
+func joinQueue(room ports.WaitingRoom, gate *application.BuyerGate, m *metrics) *application.JoinQueue {
+	uc := application.NewJoinQueue(room, gate)
 	uc.Observe(m.joined)
-	uc.RequireProofs(proofs)
 	return uc
 }
 
@@ -489,13 +490,17 @@ func admitQueues(vouchers ports.Vouchers, room ports.WaitingRoom, shuffles ports
 		application.RoomOptions{Holder: queue.Consumer()}, m.roomObserver(log))
 }
 
-// grabOptions tune the grab path: the sold-out flags' life, the deny list it refuses
-// listed users by, the key it checks the waiting rooms' passes with, the proofs of
-// the sales that ask for one, and, with the in-process Redis, the wait for each
+// gateOptions tune the buyers' gate of every door: the deny list it refuses listed
+// users by, the key it checks the waiting rooms' passes with, the proofs of the sales
+// that ask for one, and the sold-out flags' life.
+func gateOptions(cfg Config, denied *application.DeniedUsers, key application.PassKey, proofs *application.VerifyProof) application.GateOptions {
+	return application.GateOptions{Denied: denied, PassKey: key, Proofs: proofs, SoldOutTTL: cfg.SoldOutTTL}
+}
+
+// grabOptions tune the grab path: with the in-process Redis, the wait for each
 // order's commit.
-func grabOptions(cfg Config, denied *application.DeniedUsers, key application.PassKey, proofs *application.VerifyProof,
-	persisted *application.PersistedOrders) application.GrabOptions {
-	return application.GrabOptions{SoldOutTTL: cfg.SoldOutTTL, Denied: denied, PassKey: key, Proofs: proofs, Persisted: persisted}
+func grabOptions(persisted *application.PersistedOrders) application.GrabOptions {
+	return application.GrabOptions{Persisted: persisted}
 }
 
 // persistedOrders makes grabs wait for their orders' commit when Redis is this

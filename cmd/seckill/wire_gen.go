@@ -69,9 +69,11 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	applicationPassKey := passKey(cfg)
 	portsChallenge := challenge(cfg, universalClient, clock)
 	applicationVerifyProof := verifyProof(portsChallenge, mainMetrics)
+	applicationGateOptions := gateOptions(cfg, deniedUsers, applicationPassKey, applicationVerifyProof)
+	buyerGate := application.NewBuyerGate(vouchers, clock, applicationGateOptions)
 	applicationPersistedOrders := persistedOrders(cfg)
-	applicationGrabOptions := grabOptions(cfg, deniedUsers, applicationPassKey, applicationVerifyProof, applicationPersistedOrders)
-	grabVoucher := application.NewGrabVoucher(portsStock, clock, uliDs, applicationRecoverVoucher, applicationGrabOptions)
+	applicationGrabOptions := grabOptions(applicationPersistedOrders)
+	grabVoucher := application.NewGrabVoucher(portsStock, clock, uliDs, applicationRecoverVoucher, buyerGate, applicationGrabOptions)
 	reservations := redisstore.NewReservations(universalClient, options)
 	getOrder := application.NewGetOrder(orders, reservations)
 	listOrders := application.NewListOrders(orders, reservations)
@@ -92,14 +94,16 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	denyUser := application.NewDenyUser(denyList, denyChanges, deniedUsers, waitlist)
 	allowUser := application.NewAllowUser(denyList, denyChanges, deniedUsers)
 	listDenied := application.NewListDenied(denyList)
-	applicationWaitlist := application.NewWaitlist(waitlist, vouchers, uliDs, clock, deniedUsers)
+	joinWaitlist := application.NewJoinWaitlist(waitlist, uliDs, clock, buyerGate)
+	waitlistPosition := application.NewWaitlistPosition(waitlist)
+	leaveWaitlist := application.NewLeaveWaitlist(waitlist)
 	entries := selectEntries(stockStrategy, stock)
-	enterDraw := application.NewEnterDraw(entries, vouchers, deniedUsers)
+	enterDraw := application.NewEnterDraw(entries, buyerGate)
 	draws := sqlstore.NewDraws(db)
 	getDraw := application.NewGetDraw(draws, entries, vouchers)
 	applicationIssueChallenge := issueChallenge(vouchers, portsChallenge, clock, mainMetrics)
 	waitingRoom := redisstore.NewWaitingRoom(universalClient, options)
-	applicationJoinQueue := joinQueue(vouchers, waitingRoom, clock, deniedUsers, applicationVerifyProof, mainMetrics)
+	applicationJoinQueue := joinQueue(waitingRoom, buyerGate, mainMetrics)
 	shuffles := sqlstore.NewShuffles(db)
 	queueStatus := application.NewQueueStatus(vouchers, waitingRoom, shuffles, clock, applicationPassKey)
 	queueEntrants := application.NewQueueEntrants(vouchers, shuffles)
@@ -122,11 +126,12 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		DenyUser:            denyUser,
 		AllowUser:           allowUser,
 		ListDenied:          listDenied,
-		Waitlist:            applicationWaitlist,
+		JoinWaitlist:        joinWaitlist,
+		WaitlistPosition:    waitlistPosition,
+		LeaveWaitlist:       leaveWaitlist,
 		EnterDraw:           enterDraw,
 		GetDraw:             getDraw,
 		IssueChallenge:      applicationIssueChallenge,
-		VerifyProof:         applicationVerifyProof,
 		JoinQueue:           applicationJoinQueue,
 		QueueStatus:         queueStatus,
 		QueueEntrants:       queueEntrants,
