@@ -141,14 +141,22 @@ func NewVerifyProof(challenge ports.Challenge) *VerifyProof {
 // before the use case serves.
 func (uc *VerifyProof) Observe(fn func(outcome string)) { uc.observe = fn }
 
-// Verify checks proof for user on voucher (see ports.Challenge.Verify): nil, an error
+// VerifyProofCmd is a proof a user's request of a voucher carries.
+type VerifyProofCmd struct {
+	VoucherID domain.VoucherID
+	UserID    domain.UserID
+	// Proof is the solution as the client sent it; "" for none.
+	Proof string
+}
+
+// Handle checks the command's proof (see ports.Challenge.Verify): nil, an error
 // matching domain.ErrChallengeRequired (nothing spent), or one wrapping
 // domain.ErrUnavailable.
-func (uc *VerifyProof) Verify(ctx context.Context, voucher domain.VoucherID, user domain.UserID, proof string) error {
-	if proof == "" {
+func (uc *VerifyProof) Handle(ctx context.Context, cmd VerifyProofCmd) error {
+	if cmd.Proof == "" {
 		return domain.ErrChallengeRequired // no proof to count: the caller counts the refusal
 	}
-	err := uc.challenge.Verify(ctx, voucher, user, proof)
+	err := uc.challenge.Verify(ctx, cmd.VoucherID, cmd.UserID, cmd.Proof)
 	switch {
 	case err == nil:
 		uc.observe(ChallengeVerified)

@@ -96,16 +96,16 @@ func TestVerifyProofCountsVerifiedAndRefused(t *testing.T) {
 	uc := application.NewVerifyProof(fake)
 	seen := map[string]int{}
 	uc.Observe(func(o string) { seen[o]++ })
-	if err := uc.Verify(ctx, 1, 1, "good"); err != nil {
+	if err := uc.Handle(ctx, application.VerifyProofCmd{VoucherID: 1, UserID: 1, Proof: "good"}); err != nil {
 		t.Fatalf("a good proof: %v", err)
 	}
 	for _, p := range []string{"", "bad"} {
-		if err := uc.Verify(ctx, 1, 1, p); !errors.Is(err, domain.ErrChallengeRequired) {
+		if err := uc.Handle(ctx, application.VerifyProofCmd{VoucherID: 1, UserID: 1, Proof: p}); !errors.Is(err, domain.ErrChallengeRequired) {
 			t.Fatalf("proof %q: %v, want ErrChallengeRequired", p, err)
 		}
 	}
 	fake.verify = domain.ErrUnavailable
-	if err := uc.Verify(ctx, 1, 1, "good"); !errors.Is(err, domain.ErrUnavailable) {
+	if err := uc.Handle(ctx, application.VerifyProofCmd{VoucherID: 1, UserID: 1, Proof: "good"}); !errors.Is(err, domain.ErrUnavailable) {
 		t.Fatalf("an adapter unavailable: %v", err)
 	}
 	if seen[application.ChallengeVerified] != 1 || seen[application.ChallengeRefused] != 1 || len(seen) != 2 {

@@ -155,10 +155,11 @@ func NewRunDraws(draws ports.Draws, entries ports.Entries, leases ports.Leases, 
 // errLeaseLost stops a draw whose lease another instance took.
 var errLeaseLost = errors.New("the draws' lease passed to another instance")
 
-// Round carries out every pending draw not carried out yet, when this instance holds
-// (or takes) the lease, and returns how many it finished. It keeps the lease between
-// rounds while it finds draws to run and gives it up when it finds none.
-func (uc *RunDraws) Round(ctx context.Context) (int, error) {
+// Handle runs one round: it carries out every pending draw not carried out yet, when
+// this instance holds (or takes) the lease, and returns how many it finished. It keeps
+// the lease between rounds while it finds draws to run and gives it up when it finds
+// none. It is not safe for concurrent use (one loop calls it).
+func (uc *RunDraws) Handle(ctx context.Context) (int, error) {
 	pending, err := uc.draws.Pending(ctx, uc.clock.Now())
 	if err != nil || len(pending) == 0 {
 		return 0, err

@@ -154,18 +154,18 @@ func TestRunDrawsResumesOnAnotherInstance(t *testing.T) {
 	b := application.NewRunDraws(draws, entries, leases, &memory.OrderIDs{}, clock, "b", application.DrawOptions{Batch: 4}, obs)
 
 	entries.failAfter = 3
-	if _, err := a.Round(ctx); !errors.Is(err, domain.ErrUnavailable) {
+	if _, err := a.Handle(ctx); !errors.Is(err, domain.ErrUnavailable) {
 		t.Fatalf("a's round: %v, want unavailable", err)
 	}
 	if entries.taken != 12 || entries.drawn {
 		t.Fatalf("steps taken = %d (drawn %v), want 12", entries.taken, entries.drawn)
 	}
 	entries.failAfter = 0
-	if n, err := b.Round(ctx); err != nil || n != 0 || entries.taken != 12 {
+	if n, err := b.Handle(ctx); err != nil || n != 0 || entries.taken != 12 {
 		t.Fatalf("b's round while a holds the lease = %d, %v (taken %d); want nothing", n, err, entries.taken)
 	}
 	leases.holder = "" // a's lease ran out
-	if n, err := b.Round(ctx); err != nil || n != 1 {
+	if n, err := b.Handle(ctx); err != nil || n != 1 {
 		t.Fatalf("b's round = %d, %v; want the draw finished", n, err)
 	}
 	d := draws.draws[v.ID]
@@ -181,7 +181,7 @@ func TestRunDrawsResumesOnAnotherInstance(t *testing.T) {
 	if !slices.Equal(finished, []int{23, 5}) || leases.holder != "" {
 		t.Fatalf("observed %v, lease held by %q; want one draw of 23 entrants and 5 winners, the lease given up", finished, leases.holder)
 	}
-	if n, err := a.Round(ctx); err != nil || n != 0 {
+	if n, err := a.Handle(ctx); err != nil || n != 0 {
 		t.Fatalf("a round after the draw = %d, %v; want nothing", n, err)
 	}
 }
@@ -217,7 +217,7 @@ func TestEnterAndReadADraw(t *testing.T) {
 		t.Fatalf("before the draw: %+v, %v", st, err)
 	}
 	run := application.NewRunDraws(draws, entries, &drawLeases{}, &memory.OrderIDs{}, memory.NewClock(t0), "a", application.DrawOptions{}, application.DrawObserver{})
-	if _, err := run.Round(ctx); err != nil {
+	if _, err := run.Handle(ctx); err != nil {
 		t.Fatal(err)
 	}
 	st, err = get.Handle(ctx, v.ID)

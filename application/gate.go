@@ -59,12 +59,13 @@ type Buyer struct {
 	Proven bool
 }
 
-// ProofVerifier checks a solved challenge: Verify returns nil when proof is a valid,
-// unspent solution of a challenge issued to user for voucher, and spends it; else
+// ProofVerifier checks a solved challenge (VerifyProof is the one the service uses):
+// Handle returns nil when the command's proof is a valid, unspent solution of a
+// challenge issued to its user for its voucher, and spends it; else
 // domain.ErrChallengeRequired (or an error wrapping domain.ErrUnavailable when it
 // could not tell).
 type ProofVerifier interface {
-	Verify(ctx context.Context, voucher domain.VoucherID, user domain.UserID, proof string) error
+	Handle(ctx context.Context, cmd VerifyProofCmd) error
 }
 
 // GateOptions tune the BuyerGate.
@@ -240,7 +241,7 @@ func (g *BuyerGate) prove(ctx context.Context, cmd BuyerCommand, v domain.Vouche
 	case DoorWaitlist:
 		return false, nil
 	}
-	if err := g.proofs.Verify(ctx, cmd.VoucherID, cmd.UserID, cmd.Proof); err != nil {
+	if err := g.proofs.Handle(ctx, VerifyProofCmd{VoucherID: cmd.VoucherID, UserID: cmd.UserID, Proof: cmd.Proof}); err != nil {
 		return false, err
 	}
 	return true, nil

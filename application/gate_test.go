@@ -111,9 +111,9 @@ func TestGrabVoucherPassAdmitsOneOrder(t *testing.T) {
 // proofs is a ProofVerifier of the tests: "good" is a valid proof, anything else not.
 type proofs struct{ calls atomic.Int64 }
 
-func (p *proofs) Verify(_ context.Context, _ domain.VoucherID, _ domain.UserID, proof string) error {
+func (p *proofs) Handle(_ context.Context, cmd application.VerifyProofCmd) error {
 	p.calls.Add(1)
-	if proof != "good" {
+	if cmd.Proof != "good" {
 		return domain.ErrChallengeRequired
 	}
 	return nil

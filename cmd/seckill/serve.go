@@ -584,7 +584,7 @@ const drawEvery = 250 * time.Millisecond
 // lease (application.RunDraws). A failure is logged; the next round carries on where
 // the draw stopped.
 func runDraws(ctx context.Context, a *app, log *zap.Logger) {
-	n, err := a.Draws.Round(ctx)
+	n, err := a.Draws.Handle(ctx)
 	if err != nil && ctx.Err() == nil {
 		log.Warn("run draws", zap.Error(err))
 	}
