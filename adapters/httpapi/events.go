@@ -3,16 +3,14 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
 )
 
@@ -21,12 +19,6 @@ const (
 	eventOrder   = "order"
 	eventVoucher = "voucher"
 )
-
-// TicketTTL is how long a stream ticket may wait to be used.
-const TicketTTL = 60 * time.Second
-
-// ticketBytes is a ticket's randomness: 32 bytes, 43 characters of base64url.
-const ticketBytes = 32
 
 // errNoStreams refuses a stream, or a ticket, of an API without streams.
 var errNoStreams = fmt.Errorf("%w: this instance serves no event streams", domain.ErrUnavailable)
@@ -38,22 +30,16 @@ type ticketJSON struct {
 }
 
 // issueTicket answers POST /api/v1/stream-tickets: a fresh single-use ticket of the
-// caller's, kept where every instance finds it.
+// caller's (application.IssueStreamTicket).
 func (h handlers) issueTicket(c echo.Context) error {
-	if h.streams == nil {
+	if h.streams == nil || h.uc.IssueStreamTicket == nil {
 		return errNoStreams
 	}
-	b := make([]byte, ticketBytes)
-	_, _ = rand.Read(b) // crypto/rand never fails on the platforms Go supports
-	ticket := base64.RawURLEncoding.EncodeToString(b)
-	if err := h.streams.opts.Tickets.Issue(c.Request().Context(), ticket, principal(c).User, TicketTTL); err != nil {
+	t, err := h.uc.IssueStreamTicket.Handle(c.Request().Context(), application.IssueStreamTicketCmd{UserID: principal(c).User})
+	if err != nil {
 		return err
 	}
-	now := time.Now()
-	if h.clock != nil {
-		now = h.clock.Now()
-	}
-	return c.JSON(http.StatusCreated, ticketJSON{Ticket: ticket, ExpiresAt: stamp(now.Add(TicketTTL))})
+	return c.JSON(http.StatusCreated, ticketJSON{Ticket: t.Ticket, ExpiresAt: stamp(t.ExpiresAt)})
 }
 
 // authenticateStream holds one of the streams (Streams.admit: a stream refused at the
@@ -69,10 +55,7 @@ func authenticateStream(tokens *Tokens, streams *Streams) echo.MiddlewareFunc {
 			if !given {
 				return header(c)
 			}
-			if !wellFormedTicket(ticket[0]) {
-				return errUnauthorized
-			}
-			user, err := streams.opts.Tickets.Redeem(c.Request().Context(), ticket[0])
+			user, err := streams.opts.Tickets.Handle(c.Request().Context(), application.RedeemStreamTicketCmd{Ticket: ticket[0]})
 			if errors.Is(err, domain.ErrNotFound) {
 				return errUnauthorized
 			}
@@ -83,13 +66,6 @@ func authenticateStream(tokens *Tokens, streams *Streams) echo.MiddlewareFunc {
 			return next(c)
 		})
 	}
-}
-
-// wellFormedTicket reports whether s could be a ticket issueTicket made, spelt as it
-// spells it (domain.DecodeToken), so that anything else is refused without a look in the store.
-func wellFormedTicket(s string) bool {
-	b, ok := domain.DecodeToken(s)
-	return ok && len(b) == ticketBytes
 }
 
 // orderEvents answers GET /api/v1/orders/{id}/events: the caller's order at once,

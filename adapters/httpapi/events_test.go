@@ -18,6 +18,7 @@ import (
 	"github.com/seckill/seckill/adapters/httpapi"
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/testenv"
+	"github.com/seckill/seckill/application"
 )
 
 // sseEvent is one event of a stream, or a comment (kind "", comment set), or a
@@ -380,7 +381,7 @@ func TestStreamTicketAnswer(t *testing.T) {
 		t.Fatalf("ticket: %d %s", r.Status, r.Raw)
 	}
 	expires, err := time.Parse(time.RFC3339Nano, r.Body["expires_at"].(string))
-	if err != nil || expires.Before(before.Add(httpapi.TicketTTL-time.Second)) || expires.After(time.Now().Add(httpapi.TicketTTL)) {
+	if err != nil || expires.Before(before.Add(application.StreamTicketTTL-time.Second)) || expires.After(time.Now().Add(application.StreamTicketTTL)) {
 		t.Fatalf("expires_at %v: %v", r.Body["expires_at"], err)
 	}
 }

@@ -123,7 +123,8 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	// A long flag life: a test that sees units come back sees it through the restock signal.
 	changes := redisstore.NewChanges(rdb, redisstore.Options{Prefix: prefix})
 	cfg.streams.Changes = changes
-	cfg.streams.Tickets = redisstore.NewTickets(rdb, redisstore.Options{Prefix: prefix})
+	tickets := redisstore.NewTickets(rdb, redisstore.Options{Prefix: prefix})
+	cfg.streams.Tickets = application.NewRedeemStreamTicket(tickets)
 	cfg.streams.Log = testLogger(t)
 	streams := httpapi.NewStreams(cfg.streams)
 	cfg.http.Streams = streams
@@ -176,6 +177,7 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 			WaitlistPosition:    application.NewWaitlistPosition(waitlist),
 			LeaveWaitlist:       application.NewLeaveWaitlist(waitlist),
 			IssueChallenge:      application.NewIssueChallenge(vouchers, pow, clock),
+			IssueStreamTicket:   application.NewIssueStreamTicket(tickets, clock),
 			JoinQueue:           joinQueue,
 			QueueStatus:         application.NewQueueStatus(vouchers, room, shuffles, clock, application.NewPassKey([]byte(secret))),
 			QueueEntrants:       application.NewQueueEntrants(vouchers, shuffles),

@@ -126,9 +126,11 @@ type UseCases struct {
 	// BuyerGate behind the grab, the queue's join and the draw's entry checks them);
 	// nil answers every challenge 404.
 	IssueChallenge *application.IssueChallenge
-	JoinQueue      *application.JoinQueue
-	QueueStatus    *application.QueueStatus
-	QueueEntrants  *application.QueueEntrants
+	// IssueStreamTicket hands out the tickets a browser opens an event stream with.
+	IssueStreamTicket *application.IssueStreamTicket
+	JoinQueue         *application.JoinQueue
+	QueueStatus       *application.QueueStatus
+	QueueEntrants     *application.QueueEntrants
 }
 
 // Check is one dependency /readyz asks about.

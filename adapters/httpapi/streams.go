@@ -46,8 +46,9 @@ type StreamOptions struct {
 	// Changes tells of the changes of orders and sales made by any instance
 	// (required).
 	Changes ports.Changes
-	// Tickets keeps the single-use tickets a browser opens a stream with (required).
-	Tickets ports.StreamTickets
+	// Tickets redeems the single-use tickets a browser opens a stream with
+	// (required).
+	Tickets *application.RedeemStreamTicket
 	// Max bounds the streams open at once on this instance; beyond it a stream is
 	// answered with only a retry: (see Streams.admit). 0 means DefaultMaxStreams.
 	Max int

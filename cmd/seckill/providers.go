@@ -212,6 +212,8 @@ var applicationSet = wire.NewSet(
 	application.NewGetDraw,
 	drawRunner,
 	application.NewJoinWaitlist,
+	application.NewIssueStreamTicket,
+	application.NewRedeemStreamTicket,
 	application.NewWaitlistPosition,
 	application.NewLeaveWaitlist,
 	persistedOrders,
@@ -657,7 +659,7 @@ func httpOptions(cfg Config, limiter *redisstore.RateLimiter, idempotency ports.
 }
 
 // streams holds the API's event streams, fed by the changes every instance announces.
-func streams(cfg Config, changes ports.Changes, tickets ports.StreamTickets, log *zap.Logger) *httpapi.Streams {
+func streams(cfg Config, changes ports.Changes, tickets *application.RedeemStreamTicket, log *zap.Logger) *httpapi.Streams {
 	return httpapi.NewStreams(httpapi.StreamOptions{Changes: changes, Tickets: tickets, Max: cfg.MaxStreams, Log: log})
 }
 

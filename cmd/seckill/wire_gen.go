@@ -47,7 +47,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	domainPaymentWindow := paymentWindow(cfg)
 	changes := redisstore.NewChanges(universalClient, options)
 	tickets := redisstore.NewTickets(universalClient, options)
-	httpapiStreams := streams(cfg, changes, tickets, log)
+	redeemStreamTicket := application.NewRedeemStreamTicket(tickets)
+	httpapiStreams := streams(cfg, changes, redeemStreamTicket, log)
 	httpapiOptions := httpOptions(cfg, rateLimiter, idempotency, httpapiMetrics, queue, clock, domainPaymentWindow, httpapiStreams)
 	vouchers := outboxVouchers(db, cfg)
 	stockStrategy, err := configuredStrategy(common)
@@ -102,6 +103,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	draws := sqlstore.NewDraws(db)
 	getDraw := application.NewGetDraw(draws, entries, vouchers)
 	applicationIssueChallenge := issueChallenge(vouchers, portsChallenge, clock, mainMetrics)
+	issueStreamTicket := application.NewIssueStreamTicket(tickets, clock)
 	waitingRoom := redisstore.NewWaitingRoom(universalClient, options)
 	applicationJoinQueue := joinQueue(waitingRoom, buyerGate, mainMetrics)
 	shuffles := sqlstore.NewShuffles(db)
@@ -132,6 +134,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		EnterDraw:           enterDraw,
 		GetDraw:             getDraw,
 		IssueChallenge:      applicationIssueChallenge,
+		IssueStreamTicket:   issueStreamTicket,
 		JoinQueue:           applicationJoinQueue,
 		QueueStatus:         queueStatus,
 		QueueEntrants:       queueEntrants,
