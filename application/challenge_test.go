@@ -3,40 +3,13 @@ package application_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/seckill/seckill/adapters/memory"
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
-	"github.com/seckill/seckill/ports"
 )
-
-// fakeChallenge is a ports.Challenge that issues "c" and accepts the proof "good"
-// (unless verify says otherwise), recording the difficulty each issue asked for.
-type fakeChallenge struct {
-	mu     sync.Mutex
-	asked  []int
-	verify error
-}
-
-func (f *fakeChallenge) Issue(_ context.Context, _ domain.VoucherID, _ domain.UserID, difficulty int) (ports.ChallengeOffer, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.asked = append(f.asked, difficulty)
-	return ports.ChallengeOffer{Challenge: "c", Difficulty: difficulty}, nil
-}
-
-func (f *fakeChallenge) Verify(_ context.Context, _ domain.VoucherID, _ domain.UserID, proof string) error {
-	if f.verify != nil {
-		return f.verify
-	}
-	if proof != "good" {
-		return domain.ErrChallengeRequired
-	}
-	return nil
-}
 
 // A challenge asks for the voucher's pow_difficulty raised by the load, at most 32
 // bits; a voucher without a challenge, or none at all, has none to give.
@@ -55,7 +28,7 @@ func TestIssueChallengeAsksTheVouchersDifficultyRaised(t *testing.T) {
 	pow := store(domain.Voucher{Challenge: domain.ChallengePow, PowDifficulty: 18})
 	hard := store(domain.Voucher{Challenge: domain.ChallengePow, PowDifficulty: 31})
 	plain := store(domain.Voucher{Challenge: domain.ChallengeNone})
-	fake := &fakeChallenge{}
+	fake := &memory.Challenge{}
 	uc := application.NewIssueChallenge(vouchers, fake, memory.NewClock(now))
 	var issued int
 	uc.Observe(func(o string) {
@@ -92,7 +65,7 @@ func TestIssueChallengeAsksTheVouchersDifficultyRaised(t *testing.T) {
 func TestVerifyProofCountsVerifiedAndRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	fake := &fakeChallenge{}
+	fake := &memory.Challenge{}
 	uc := application.NewVerifyProof(fake)
 	seen := map[string]int{}
 	uc.Observe(func(o string) { seen[o]++ })
@@ -104,7 +77,7 @@ func TestVerifyProofCountsVerifiedAndRefused(t *testing.T) {
 			t.Fatalf("proof %q: %v, want ErrChallengeRequired", p, err)
 		}
 	}
-	fake.verify = domain.ErrUnavailable
+	fake.VerifyErr = domain.ErrUnavailable
 	if err := uc.Handle(ctx, application.VerifyProofCmd{VoucherID: 1, UserID: 1, Proof: "good"}); !errors.Is(err, domain.ErrUnavailable) {
 		t.Fatalf("an adapter unavailable: %v", err)
 	}

@@ -3,7 +3,6 @@ package application_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
@@ -13,58 +12,11 @@ import (
 	"github.com/seckill/seckill/ports"
 )
 
-// fakeWaitlist is a ports.Waitlist of one list per voucher, in joining order, that
-// answers Join with err when it is set.
-type fakeWaitlist struct {
-	lists  map[domain.VoucherID][]domain.UserID
-	orders map[domain.UserID]domain.OrderID
-	err    error
-}
-
-func newFakeWaitlist() *fakeWaitlist {
-	return &fakeWaitlist{lists: map[domain.VoucherID][]domain.UserID{}, orders: map[domain.UserID]domain.OrderID{}}
-}
-
-func (w *fakeWaitlist) Join(_ context.Context, v domain.VoucherID, u domain.UserID, o domain.OrderID) (int, error) {
-	if w.err != nil {
-		return 0, w.err
-	}
-	if i := slices.Index(w.lists[v], u); i >= 0 {
-		return i + 1, nil
-	}
-	w.lists[v] = append(w.lists[v], u)
-	w.orders[u] = o
-	return len(w.lists[v]), nil
-}
-
-func (w *fakeWaitlist) Position(_ context.Context, v domain.VoucherID, u domain.UserID) (int, error) {
-	if i := slices.Index(w.lists[v], u); i >= 0 {
-		return i + 1, nil
-	}
-	return 0, domain.ErrNotFound
-}
-
-func (w *fakeWaitlist) Leave(_ context.Context, v domain.VoucherID, u domain.UserID) error {
-	w.lists[v] = slices.DeleteFunc(w.lists[v], func(x domain.UserID) bool { return x == u })
-	return nil
-}
-
-func (w *fakeWaitlist) Drop(ctx context.Context, u domain.UserID) error {
-	for v := range w.lists {
-		_ = w.Leave(ctx, v, u)
-	}
-	return nil
-}
-
-func (w *fakeWaitlist) Length(_ context.Context, v domain.VoucherID) (int, error) {
-	return len(w.lists[v]), nil
-}
-
 func TestWaitlistJoinsWithAFreshOrderID(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newGrabFixture(t, window)
-	list := newFakeWaitlist()
+	list := memory.NewWaitlist()
 	uc := newWaitlistCases(list, f, nil)
 	for i, u := range []domain.UserID{1, 2, 1} {
 		pos, err := uc.Join(ctx, f.id, u)
@@ -72,8 +24,8 @@ func TestWaitlistJoinsWithAFreshOrderID(t *testing.T) {
 			t.Fatalf("join of %d = %d, %v; want %d", u, pos, err, want)
 		}
 	}
-	if list.orders[1] == "" || list.orders[1] == list.orders[2] {
-		t.Fatalf("order ids minted: %v, want distinct", list.orders)
+	if list.Orders[1] == "" || list.Orders[1] == list.Orders[2] {
+		t.Fatalf("order ids minted: %v, want distinct", list.Orders)
 	}
 	if pos, err := uc.Position(ctx, f.id, 2); err != nil || pos != 2 {
 		t.Fatalf("position = %d, %v", pos, err)
@@ -103,8 +55,8 @@ func TestWaitlistWithoutSaleState(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := newGrabFixture(t, window)
-	list := newFakeWaitlist()
-	list.err = domain.ErrNotFound
+	list := memory.NewWaitlist()
+	list.Err = domain.ErrNotFound
 	uc := newWaitlistCases(list, f, nil)
 	if _, err := uc.Join(ctx, f.id+100, 1); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("unknown voucher: %v", err)
@@ -126,7 +78,7 @@ func TestDeniedUserIsKeptOffTheWaitlist(t *testing.T) {
 	f := newGrabFixture(t, window)
 	deny := memory.NewDenyList()
 	local := application.NewDeniedUsers(deny)
-	list := newFakeWaitlist()
+	list := memory.NewWaitlist()
 	uc := newWaitlistCases(list, f, local)
 	for _, u := range []domain.UserID{1, 2} {
 		if _, err := uc.Join(ctx, f.id, u); err != nil {
@@ -158,7 +110,7 @@ func TestWaitlistIsForFirstComeVouchers(t *testing.T) {
 	if err := f.vouchers.Create(ctx, &draw, domain.Author{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	uc := newWaitlistCases(newFakeWaitlist(), f, nil)
+	uc := newWaitlistCases(memory.NewWaitlist(), f, nil)
 	if _, err := uc.Join(ctx, draw.ID, 1); !errors.Is(err, domain.ErrWaitlistUnsupported) {
 		t.Fatalf("join of a draw's waitlist: %v, want unsupported", err)
 	}
