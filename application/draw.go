@@ -237,7 +237,7 @@ func (uc *RunDraws) run(ctx context.Context, v domain.Voucher) error {
 		batch := steps[taken:end]
 		orders := make([]domain.OrderID, len(batch))
 		for i := range orders {
-			orders[i] = uc.ids.DerivedOrderID(d.DrawnAt, d.StepKey(taken+i))
+			orders[i] = uc.ids.DerivedOrderID(d.At, d.StepKey(taken+i))
 		}
 		next, _, err := uc.entries.Take(ctx, v.ID, taken, len(steps), batch, orders)
 		if err != nil {

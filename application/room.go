@@ -103,7 +103,7 @@ type QueueView struct {
 	Commitment string
 	// Shuffle is the published shuffle (seed, entrants' count and digest, no
 	// entrants), once it ran; nil before.
-	Shuffle *ports.Shuffle
+	Shuffle *domain.SeededShuffle
 	// Wait is the estimated wait until the user is let in, from the measured
 	// admission rate; WaitKnown is false while it cannot be told (no rate yet,
 	// position unknown, admitted, sold out).
@@ -119,7 +119,7 @@ type QueueStatus struct {
 	clock    ports.Clock
 	key      PassKey
 	// published caches the shuffles read: a shuffle never changes once saved.
-	published sync.Map // domain.VoucherID -> ports.Shuffle
+	published sync.Map // domain.VoucherID -> domain.SeededShuffle
 }
 
 // NewQueueStatus returns the use case; key signs the passes.
@@ -168,9 +168,9 @@ func (uc *QueueStatus) Handle(ctx context.Context, id domain.VoucherID, user dom
 
 // shuffle returns voucher id's published shuffle, without its entrants, or nil
 // before it ran.
-func (uc *QueueStatus) shuffle(ctx context.Context, id domain.VoucherID) (*ports.Shuffle, error) {
+func (uc *QueueStatus) shuffle(ctx context.Context, id domain.VoucherID) (*domain.SeededShuffle, error) {
 	if sh, ok := uc.published.Load(id); ok {
-		s := sh.(ports.Shuffle) //nolint:forcetypeassert // only Shuffles are stored
+		s := sh.(domain.SeededShuffle) //nolint:forcetypeassert // only Shuffles are stored
 		return &s, nil
 	}
 	sh, err := uc.shuffles.Get(ctx, id, false)
@@ -200,13 +200,13 @@ func NewQueueEntrants(vouchers ports.Vouchers, shuffles ports.Shuffles) *QueueEn
 // (domain.SortEntrants). It returns domain.ErrNotFound for a voucher that does not
 // exist and before the shuffle ran, domain.ErrNoWaitingRoom for a voucher sold
 // otherwise.
-func (uc *QueueEntrants) Handle(ctx context.Context, id domain.VoucherID) (ports.Shuffle, error) {
+func (uc *QueueEntrants) Handle(ctx context.Context, id domain.VoucherID) (domain.SeededShuffle, error) {
 	v, err := uc.vouchers.get(ctx, id)
 	if err != nil {
-		return ports.Shuffle{}, err
+		return domain.SeededShuffle{}, err
 	}
 	if v.Admission != domain.AdmissionWaitingRoom {
-		return ports.Shuffle{}, domain.ErrNoWaitingRoom
+		return domain.SeededShuffle{}, domain.ErrNoWaitingRoom
 	}
 	return uc.shuffles.Get(ctx, id, true)
 }
@@ -365,9 +365,7 @@ func (uc *AdmitQueues) Shuffle(ctx context.Context, v domain.Voucher) (bool, err
 		if cerr != nil || !closed {
 			return false, cerr
 		}
-		sorted := domain.SortEntrants(early)
-		sh, err = uc.shuffles.Save(ctx, ports.Shuffle{Voucher: v.ID, Seed: v.Seed, Entrants: sorted,
-			Digest: domain.EntrantsDigest(sorted), ShuffledAt: uc.clock.Now()})
+		sh, err = uc.shuffles.Save(ctx, domain.NewSeededShuffle(v.ID, v.Seed, early, uc.clock.Now()))
 	}
 	if err != nil {
 		return false, err
@@ -375,7 +373,7 @@ func (uc *AdmitQueues) Shuffle(ctx context.Context, v domain.Voucher) (bool, err
 	if uc.obs.Saved != nil {
 		uc.obs.Saved(v.ID, len(sh.Entrants))
 	}
-	if err := uc.room.Install(ctx, v, domain.Shuffle(sh.Seed, sh.Entrants)); err != nil {
+	if err := uc.room.Install(ctx, v, sh.Order()); err != nil {
 		return false, err
 	}
 	if uc.obs.Shuffled != nil {

@@ -185,3 +185,25 @@ func TestTheAuditOfACreationNamesTheAdmissionButNeverTheSeed(t *testing.T) {
 		t.Errorf("audit after = %s: it shows the seed", after)
 	}
 }
+
+// A waiting room's shuffle and a draw are one record: the entrants sorted, counted
+// and digested as published, the order the contract's permutation, the time to the
+// millisecond in UTC.
+func TestSeededShuffleIsTheRecordOfRoomsAndDraws(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 6, 10, 0, 0, 123_456_789, time.FixedZone("x", 3600))
+	entrants := []domain.UserID{10, 3, 7, 1, 9, 2, 8, 4, 6, 5}
+	sh := domain.NewSeededShuffle(4, countingSeed(), entrants, at)
+	sorted := []domain.UserID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	if !slices.Equal(sh.Entrants, sorted) || sh.Count != 10 || sh.Digest != domain.EntrantsDigest(sorted) ||
+		!sh.At.Equal(at.Truncate(time.Millisecond)) || sh.At.Location() != time.UTC || sh.Voucher != 4 {
+		t.Fatalf("record = %+v", sh)
+	}
+	if want := []domain.UserID{5, 3, 10, 9, 8, 2, 4, 1, 6, 7}; !slices.Equal(sh.Order(), want) {
+		t.Fatalf("order = %v, want the contract's %v", sh.Order(), want)
+	}
+	d := domain.NewDraw(domain.Voucher{ID: 4, Seed: countingSeed(), Stock: 3}, entrants, at)
+	if !slices.Equal(d.Entrants, sh.Entrants) || d.Digest != sh.Digest || d.Count != sh.Count || !d.At.Equal(sh.At) || d.Winners != 3 {
+		t.Fatalf("draw = %+v, want the record %+v with 3 winners", d, sh)
+	}
+}

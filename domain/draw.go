@@ -18,37 +18,23 @@ var (
 	ErrDrawUnsupported = errors.New("draw unsupported by the stock strategy")
 )
 
-// Draw is a voucher's drawn result, recorded before any winner's order exists: the
-// seed the shuffle ran with, the entrants sorted ascending (SortEntrants), their
-// digest (EntrantsDigest), how many of the shuffled entrants win an order (the
-// first Winners of Order()), and when it was drawn. The rest of Order(), in order,
-// is the backfill: each unit a winner's order gives back goes to the next of them.
+// Draw is a voucher's drawn result, recorded before any winner's order exists: its
+// shuffle (the seed, the entrants, their digest, and when it was drawn, At) and how
+// many of the shuffled entrants win an order: the first Winners of Order(). The rest
+// of Order(), in order, is the backfill: each unit a winner's order gives back goes
+// to the next of them.
 type Draw struct {
-	Voucher  VoucherID
-	Seed     Seed
-	Entrants []UserID
-	Digest   string
-	Winners  int
-	DrawnAt  time.Time
+	SeededShuffle
+	Winners int
 }
 
-// NewDraw draws v: entrants (in any order, each once) sorted and digested, the first
-// min(v.Stock, len(entrants)) of the shuffle winning, at.
+// NewDraw draws v: entrants (in any order, each once) shuffled by v's seed
+// (NewSeededShuffle), the first min(v.Stock, len(entrants)) of the shuffle winning,
+// at.
 func NewDraw(v Voucher, entrants []UserID, at time.Time) Draw {
-	sorted := SortEntrants(entrants)
-	return Draw{
-		Voucher:  v.ID,
-		Seed:     v.Seed,
-		Entrants: sorted,
-		Digest:   EntrantsDigest(sorted),
-		Winners:  min(v.Stock, len(sorted)),
-		DrawnAt:  at.UTC().Truncate(time.Millisecond),
-	}
+	sh := NewSeededShuffle(v.ID, v.Seed, entrants, at)
+	return Draw{SeededShuffle: sh, Winners: min(v.Stock, sh.Count)}
 }
-
-// Order returns the draw's permutation of its entrants (Shuffle by its seed): the
-// winners first, then the backfill.
-func (d Draw) Order() []UserID { return Shuffle(d.Seed, d.Entrants) }
 
 // StepKey names step i of the draw (DrawSteps) among every step of every draw: the
 // voucher, the seed and i. The order id of the step is derived from it, so a step

@@ -6,7 +6,39 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"time"
 )
+
+// SeededShuffle is the published record of a seeded shuffle — a waiting room's early
+// joiners, a draw's entrants — kept before anyone is let in or drawn, so it outlives
+// any instance and Redis: the voucher's seed, the entrants sorted ascending
+// (SortEntrants), how many they are, their digest (EntrantsDigest) and when it ran.
+// The order it stands for is Order(); anyone holding the seed and the entrants
+// computes it, and checks the entrants against the digest.
+type SeededShuffle struct {
+	Voucher VoucherID
+	Seed    Seed
+	// Entrants are the users shuffled, ascending; empty when a summary was read
+	// (seed, count and digest).
+	Entrants []UserID
+	// Count is how many entrants there are (len(Entrants) when they are read).
+	Count int
+	// Digest is EntrantsDigest(Entrants).
+	Digest string
+	// At is when the shuffle ran, to the millisecond, in UTC.
+	At time.Time
+}
+
+// NewSeededShuffle records the shuffle of entrants (in any order, each once) by seed,
+// for voucher, at: the one way a room's or a draw's record is made.
+func NewSeededShuffle(voucher VoucherID, seed Seed, entrants []UserID, at time.Time) SeededShuffle {
+	sorted := SortEntrants(entrants)
+	return SeededShuffle{Voucher: voucher, Seed: seed, Entrants: sorted, Count: len(sorted),
+		Digest: EntrantsDigest(sorted), At: at.UTC().Truncate(time.Millisecond)}
+}
+
+// Order returns the shuffle's permutation of its entrants (Shuffle by its seed).
+func (s SeededShuffle) Order() []UserID { return Shuffle(s.Seed, s.Entrants) }
 
 // SortEntrants returns a copy of ids sorted ascending, as numbers: the order the
 // seeded shuffle starts from.

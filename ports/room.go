@@ -72,29 +72,14 @@ type Admission struct {
 	Outstanding int
 }
 
-// Shuffle is the published result of a waiting room's (or a draw's) shuffle, kept in
-// the database before anyone is admitted, so it outlives any instance and Redis.
-type Shuffle struct {
-	Voucher domain.VoucherID
-	// Seed is the voucher's secret seed, published with the shuffle.
-	Seed domain.Seed
-	// Entrants are the users shuffled, ascending by id (domain.SortEntrants); the
-	// order is domain.Shuffle(Seed, Entrants).
-	Entrants []domain.UserID
-	// Count is how many entrants there are (len(Entrants) when they are read).
-	Count int
-	// Digest is domain.EntrantsDigest(Entrants).
-	Digest     string
-	ShuffledAt time.Time
-}
-
-// Shuffles keeps each voucher's one shuffle. Every method returns an error wrapping
+// Shuffles keeps each waiting room's one shuffle (domain.SeededShuffle), saved in the
+// database before anyone is admitted. Every method returns an error wrapping
 // domain.ErrUnavailable when the database cannot be reached.
 type Shuffles interface {
 	// Save stores s unless the voucher has a shuffle already, and returns the one
 	// stored: the first saved wins, so every instance installs the same order.
-	Save(ctx context.Context, s Shuffle) (Shuffle, error)
+	Save(ctx context.Context, s domain.SeededShuffle) (domain.SeededShuffle, error)
 	// Get returns the voucher's shuffle, or domain.ErrNotFound before it ran. With
 	// entrants false, Entrants is left empty (the summary: seed, count, digest).
-	Get(ctx context.Context, id domain.VoucherID, entrants bool) (Shuffle, error)
+	Get(ctx context.Context, id domain.VoucherID, entrants bool) (domain.SeededShuffle, error)
 }

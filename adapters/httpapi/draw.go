@@ -71,7 +71,7 @@ func (h handlers) getDraw(c echo.Context) error {
 	out := drawJSON{Commitment: st.Commitment, Entrants: st.Entrants, Winners: []string{}}
 	if d := st.Draw; d != nil {
 		seed, digest := domain.SeedHex(d.Seed), d.Digest
-		out.Seed, out.EntrantsDigest, out.DrawnAt = &seed, &digest, optionalStamp(d.DrawnAt)
+		out.Seed, out.EntrantsDigest, out.DrawnAt = &seed, &digest, optionalStamp(d.At)
 		out.Winners = make([]string, len(st.Winners))
 		for i, u := range st.Winners {
 			out.Winners[i] = u.String()

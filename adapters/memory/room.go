@@ -129,18 +129,18 @@ func (r *WaitingRoom) Admit(_ context.Context, _ domain.Voucher, window int, lif
 // Shuffles is an in-memory ports.Shuffles.
 type Shuffles struct {
 	mu sync.Mutex
-	by map[domain.VoucherID]ports.Shuffle
+	by map[domain.VoucherID]domain.SeededShuffle
 }
 
 var _ ports.Shuffles = (*Shuffles)(nil)
 
 // NewShuffles returns a store of no shuffle.
 func NewShuffles() *Shuffles {
-	return &Shuffles{by: map[domain.VoucherID]ports.Shuffle{}}
+	return &Shuffles{by: map[domain.VoucherID]domain.SeededShuffle{}}
 }
 
 // Save stores sh unless its voucher has a shuffle, and returns the one stored.
-func (s *Shuffles) Save(_ context.Context, sh ports.Shuffle) (ports.Shuffle, error) {
+func (s *Shuffles) Save(_ context.Context, sh domain.SeededShuffle) (domain.SeededShuffle, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old, ok := s.by[sh.Voucher]; ok {
@@ -153,12 +153,12 @@ func (s *Shuffles) Save(_ context.Context, sh ports.Shuffle) (ports.Shuffle, err
 
 // Get returns voucher id's shuffle (without its entrants unless entrants), or
 // domain.ErrNotFound.
-func (s *Shuffles) Get(_ context.Context, id domain.VoucherID, entrants bool) (ports.Shuffle, error) {
+func (s *Shuffles) Get(_ context.Context, id domain.VoucherID, entrants bool) (domain.SeededShuffle, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sh, ok := s.by[id]
 	if !ok {
-		return ports.Shuffle{}, domain.ErrNotFound
+		return domain.SeededShuffle{}, domain.ErrNotFound
 	}
 	if !entrants {
 		sh.Entrants = nil

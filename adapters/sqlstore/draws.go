@@ -44,15 +44,15 @@ func (r drawRow) draw() (domain.Draw, error) {
 	if len(ids) != r.Entrants {
 		return domain.Draw{}, fmt.Errorf("draw of voucher %d: %d entrants stored, %d counted", r.VoucherID, len(ids), r.Entrants)
 	}
-	return domain.Draw{Voucher: domain.VoucherID(r.VoucherID), Seed: seedOf(r.Seed), Entrants: ids,
-		Digest: r.Digest, Winners: r.Winners, DrawnAt: r.DrawnAt.UTC()}, nil
+	return domain.Draw{SeededShuffle: domain.SeededShuffle{Voucher: domain.VoucherID(r.VoucherID), Seed: seedOf(r.Seed),
+		Entrants: ids, Count: len(ids), Digest: r.Digest, At: r.DrawnAt.UTC()}, Winners: r.Winners}, nil
 }
 
 // Record inserts d's row unless its voucher has one (ON CONFLICT DO NOTHING), then
 // reads the row back.
 func (s *Draws) Record(ctx context.Context, d domain.Draw) (domain.Draw, error) {
 	row := drawRow{VoucherID: int64(d.Voucher), Seed: d.Seed[:], Entrants: len(d.Entrants), Digest: d.Digest,
-		EntrantIDs: domain.PackEntrants(d.Entrants), Winners: d.Winners, DrawnAt: d.DrawnAt.UTC()}
+		EntrantIDs: domain.PackEntrants(d.Entrants), Winners: d.Winners, DrawnAt: d.At.UTC()}
 	if _, err := s.db.NewInsert().Model(&row).On("CONFLICT (voucher_id) DO NOTHING").Exec(ctx); err != nil {
 		return domain.Draw{}, fmt.Errorf("record the draw of voucher %s: %w", d.Voucher, classify(err))
 	}

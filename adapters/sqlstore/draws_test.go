@@ -51,7 +51,7 @@ func TestDrawsRecordOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, g := range []domain.Draw{got, again} {
-		if g.Voucher != v.ID || g.Seed != v.Seed || g.Digest != d.Digest || g.Winners != 2 || !g.DrawnAt.Equal(at) ||
+		if g.Voucher != v.ID || g.Seed != v.Seed || g.Digest != d.Digest || g.Winners != 2 || !g.At.Equal(at) ||
 			!slices.Equal(g.Entrants, []domain.UserID{3, 77, 900, 1 << 40}) {
 			t.Fatalf("recorded %+v, want %+v", g, d)
 		}

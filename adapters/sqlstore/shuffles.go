@@ -41,22 +41,22 @@ type shuffleRow struct {
 
 // Save stores s unless its voucher has a shuffle (ON CONFLICT DO NOTHING) and returns
 // the one stored, entrants included.
-func (s *Shuffles) Save(ctx context.Context, sh ports.Shuffle) (ports.Shuffle, error) {
+func (s *Shuffles) Save(ctx context.Context, sh domain.SeededShuffle) (domain.SeededShuffle, error) {
 	packed := make([]byte, 8*len(sh.Entrants))
 	for i, u := range sh.Entrants {
 		binary.BigEndian.PutUint64(packed[8*i:], uint64(u))
 	}
 	row := shuffleRow{VoucherID: int64(sh.Voucher), Seed: sh.Seed[:], EntrantsCount: len(sh.Entrants), EntrantsDigest: sh.Digest,
-		Entrants: packed, ShuffledAt: sh.ShuffledAt.UTC().Truncate(time.Millisecond)}
+		Entrants: packed, ShuffledAt: sh.At.UTC().Truncate(time.Millisecond)}
 	if _, err := s.db.NewInsert().Model(&row).On("CONFLICT (voucher_id) DO NOTHING").Exec(ctx); err != nil {
-		return ports.Shuffle{}, fmt.Errorf("save the shuffle of voucher %s: %w", sh.Voucher, classify(err))
+		return domain.SeededShuffle{}, fmt.Errorf("save the shuffle of voucher %s: %w", sh.Voucher, classify(err))
 	}
 	return s.Get(ctx, sh.Voucher, true)
 }
 
 // Get returns voucher id's shuffle, with its entrants when entrants is set, or
 // domain.ErrNotFound.
-func (s *Shuffles) Get(ctx context.Context, id domain.VoucherID, entrants bool) (ports.Shuffle, error) {
+func (s *Shuffles) Get(ctx context.Context, id domain.VoucherID, entrants bool) (domain.SeededShuffle, error) {
 	var row shuffleRow
 	q := s.db.NewSelect().Model(&row).Where("s.voucher_id = ?", int64(id))
 	if !entrants {
@@ -64,18 +64,18 @@ func (s *Shuffles) Get(ctx context.Context, id domain.VoucherID, entrants bool) 
 	}
 	err := q.Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
-		return ports.Shuffle{}, domain.ErrNotFound
+		return domain.SeededShuffle{}, domain.ErrNotFound
 	}
 	if err != nil {
-		return ports.Shuffle{}, fmt.Errorf("read the shuffle of voucher %s: %w", id, classify(err))
+		return domain.SeededShuffle{}, fmt.Errorf("read the shuffle of voucher %s: %w", id, classify(err))
 	}
 	if len(row.Seed) != domain.SeedSize {
-		return ports.Shuffle{}, fmt.Errorf("the shuffle of voucher %s holds a seed of %d bytes", id, len(row.Seed))
+		return domain.SeededShuffle{}, fmt.Errorf("the shuffle of voucher %s holds a seed of %d bytes", id, len(row.Seed))
 	}
-	sh := ports.Shuffle{Voucher: id, Seed: domain.Seed(row.Seed), Count: row.EntrantsCount, Digest: row.EntrantsDigest, ShuffledAt: row.ShuffledAt.UTC()}
+	sh := domain.SeededShuffle{Voucher: id, Seed: domain.Seed(row.Seed), Count: row.EntrantsCount, Digest: row.EntrantsDigest, At: row.ShuffledAt.UTC()}
 	if entrants {
 		if len(row.Entrants) != 8*row.EntrantsCount {
-			return ports.Shuffle{}, fmt.Errorf("the shuffle of voucher %s holds %d bytes of entrants for %d", id, len(row.Entrants), row.EntrantsCount)
+			return domain.SeededShuffle{}, fmt.Errorf("the shuffle of voucher %s holds %d bytes of entrants for %d", id, len(row.Entrants), row.EntrantsCount)
 		}
 		sh.Entrants = make([]domain.UserID, row.EntrantsCount)
 		for i := range sh.Entrants {

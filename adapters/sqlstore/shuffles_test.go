@@ -9,7 +9,6 @@ import (
 
 	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/domain"
-	"github.com/seckill/seckill/ports"
 )
 
 func TestShufflesKeepTheFirstSaved(t *testing.T) {
@@ -20,13 +19,13 @@ func TestShufflesKeepTheFirstSaved(t *testing.T) {
 		t.Fatalf("Get before any shuffle: %v, want ErrNotFound", err)
 	}
 	at := time.Date(2026, 12, 6, 10, 0, 0, 123e6, time.UTC)
-	first := ports.Shuffle{Voucher: 7, Seed: domain.Seed([]byte("0123456789abcdef0123456789abcdef")),
-		Entrants: []domain.UserID{1, 5, 1 << 40}, Digest: "d1", ShuffledAt: at}
+	first := domain.SeededShuffle{Voucher: 7, Seed: domain.Seed([]byte("0123456789abcdef0123456789abcdef")),
+		Entrants: []domain.UserID{1, 5, 1 << 40}, Digest: "d1", At: at}
 	got, err := s.Save(ctx, first)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(got.Entrants, first.Entrants) || got.Count != 3 || got.Digest != "d1" || !got.ShuffledAt.Equal(at) ||
+	if !slices.Equal(got.Entrants, first.Entrants) || got.Count != 3 || got.Digest != "d1" || !got.At.Equal(at) ||
 		got.Seed != first.Seed {
 		t.Fatalf("Save = %+v, want %+v", got, first)
 	}
@@ -39,7 +38,7 @@ func TestShufflesKeepTheFirstSaved(t *testing.T) {
 	if got, err = s.Get(ctx, 7, false); err != nil || got.Count != 3 || got.Entrants != nil || got.Digest != "d1" {
 		t.Fatalf("Get without entrants = %+v, %v", got, err)
 	}
-	empty := ports.Shuffle{Voucher: 8, Seed: first.Seed, Digest: "e", ShuffledAt: at}
+	empty := domain.SeededShuffle{Voucher: 8, Seed: first.Seed, Digest: "e", At: at}
 	if got, err = s.Save(ctx, empty); err != nil || got.Count != 0 || len(got.Entrants) != 0 {
 		t.Fatalf("Save of no entrants = %+v, %v", got, err)
 	}
