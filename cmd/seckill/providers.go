@@ -427,29 +427,6 @@ func openDatabase(ctx context.Context, cfg Common, log *zap.Logger, m *metrics) 
 	return db, func() { _ = db.Close() }, nil
 }
 
-// hostClock is this host's clock, the base the sale's clock is carried forward on. A
-// test build shifts it (testclock.go) to play a host whose clock is off.
-var hostClock ports.Clock = system.Clock{}
-
-// saleClock is the clock every use case reads: Redis's time, as the scripts judge the
-// sale by it (redisstore.Clock), measured once here and every few seconds by serve
-// (syncClock). A Redis that does not answer now leaves it on the host's clock until
-// it does. The in-process Redis's time is this host's wall clock (it reads it, even in
-// a test build that shifts hostClock): it is not measured, as there is no offset to
-// measure, only how long the server takes to answer (redisstore.NewLocalClock).
-func saleClock(ctx context.Context, client redis.UniversalClient, cfg Common, log *zap.Logger) *redisstore.Clock {
-	if cfg.embeddedRedis() {
-		return redisstore.NewLocalClock(system.Clock{})
-	}
-	c := redisstore.NewClock(client, hostClock)
-	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	if _, err := c.Sync(syncCtx); err != nil {
-		log.Warn("measure the sale clock (redis's time); the host's clock stands in until it can be", zap.Error(err))
-	}
-	return c
-}
-
 // stockOptions are the Redis adapters' settings for reading and repairing, as
 // reconcile uses them.
 func stockOptions(cfg Common) redisstore.Options {
