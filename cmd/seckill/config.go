@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -80,8 +79,8 @@ type Config struct {
 }
 
 // runsAPI and runsWorker read Roles (validated by Validate).
-func (c *Config) runsAPI() bool    { return slices.Contains(c.roles(), "api") }
-func (c *Config) runsWorker() bool { return slices.Contains(c.roles(), "worker") }
+func (c *Config) runsAPI() bool    { return c.runs(roleAPI) }
+func (c *Config) runsWorker() bool { return c.runs(roleWorker) }
 
 func (c *Config) roles() []string {
 	var out []string
