@@ -43,3 +43,18 @@ func TestClockTellsRedissTimeWhateverTheHostSays(t *testing.T) {
 		})
 	}
 }
+
+// TestLocalClockTellsTheHostsTime: the clock of a Redis whose time is this host's
+// (the in-process one) tells the host's time and measures nothing.
+func TestLocalClockTellsTheHostsTime(t *testing.T) {
+	t.Parallel()
+	c := redisstore.NewLocalClock(offClock(10 * time.Second))
+	offset, err := c.Sync(t.Context())
+	check(t, err)
+	if offset != 0 {
+		t.Fatalf("offset = %v, want 0: nothing to measure", offset)
+	}
+	if got := time.Until(c.Now()); (got - 10*time.Second).Abs() > time.Second {
+		t.Fatalf("the clock is %v off the host's, want the host's (10s)", got)
+	}
+}

@@ -90,13 +90,21 @@ func madeUpSecret() (string, error) {
 // (written aside, then linked into place), so two processes starting at once agree on
 // one secret. A file that holds less than minSecretLen bytes is an error naming it.
 func keptSecret(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	secret, err := readSecret(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := writeSecret(path); err != nil {
 			return "", err
 		}
-		b, err = os.ReadFile(path)
+		secret, err = readSecret(path)
 	}
+	return secret, err
+}
+
+// readSecret returns the JWT secret kept in path, or an error wrapping fs.ErrNotExist
+// when there is no such file. A file that holds less than minSecretLen bytes is an
+// error naming it.
+func readSecret(path string) (string, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("read the JWT secret: %w", err)
 	}
@@ -105,6 +113,17 @@ func keptSecret(path string) (string, error) {
 		return "", fmt.Errorf("%s holds no JWT secret of at least %d bytes: remove it to have a new one made up", path, minSecretLen)
 	}
 	return secret, nil
+}
+
+// secretFile is the file that keeps the JWT secret serve makes up for a SQLite
+// database (databaseURL names one, or is empty: the default seckill.db): beside the
+// database file. It is "" for PostgreSQL, where a made-up secret lasts one run.
+func secretFile(databaseURL string) string {
+	path, isSQLite := (&Common{DatabaseURL: databaseURL}).sqliteFile()
+	if !isSQLite {
+		return ""
+	}
+	return path + secretSuffix
 }
 
 // writeSecret writes a made-up secret to path unless the file exists by then.
@@ -137,8 +156,7 @@ func writeSecret(path string) error {
 // file (made up at the first start); otherwise one made up for this run. It returns
 // the file that keeps it ("" when made up for this run only).
 func (c *Config) jwtSecret() (kept string, err error) {
-	if path, isSQLite := c.sqliteFile(); isSQLite {
-		kept = path + secretSuffix
+	if kept = secretFile(c.DatabaseURL); kept != "" {
 		c.JWTSecret, err = keptSecret(kept)
 		return kept, err
 	}

@@ -27,7 +27,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	if err != nil {
 		return nil, nil, err
 	}
-	clock := saleClock(ctx, universalClient, log)
+	clock := saleClock(ctx, universalClient, common, log)
 	db, cleanup2, err := openDatabase(ctx, common, log, mainMetrics)
 	if err != nil {
 		cleanup()
@@ -214,7 +214,7 @@ func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*applicat
 	}
 	options := stockOptions(cfg)
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
-	clock := saleClock(ctx, universalClient, log)
+	clock := saleClock(ctx, universalClient, cfg, log)
 	domainPaymentWindow := noPaymentWindow()
 	stock := sqlstore.NewStock(db, clock, domainPaymentWindow)
 	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, stock)
