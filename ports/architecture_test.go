@@ -30,3 +30,21 @@ func TestDependencyRule(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceBinaryLinksNoLab keeps the lab out of the service's binary: cmd/seckill
+// links none of the packages behind seckill-lab (the load generator, the burst, the
+// fault-injection checker, the benchmarks' baseline server); they are seckill-lab's
+// and the tests'.
+func TestServiceBinaryLinksNoLab(t *testing.T) {
+	const module = "github.com/seckill/seckill/"
+	lab := []string{module + "cmd/internal/load", module + "cmd/internal/burst", module + "cmd/internal/history", module + "cmd/internal/hello", module + "cmd/internal/clitest"}
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "../cmd/seckill").Output()
+	if err != nil {
+		t.Fatalf("go list cmd/seckill: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if slices.Contains(lab, dep) {
+			t.Errorf("cmd/seckill links %s, a package of the lab (seckill-lab and the tests only)", dep)
+		}
+	}
+}
