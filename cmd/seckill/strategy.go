@@ -8,6 +8,7 @@ import (
 
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/sqlstore"
+	"github.com/seckill/seckill/adapters/strategies/watchstock"
 	"github.com/seckill/seckill/ports"
 )
 
@@ -79,7 +80,7 @@ var strategySet = wire.NewSet(sqlstore.NewStock, selectStock, selectStockAudit, 
 func selectStock(strategy StockStrategy, lua *redisstore.Stock, db *sqlstore.Stock) ports.Stock {
 	switch strategy {
 	case StrategyWatch:
-		return redisstore.NewWatchStock(lua, redisstore.DefaultWatchAttempts)
+		return watchstock.New(lua, watchstock.DefaultAttempts)
 	case StrategyPostgres:
 		return db
 	default:

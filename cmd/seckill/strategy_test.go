@@ -51,7 +51,7 @@ func TestStrategySelectsTheAdapters(t *testing.T) {
 		audit    string
 	}{
 		{StrategyLua, "*redisstore.Stock", "*redisstore.Audit"},
-		{StrategyWatch, "*redisstore.WatchStock", "*redisstore.Audit"},
+		{StrategyWatch, "*watchstock.Stock", "*redisstore.Audit"},
 		{StrategyPostgres, "*sqlstore.Stock", "*sqlstore.Stock"},
 	} {
 		stock := selectStock(tc.strategy, lua, db)
