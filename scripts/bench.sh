@@ -88,7 +88,7 @@ echo "== the zero-setup mode: SQLite and the in-process Redis next to the real s
 SECKILL_TEST_DATABASE_URL=sqlite go test -run '^$' -bench 'Persist' -benchtime "$benchtime" ./adapters/sqlstore/
 # The default demo (5,000 users, 100 units), three runs on the real servers, then three
 # with nothing configured (an in-process Redis and a temporary SQLite file).
-demo_json() { "$bin" demo --json 2>/dev/null | python3 -c 'import json,sys; m=json.load(sys.stdin); print("reserved %(reserved)d persisted %(orders_persisted)d oversold %(oversold)d duplicates %(duplicates)d  rps %(rps).0f  p50 %(p50_ms).2f ms  p99 %(p99_ms).2f ms  persist %(persist_ms)d ms" % m)'; }
+demo_json() { "$lab" demo --json 2>/dev/null | python3 -c 'import json,sys; m=json.load(sys.stdin); print("reserved %(reserved)d persisted %(orders_persisted)d oversold %(oversold)d duplicates %(duplicates)d  rps %(rps).0f  p50 %(p50_ms).2f ms  p99 %(p99_ms).2f ms  persist %(persist_ms)d ms" % m)'; }
 for run in 1 2 3; do echo "real servers: $(demo_json)"; done
 for run in 1 2 3; do echo "zero setup:   $(unset SECKILL_REDIS_URL SECKILL_DATABASE_URL; demo_json)"; done
 # The classic comparison with nothing installed: the "postgres" strategy runs its

@@ -6,6 +6,7 @@ import (
 
 	"github.com/seckill/seckill/adapters/audittest"
 	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/strategies/watchstock"
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
 	"github.com/seckill/seckill/ports"
@@ -24,7 +25,7 @@ func runAuditContract(t *testing.T, watch bool) {
 		client, s := newStock(t, 0)
 		var stock ports.Stock = s
 		if watch {
-			stock = redisstore.NewWatchStock(s, 0)
+			stock = watchstock.New(s, 0)
 		}
 		forgetPrefix(t, client, s.Keys().Prefix)
 		// The audit has a client of its own, which Break closes.

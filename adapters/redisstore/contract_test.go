@@ -8,6 +8,7 @@ import (
 
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/stocktest"
+	"github.com/seckill/seckill/adapters/strategies/watchstock"
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
 )
@@ -31,7 +32,7 @@ func TestWatchStockContract(t *testing.T) {
 		client, err := redisstore.NewClient(context.Background(), testenv.RedisURL(t), func(o *redis.Options) { o.PoolSize = 2000 })
 		check(t, err)
 		t.Cleanup(func() { _ = client.Close() })
-		w := redisstore.NewWatchStock(redisstore.NewStock(client, redisstore.Options{Prefix: "w" + testenv.Unique()}), 0)
+		w := watchstock.New(redisstore.NewStock(client, redisstore.Options{Prefix: "w" + testenv.Unique()}), 0)
 		forgetPrefix(t, client, w.Keys().Prefix)
 		return stocktest.Subject{Stock: w, Recorded: streamed(client, w.Keys()), UnavailableUnderContention: true,
 			IssuePass: issuePass(client, w.Keys()),

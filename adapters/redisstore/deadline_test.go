@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/strategies/watchstock"
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
 )
@@ -32,7 +33,7 @@ func TestReservationsKeepTheDeadlineTheyWereTakenWith(t *testing.T) {
 	taken := take(t, old, v.ID, 1)[0]
 	watched := grab(v.ID, 2, 1)
 	watched.At = time.Time{}
-	check(t, redisstore.NewWatchStock(old, 3).Reserve(ctx, watched))
+	check(t, watchstock.New(old, 3).Reserve(ctx, watched))
 
 	// The restart: the same keys, a shorter window.
 	o.PaymentWindow = after

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/strategies/watchstock"
 	"github.com/seckill/seckill/domain"
 	"github.com/seckill/seckill/ports"
 )
@@ -34,7 +35,7 @@ func TestEveryScriptTakesAPartialHashForNoSaleState(t *testing.T) {
 	check(t, client.HSet(ctx, k.Buyers(v.ID), r.UserID.String(), string(r.OrderID)).Err())
 	check(t, client.HSet(ctx, k.Orders(v.ID), string(r.OrderID), "1:1:"+ms(r.At)).Err())
 
-	for _, stock := range []ports.Stock{s, redisstore.NewWatchStock(s, 0)} {
+	for _, stock := range []ports.Stock{s, watchstock.New(s, 0)} {
 		if err := stock.Reserve(ctx, grab(v.ID, 2, 1)); !errors.Is(err, domain.ErrNotFound) {
 			t.Errorf("%T.Reserve = %v, want %v", stock, err, domain.ErrNotFound)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/strategies/watchstock"
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
 	"github.com/seckill/seckill/ports"
@@ -202,7 +203,7 @@ func TestWithoutSaleStateNothingIsWritten(t *testing.T) {
 	ctx := context.Background()
 	client, s := newStock(t, 0)
 	cleanup(t, client, s, 99)
-	for _, stock := range []ports.Stock{s, redisstore.NewWatchStock(s, 0)} {
+	for _, stock := range []ports.Stock{s, watchstock.New(s, 0)} {
 		if err := stock.Reserve(ctx, grab(99, 1, 1)); !errors.Is(err, domain.ErrNotFound) {
 			t.Fatalf("%T.Reserve = %v, want %v", stock, err, domain.ErrNotFound)
 		}
@@ -365,4 +366,14 @@ func TestWarmWithLiveOrdersRestoresBeforeGrabs(t *testing.T) {
 	if again, err := s.Warm(ctx, v); err != nil || again != ports.WarmPresent {
 		t.Fatalf("Warm of a whole sale state = %v, %v; want WarmPresent", again, err)
 	}
+}
+
+// newWatchStock returns the WATCH/MULTI strategy on the test server under a prefix of
+// its own, with opts (its Prefix is set here), for the tests that hold it to the
+// script's limits and tally.
+func newWatchStock(t testing.TB, opts redisstore.Options) (redis.UniversalClient, *watchstock.Stock) {
+	t.Helper()
+	client := testenv.Redis(t)
+	opts.Prefix = "w" + testenv.Unique()
+	return client, watchstock.New(redisstore.NewStock(client, opts), 0)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/strategies/watchstock"
 	"github.com/seckill/seckill/domain"
 	"github.com/seckill/seckill/ports"
 )
@@ -261,7 +262,7 @@ func waitlistWinsEveryReturnedUnit(t *testing.T, watch bool) {
 	client, s := newStock(t, 0)
 	var grabs ports.Stock = s
 	if watch {
-		grabs = redisstore.NewWatchStock(s, redisstore.DefaultWatchAttempts)
+		grabs = watchstock.New(s, watchstock.DefaultAttempts)
 	}
 	w := redisstore.NewWaitlist(s)
 	const units = 20

@@ -1,6 +1,7 @@
 // Command seckill-lab measures a seckill from outside, as the service's lab, kept out
-// of the service's binary: `loadtest` fires a flash sale at a running service and
-// checks the three promises, `compare` runs the same sale against a service of each
+// of the service's binary: `demo` runs a whole flash sale against a `seckill serve` of
+// its own, `loadtest` fires one at a running service, both checking the three
+// promises, `compare` runs the same sale against a service of each
 // stock strategy side by side, `seed` fills a database and Redis with generated
 // sales for benchmarks, and `cost` measures the CPU every server process spends on a
 // grab against a hello-world request. `seckill-lab --help` lists the flags.
@@ -26,6 +27,7 @@ import (
 )
 
 type cli struct {
+	Demo     demoCmd     `cmd:"" help:"Run a whole flash sale against a seckill serve of its own on a loopback port; exit 1 if a promise was broken or nothing was served, 3 if the orders could not be counted."`
 	Loadtest loadtestCmd `cmd:"" help:"Fire a flash sale at a running seckill (--url) and report; exit 1 if a promise was broken or nothing was served, 3 if the orders could not be counted."`
 	Compare  compareCmd  `cmd:"" help:"Fire the same flash sale at a seckill serve of each stock strategy in turn and print them side by side."`
 	Seed     seedCmd     `cmd:"" help:"Fill the database and Redis with generated, consistent sales (for benchmarks)."`
@@ -39,7 +41,7 @@ func main() {
 	var c cli
 	parser := kong.Must(&c,
 		kong.Name("seckill-lab"),
-		kong.Description("Measure a seckill: load tests, the stock strategies compared, generated data."),
+		kong.Description("Measure a seckill: a demo sale, load tests, the stock strategies compared, generated data."),
 	)
 	kctx, err := parser.Parse(os.Args[1:])
 	if err != nil {

@@ -40,7 +40,7 @@ func BenchmarkBurst(b *testing.B) {
 		fireBursts(b, srv.URL, func(int) []burst.Request { return reqs }, http.StatusOK)
 	})
 	b.Run("seckill", func(b *testing.B) {
-		cfg, err := demoConfig(Common{
+		cfg, err := inProcessConfig(Common{
 			RedisURL: testenv.RedisURL(b), DatabaseURL: testenv.PostgresURL(b),
 			StrategyConfig: StrategyConfig{StockStrategy: string(StrategyLua)},
 			KeyPrefix:      "bench" + testenv.Unique(), KeyGrace: time.Hour, ReconcileGrace: 30 * time.Second,
@@ -52,7 +52,7 @@ func BenchmarkBurst(b *testing.B) {
 		if err := migrateUp(context.Background(), cfg.DatabaseURL); err != nil {
 			b.Fatal(err)
 		}
-		svc, err := startDemo(context.Background(), cfg, zap.NewNop())
+		svc, err := startInProcess(context.Background(), cfg, zap.NewNop())
 		if err != nil {
 			b.Fatal(err)
 		}

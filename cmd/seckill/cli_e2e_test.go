@@ -120,7 +120,7 @@ func TestServeTracesToStdout(t *testing.T) {
 func TestSentinelSettingsAreOneLine(t *testing.T) {
 	base := append(os.Environ(), "SECKILL_REDIS_URL=", "SECKILL_DATABASE_URL=sqlite:"+t.TempDir()+"/s.db",
 		"SECKILL_HTTP_ADDR=127.0.0.1:0")
-	for _, args := range [][]string{{"serve"}, {"reconcile"}, {"demo"}} {
+	for _, args := range [][]string{{"serve"}, {"reconcile"}} {
 		out, err := runCmd(seckillBinary(t), append(base, "SECKILL_REDIS_SENTINELS=127.0.0.1", "SECKILL_REDIS_MASTER_NAME=seckill"), args...)
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() != 2 {

@@ -12,8 +12,8 @@ import (
 type Common struct {
 	StrategyConfig `embed:""`
 
-	RedisURL       string        `name:"redis-url" env:"SECKILL_REDIS_URL" help:"Redis URL, e.g. redis://127.0.0.1:6379/0; unset, serve and demo run an in-process Redis (for trying and testing: it keeps nothing across restarts)."`
-	DatabaseURL    string        `name:"database-url" env:"SECKILL_DATABASE_URL" help:"PostgreSQL URL, e.g. postgres://user@127.0.0.1:5432/seckill?sslmode=disable, or sqlite:PATH for a SQLite file; unset, the SQLite file seckill.db in the working directory (demo: a temporary one), for trying and testing."`
+	RedisURL       string        `name:"redis-url" env:"SECKILL_REDIS_URL" help:"Redis URL, e.g. redis://127.0.0.1:6379/0; unset, serve runs an in-process Redis (for trying and testing: it keeps nothing across restarts)."`
+	DatabaseURL    string        `name:"database-url" env:"SECKILL_DATABASE_URL" help:"PostgreSQL URL, e.g. postgres://user@127.0.0.1:5432/seckill?sslmode=disable, or sqlite:PATH for a SQLite file; unset, the SQLite file seckill.db in the working directory, for trying and testing."`
 	KeyPrefix      string        `name:"key-prefix" env:"SECKILL_KEY_PREFIX" default:"seckill" help:"Prefix of every Redis key seckill writes."`
 	KeyGrace       time.Duration `name:"key-grace" env:"SECKILL_KEY_GRACE" default:"24h" help:"How long a voucher's Redis keys outlive the end of its sale."`
 	ReconcileGrace time.Duration `name:"reconcile-grace" env:"SECKILL_RECONCILE_GRACE" default:"30s" help:"Reservations younger than this are not judged by reconciliation."`

@@ -69,8 +69,8 @@ func (c *Common) sentinels() []string {
 	return out
 }
 
-// embeddedRedis reports whether the settings name no Redis, so serve and demo run
-// the in-process one.
+// embeddedRedis reports whether the settings name no Redis, so serve runs the
+// in-process one.
 func (c *Common) embeddedRedis() bool {
 	return c.RedisURL == "" && c.RedisSentinels == ""
 }

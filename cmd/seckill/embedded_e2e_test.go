@@ -18,8 +18,8 @@ import (
 	"github.com/seckill/seckill/domain"
 )
 
-// The zero-setup mode: serve and demo with neither SECKILL_REDIS_URL nor
-// SECKILL_DATABASE_URL run an in-process Redis and a SQLite file, and need nothing
+// The zero-setup mode: serve with neither SECKILL_REDIS_URL nor
+// SECKILL_DATABASE_URL runs an in-process Redis and a SQLite file, and needs nothing
 // installed. These tests run the real binary with every SECKILL_* variable of the
 // test run removed, in a directory of their own.
 
@@ -291,31 +291,6 @@ func TestZeroSetupDrainsItsWholeBacklogAtStop(t *testing.T) {
 	fi.stop() // fails the test if serve does not exit 0
 	if orders := fi.wantAcceptedPersisted(id, accepted, "the stop"); len(orders) != reserved {
 		t.Fatalf("%d orders after the stop, want every one of the %d reservations", len(orders), reserved)
-	}
-}
-
-// TestDemoWithNothingInstalled is the README's demo: the default flash sale, 5,000
-// users for 100 units, in-process, with every promise kept and nothing left behind.
-func TestDemoWithNothingInstalled(t *testing.T) {
-	seckillBinary(t)
-	dir := t.TempDir()
-	tmp := t.TempDir() // the demo's own database goes here, and must be gone after
-	env := zeroSetupEnv("TMPDIR=" + tmp)
-	stdout, stderr, status := runSplitIn(t, dir, env, 2*time.Minute, "demo", "--json")
-	if status != 0 {
-		t.Fatalf("demo exited %d\nstdout %s\nstderr %s", status, stdout, stderr)
-	}
-	m := saleReport(t, stdout, stderr)
-	wantCounts(t, m, map[string]float64{
-		"requests": 5050, "reserved": 100, "orders_persisted": 100, "oversold": 0, "duplicates": 0, "other": 0,
-	})
-	if got, want := m["sold_out"].(float64)+m["already_purchased"].(float64), 4950.0; got != want {
-		t.Fatalf("sold_out+already_purchased = %v, want %v", got, want)
-	}
-	for _, d := range []string{dir, tmp} {
-		if left, _ := os.ReadDir(d); len(left) != 0 {
-			t.Fatalf("the demo left %d files in %s (%s)", len(left), d, left[0].Name())
-		}
 	}
 }
 

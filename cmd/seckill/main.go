@@ -1,6 +1,6 @@
 // Command seckill is the flash-sale voucher service: `serve` runs the API, `migrate`
 // manages the database schema, `token` mints a JWT for local use and `voucher update`
-// changes a sale through the API. Settings come
+// changes a sale through the API; the demo and the load tools are seckill-lab's. Settings come
 // from flags and SECKILL_* environment variables, flags winning; `seckill --help`
 // lists them.
 package main
@@ -23,7 +23,6 @@ type cli struct {
 	Token     tokenCmd     `cmd:"" help:"Print a signed JWT for local use."`
 	Reconcile reconcileCmd `cmd:"" help:"Check that Redis and the database agree per voucher; exit 1 while drift remains."`
 	Voucher   voucherCmd   `cmd:"" help:"An admin's changes of a voucher, through the API (voucher update)."`
-	Demo      demoCmd      `cmd:"" help:"Run a whole flash sale against a service started on a loopback port; exit 1 if a promise was broken (or could not be checked)."`
 
 	Version kong.VersionFlag `help:"Print the module version and VCS revision, and exit."`
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/sqlstore"
+	"github.com/seckill/seckill/adapters/strategies/watchstock"
 	"github.com/seckill/seckill/ports"
 )
 
@@ -47,9 +48,9 @@ func parseStockStrategy(name string) (StockStrategy, error) {
 	return "", fmt.Errorf("%s (--stock-strategy): %q is not one of %s", strategyEnv, name, strings.Join(names, ", "))
 }
 
-// StrategyConfig selects the stock strategy. Common embeds it, so serve, reconcile and
-// demo all read --stock-strategy and SECKILL_STOCK_STRATEGY, and kong calls its
-// Validate with the rest of the settings.
+// StrategyConfig selects the stock strategy. Common embeds it, so serve and reconcile
+// both read --stock-strategy and SECKILL_STOCK_STRATEGY, and kong calls its Validate
+// with the rest of the settings.
 type StrategyConfig struct {
 	StockStrategy string `name:"stock-strategy" env:"SECKILL_STOCK_STRATEGY" default:"lua" help:"How a grab takes stock: lua (one Redis script), watch (Redis WATCH/MULTI, bounded retries) or postgres (one database transaction with a row lock; no Redis on the grab path)."`
 }
@@ -79,7 +80,7 @@ var strategySet = wire.NewSet(sqlstore.NewStock, selectStock, selectStockAudit, 
 func selectStock(strategy StockStrategy, lua *redisstore.Stock, db *sqlstore.Stock) ports.Stock {
 	switch strategy {
 	case StrategyWatch:
-		return redisstore.NewWatchStock(lua, redisstore.DefaultWatchAttempts)
+		return watchstock.New(lua, watchstock.DefaultAttempts)
 	case StrategyPostgres:
 		return db
 	default:

@@ -51,7 +51,7 @@ func TestStrategySelectsTheAdapters(t *testing.T) {
 		audit    string
 	}{
 		{StrategyLua, "*redisstore.Stock", "*redisstore.Audit"},
-		{StrategyWatch, "*redisstore.WatchStock", "*redisstore.Audit"},
+		{StrategyWatch, "*watchstock.Stock", "*redisstore.Audit"},
 		{StrategyPostgres, "*sqlstore.Stock", "*sqlstore.Stock"},
 	} {
 		stock := selectStock(tc.strategy, lua, db)
@@ -64,13 +64,13 @@ func TestStrategySelectsTheAdapters(t *testing.T) {
 	}
 }
 
-func TestStrategyBadValueStopsTheDemoInOneLine(t *testing.T) {
+func TestStrategyBadValueStopsServeInOneLine(t *testing.T) {
 	bin := seckillBinary(t)
 	out, err := runCmd(bin, append(os.Environ(), "SECKILL_REDIS_URL=redis://127.0.0.1:1/0",
-		"SECKILL_DATABASE_URL=postgres://u@127.0.0.1:1/db", "SECKILL_STOCK_STRATEGY=bogus"), "demo")
+		"SECKILL_DATABASE_URL=postgres://u@127.0.0.1:1/db", "SECKILL_STOCK_STRATEGY=bogus"), "serve")
 	var exit *exec.ExitError
 	if err == nil || !errors.As(err, &exit) || exit.ExitCode() != 2 {
-		t.Fatalf("demo with a bad strategy: err %v, output %q", err, out)
+		t.Fatalf("serve with a bad strategy: err %v, output %q", err, out)
 	}
 	if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 1 || !strings.Contains(out, "SECKILL_STOCK_STRATEGY") {
 		t.Fatalf("want one line naming SECKILL_STOCK_STRATEGY, got %q", out)

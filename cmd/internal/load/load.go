@@ -1,10 +1,11 @@
 // Package load fires a flash sale over real HTTP at a running seckill and measures it:
 // every user grabs one voucher (a fraction of them twice), a bounded number of
 // requests in flight over a pool of keep-alive connections, and the answers are
-// tallied, timed and checked against the three promises (Run, Report). Sell puts a
-// voucher on sale and does all of it; the service and the secret come from the
-// caller: `seckill demo` runs the service in its own process, `seckill-lab loadtest`
-// is given one, `seckill-lab compare` starts one per stock strategy.
+// tallied, timed and checked against the three promises by the orders the store then
+// holds (Run, CheckStore, Report). Sell puts a voucher on sale and does all of it; the
+// service and the secret come from the caller: `seckill-lab demo` starts one,
+// `seckill-lab loadtest` is given one, `seckill-lab compare` starts one per stock
+// strategy.
 package load
 
 import (
@@ -94,6 +95,9 @@ type Result struct {
 	RPS float64
 	// Reservations are the 202 answers, in the order they were sent.
 	Reservations []Reservation
+	// Unanswered are the users of the grabs that got no sale's answer (the "other"
+	// answers, transport failures included), once per grab.
+	Unanswered []int64
 }
 
 // Plan returns the user of each request in the order they are sent: users ids
@@ -311,6 +315,7 @@ func Summarize(grabs []Grab, elapsed time.Duration) Result {
 			res.AlreadyPurchased++
 		default:
 			res.Other++
+			res.Unanswered = append(res.Unanswered, g.User)
 			if ex := describe(g); len(res.OtherExamples) < maxExamples && !slices.Contains(res.OtherExamples, ex) {
 				res.OtherExamples = append(res.OtherExamples, ex)
 			}

@@ -42,6 +42,13 @@ type fakeSeckill struct {
 	downAfterStats bool
 	listener       net.Listener
 	others         int
+	// lostAck takes these users' grabs but closes the connection instead of answering
+	// (an acknowledgement lost, as under a kill -9); takeBack leaves out of the store
+	// the first orders it answered 202 for (202s taken back).
+	lostAck  map[int64]bool
+	takeBack int
+	// store is every order taken, as the CSV export lists them.
+	store []StoreOrder
 
 	inFlight, maxInFlight atomic.Int64
 	conns                 atomic.Int64
@@ -143,6 +150,21 @@ func (f *fakeSeckill) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if f.downAfterStats {
 			_ = f.listener.Close()
 		}
+	case r.Method == http.MethodGet && r.URL.Path == "/api/v1/vouchers/7/orders" && auth == "admin":
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		w.Header().Set("Content-Type", "text/csv")
+		fmt.Fprint(w, "order_id,voucher_id,user_id,quantity,status,created_at\r\n")
+		for i, o := range f.store {
+			if i >= f.takeBack {
+				fmt.Fprintf(w, "%s,7,%d,%d,%s,2026-01-01T00:00:00.000Z\r\n", o.ID, o.User, o.Quantity, o.Status)
+			}
+		}
+		for i := range f.others {
+			if len(f.store) > 0 {
+				fmt.Fprintf(w, "x%d,7,%d,1,awaiting_payment,2026-01-01T00:00:00.000Z\r\n", i, 1_000_000+i)
+			}
+		}
 	default:
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{"code": "not_found"}})
 	}
@@ -174,6 +196,11 @@ func (f *fakeSeckill) grab(w http.ResponseWriter, user int64) {
 	f.reserved++
 	order := fmt.Sprintf("o%d", f.reserved)
 	f.orders[user] = order
+	f.store = append(f.store, StoreOrder{ID: order, User: user, Quantity: 1, Status: "awaiting_payment"})
+	if f.lostAck[user] {
+		hangUp(w)
+		return
+	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"order_id": order, "voucher_id": "7", "quantity": 1, "status": "queued"})
 	if f.dieAfter > 0 && f.reserved >= f.dieAfter {
 		f.dead.Store(true)

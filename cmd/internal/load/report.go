@@ -26,8 +26,21 @@ type Report struct {
 	AlreadyPurchased int      `json:"already_purchased"`
 	Other            int      `json:"other"`
 	OtherExamples    []string `json:"other_examples,omitempty"`
-	Oversold         int      `json:"oversold"`
-	Duplicates       int      `json:"duplicates"`
+	// Oversold and Duplicates are the units beyond the stock and the users holding
+	// more than one order: as the store holds them once it was read (Store), else as
+	// this run's 202s show them.
+	Oversold   int `json:"oversold"`
+	Duplicates int `json:"duplicates"`
+	// LostOrders counts this run's 202s whose order the store does not hold (or holds
+	// as failed); LostAcks the grabs that succeeded though the client saw no answer;
+	// OtherOrders the new orders in the store that another client took. All 0 until
+	// the store was read.
+	LostOrders  int `json:"lost_orders"`
+	LostAcks    int `json:"lost_acknowledgements"`
+	OtherOrders int `json:"other_clients_orders"`
+	// Store says whether the promises were judged by the orders the store holds (its
+	// CSV export, read after the wait) rather than by the answers alone.
+	Store bool `json:"checked_against_store"`
 	// OrdersPersisted are the orders the stats showed persisted for the sale; while
 	// Unverified, the last count read (0 if none was).
 	OrdersPersisted int     `json:"orders_persisted"`
@@ -94,6 +107,25 @@ func NewReport(s Sale, r Result, persisted int, persistTook time.Duration, waitE
 	return rep
 }
 
+// WithStore returns the report judged by what the store holds (see CheckStore): the
+// oversell and the duplicates are the store's, a 202 without its order is a lost
+// order, and an order no 202 named is a lost acknowledgement or another client's —
+// neither a broken promise.
+func (r Report) WithStore(c StoreCheck) Report {
+	r.Store = true
+	r.Oversold, r.Duplicates, r.LostOrders, r.LostAcks, r.OtherOrders = c.Oversold, c.Duplicates, c.LostOrders, c.LostAcks, c.Others
+	r.BrokenPromise, r.Verdict = r.Broken(), r.verdict()
+	return r
+}
+
+// WithoutStore returns the report of a sale whose orders could not be read from the
+// store: unverified, judged by the answers alone.
+func (r Report) WithoutStore(err error) Report {
+	r.Unverified = err.Error()
+	r.BrokenPromise, r.Verdict = r.Broken(), r.verdict()
+	return r
+}
+
 // ms is d in milliseconds, to the microsecond.
 func ms(d time.Duration) float64 {
 	return math.Round(float64(d)/float64(time.Microsecond)) / 1000
@@ -105,9 +137,23 @@ func (r Report) Broken() bool {
 	return len(r.Problems()) > 0
 }
 
-// Problems lists the broken promises, one phrase each. Whether a reservation was lost
-// is judged only when the orders persisted were counted (not Unverified).
+// Problems lists the broken promises, one phrase each: by the store once it was read,
+// else by the answers. Whether a reservation was lost is judged only when the orders
+// persisted were counted (not Unverified).
 func (r Report) Problems() []string {
+	if r.Store {
+		var p []string
+		if r.Oversold > 0 {
+			p = append(p, fmt.Sprintf("oversold: the store's orders hold %d units beyond the stock of %d", r.Oversold, r.Stock))
+		}
+		if r.Duplicates > 0 {
+			p = append(p, fmt.Sprintf("%d users hold more than one order in the store", r.Duplicates))
+		}
+		if r.LostOrders > 0 {
+			p = append(p, fmt.Sprintf("lost orders: %d of this run's 202s have no order in the store", r.LostOrders))
+		}
+		return p
+	}
 	var p []string
 	if r.oversold() {
 		p = append(p, fmt.Sprintf("oversold: %d reserved and %d orders persisted for a stock of %d", r.Reserved, r.OrdersPersisted, r.Stock))
@@ -132,6 +178,9 @@ func (r Report) oversold() bool {
 // after its order was taken lost its answer, not its order (GET /api/v1/orders shows
 // it), and another client may be selling the same voucher.
 func (r Report) lost() bool {
+	if r.Store {
+		return r.LostOrders > 0
+	}
 	return r.Unverified == "" && r.OrdersPersisted < r.Reserved
 }
 
@@ -216,7 +265,7 @@ func (r Report) WriteTable(w io.Writer) error {
 		}
 		return "ok"
 	}
-	persisted, persistedMark := fmt.Sprint(r.OrdersPersisted), mark(r.lost() || r.OrdersPersisted > r.Stock)
+	persisted, persistedMark := fmt.Sprint(r.OrdersPersisted), mark(r.lost() || (!r.Store && r.OrdersPersisted > r.Stock))
 	if r.Unverified != "" {
 		persisted, persistedMark = "?", "UNVERIFIED"
 	}
@@ -243,7 +292,14 @@ func (r Report) WriteTable(w io.Writer) error {
 	for _, ex := range r.OtherExamples {
 		fmt.Fprintf(w, "  other, e.g.: %s\n", ex)
 	}
-	if extra := r.OrdersPersisted - r.Reserved; r.Unverified == "" && extra > 0 {
+	if r.LostAcks > 0 {
+		fmt.Fprintf(w, "  lost acknowledgements: %d (grabs that succeeded though the client saw no answer)\n", r.LostAcks)
+	}
+	if r.Store {
+		if r.OtherOrders > 0 {
+			fmt.Fprintf(w, "  note: %d orders more than this run's 202s: another client sold this voucher meanwhile\n", r.OtherOrders)
+		}
+	} else if extra := r.OrdersPersisted - r.Reserved; r.Unverified == "" && extra > 0 {
 		fmt.Fprintf(w, "  note: %d orders more than this run's 202s: another client sold this voucher meanwhile, or answers were lost (a request that timed out after its order was taken)\n", extra)
 	}
 	var err error

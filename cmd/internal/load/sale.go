@@ -13,7 +13,7 @@ import (
 	"github.com/seckill/seckill/domain"
 )
 
-// Flags are the flash sale that `seckill demo`, `seckill-lab loadtest` and
+// Flags are the flash sale that `seckill-lab demo`, `seckill-lab loadtest` and
 // `seckill-lab compare` fire, as kong reads them from the command line.
 type Flags struct {
 	Users       int           `name:"users" default:"5000" help:"Distinct users that grab."`
@@ -73,7 +73,8 @@ type Target struct {
 const saleWindow = time.Hour
 
 // Sell puts a voucher on sale (or takes t.Voucher), fires the load of f at it, waits
-// for the reservations to be persisted, and returns the tally and the report; the
+// for the reservations to be persisted, reads the orders the store then holds, and
+// returns the tally and the report, judged by the store (Report.WithStore); the
 // report's Err says whether the promises were kept. Sell's own error means no report:
 // the service refused or failed a call around the sale, or ctx was cancelled.
 func Sell(ctx context.Context, t Target, f Flags) (Result, Report, error) {
@@ -99,8 +100,16 @@ func Sell(ctx context.Context, t Target, f Flags) (Result, Report, error) {
 		return Result{}, Report{}, err
 	}
 	onSale := v.Stock
+	held := map[string]bool{} // the orders the store held before the run
 	if t.Voucher != "" {
 		onSale = before.Remaining
+		orders, err := VoucherOrders(ctx, t.Base, v.ID, admin)
+		if err != nil {
+			return Result{}, Report{}, err
+		}
+		for _, o := range orders {
+			held[o.ID] = true
+		}
 	}
 
 	after := func(Result) {}
@@ -132,7 +141,26 @@ func Sell(ctx context.Context, t Target, f Flags) (Result, Report, error) {
 		return res, Report{}, waitErr
 	}
 	sale := Sale{Voucher: v.ID, Stock: onSale, Users: f.Users, Concurrency: f.Concurrency}
-	return res, NewReport(sale, res, max(persisted.Orders-before.Persisted(), 0), persisted.Took, waitErr), nil
+	rep := NewReport(sale, res, max(persisted.Orders-before.Persisted(), 0), persisted.Took, waitErr)
+	if errors.Is(waitErr, ErrNoStats) || res.Served() == 0 {
+		return res, rep, nil
+	}
+	return res, judgeByStore(ctx, t.Base, v.ID, admin, held, res, rep), nil
+}
+
+// judgeByStore reads what the store holds of the voucher after the run — its orders
+// and its stock — and returns rep judged by it (Report.WithStore), or unverified
+// when either could not be read.
+func judgeByStore(ctx context.Context, base, voucher, admin string, held map[string]bool, res Result, rep Report) Report {
+	orders, err := VoucherOrders(ctx, base, voucher, admin)
+	if err != nil {
+		return rep.WithoutStore(fmt.Errorf("%w: %v", ErrNoOrders, err))
+	}
+	v, err := GetVoucher(ctx, base, voucher)
+	if err != nil {
+		return rep.WithoutStore(fmt.Errorf("%w: %v", ErrNoOrders, err))
+	}
+	return rep.WithStore(CheckStore(v.Stock, held, orders, res))
 }
 
 // Minter returns a token source that signs with the service's secret, as the

@@ -1,8 +1,12 @@
-package redisstore
+// Package watchstock is the WATCH/MULTI stock strategy (SECKILL_STOCK_STRATEGY=watch):
+// a grab taken by an optimistic Redis transaction over the reserve script's own keys,
+// kept to measure against the script (`seckill-lab compare`). Only cmd/seckill's
+// strategy choice imports it (ports/architecture_test.go); the default path, the
+// script, does not.
+package watchstock
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -11,21 +15,23 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/domain"
 	"github.com/seckill/seckill/ports"
 )
 
-// DefaultWatchAttempts bounds the optimistic transactions one WatchStock.Reserve
-// tries when NewWatchStock is given no bound.
-const DefaultWatchAttempts = 10
+// DefaultAttempts bounds the optimistic transactions one Stock.Reserve tries when New
+// is given no bound.
+const DefaultAttempts = 10
 
-// WatchStock is a ports.Stock whose Reserve is the classic optimistic transaction
+// Stock is a ports.Stock whose Reserve is the classic optimistic transaction
 // instead of the reserve script: WATCH the voucher's sale state and buyers, read them,
 // judge the grab in Go, and take it with MULTI … EXEC, which Redis refuses when a
 // watched key changed since the WATCH; a refused transaction starts over, a bounded
 // number of times. It keeps the same keys, judges by the same rules and writes the
-// same records as Stock (the same stream entry, so the same fulfillment worker persists
-// it), so the two can serve one sale; everything but Reserve is Stock's.
+// same records as redisstore.Stock (the same stream entry, so the same fulfillment
+// worker persists it), so the two can serve one sale; everything but Reserve is
+// redisstore.Stock's.
 //
 // It is correct — a grab is taken only by a transaction that saw the state it
 // changes — but not fast under contention: every grab of a voucher changes its sale
@@ -33,26 +39,26 @@ const DefaultWatchAttempts = 10
 // and the rest read and try again. Each attempt is three round trips (WATCH, the
 // reads, then MULTI … EXEC, or UNWATCH for a refusal) where the script takes one. It
 // exists to measure that against the script (`seckill-lab compare`).
-type WatchStock struct {
-	*Stock
+type Stock struct {
+	*redisstore.Stock
 	attempts int
 }
 
-var _ ports.Stock = (*WatchStock)(nil)
+var _ ports.Stock = (*Stock)(nil)
 
-// NewWatchStock returns a WatchStock over the keys, options and client of s; s serves
-// everything but Reserve. attempts bounds the transactions one Reserve tries before it
-// gives up with domain.ErrUnavailable; DefaultWatchAttempts when below 1.
-func NewWatchStock(s *Stock, attempts int) *WatchStock {
+// New returns a Stock over the keys, options and client of s; s serves everything but
+// Reserve. attempts bounds the transactions one Reserve tries before it gives up with
+// domain.ErrUnavailable; DefaultAttempts when below 1.
+func New(s *redisstore.Stock, attempts int) *Stock {
 	if attempts < 1 {
-		attempts = DefaultWatchAttempts
+		attempts = DefaultAttempts
 	}
-	return &WatchStock{Stock: s, attempts: attempts}
+	return &Stock{Stock: s, attempts: attempts}
 }
 
 // Reserve takes r.Quantity units of r.VoucherID for r.UserID and appends the
 // reservation to the voucher's stream in one MULTI … EXEC, judged by what the
-// transaction read under WATCH, with the answers of Stock.Reserve:
+// transaction read under WATCH, with the answers of redisstore.Stock.Reserve:
 // domain.ErrChallengeRequired, domain.ErrQueueRequired, domain.ErrSoldOut,
 // an *domain.AlreadyPurchasedError naming the existing order, domain.ErrNotStarted,
 // domain.ErrEnded, domain.ErrNotFound (no sale state), a *domain.ValidationError
@@ -61,21 +67,21 @@ func NewWatchStock(s *Stock, attempts int) *WatchStock {
 // Options.MaxBacklog). When concurrent writes to the voucher made every one of its
 // attempts fail, it returns an error wrapping domain.ErrUnavailable and has taken
 // nothing: the caller may retry.
-func (w *WatchStock) Reserve(ctx context.Context, r domain.Reservation) error {
+func (w *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
 	if r.Quantity < 1 {
 		return domain.Invalid("quantity", "must be at least 1")
 	}
-	k := w.keys
+	k := w.Keys()
 	watched := []string{k.Meta(r.VoucherID), k.Buyers(r.VoucherID)}
-	// The user's index first, as on a cluster (Stock.indexGrabs): the transaction
-	// watches the voucher's keys only.
-	if err := w.indexGrabs(ctx, []domain.Reservation{r}); err != nil {
+	// The user's index first, as on a cluster (redisstore.Stock.IndexGrabs): the
+	// transaction watches the voucher's keys only.
+	if err := w.IndexGrabs(ctx, []domain.Reservation{r}); err != nil {
 		return fmt.Errorf("reserve stock: %w", err)
 	}
 	g := &watchGrab{r: r}
 	for attempt := 1; attempt <= w.attempts; attempt++ {
 		var answer error
-		err := w.client.Watch(ctx, func(tx *redis.Tx) error {
+		err := w.Client().Watch(ctx, func(tx *redis.Tx) error {
 			return w.attempt(ctx, tx, g, &answer)
 		}, watched...)
 		switch {
@@ -86,7 +92,7 @@ func (w *WatchStock) Reserve(ctx context.Context, r domain.Reservation) error {
 		case attempt < w.attempts:
 			// Another grab changed the voucher first. A short random pause spreads
 			// the losers out, so the next round is not the same crowd at once.
-			if err := wait(ctx, time.Duration(rand.Int64N(int64(attempt)*int64(200*time.Microsecond)))); err != nil {
+			if err := pause(ctx, time.Duration(rand.Int64N(int64(attempt)*int64(200*time.Microsecond)))); err != nil {
 				return fmt.Errorf("reserve stock: %w", err)
 			}
 		}
@@ -102,13 +108,6 @@ type watchGrab struct {
 	counted bool
 }
 
-// rateScript counts a grab against its user's rate with reserve.lua's limiter; its
-// contract is at the top of rate.lua.
-//
-//go:embed rate.lua
-var rateSrc string
-var rateScript = newScript(rateSrc)
-
 // attempt is one optimistic transaction on a connection that watches the voucher's
 // meta and buyers. A waiting room's grab is taken with its pass (see read), which the
 // transaction uses up: the user's member leaves the passes set. It sets *answer to the grab's answer (nil: reserved) and returns
@@ -118,8 +117,7 @@ var rateScript = newScript(rateSrc)
 // grab rule (domain.Sale.Judge), the backlog — and writes nothing for a refusal. A
 // grab without a time is judged by the sale's clock (Redis's TIME), read with the
 // state.
-func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, g *watchGrab, answer *error) error {
-	k := w.keys
+func (w *Stock) attempt(ctx context.Context, tx *redis.Tx, g *watchGrab, answer *error) error {
 	m, existing, pass, ok, err := w.read(ctx, tx, g)
 	if err != nil {
 		return err
@@ -132,20 +130,19 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, g *watchGrab, an
 	// Being restored (warm.lua, restoring.lua): the users' held orders may not be back
 	// yet, so no grab is judged — as the script answers, code restoring.
 	if m.restoring {
-		*answer = reserveOutcome(r, restoring, "")
+		*answer = redisstore.RestoringAnswer(r)
 		return nil
 	}
-	if w.interval > 0 && !g.counted {
+	if !g.counted {
 		// On the transaction's own connection: a second one per grab would drain the
 		// pool while every grab holds one under WATCH. The counter is not watched.
-		ms, err := rateScript.Run(ctx, tx, []string{k.Rates(r.VoucherID), k.Meta(r.VoucherID)},
-			r.UserID.String(), w.interval, w.tolerance, atMillis(r.At)).Int64()
+		retry, err := w.RateWait(ctx, tx, r)
 		if err != nil {
 			return err
 		}
 		g.counted = true
-		if ms > 0 {
-			*answer = &domain.RateLimitedError{RetryAfter: time.Duration(ms) * time.Millisecond}
+		if retry > 0 {
+			*answer = &domain.RateLimitedError{RetryAfter: retry}
 			return nil
 		}
 	}
@@ -161,36 +158,20 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, g *watchGrab, an
 		*answer = refusal
 		return nil //nolint:nilerr // the refusal is the grab's answer, not the transaction's failure
 	}
-	if w.maxBacklog > 0 {
-		over, err := w.backlogged(ctx, tx, r.VoucherID)
-		if err != nil {
-			return err
-		}
-		if over {
-			*answer = reserveOutcome(r, backlogged, "")
-			return nil
-		}
+	// The backlog is read, not watched: the bound is a brake, not a promise.
+	over, err := w.Backlogged(ctx, tx, r.VoucherID)
+	if err != nil {
+		return err
+	}
+	if over {
+		*answer = redisstore.BackloggedAnswer(r)
+		return nil
 	}
 
-	if r.Expires.IsZero() && w.window > 0 {
-		// Recorded with its deadline, as reserve.lua records it (add_reservation).
-		r.Expires = r.At.Add(time.Duration(w.window) * time.Millisecond)
-	}
+	// The pass that admitted a waiting room's grab is used up with it (reserve.lua's
+	// ZREM).
 	_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HIncrBy(ctx, k.Meta(r.VoucherID), "remaining", -int64(r.Quantity))
-		p.HIncrBy(ctx, k.Meta(r.VoucherID), "gen", 1)
-		p.HIncrBy(ctx, k.Meta(r.VoucherID), tallyUnits, int64(r.Quantity))
-		p.HIncrBy(ctx, k.Meta(r.VoucherID), tallyEntries, 1)
-		p.HSet(ctx, k.Buyers(r.VoucherID), r.UserID.String(), string(r.OrderID))
-		p.HSet(ctx, k.Orders(r.VoucherID), string(r.OrderID), encodeRecord(r))
-		p.XAdd(ctx, &redis.XAddArgs{Stream: k.Stream(r.VoucherID), Values: entryValues(r, traceParent(ctx))})
-		if m.admission == domain.AdmissionWaitingRoom {
-			// The pass that admitted the grab is used up with it (reserve.lua's ZREM).
-			p.ZRem(ctx, k.Passes(r.VoucherID), r.UserID.String())
-		}
-		for _, key := range []string{k.Buyers(r.VoucherID), k.Orders(r.VoucherID), k.Stream(r.VoucherID)} {
-			p.PExpireAt(ctx, key, time.UnixMilli(m.expire))
-		}
+		w.RecordReservation(ctx, p, r, m.admission == domain.AdmissionWaitingRoom, time.UnixMilli(m.expire))
 		return nil
 	})
 	if err != nil {
@@ -209,8 +190,8 @@ func (w *WatchStock) attempt(ctx context.Context, tx *redis.Tx, g *watchGrab, an
 // The passes set is read, not watched: the one write that matters to this grab, a
 // concurrent reservation that uses the user's pass up, changes the watched sale state
 // too, so it fails this transaction all the same.
-func (w *WatchStock) read(ctx context.Context, tx *redis.Tx, g *watchGrab) (m saleMeta, held domain.OrderID, pass int64, ok bool, err error) {
-	k := w.keys
+func (w *Stock) read(ctx context.Context, tx *redis.Tx, g *watchGrab) (m saleMeta, held domain.OrderID, pass int64, ok bool, err error) {
+	k := w.Keys()
 	var meta *redis.SliceCmd
 	var buyer *redis.StringCmd
 	var clock *redis.TimeCmd
@@ -255,22 +236,6 @@ func (w *WatchStock) read(ctx context.Context, tx *redis.Tx, g *watchGrab) (m sa
 	}
 	m, ok, err = saleState(meta.Val())
 	return m, domain.OrderID(order), pass, ok, err
-}
-
-// backlogged reports whether more of the voucher's reservations wait to be persisted
-// than Options.MaxBacklog allows, as reserve.lua counts them: the stream's length
-// bounds them, and only past the bound are they counted (unacked.lua). It is read,
-// not watched: the bound is a brake, not a promise.
-func (w *WatchStock) backlogged(ctx context.Context, tx *redis.Tx, id domain.VoucherID) (bool, error) {
-	n, err := tx.XLen(ctx, w.keys.Stream(id)).Result()
-	if err != nil || n <= int64(w.maxBacklog) {
-		return false, err
-	}
-	ws, err := unackedOf(ctx, tx, w.group, int64(w.maxBacklog)+1, []string{w.keys.Stream(id)})
-	if err != nil {
-		return false, err
-	}
-	return ws[0].total() > int64(w.maxBacklog), nil
 }
 
 // saleMeta is a voucher's sale state as the meta hash holds it (see Keys.Meta).
@@ -320,4 +285,19 @@ func saleState(vals []any) (saleMeta, bool, error) {
 	return saleMeta{drawn: drawn == "1", remaining: n[0], begins: n[1], ends: n[2], limit: n[3], expire: n[4],
 		paused: paused == "1", restoring: restoring == "1", settled: settled == "1",
 		admission: domain.Admission(admission), challenge: domain.ChallengeKind(challenge)}, true, nil
+}
+
+// pause waits d, or until ctx is done, when it returns ctx's error.
+func pause(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

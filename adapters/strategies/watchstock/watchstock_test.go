@@ -1,4 +1,4 @@
-package redisstore_test
+package watchstock_test
 
 import (
 	"context"
@@ -12,18 +12,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/seckill/seckill/adapters/redisstore"
+	"github.com/seckill/seckill/adapters/strategies/watchstock"
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
 )
-
-// newWatchStock returns a WatchStock on the test server under a prefix of its own,
-// with opts (its Prefix is set here).
-func newWatchStock(t testing.TB, opts redisstore.Options) (redis.UniversalClient, *redisstore.WatchStock) {
-	t.Helper()
-	client := testenv.Redis(t)
-	opts.Prefix = "w" + testenv.Unique()
-	return client, redisstore.NewWatchStock(redisstore.NewStock(client, opts), 0)
-}
 
 // saleKeys returns what Redis holds of voucher id under k, with the stream's entry
 // ids left out (they are times), and the expiry of each key.
@@ -177,7 +169,7 @@ func TestWatchReserveGivesUpAfterItsAttempts(t *testing.T) {
 		client.AddHook(m)
 	}
 	const attempts = 4
-	w := redisstore.NewWatchStock(redisstore.NewStock(client, redisstore.Options{Prefix: base.Keys().Prefix}), attempts)
+	w := watchstock.New(redisstore.NewStock(client, redisstore.Options{Prefix: base.Keys().Prefix}), attempts)
 
 	err := w.Reserve(ctx, grab(v.ID, 1, 1))
 	if !errors.Is(err, domain.ErrUnavailable) {
@@ -201,6 +193,6 @@ func TestWatchReserveGivesUpAfterItsAttempts(t *testing.T) {
 
 	// Left alone, the next grab goes through at its first transaction.
 	client2 := testenv.Redis(t)
-	w2 := redisstore.NewWatchStock(redisstore.NewStock(client2, redisstore.Options{Prefix: base.Keys().Prefix}), attempts)
+	w2 := watchstock.New(redisstore.NewStock(client2, redisstore.Options{Prefix: base.Keys().Prefix}), attempts)
 	check(t, w2.Reserve(ctx, grab(v.ID, 1, 1)))
 }
