@@ -21,7 +21,7 @@ type oneShotOutbox struct {
 	recorded chan ports.WebhookAttempt
 }
 
-func (o *oneShotOutbox) Claim(_ context.Context, _ time.Time, limit int, _ time.Duration) ([]ports.ClaimedDelivery, error) {
+func (o *oneShotOutbox) Claim(_ context.Context, _ string, _ time.Time, limit int, _ time.Duration) ([]ports.ClaimedDelivery, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	n := min(limit, len(o.due))
