@@ -13,6 +13,10 @@ import (
 type EditVoucherCmd struct {
 	Voucher domain.VoucherID
 	Edit    domain.VoucherEdit
+	// EndNow ends the sale at the use case's clock's now, as Edit.EndsAt given that
+	// time would (it replaces Edit.EndsAt): a script ends a sale without reading the
+	// service's time first.
+	EndNow bool
 	// By is who makes the change, for the audit log.
 	By domain.Author
 	// Receipt, when set, is the request's idempotency key: the change and the
@@ -88,6 +92,10 @@ func (uc *EditVoucher) Observe(fn func(actions []string)) {
 // told after the commit, the voucher is returned all the same, Warming says why, and
 // the periodic warm-up carries the terms to the stock.
 func (uc *EditVoucher) Handle(ctx context.Context, cmd EditVoucherCmd) (LiveVoucher, error) {
+	if cmd.EndNow {
+		end := uc.clock.Now()
+		cmd.Edit.EndsAt = &end
+	}
 	if err := cmd.Edit.Validate(); err != nil {
 		return LiveVoucher{}, err
 	}

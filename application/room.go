@@ -128,7 +128,8 @@ func NewQueueStatus(vouchers ports.Vouchers, room ports.WaitingRoom, shuffles po
 }
 
 // Handle returns user's place in voucher id's waiting room, or domain.ErrNotFound
-// (no such voucher, or the user never joined), or domain.ErrNoWaitingRoom.
+// (no such voucher), domain.ErrNotJoined (the user never joined; a
+// domain.ErrNotFound too), or domain.ErrNoWaitingRoom.
 func (uc *QueueStatus) Handle(ctx context.Context, id domain.VoucherID, user domain.UserID) (QueueView, error) {
 	v, err := uc.vouchers.get(ctx, id)
 	if err != nil {
@@ -138,6 +139,9 @@ func (uc *QueueStatus) Handle(ctx context.Context, id domain.VoucherID, user dom
 		return QueueView{}, domain.ErrNoWaitingRoom
 	}
 	p, err := uc.room.Place(ctx, id, user)
+	if errors.Is(err, domain.ErrNotFound) {
+		return QueueView{}, domain.ErrNotJoined
+	}
 	if err != nil {
 		return QueueView{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"sync"
 	"time"
 
@@ -33,6 +34,9 @@ type WebhookOptions struct {
 	RetryFor time.Duration
 	// Poll is how often the outbox is looked at while nothing is due (default 500 ms).
 	Poll time.Duration
+	// Endpoint names the endpoint the deliveries are sent to (its URL): a receiver
+	// answering 410 Gone disables it, and a new URL is a new endpoint, enabled.
+	Endpoint string
 }
 
 func (o WebhookOptions) withDefaults() WebhookOptions {
@@ -75,6 +79,7 @@ const (
 	WebhookDelivered WebhookOutcome = "delivered"
 	WebhookFailed    WebhookOutcome = "failed"
 	WebhookGivenUp   WebhookOutcome = "given_up"
+	WebhookDisabled  WebhookOutcome = "disabled"
 )
 
 // WebhookObserver hears what the dispatcher has to say; either may be nil. Attempt is
@@ -88,7 +93,8 @@ type WebhookObserver struct {
 // DeliverWebhooks sends the outbox's events to the webhook endpoint: at least once
 // each, under the same webhook-id every time, retrying a failed attempt (a non-2xx
 // answer, no answer within the timeout) with a doubling back-off for RetryFor, then
-// giving it up. It runs in goroutines of its own, Concurrency attempts at most at
+// giving it up. A receiver answering 410 Gone disables the endpoint: no delivery is
+// sent to it again, by any instance, until an admin retries one (RetryDelivery). It runs in goroutines of its own, Concurrency attempts at most at
 // once, each under its timeout, and touches nothing of the grab path or the
 // fulfillment: a dead, slow or hung endpoint only delays its own deliveries.
 type DeliverWebhooks struct {
@@ -138,7 +144,7 @@ func (uc *DeliverWebhooks) Run(ctx context.Context) error {
 			}
 			// Each send ends by then, however long the claim took: within the lease.
 			sendBy := time.Now().Add(uc.opts.Timeout)
-			ds, err := uc.outbox.Claim(ctx, uc.clock.Now(), free, uc.opts.lease())
+			ds, err := uc.outbox.Claim(ctx, uc.opts.Endpoint, uc.clock.Now(), free, uc.opts.lease())
 			if err != nil {
 				if ctx.Err() == nil {
 					uc.observe.Problem(fmt.Errorf("claim webhook deliveries: %w", err))
@@ -192,9 +198,13 @@ func (uc *DeliverWebhooks) attempt(ctx context.Context, d ports.ClaimedDelivery,
 	if err != nil {
 		a.Err = err.Error()
 		outcome = WebhookFailed
-		if at.Sub(d.CreatedAt) >= uc.opts.RetryFor {
+		switch {
+		case a.Status == http.StatusGone:
+			// Standard Webhooks: the receiver is gone; stop sending to it.
+			a.Disable, outcome = true, WebhookDisabled
+		case at.Sub(d.CreatedAt) >= uc.opts.RetryFor:
 			a.GiveUp, outcome = true, WebhookGivenUp
-		} else {
+		default:
 			wait := uc.backoff(d.Attempts + 1)
 			// A receiver that asked for a wait (Retry-After on a 429 or 503) gets it,
 			// up to MaxBackoff.
@@ -263,7 +273,7 @@ func NewListDeliveries(deliveries ports.WebhookDeliveries) *ListDeliveries {
 // page of this list with the same status, returns a *domain.ValidationError.
 func (uc *ListDeliveries) Handle(ctx context.Context, q ListDeliveriesQuery) (DeliveryPage, error) {
 	if q.Status != "" && !q.Status.Valid() {
-		return DeliveryPage{}, domain.Invalid("status", "must be pending, failed or delivered")
+		return DeliveryPage{}, domain.Invalid("status", "must be pending, failed, delivered or disabled")
 	}
 	limit, err := pageLimit(q.Limit)
 	if err != nil {
@@ -286,4 +296,40 @@ func (uc *ListDeliveries) Handle(ctx context.Context, q ListDeliveriesQuery) (De
 		page.NextCursor = encodeDeliveryCursor(q.Status, ds[limit-1].ID)
 	}
 	return page, nil
+}
+
+// RetryDeliveryCommand asks for a webhook delivery to be sent again.
+type RetryDeliveryCommand struct {
+	// ID is the delivery's id (its webhook-id).
+	ID string
+	// By is the admin asking.
+	By domain.Author
+}
+
+// RetryDelivery sends a webhook delivery again, as an admin asks: whatever its status
+// (a delivered one is sent again under the same webhook-id, as Svix's and Stripe's
+// "resend" do; a given-up or disabled one is tried again), it is due at once, then
+// retried on failure as any delivery is while its event is younger than RetryFor. It
+// enables the endpoint again when a 410 had disabled it: the admin says the receiver
+// is back. The deliveries disabled meanwhile stay disabled until each is retried.
+type RetryDelivery struct {
+	deliveries ports.WebhookDeliveries
+	clock      ports.Clock
+	endpoint   string
+}
+
+// NewRetryDelivery returns the use case; clock is the one the outbox's rows are
+// stamped by (the host's), endpoint the dispatcher's.
+func NewRetryDelivery(deliveries ports.WebhookDeliveries, clock ports.Clock, endpoint string) *RetryDelivery {
+	return &RetryDelivery{deliveries: deliveries, clock: clock, endpoint: endpoint}
+}
+
+// Handle makes the delivery due now and returns it as it now is; an unknown id is
+// domain.ErrNotFound.
+func (uc *RetryDelivery) Handle(ctx context.Context, cmd RetryDeliveryCommand) (domain.Delivery, error) {
+	d, err := uc.deliveries.Retry(ctx, cmd.ID, uc.endpoint, uc.clock.Now(), cmd.By)
+	if err != nil {
+		return domain.Delivery{}, fmt.Errorf("retry webhook delivery %s: %w", cmd.ID, err)
+	}
+	return d, nil
 }

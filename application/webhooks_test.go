@@ -18,16 +18,25 @@ import (
 type oneShotOutbox struct {
 	mu       sync.Mutex
 	due      []ports.ClaimedDelivery
+	claimed  string // the endpoint of the last Claim
 	recorded chan ports.WebhookAttempt
 }
 
-func (o *oneShotOutbox) Claim(_ context.Context, _ time.Time, limit int, _ time.Duration) ([]ports.ClaimedDelivery, error) {
+func (o *oneShotOutbox) Claim(_ context.Context, endpoint string, _ time.Time, limit int, _ time.Duration) ([]ports.ClaimedDelivery, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.claimed = endpoint
 	n := min(limit, len(o.due))
 	out := o.due[:n]
 	o.due = o.due[n:]
 	return out, nil
+}
+
+// endpoint returns the endpoint the last Claim was for.
+func (o *oneShotOutbox) endpoint() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.claimed
 }
 
 func (o *oneShotOutbox) Record(_ context.Context, _ ports.ClaimedDelivery, a ports.WebhookAttempt) (bool, error) {
@@ -127,5 +136,44 @@ func TestDeliverWebhooksHonoursRetryAfter(t *testing.T) {
 		if wait := a.Next.Sub(a.At); a.GiveUp || wait != c.want {
 			t.Fatalf("Retry-After %s: next attempt after %s (given up %v), want %s", c.asked, wait, a.GiveUp, c.want)
 		}
+	}
+}
+
+// goneSender answers every attempt 410 Gone.
+type goneSender struct{}
+
+func (goneSender) Send(context.Context, string, time.Time, []byte) (int, error) {
+	return 410, errors.New("endpoint answered 410")
+}
+
+// TestDeliverWebhooksGoneDisables checks that a 410 is recorded as disabling the
+// endpoint, not as a failure to retry nor a give-up, under the dispatcher's endpoint,
+// and is observed as the outcome disabled.
+func TestDeliverWebhooksGoneDisables(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	outbox := &oneShotOutbox{recorded: make(chan ports.WebhookAttempt, 1), due: []ports.ClaimedDelivery{{
+		Delivery: domain.Delivery{Event: domain.Event{ID: "a", Type: domain.EventOrderPaid}}, CreatedAt: now,
+	}}}
+	outcomes := make(chan application.WebhookOutcome, 1)
+	render := func(domain.Event) ([]byte, error) { return []byte(`{}`), nil }
+	uc := application.NewDeliverWebhooks(outbox, goneSender{}, render, memory.NewClock(now),
+		application.WebhookOptions{Concurrency: 1, Endpoint: "https://shop.example/hooks"},
+		application.WebhookObserver{Attempt: func(o application.WebhookOutcome) { outcomes <- o }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- uc.Run(ctx) }()
+	a := <-outbox.recorded
+	if !a.Disable || a.GiveUp || !a.Next.IsZero() || a.Status != 410 {
+		t.Fatalf("a 410 recorded as %+v, want Disable, no next attempt", a)
+	}
+	if o := <-outcomes; o != application.WebhookDisabled {
+		t.Fatalf("outcome %s, want disabled", o)
+	}
+	if got := outbox.endpoint(); got != "https://shop.example/hooks" {
+		t.Fatalf("claimed for endpoint %q, want the dispatcher's", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -17,6 +17,7 @@ const (
 	AuditReconcileRepair AuditAction = "reconcile.repair"
 	AuditDenylistAdd     AuditAction = "denylist.add"
 	AuditDenylistRemove  AuditAction = "denylist.remove"
+	AuditWebhookRetry    AuditAction = "webhook.retry"
 )
 
 // Author is who makes an admin change, and under which request: what the change's

@@ -1,7 +1,15 @@
 package domain
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // ErrNoWaitingRoom means the voucher is not sold through a waiting room (its
 // admission is first_come or draw), so it has no queue to join or read.
 var ErrNoWaitingRoom = errors.New("voucher has no waiting room")
+
+// ErrNotJoined means the user asked for its place in a waiting room it never joined.
+// It is a domain.ErrNotFound (the contract's 404 not_found), told apart so that the
+// answer can say so.
+var ErrNotJoined = fmt.Errorf("%w: user has not joined this waiting room", ErrNotFound)

@@ -38,17 +38,20 @@ type DeliveryStatus string
 
 // The statuses of a delivery.
 const (
-	// DeliveryPending: not yet tried.
+	// DeliveryPending: not yet tried, or due again because an admin retried it.
 	DeliveryPending DeliveryStatus = "pending"
 	// DeliveryFailed: its last attempt failed; it is tried again, or was given up.
 	DeliveryFailed DeliveryStatus = "failed"
 	// DeliveryDelivered: the endpoint took it (a 2xx answer).
 	DeliveryDelivered DeliveryStatus = "delivered"
+	// DeliveryDisabled: its endpoint answered 410 Gone (to it or to another delivery),
+	// so it is not tried again unless an admin retries it.
+	DeliveryDisabled DeliveryStatus = "disabled"
 )
 
 // Valid reports whether s is one of the statuses above.
 func (s DeliveryStatus) Valid() bool {
-	return s == DeliveryPending || s == DeliveryFailed || s == DeliveryDelivered
+	return s == DeliveryPending || s == DeliveryFailed || s == DeliveryDelivered || s == DeliveryDisabled
 }
 
 // Delivery is an event and what became of its delivery so far.
@@ -59,7 +62,7 @@ type Delivery struct {
 	Attempts int
 	// LastAttemptAt is when the last attempt was made; zero before the first.
 	LastAttemptAt time.Time
-	// NextAttemptAt is when it is due next; zero once delivered or given up.
+	// NextAttemptAt is when it is due next; zero once delivered, given up or disabled.
 	NextAttemptAt time.Time
 	// DeliveredAt is when the endpoint took it; zero until then.
 	DeliveredAt time.Time
@@ -70,4 +73,13 @@ type Delivery struct {
 	LastStatus int
 	// LastError says why the last attempt failed; empty when it did not.
 	LastError string
+}
+
+// DeliveryAudit returns the entry of an admin's retry of webhook delivery id by
+// author: Before holds its id and the status it had, After its id and pending. At
+// and ID are the log's to set.
+func DeliveryAudit(by Author, id string, before DeliveryStatus) AuditEntry {
+	return AuditEntry{Actor: by.Actor, Action: AuditWebhookRetry, RequestID: by.RequestID,
+		Before: mustJSON(map[string]any{"delivery_id": id, "status": before}),
+		After:  mustJSON(map[string]any{"delivery_id": id, "status": DeliveryPending})}
 }

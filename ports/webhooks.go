@@ -11,14 +11,17 @@ import (
 // WebhookOutbox hands the webhook dispatcher the deliveries due. The events were
 // written to it by the repositories, each in the transaction of its change.
 type WebhookOutbox interface {
-	// Claim takes up to limit deliveries due at now (neither delivered nor given up,
-	// their next attempt at or before now) that no unexpired claim holds, soonest due
-	// first, and holds them until now + lease: no other Claim, in this process or
-	// another, returns them meanwhile. No delivery due is an empty slice.
-	Claim(ctx context.Context, now time.Time, limit int, lease time.Duration) ([]ClaimedDelivery, error)
+	// Claim takes up to limit deliveries due at now (neither delivered, given up nor
+	// disabled, their next attempt at or before now) that no unexpired claim holds,
+	// soonest due first, and holds them until now + lease: no other Claim, in this
+	// process or another, returns them meanwhile. No delivery due is an empty slice.
+	// While endpoint is disabled (Record of an attempt with Disable), it claims none
+	// and disables every delivery still to be made that no claim holds.
+	Claim(ctx context.Context, endpoint string, now time.Time, limit int, lease time.Duration) ([]ClaimedDelivery, error)
 	// Record keeps the outcome of an attempt at a claimed delivery and ends the
 	// claim, only while c's claim still holds it; it reports whether it did (false:
-	// the lease passed and another claim may have taken it).
+	// the lease passed and another claim may have taken it). An attempt with Disable
+	// also disables c's endpoint, for every instance and across restarts.
 	Record(ctx context.Context, c ClaimedDelivery, a WebhookAttempt) (bool, error)
 }
 
@@ -27,6 +30,8 @@ type ClaimedDelivery struct {
 	domain.Delivery
 	// Claim names the claim; Record takes it back.
 	Claim string
+	// Endpoint is the endpoint it was claimed for (Claim's).
+	Endpoint string
 	// CreatedAt is when the event was written, the start of its retries.
 	CreatedAt time.Time
 }
@@ -39,10 +44,13 @@ type WebhookAttempt struct {
 	Status int
 	// Err says why it failed; empty when the endpoint took it (delivered).
 	Err string
-	// Next is when to try again after a failure; zero with GiveUp.
+	// Next is when to try again after a failure; zero with GiveUp or Disable.
 	Next time.Time
 	// GiveUp says that it failed for good: it is not tried again.
 	GiveUp bool
+	// Disable says that the receiver answered 410 Gone: the delivery is disabled, and
+	// so is its endpoint (Standard Webhooks: stop sending to it).
+	Disable bool
 }
 
 // DeliveryQuery selects a page of webhook deliveries, newest (highest id) first.
@@ -61,8 +69,14 @@ type WebhookDeliveries interface {
 	// List returns one page of deliveries, newest first: at most q.Limit of those q
 	// selects.
 	List(ctx context.Context, q DeliveryQuery) ([]domain.Delivery, error)
-	// Backlog counts the deliveries still to be made: neither delivered nor given up.
+	// Backlog counts the deliveries still to be made: neither delivered, given up nor
+	// disabled.
 	Backlog(ctx context.Context) (int, error)
+	// Retry makes delivery id due again at at (pending, not given up; a delivered
+	// one is sent again under the same id), enables endpoint again if a 410 had
+	// disabled it, and appends the audit entry of by, in one transaction; it returns
+	// the delivery as it now is. An unknown id is domain.ErrNotFound.
+	Retry(ctx context.Context, id, endpoint string, at time.Time, by domain.Author) (domain.Delivery, error)
 }
 
 // WebhookSender posts events to the webhook endpoint.

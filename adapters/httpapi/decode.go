@@ -123,6 +123,8 @@ func describeType(t reflect.Type) string {
 		return "a value of the right type"
 	case t == timeType:
 		return "an RFC 3339 time, e.g. 2026-11-29T12:00:00Z"
+	case t == reflect.TypeFor[endsAt]():
+		return `an RFC 3339 time, e.g. 2026-11-29T12:00:00Z, or "now"`
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
 		return "a whole number in range"
 	case t.Kind() == reflect.String:

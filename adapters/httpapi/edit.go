@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
+	"github.com/go-json-experiment/json"
 	"github.com/labstack/echo/v4"
 
 	"github.com/seckill/seckill/application"
@@ -16,10 +18,36 @@ type editVoucherRequest struct {
 	AddUnits     *int       `json:"add_units"`
 	RemoveUnits  *int       `json:"remove_units"`
 	BeginsAt     *time.Time `json:"begins_at"`
-	EndsAt       *time.Time `json:"ends_at"`
+	EndsAt       endsAt     `json:"ends_at"`
 	PerUserLimit *int       `json:"per_user_limit"`
 	Title        *string    `json:"title"`
 }
+
+// endsAt is the ends_at of an edit: an RFC 3339 time, or "now" (the service's time,
+// so that a script ends a sale without reading the service's clock first); null is
+// as good as absent.
+type endsAt struct {
+	at  *time.Time
+	now bool
+}
+
+// UnmarshalJSON reads "now", a time or null.
+func (e *endsAt) UnmarshalJSON(b []byte) error {
+	if string(b) == `"now"` {
+		*e = endsAt{now: true}
+		return nil
+	}
+	var t *time.Time
+	if json.Unmarshal(b, &t) != nil {
+		// Not the time's own error: the answer names what ends_at takes (describeType).
+		return errNotEndsAt
+	}
+	*e = endsAt{at: t}
+	return nil
+}
+
+// errNotEndsAt refuses an ends_at that is neither a time, "now" nor null.
+var errNotEndsAt = errors.New(`ends_at: not a time or "now"`)
 
 // editVoucher changes a voucher's sale and answers 200 with the voucher as the change
 // left it; under an idempotency key the answer is kept with the change.
@@ -35,7 +63,8 @@ func (h handlers) editVoucher(c echo.Context) error {
 	v, err := h.uc.EditVoucher.Handle(c.Request().Context(), application.EditVoucherCmd{
 		Voucher: id,
 		Edit: domain.VoucherEdit{AddUnits: req.AddUnits, RemoveUnits: req.RemoveUnits, BeginsAt: req.BeginsAt,
-			EndsAt: req.EndsAt, PerUserLimit: req.PerUserLimit, Title: req.Title},
+			EndsAt: req.EndsAt.at, PerUserLimit: req.PerUserLimit, Title: req.Title},
+		EndNow:  req.EndsAt.now,
 		By:      author(c),
 		Receipt: receiptFor(c, editedVoucher),
 	})

@@ -150,6 +150,42 @@ func TestEditVoucherMovesTheWindow(t *testing.T) {
 	}
 }
 
+// TestEditVoucherEndsNow: "ends_at": "now" ends the sale at the service's time, an
+// edit as any other (its audit entry), without the caller reading the time first;
+// a word other than now is refused naming what ends_at takes.
+func TestEditVoucherEndsNow(t *testing.T) {
+	t.Parallel()
+	a := newAPI(t)
+	id := a.createVoucher(10, 1)
+	asked := time.Now()
+	r := a.do(http.MethodPatch, "/api/v1/vouchers/"+id, a.admin, `{"ends_at":"now"}`)
+	if r.Status != http.StatusOK || r.Body["state"] != "ended" {
+		t.Fatalf("end now: %d %s, want 200 with the voucher ended", r.Status, r.Raw)
+	}
+	ends, err := time.Parse(time.RFC3339, r.Body["ends_at"].(string))
+	if err != nil || ends.Before(asked.Truncate(time.Millisecond)) || ends.After(time.Now()) {
+		t.Fatalf("ends_at %v (%v), want the time of the request", r.Body["ends_at"], err)
+	}
+	if g := a.do(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", a.token(1, false), ""); g.code() != "ended" {
+		t.Fatalf("grab of a sale ended now: %d %s, want 409 ended", g.Status, g.Raw)
+	}
+	audit := a.do(http.MethodGet, "/api/v1/audit?voucher_id="+id+"&limit=1", a.admin, "")
+	entries, _ := audit.Body["entries"].([]any)
+	if len(entries) != 1 {
+		t.Fatalf("audit: %s", audit.Raw)
+	}
+	e := entries[0].(map[string]any)
+	if after, _ := e["after"].(map[string]any); e["action"] != "voucher.update" || after["ends_at"] != r.Body["ends_at"] {
+		t.Fatalf("the end's audit entry = %s, want voucher.update to ends_at %v", audit.Raw, r.Body["ends_at"])
+	}
+	for _, body := range []string{`{"ends_at":"tomorrow"}`, `{"ends_at":"NOW"}`, `{"ends_at":1}`} {
+		if r := a.do(http.MethodPatch, "/api/v1/vouchers/"+id, a.admin, body); r.Status != http.StatusBadRequest || r.code() != "invalid_request" ||
+			!strings.Contains(r.Raw, `\"now\"`) {
+			t.Errorf("%s: %d %s, want 400 invalid_request naming \"now\"", body, r.Status, r.Raw)
+		}
+	}
+}
+
 // TestEditVoucherRefusesBadEdits: every malformed or impossible edit is the contract's
 // 4xx and changes nothing, in the database, in Redis or in the audit log.
 func TestEditVoucherRefusesBadEdits(t *testing.T) {

@@ -168,6 +168,7 @@ var sentinelAnswers = []struct {
 	{domain.ErrAlreadyStarted, http.StatusConflict, "already_started", "the sale has started: its begins_at cannot move"},
 	{domain.ErrWaitlistUnsupported, http.StatusConflict, "waitlist_unsupported", "no waitlist here: it is kept for first-come vouchers, on the lua or watch stock strategy"},
 	{domain.ErrInvalidState, http.StatusConflict, "invalid_state", "the order is not in a state that allows this"},
+	{domain.ErrNotJoined, http.StatusNotFound, "not_found", "you have not joined this voucher's waiting room: join it first (POST /api/v1/vouchers/{id}/queue)"},
 	{domain.ErrNotFound, http.StatusNotFound, "not_found", "not found"},
 	{errUnauthorized, http.StatusUnauthorized, "unauthorized", errUnauthorized.Error()},
 	{errIdempotencyMismatch, http.StatusUnprocessableEntity, "idempotency_key_mismatch", errIdempotencyMismatch.Error()},

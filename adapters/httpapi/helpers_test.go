@@ -170,6 +170,7 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 			ListVoucherOrders:   application.NewListVoucherOrders(vouchers, orders),
 			ExportVoucherOrders: application.NewExportVoucherOrders(vouchers, orders),
 			ListDeliveries:      application.NewListDeliveries(sqlstore.NewWebhooks(db)),
+			RetryDelivery:       application.NewRetryDelivery(sqlstore.NewWebhooks(db), system.Clock{}, "http://receiver.test/hooks"),
 			DenyUser:            application.NewDenyUser(denyList, denyChanges, denied, waitlist),
 			AllowUser:           application.NewAllowUser(denyList, denyChanges, denied),
 			ListDenied:          application.NewListDenied(denyList),

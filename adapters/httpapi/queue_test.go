@@ -40,8 +40,14 @@ func TestQueueJoinsReadsAndAdmits(t *testing.T) {
 	if r := a.do(http.MethodPost, "/api/v1/vouchers/"+plain+"/queue", a.token(5, false), ""); r.Status != http.StatusConflict || r.code() != "no_waiting_room" {
 		t.Fatalf("join a first-come voucher: %d %s", r.Status, r.Raw)
 	}
-	if r := a.do(http.MethodGet, "/api/v1/vouchers/"+room+"/queue", a.token(5, false), ""); r.Status != http.StatusNotFound || r.code() != "not_found" {
+	// A user who never joined is told so (the code stays the contract's not_found);
+	// an unknown voucher is the plain not found.
+	if r := a.do(http.MethodGet, "/api/v1/vouchers/"+room+"/queue", a.token(5, false), ""); r.Status != http.StatusNotFound || r.code() != "not_found" ||
+		!strings.Contains(r.Raw, "you have not joined this voucher's waiting room") {
 		t.Fatalf("the place of a user who never joined: %d %s", r.Status, r.Raw)
+	}
+	if r := a.do(http.MethodGet, "/api/v1/vouchers/999999/queue", a.token(5, false), ""); r.Status != http.StatusNotFound || strings.Contains(r.Raw, "joined") {
+		t.Fatalf("the place in an unknown voucher's room: %d %s, want the plain 404", r.Status, r.Raw)
 	}
 	if r := a.do(http.MethodPut, "/api/v1/denylist/9", a.admin, ""); r.Status != http.StatusNoContent {
 		t.Fatalf("deny: %d %s", r.Status, r.Raw)

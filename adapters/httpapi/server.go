@@ -114,6 +114,7 @@ type UseCases struct {
 	ListVoucherOrders   *application.ListVoucherOrders
 	ExportVoucherOrders *application.ExportVoucherOrders
 	ListDeliveries      *application.ListDeliveries
+	RetryDelivery       *application.RetryDelivery
 	DenyUser            *application.DenyUser
 	AllowUser           *application.AllowUser
 	ListDenied          *application.ListDenied
@@ -251,6 +252,7 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 	voucherRoutes(route, h, once(auth, requireAdmin), publicRead, grab, auth)
 	route(http.MethodGet, api+"/audit", h.listAudit, auth, requireAdmin)
 	route(http.MethodGet, api+"/webhooks/deliveries", h.listDeliveries, auth, requireAdmin)
+	route(http.MethodPost, api+"/webhooks/deliveries/:id/retry", h.retryDelivery, auth, requireAdmin)
 	denyListRoutes(route, h, once(auth, requireAdmin), auth)
 	route(http.MethodGet, voucherOrdersRoute, h.voucherOrders, auth, requireAdmin)
 	orderRoutes(route, h, once(auth), auth)

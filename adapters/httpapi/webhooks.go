@@ -97,7 +97,7 @@ func (h handlers) listDeliveries(c echo.Context) error {
 	if s, given := c.QueryParams()["status"]; given {
 		status = domain.DeliveryStatus(s[0])
 		if !status.Valid() {
-			return domain.Invalid("status", "must be pending, failed or delivered")
+			return domain.Invalid("status", "must be pending, failed, delivered or disabled")
 		}
 	}
 	limit, cursor, err := pageParams(c)
@@ -117,4 +117,18 @@ func (h handlers) listDeliveries(c echo.Context) error {
 		}
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// retryDelivery sends a webhook delivery again (RetryDelivery) and answers 202 with
+// the delivery as it now is: due at once.
+func (h handlers) retryDelivery(c echo.Context) error {
+	d, err := h.uc.RetryDelivery.Handle(c.Request().Context(), application.RetryDeliveryCommand{ID: c.Param("id"), By: author(c)})
+	if err != nil {
+		return err
+	}
+	out, err := h.toDeliveryJSON(d)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, out)
 }

@@ -79,6 +79,49 @@ func TestWebhookDeliveriesListed(t *testing.T) {
 	}
 }
 
+// TestWebhookDeliveryRetried checks POST …/deliveries/{id}/retry: an admin's retry of
+// a delivery answers 202 with it pending and due, appends the audit entry
+// webhook.retry; an unknown id is 404 not_found, a user 403, no token 401.
+func TestWebhookDeliveryRetried(t *testing.T) {
+	a := newAPI(t)
+	id := a.createVoucher(1, 1)
+	if g := a.do(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", a.token(7, false), `{"quantity":1}`); g.Status != http.StatusAccepted {
+		t.Fatalf("grab: %d %s", g.Status, g.Raw)
+	}
+	a.fulfillAll()
+	list := a.do(http.MethodGet, "/api/v1/webhooks/deliveries?limit=1", a.admin, "")
+	ds, _ := list.Body["deliveries"].([]any)
+	if list.Status != http.StatusOK || len(ds) != 1 {
+		t.Fatalf("list: %d %s", list.Status, list.Raw)
+	}
+	delivery := ds[0].(map[string]any)["id"].(string)
+	path := "/api/v1/webhooks/deliveries/" + delivery + "/retry"
+
+	if r := a.do(http.MethodPost, path, a.token(7, false), ""); r.Status != http.StatusForbidden {
+		t.Fatalf("a user's retry: %d %s, want 403", r.Status, r.Raw)
+	}
+	if r := a.do(http.MethodPost, path, "", ""); r.Status != http.StatusUnauthorized {
+		t.Fatalf("a retry without a token: %d %s, want 401", r.Status, r.Raw)
+	}
+	r := a.do(http.MethodPost, path, a.admin, "")
+	if r.Status != http.StatusAccepted || r.Body["id"] != delivery || r.Body["status"] != "pending" || r.Body["next_attempt_at"] == nil {
+		t.Fatalf("retry: %d %s, want 202 with the delivery pending and due", r.Status, r.Raw)
+	}
+	if r := a.do(http.MethodPost, "/api/v1/webhooks/deliveries/01KB0000000000000000000000/retry", a.admin, ""); r.Status != http.StatusNotFound || r.code() != "not_found" {
+		t.Fatalf("retry of an unknown delivery: %d %s, want 404 not_found", r.Status, r.Raw)
+	}
+	audit := a.do(http.MethodGet, "/api/v1/audit?limit=1", a.admin, "")
+	entries, _ := audit.Body["entries"].([]any)
+	if len(entries) != 1 {
+		t.Fatalf("audit: %d %s", audit.Status, audit.Raw)
+	}
+	e := entries[0].(map[string]any)
+	after, _ := e["after"].(map[string]any)
+	if e["action"] != "webhook.retry" || e["voucher_id"] != nil || after["delivery_id"] != delivery || after["status"] != "pending" {
+		t.Fatalf("the retry's audit entry = %s", audit.Raw)
+	}
+}
+
 // sameJSON reports whether a and b hold the same JSON value.
 func sameJSON(t *testing.T, a json.RawMessage, b string) bool {
 	t.Helper()

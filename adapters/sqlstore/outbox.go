@@ -2,7 +2,9 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -143,12 +145,20 @@ func NewWebhooks(db *bun.DB) *Webhooks {
 // PostgreSQL the rows are picked FOR UPDATE SKIP LOCKED, so concurrent claims skip
 // each other's rows instead of waiting, and a row another claim took meanwhile is
 // re-checked and left out; on SQLite the statement runs alone (one writer). A limit
-// below 1 is a *domain.ValidationError.
-func (s *Webhooks) Claim(ctx context.Context, at time.Time, limit int, lease time.Duration) ([]ports.ClaimedDelivery, error) {
+// below 1 is a *domain.ValidationError. While endpoint is disabled (a row of
+// webhook_endpoints) it claims none and disables the deliveries still to be made.
+func (s *Webhooks) Claim(ctx context.Context, endpoint string, at time.Time, limit int, lease time.Duration) ([]ports.ClaimedDelivery, error) {
 	if limit < 1 {
 		return nil, fmt.Errorf("claim webhook deliveries: %w", domain.Invalid("limit", "must be at least 1"))
 	}
 	at = at.UTC()
+	disabled, err := s.db.NewSelect().Model((*endpointRow)(nil)).Where("url = ?", endpoint).Exists(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("claim webhook deliveries: %w", classify(err))
+	}
+	if disabled {
+		return nil, s.disableDue(ctx, endpoint, at)
+	}
 	claim := ulid.Make().String()
 	due := s.db.NewSelect().Model((*outboxRow)(nil)).
 		Column("id").
@@ -157,11 +167,13 @@ func (s *Webhooks) Claim(ctx context.Context, at time.Time, limit int, lease tim
 		WhereGroup(" AND ", func(q *bun.SelectQuery) *bun.SelectQuery {
 			return q.Where("claimed_until IS NULL").WhereOr("claimed_until <= ?", at)
 		}).
+		// Checked again in the statement: a 410 recorded since the check above stops it.
+		Where("NOT EXISTS (?)", s.db.NewSelect().Model((*endpointRow)(nil)).Column("url").Where("e.url = ?", endpoint)).
 		OrderExpr("next_attempt_at, id").
 		Limit(int64(limit)).
 		Apply(rowLock("UPDATE SKIP LOCKED"))
 	var rows []outboxRow
-	_, err := s.db.NewUpdate().Model((*outboxRow)(nil)).
+	_, err = s.db.NewUpdate().Model((*outboxRow)(nil)).
 		Set("claim = ?", claim).
 		Set("claimed_until = ?", at.Add(lease)).
 		Where("w.id IN (?)", due).
@@ -176,7 +188,7 @@ func (s *Webhooks) Claim(ctx context.Context, at time.Time, limit int, lease tim
 		if err != nil {
 			return nil, fmt.Errorf("claim webhook deliveries: %w", err)
 		}
-		out = append(out, ports.ClaimedDelivery{Delivery: d, Claim: claim, CreatedAt: r.CreatedAt.UTC()})
+		out = append(out, ports.ClaimedDelivery{Delivery: d, Claim: claim, Endpoint: endpoint, CreatedAt: r.CreatedAt.UTC()})
 	}
 	return out, nil
 }
@@ -184,32 +196,82 @@ func (s *Webhooks) Claim(ctx context.Context, at time.Time, limit int, lease tim
 // Record keeps the outcome of attempt a at the claimed delivery c and ends the claim,
 // only while c's claim holds the row; it reports whether it did.
 func (s *Webhooks) Record(ctx context.Context, c ports.ClaimedDelivery, a ports.WebhookAttempt) (bool, error) {
-	q := s.db.NewUpdate().Model((*outboxRow)(nil)).
-		Set("attempts = attempts + 1").
-		Set("last_attempt_at = ?", a.At.UTC()).
-		Set("last_status = ?", a.Status).
-		Set("last_error = ?", a.Err).
-		Set("claim = ''").
-		Set("claimed_until = NULL").
-		Where("w.id = ?", c.ID).
-		Where("w.claim = ?", c.Claim)
-	switch {
-	case a.Err == "":
-		q = q.Set("status = ?", string(domain.DeliveryDelivered)).Set("delivered_at = ?", a.At.UTC()).Set("next_attempt_at = NULL")
-	case a.GiveUp:
-		q = q.Set("status = ?", string(domain.DeliveryFailed)).Set("given_up_at = ?", a.At.UTC()).Set("next_attempt_at = NULL")
-	default:
-		q = q.Set("status = ?", string(domain.DeliveryFailed)).Set("next_attempt_at = ?", a.Next.UTC())
-	}
-	res, err := q.Exec(ctx)
+	var n int64
+	// A 410 disables the endpoint with the delivery, in one transaction.
+	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+		q := tx.NewUpdate().Model((*outboxRow)(nil)).
+			Set("attempts = attempts + 1").
+			Set("last_attempt_at = ?", a.At.UTC()).
+			Set("last_status = ?", a.Status).
+			Set("last_error = ?", a.Err).
+			Set("claim = ''").
+			Set("claimed_until = NULL").
+			Where("w.id = ?", c.ID).
+			Where("w.claim = ?", c.Claim)
+		switch {
+		case a.Disable:
+			q = q.Set("status = ?", string(domain.DeliveryDisabled)).Set("next_attempt_at = NULL")
+		case a.Err == "":
+			q = q.Set("status = ?", string(domain.DeliveryDelivered)).Set("delivered_at = ?", a.At.UTC()).Set("next_attempt_at = NULL")
+		case a.GiveUp:
+			q = q.Set("status = ?", string(domain.DeliveryFailed)).Set("given_up_at = ?", a.At.UTC()).Set("next_attempt_at = NULL")
+		default:
+			q = q.Set("status = ?", string(domain.DeliveryFailed)).Set("next_attempt_at = ?", a.Next.UTC())
+		}
+		res, err := q.Exec(ctx)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil || n != 1 || !a.Disable {
+			return err
+		}
+		row := endpointRow{URL: c.Endpoint, DisabledAt: a.At.UTC()}
+		_, err = tx.NewInsert().Model(&row).On("CONFLICT (url) DO NOTHING").Exec(ctx)
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("record webhook attempt %s: %w", c.ID, classify(err))
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("record webhook attempt %s: %w", c.ID, err)
-	}
 	return n == 1, nil
+}
+
+// endpointRow is a row of webhook_endpoints: an endpoint disabled by a 410.
+type endpointRow struct {
+	bun.BaseModel `bun:"table:webhook_endpoints,alias:e"`
+
+	URL        string    `bun:"url,pk"`
+	DisabledAt time.Time `bun:"disabled_at"`
+}
+
+// disableDue disables the deliveries still to be made that no unexpired claim holds
+// at at, while endpoint is disabled. A claimed one is disabled at a Claim after its
+// attempt. It holds endpoint's row meanwhile, so a Retry enabling the endpoint (which
+// deletes that row first) comes wholly before or after: a retried delivery is never
+// disabled by a check made before its retry.
+func (s *Webhooks) disableDue(ctx context.Context, endpoint string, at time.Time) error {
+	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+		var urls []string
+		if err := tx.NewSelect().Model((*endpointRow)(nil)).Column("url").Where("url = ?", endpoint).
+			Apply(rowLock("UPDATE")).Scan(ctx, &urls); err != nil {
+			return err
+		}
+		if len(urls) == 0 {
+			return nil
+		}
+		_, err := tx.NewUpdate().Model((*outboxRow)(nil)).
+			Set("status = ?", string(domain.DeliveryDisabled)).
+			Set("next_attempt_at = NULL").
+			Where("next_attempt_at IS NOT NULL").
+			WhereGroup(" AND ", func(q *bun.UpdateQuery) *bun.UpdateQuery {
+				return q.Where("claimed_until IS NULL").WhereOr("claimed_until <= ?", at)
+			}).
+			Exec(ctx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("disable webhook deliveries: %w", classify(err))
+	}
+	return nil
 }
 
 // List returns one page of deliveries, newest (highest id: ids are ULIDs, so by time)
@@ -276,4 +338,38 @@ func (s *Webhooks) Purge(ctx context.Context, cutoff time.Time) (int, error) {
 		return 0, fmt.Errorf("purge webhook deliveries: %w", err)
 	}
 	return int(n), nil
+}
+
+// Retry deletes endpoint's row of webhook_endpoints (enables it again), makes
+// delivery id due at at (pending, not given up), and appends the audit entry of by, in one
+// transaction. An unknown id is domain.ErrNotFound.
+func (s *Webhooks) Retry(ctx context.Context, id, endpoint string, at time.Time, by domain.Author) (domain.Delivery, error) {
+	var row outboxRow
+	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+		// The endpoint's row first: a disableDue holding it ends before (see there).
+		if _, err := tx.NewDelete().Model((*endpointRow)(nil)).Where("url = ?", endpoint).Exec(ctx); err != nil {
+			return err
+		}
+		var before outboxRow
+		if err := tx.NewSelect().Model(&before).Where("w.id = ?", id).Apply(rowLock("UPDATE")).Scan(ctx); err != nil {
+			if errors.Is(err, sql.ErrNoRows) {
+				return domain.ErrNotFound
+			}
+			return err
+		}
+		if err := tx.NewUpdate().Model(&row).
+			Set("status = ?", string(domain.DeliveryPending)).
+			Set("next_attempt_at = ?", at.UTC()).
+			Set("given_up_at = NULL").
+			Where("w.id = ?", id).
+			Returning("*").
+			Scan(ctx); err != nil {
+			return err
+		}
+		return appendTx(ctx, tx, domain.DeliveryAudit(by, id, domain.DeliveryStatus(before.Status)))
+	})
+	if err != nil {
+		return domain.Delivery{}, fmt.Errorf("retry webhook delivery %s: %w", id, classify(err))
+	}
+	return row.delivery()
 }

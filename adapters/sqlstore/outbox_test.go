@@ -179,15 +179,15 @@ func TestOutboxClaimRecordAndList(t *testing.T) {
 	ctx := context.Background()
 	at := time.Now().Add(time.Second)
 
-	first, err := f.hooks.Claim(ctx, at, 2, time.Minute)
+	first, err := f.hooks.Claim(ctx, "", at, 2, time.Minute)
 	if err != nil || len(first) != 2 {
 		t.Fatalf("Claim = %d, %v; want 2", len(first), err)
 	}
-	second, err := f.hooks.Claim(ctx, at, 5, time.Minute)
+	second, err := f.hooks.Claim(ctx, "", at, 5, time.Minute)
 	if err != nil || len(second) != 1 {
 		t.Fatalf("second Claim = %d, %v; want the 1 left", len(second), err)
 	}
-	if none, _ := f.hooks.Claim(ctx, at, 5, time.Minute); len(none) != 0 {
+	if none, _ := f.hooks.Claim(ctx, "", at, 5, time.Minute); len(none) != 0 {
 		t.Fatalf("a third Claim took %d claimed deliveries", len(none))
 	}
 	// One delivered, one failed to be retried later, one given up.
@@ -207,10 +207,10 @@ func TestOutboxClaimRecordAndList(t *testing.T) {
 	if n, err := f.hooks.Backlog(ctx); err != nil || n != 1 {
 		t.Fatalf("Backlog = %d, %v; want 1 (the one to retry)", n, err)
 	}
-	if due, _ := f.hooks.Claim(ctx, at, 5, time.Minute); len(due) != 0 {
+	if due, _ := f.hooks.Claim(ctx, "", at, 5, time.Minute); len(due) != 0 {
 		t.Fatalf("Claim took %d deliveries none of which is due", len(due))
 	}
-	retry, err := f.hooks.Claim(ctx, at.Add(2*time.Hour), 5, time.Minute)
+	retry, err := f.hooks.Claim(ctx, "", at.Add(2*time.Hour), 5, time.Minute)
 	if err != nil || len(retry) != 1 || retry[0].ID != first[1].ID || retry[0].Attempts != 1 || retry[0].LastStatus != 500 {
 		t.Fatalf("Claim after the back-off = %+v, %v; want %s again", retry, err, first[1].ID)
 	}
@@ -254,7 +254,7 @@ func TestOutboxClaimsNeverOverlap(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for {
-				ds, err := f.hooks.Claim(ctx, at, 7, time.Minute)
+				ds, err := f.hooks.Claim(ctx, "", at, 7, time.Minute)
 				if err != nil {
 					t.Error(err)
 					return
@@ -287,7 +287,7 @@ func TestOutboxPurgeForgetsOnlyFinishedOldDeliveries(t *testing.T) {
 	f.persisted(t, reserve(1, v, 1, 1), reserve(2, v, 2, 1), reserve(3, v, 3, 1))
 	ctx := context.Background()
 	at := time.Now().Add(time.Second)
-	ds, err := f.hooks.Claim(ctx, at, 3, time.Minute)
+	ds, err := f.hooks.Claim(ctx, "", at, 3, time.Minute)
 	if err != nil || len(ds) != 3 {
 		t.Fatalf("Claim = %d, %v", len(ds), err)
 	}

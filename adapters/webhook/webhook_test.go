@@ -119,8 +119,8 @@ func (f *fixture) persist(t testing.TB, n int) []domain.OrderID {
 	return ids
 }
 
-// start runs a dispatcher to url until the test ends.
-func (f *fixture) start(t testing.TB, url string, opts application.WebhookOptions) {
+// start runs a dispatcher to url until the test ends, or until stop is called.
+func (f *fixture) start(t testing.TB, url string, opts application.WebhookOptions) (stop func()) {
 	t.Helper()
 	sender, err := webhook.NewSender(url, secret)
 	if err != nil {
@@ -132,7 +132,9 @@ func (f *fixture) start(t testing.TB, url string, opts application.WebhookOption
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = d.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop
 }
 
 // fast are options for tests: retries after milliseconds.

@@ -96,7 +96,7 @@ func newMetrics() *metrics {
 		}, []string{"action"}),
 		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_webhook_deliveries_total",
-			Help: "Attempts this instance made to deliver a webhook, by outcome: delivered (a 2xx), failed (retried later), given_up (failed for 24 hours: not tried again).",
+			Help: "Attempts this instance made to deliver a webhook, by outcome: delivered (a 2xx), failed (retried later), given_up (failed for 3 days: not tried again), disabled (the endpoint answered 410 Gone: it is disabled, nothing is sent to it until an admin retries a delivery).",
 		}, []string{"outcome"}),
 		challenges: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_challenges_total",
@@ -115,7 +115,7 @@ func newMetrics() *metrics {
 	for _, o := range application.ChallengeOutcomes {
 		m.challenges.WithLabelValues(o)
 	}
-	for _, o := range []application.WebhookOutcome{application.WebhookDelivered, application.WebhookFailed, application.WebhookGivenUp} {
+	for _, o := range []application.WebhookOutcome{application.WebhookDelivered, application.WebhookFailed, application.WebhookGivenUp, application.WebhookDisabled} {
 		m.webhooks.WithLabelValues(string(o))
 	}
 	for _, name := range breakerNames {

@@ -145,6 +145,7 @@ var applicationSet = wire.NewSet(
 	editVoucher,
 	application.NewListAudit,
 	application.NewListDeliveries,
+	retryDelivery,
 	deliverWebhooks,
 	application.NewGetVoucher,
 	application.NewListVouchers,

@@ -22,9 +22,15 @@ func deliverWebhooks(cfg Config, hooks ports.WebhookOutbox, window domain.Paymen
 	if err != nil {
 		return nil, err
 	}
-	return application.NewDeliverWebhooks(hooks, sender, httpapi.WebhookBody(window), system.Clock{}, application.WebhookOptions{},
+	return application.NewDeliverWebhooks(hooks, sender, httpapi.WebhookBody(window), system.Clock{}, application.WebhookOptions{Endpoint: cfg.WebhookURL},
 		application.WebhookObserver{
 			Attempt: m.webhookAttempt,
 			Problem: func(err error) { log.Warn("webhooks", zap.Error(err)) },
 		}), nil
+}
+
+// retryDelivery is the admin's retry of a webhook delivery, by the host's clock (the
+// outbox's), enabling the configured endpoint again.
+func retryDelivery(cfg Config, hooks ports.WebhookDeliveries) *application.RetryDelivery {
+	return application.NewRetryDelivery(hooks, system.Clock{}, cfg.WebhookURL)
 }

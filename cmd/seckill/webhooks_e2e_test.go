@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
@@ -193,4 +194,67 @@ func TestWebhooksInTheZeroSetupMode(t *testing.T) {
 	if len(rc.bad) > 0 {
 		t.Fatalf("requests the receiver refused: %v", rc.bad)
 	}
+}
+
+// TestWebhooksGoneStopsUntilRetried points serve at a receiver that answers 410 Gone:
+// the first answer disables the endpoint, so the next event is not sent, not even
+// after a restart; both show disabled. Once the receiver is back, an admin's retry of
+// one delivery (202) re-enables the endpoint and sends it; the other waits for its own
+// retry.
+func TestWebhooksGoneStopsUntilRetried(t *testing.T) {
+	rc := &hookReceiver{events: make(map[string]string)}
+	var gone atomic.Bool
+	var goneAnswers atomic.Int32
+	gone.Store(true)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if gone.Load() {
+			goneAnswers.Add(1)
+			w.WriteHeader(http.StatusGone)
+			return
+		}
+		rc.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	fi := startFulfillInstance(t, "SECKILL_WEBHOOK_URL="+srv.URL+"/hooks", "SECKILL_WEBHOOK_SECRET="+e2eWebhookSecret)
+	admin := fi.token(1, true)
+	disabled := func(n int) []any {
+		t.Helper()
+		var ds []any
+		testenv.Eventually(t, 2*testenv.Patience, fmt.Sprintf("%d deliveries disabled", n), func() (bool, string) {
+			_, page := fi.call(http.MethodGet, "/api/v1/webhooks/deliveries?status=disabled", admin, nil)
+			ds, _ = page["deliveries"].([]any)
+			return len(ds) == n, fmt.Sprint(page)
+		})
+		return ds
+	}
+
+	id := fi.createVoucher(5, 1)
+	user := fi.token(7, false)
+	status, g := fi.call(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", user, map[string]any{"quantity": 1})
+	if status != http.StatusAccepted {
+		t.Fatalf("grab: %d %v", status, g)
+	}
+	order := g["order_id"].(string)
+	first := disabled(1)[0].(map[string]any)["id"].(string)
+
+	fi.kill()
+	fi.start()
+	if status, body := fi.call(http.MethodPost, "/api/v1/orders/"+order+"/pay", user, nil); status != http.StatusOK {
+		t.Fatalf("pay: %d %v", status, body)
+	}
+	disabled(2)
+	if n := goneAnswers.Load(); n != 1 {
+		t.Fatalf("the receiver answered 410 %d times, want once: nothing is sent to a disabled endpoint", n)
+	}
+
+	gone.Store(false)
+	if status, body := fi.call(http.MethodPost, "/api/v1/webhooks/deliveries/"+first+"/retry", admin, nil); status != http.StatusAccepted || body["status"] != "pending" {
+		t.Fatalf("retry: %d %v, want 202 pending", status, body)
+	}
+	want := []string{"order.awaiting_payment " + order + " awaiting_payment"}
+	testenv.Eventually(t, 2*testenv.Patience, "the retried event delivered", func() (bool, string) {
+		got := rc.got()
+		return fmt.Sprint(got) == fmt.Sprint(want), fmt.Sprint(got)
+	})
+	disabled(1)
 }

@@ -91,6 +91,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	listVoucherOrders := application.NewListVoucherOrders(vouchers, orders)
 	exportVoucherOrders := application.NewExportVoucherOrders(vouchers, orders)
 	listDeliveries := application.NewListDeliveries(webhooks)
+	applicationRetryDelivery := retryDelivery(cfg, webhooks)
 	denyChanges := redisstore.NewDenyChanges(universalClient, options)
 	denyUser := application.NewDenyUser(denyList, denyChanges, deniedUsers, waitlist)
 	allowUser := application.NewAllowUser(denyList, denyChanges, deniedUsers)
@@ -125,6 +126,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		ListVoucherOrders:   listVoucherOrders,
 		ExportVoucherOrders: exportVoucherOrders,
 		ListDeliveries:      listDeliveries,
+		RetryDelivery:       applicationRetryDelivery,
 		DenyUser:            denyUser,
 		AllowUser:           allowUser,
 		ListDenied:          listDenied,
