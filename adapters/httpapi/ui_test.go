@@ -27,9 +27,10 @@ func TestUIServesItsFiles(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t)
 	for _, tc := range []struct{ path, ctype, contains string }{
-		{"/ui/", "text/html", `<script src="app.js">`},
+		{"/ui/", "text/html", `<script type="module" src="app.js">`},
 		{"/ui/index.html", "text/html", "<title>"},
-		{"/ui/app.js", "text/javascript", "sessionStorage"},
+		{"/ui/app.js", "text/javascript", `from "./api.js"`},
+		{"/ui/api.js", "text/javascript", "sessionStorage"},
 		{"/ui/style.css", "text/css", ".bar"},
 	} {
 		res, err := http.Get(a.url + tc.path)
@@ -224,12 +225,12 @@ func TestUIShowsTheSaleLiveInChromium(t *testing.T) {
 	// sale from the page.
 	evaluate[bool](t, ctx, fmt.Sprintf(`document.getElementById("token").value = %q;
 		document.getElementById("token-form").requestSubmit(); true`, a.admin))
-	if stored := evaluate[string](t, ctx, `sessionStorage.getItem("seckill.adminToken") || ""`); stored != a.admin {
+	if stored := evaluate[string](t, ctx, `sessionStorage.getItem("seckill.token") || ""`); stored != a.admin {
 		t.Fatalf("the token is not kept in sessionStorage: %q", stored)
 	}
 	waitText(t, ctx, fmt.Sprintf(`tr[data-detail-for="%s"] td[data-count="queued"]`, id), strconv.Itoa(stock))
 	waitText(t, ctx, fmt.Sprintf(`tr[data-detail-for="%s"] [data-waitlist]`, id), "2")
-	waitText(t, ctx, `#rates tr[data-outcome="reserved"]`, fmt.Sprintf("total %d", stock))
+	waitText(t, ctx, `#rate-totals [data-outcome="reserved"]`, fmt.Sprintf("reserved %d", stock))
 	// The page's own stream is among the instance's open streams.
 	testenv.Eventually(t, 3*testenv.Patience, "the page shows the streams open", func() (bool, string) {
 		n, err := strconv.Atoi(textOf(t, ctx, "#streams"))
@@ -331,8 +332,8 @@ func TestUIRunsASaleInChromium(t *testing.T) {
 		t.Fatalf("open the page: %v", err)
 	}
 	waitShown(t, ctx, id, "4 before the sale", func(n int) bool { return n == 4 })
-	if visible(t, ctx, "#admin-sign") {
-		t.Fatal("the admin sign shows with no token")
+	if visible(t, ctx, "#who") {
+		t.Fatal("the token's sign shows with no token")
 	}
 
 	// Sold out: the tag is the server's state, not a green "live".
@@ -353,7 +354,7 @@ func TestUIRunsASaleInChromium(t *testing.T) {
 	evaluate[bool](t, ctx, fmt.Sprintf(`document.getElementById("token").value = %q;
 		document.getElementById("token-form").requestSubmit(); true`, a.admin))
 	testenv.Eventually(t, 3*testenv.Patience, "the admin sign shows", func() (bool, string) {
-		return visible(t, ctx, "#admin-sign") && strings.Contains(textOf(t, ctx, "#admin-sign"), "admin token in use"), ""
+		return visible(t, ctx, "#who.admin-sign") && strings.Contains(textOf(t, ctx, "#who"), "admin token in use"), ""
 	})
 
 	// The units by state: two awaiting payment, one paid, one cancelled (back on sale).
@@ -426,9 +427,9 @@ func TestUIRunsASaleInChromium(t *testing.T) {
 	// Sign out: the sign and the admin's controls go, the token is forgotten.
 	click(t, ctx, "#sign-out")
 	testenv.Eventually(t, 3*testenv.Patience, "signed out", func() (bool, string) {
-		return !visible(t, ctx, "#admin-sign") && !visible(t, ctx, row+" button.edit") && !visible(t, ctx, detail), ""
+		return !visible(t, ctx, "#who") && !visible(t, ctx, row+" button.edit") && !visible(t, ctx, detail), ""
 	})
-	if stored := evaluate[string](t, ctx, `sessionStorage.getItem("seckill.adminToken") || ""`); stored != "" {
+	if stored := evaluate[string](t, ctx, `sessionStorage.getItem("seckill.token") || ""`); stored != "" {
 		t.Fatalf("the token is still in sessionStorage after sign out: %q", stored)
 	}
 }
@@ -515,10 +516,21 @@ func TestUIJoinsAWaitingRoomAndGrabsWithItsPassInChromium(t *testing.T) {
 		document.getElementById("token-form").requestSubmit(); true`, a.token(78, false)))
 	click(t, ctx, row+" button.join")
 	waitText(t, ctx, "#action-note", "in the queue")
-	// Let in after the shuffle at the start: the page offers the grab with the pass.
+	waitText(t, ctx, row+" [data-room]", "window 2 passes")
+	// After the shuffle at the start the row tells how many joined before it, and its
+	// seed as published.
+	waitText(t, ctx, row+" [data-room-entrants]", "1 joined before the start")
+	testenv.Eventually(t, 3*testenv.Patience, "the row shows the published seed", func() (bool, string) {
+		place := a.do(http.MethodGet, "/api/v1/vouchers/"+id+"/queue", a.token(78, false), "")
+		seed, _ := place.Body["seed"].(string)
+		shown := evaluate[string](t, ctx, fmt.Sprintf(`(document.querySelector('%s [data-room-seed] code') || {title: ""}).title`, row))
+		return seed != "" && shown == seed, fmt.Sprintf("shown %q, published %q", shown, seed)
+	})
+	// Let in: the page offers the grab with the pass.
 	click(t, ctx, row+" button.grab")
 	waitText(t, ctx, "#action-note", "grabbed, order ")
 	waitShown(t, ctx, id, "2 after the grab", func(n int) bool { return n == 2 })
+	waitText(t, ctx, "#orders tbody", "Room ("+id+")")
 	passes := evaluate[[]string](t, ctx, `window.passes`)
 	if len(passes) != 1 {
 		t.Fatalf("the page sent passes %q, want one", passes)

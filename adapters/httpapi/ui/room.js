@@ -1,0 +1,68 @@
+// Where a waiting room's queue and a draw stand, told under the voucher's title to
+// anyone: a room's window and, once the sale began, its shuffle (how many joined
+// before the start, the seed); a draw's entrants, its seed and its winners.
+
+import { until, serverNow } from "./clock.js";
+import { el } from "./dom.js";
+import { MAX_STATS, S } from "./state.js";
+
+// readShuffles counts, once for each waiting room of list that began, the entrants
+// of its shuffle (GET …/queue/entrants: public, one id a line; it never changes once
+// published). A room not shuffled yet (404) is asked again at the next read.
+export async function readShuffles(list) {
+  const now = serverNow();
+  await Promise.all(list.filter((v) => v.admission === "waiting_room" && !(v.id in S.shuffled) &&
+    now !== null && now >= Date.parse(v.begins_at)).slice(0, MAX_STATS).map(async (v) => {
+    const res = await fetch(`/api/v1/vouchers/${v.id}/queue/entrants`).catch(() => null);
+    if (res && res.ok) S.shuffled[v.id] = (await res.text()).split("\n").filter((line) => line !== "").length;
+  }));
+}
+
+// short is the first hex digits of a hash or seed, the whole in its title.
+function short(hex) {
+  return el("code", { title: hex }, hex.slice(0, 12) + "…");
+}
+
+// roomState says where v's waiting room stands: its window (passes outstanding at
+// most), when its queue opens, and, once the sale began, how many joined before the
+// start (shuffled) and the seed — the seed from the token's user's place (it is
+// published in GET …/queue), the count from the shuffle's entrants.
+export function roomState(v) {
+  if (v.admission !== "waiting_room") return "";
+  const now = serverNow();
+  const parts = [`waiting room · window ${v.queue_window} passes`];
+  const opens = v.queue_opens_at ? Date.parse(v.queue_opens_at) : null;
+  if (now !== null && opens !== null && now < opens) parts.push(`queue opens ${until(opens, now)}`);
+  const place = S.places[v.id];
+  const entrants = place && place.entrants !== null ? place.entrants : S.shuffled[v.id];
+  const out = el("div", { class: "muted small", "data-room": v.id });
+  if (entrants === undefined) {
+    out.append(parts.join(" · ") + " · commitment ", short(v.commitment || ""));
+    return out;
+  }
+  parts.push(el("span", { "data-room-entrants": "" }, `${entrants} joined before the start, shuffled`));
+  out.append(...parts.flatMap((p, i) => [i ? " · " : "", p]));
+  if (place && place.seed) out.append(" · seed ", el("span", { "data-room-seed": "" }, short(place.seed)));
+  return out;
+}
+
+// drawState says where a draw voucher's draw stands: its entrants so far, or, once
+// drawn, when, by which seed (its first hex digits; the whole is in GET …/draw) and how
+// many won. Nothing for a voucher of another mode.
+export function drawState(v) {
+  const d = S.draws[v.id];
+  if (v.admission !== "draw" || !d) return "";
+  if (!d.seed) return el("div", { class: "muted small", "data-draw": "entries" }, `draw: ${d.entrants} entered`);
+  return el("div", { class: "muted small", "data-draw": "drawn" },
+    `drawn ${new Date(d.drawn_at).toLocaleTimeString()} · ${d.entrants} entered · ${d.winners.length} won · seed `, short(d.seed));
+}
+
+// readDraws reads the draw of each draw voucher of list (anyone may).
+export async function readDraws(list) {
+  const fresh = {};
+  await Promise.all(list.filter((v) => v.admission === "draw").slice(0, MAX_STATS).map(async (v) => {
+    const res = await fetch(`/api/v1/vouchers/${v.id}/draw`, { cache: "no-store" }).catch(() => null);
+    if (res && res.ok) fresh[v.id] = await res.json();
+  }));
+  return fresh;
+}
