@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,12 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
 )
 
-// scrapeURL reads a Prometheus text exposition into series → value.
+// scrapeURL reads a Prometheus text exposition into series → value, after checking it
+// with Prometheus' own linter (promlint, what `promtool check metrics` runs): names,
+// units, help texts, counters' suffixes.
 func scrapeURL(t *testing.T, url string) map[string]float64 {
 	t.Helper()
 	res, err := http.Get(url)
@@ -25,6 +30,13 @@ func scrapeURL(t *testing.T, url string) map[string]float64 {
 	raw, _ := io.ReadAll(res.Body)
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %d %s", url, res.StatusCode, raw)
+	}
+	problems, err := promlint.New(bytes.NewReader(raw)).Lint()
+	if err != nil {
+		t.Fatalf("lint the metrics: %v", err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
 	}
 	out := make(map[string]float64)
 	for _, line := range strings.Split(string(raw), "\n") {
