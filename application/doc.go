@@ -13,9 +13,8 @@
 //     WaitlistCmd is JoinWaitlist's, LeaveWaitlist's and WaitlistPosition's (a read
 //     of the place the other two change);
 //   - for a read of a page, a query struct (ListVouchersQuery, ListAuditQuery,
-//     VoucherOrdersQuery, ListDeliveriesQuery; ListOrders the Caller and a
-//     ListOrdersQuery), but for ListDenied, which takes the page's limit and cursor
-//     as they are;
+//     ListDeniedQuery, VoucherOrdersQuery, ListDeliveriesQuery; ListOrders the
+//     Caller and a ListOrdersQuery);
 //   - for a read of one thing, the ids it reads, as they are: GetVoucher,
 //     GetVoucherStats, GetDraw and QueueEntrants a voucher's, QueueStatus a voucher's
 //     and a user's, GetOrder the Caller and an order's;
