@@ -5,7 +5,7 @@
 //
 // Handle takes what its caller asks:
 //
-//   - a command struct for every change a buyer or an admin asks for: GrabVoucherCmd,
+//   - a command struct for what a buyer, an admin or the heal asks for: GrabVoucherCmd,
 //     JoinQueueCmd, EnterDrawCmd, WaitlistCmd, VerifyProofCmd, IssueChallengeCmd,
 //     IssueStreamTicketCmd, RedeemStreamTicketCmd, CreateVoucherCmd, EditVoucherCmd,
 //     PauseSaleCmd, OrderChangeCmd, DenyUserCmd, AllowUserCmd, RecoverCmd,
@@ -24,10 +24,11 @@
 //     ExpireOrders, ReleaseClosed, WarmVouchers).
 //
 // Two are loops, not steps: Worker and DeliverWebhooks Run until their context ends
-// (and Worker.Drain persists what a queue in memory still holds at shutdown). A few carry a second entry
-// point for the caller that needs it (GrabVoucher.Restocked, GetVoucher.Refresh,
-// RecoverVoucher.Start, Reconcile.Heal, Reconcile.Round with a RoundCmd,
-// AdmitQueues.Shuffle); Observe methods set a use case's hooks before it serves.
+// (and Worker.Drain persists what a queue in memory still holds at shutdown). A few
+// carry a second entry point for the caller that needs it (GrabVoucher.Restocked,
+// GetVoucher.Refresh, RecoverVoucher.Start, Reconcile.Heal, Reconcile.Round with a
+// RoundCmd, AdmitQueues.Shuffle); Observe methods set a use case's hooks before it
+// serves.
 //
 // Every buyer's request of a voucher — a grab, a waiting room's join, a draw's entry,
 // a waitlist's join — passes BuyerGate first (Check, with a BuyerCommand), the one
