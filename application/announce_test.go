@@ -29,14 +29,14 @@ func TestChangesAreAnnounced(t *testing.T) {
 	cancelled := l.persisted(t, 6)
 	expired := l.persisted(t, 7)
 	announced(t, ports.Change{Voucher: v, Order: paid}, ports.Change{Voucher: v, Order: cancelled}, ports.Change{Voucher: v, Order: expired})
-	if _, err := l.pay.Handle(ctx, 5, paid, nil); err != nil {
+	if _, err := l.pay.Handle(ctx, application.OrderChangeCmd{User: 5, Order: paid}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.cancel.Handle(ctx, 6, cancelled, nil); err != nil {
+	if _, err := l.cancel.Handle(ctx, application.OrderChangeCmd{User: 6, Order: cancelled}); err != nil {
 		t.Fatal(err)
 	}
 	// A refused change announces nothing.
-	if _, err := l.pay.Handle(ctx, 6, cancelled, nil); !errors.Is(err, domain.ErrInvalidState) {
+	if _, err := l.pay.Handle(ctx, application.OrderChangeCmd{User: 6, Order: cancelled}); !errors.Is(err, domain.ErrInvalidState) {
 		t.Fatal(err)
 	}
 	l.clock.Set(t0.Add(paymentTimeout + 1))
@@ -50,14 +50,14 @@ func TestChangesAreAnnounced(t *testing.T) {
 	l.changes.Err = errors.New("redis down")
 	l.clock.Set(t0)
 	other := l.persisted(t, 8)
-	if o, err := l.pay.Handle(ctx, 8, other, nil); err != nil || o.Status != domain.StatusPaid {
+	if o, err := l.pay.Handle(ctx, application.OrderChangeCmd{User: 8, Order: other}); err != nil || o.Status != domain.StatusPaid {
 		t.Fatalf("pay while announcements fail: %+v, %v", o, err)
 	}
 
 	// A pause is a change of the sale.
 	l.changes.Err = nil
 	pause := application.NewPauseSale(l.vouchers, l.stock, l.clock, l.changes)
-	if _, err := pause.Handle(ctx, v, true, domain.Author{}); err != nil {
+	if _, err := pause.Handle(ctx, application.PauseSaleCmd{Voucher: v, Paused: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got := l.changes.Published(); got[len(got)-1] != (ports.Change{Voucher: v}) {

@@ -173,17 +173,24 @@ type DenialPage struct {
 	NextCursor string
 }
 
-// Handle returns the page after cursor (empty: the first) of limit denials (0:
-// DefaultPageLimit). A limit out of range or a cursor not of this list returns a
-// *domain.ValidationError.
-func (uc *ListDenied) Handle(ctx context.Context, limit int, cursor string) (DenialPage, error) {
-	limit, err := pageLimit(limit)
+// ListDeniedQuery asks for a page of the deny list.
+type ListDeniedQuery struct {
+	// Limit is the page size, 1 to MaxPageLimit; 0 means DefaultPageLimit.
+	Limit int
+	// Cursor is NextCursor of the previous page; empty for the first page.
+	Cursor string
+}
+
+// Handle returns the page of the query. A limit out of range or a cursor not of this
+// list returns a *domain.ValidationError.
+func (uc *ListDenied) Handle(ctx context.Context, q ListDeniedQuery) (DenialPage, error) {
+	limit, err := pageLimit(q.Limit)
 	if err != nil {
 		return DenialPage{}, err
 	}
 	var after domain.UserID
-	if cursor != "" {
-		if after, err = decodeDenialCursor(cursor); err != nil {
+	if q.Cursor != "" {
+		if after, err = decodeDenialCursor(q.Cursor); err != nil {
 			return DenialPage{}, err
 		}
 	}

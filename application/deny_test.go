@@ -78,7 +78,7 @@ func TestListDeniedPages(t *testing.T) {
 	var got []domain.UserID
 	cursor := ""
 	for range 5 {
-		page, err := uc.Handle(ctx, 2, cursor)
+		page, err := uc.Handle(ctx, application.ListDeniedQuery{Limit: 2, Cursor: cursor})
 		if err != nil {
 			t.Fatalf("page: %v", err)
 		}
@@ -92,7 +92,7 @@ func TestListDeniedPages(t *testing.T) {
 	if len(got) != 5 || got[0] != 1 || got[4] != 5 {
 		t.Fatalf("paged users = %v, want 1..5", got)
 	}
-	if _, err := uc.Handle(ctx, 2, "bm90LWEtY3Vyc29y"); !errors.Is(err, domain.ErrInvalid) {
+	if _, err := uc.Handle(ctx, application.ListDeniedQuery{Limit: 2, Cursor: "bm90LWEtY3Vyc29y"}); !errors.Is(err, domain.ErrInvalid) {
 		t.Fatalf("a foreign cursor: %v, want ErrInvalid", err)
 	}
 }

@@ -10,6 +10,17 @@ import (
 	"github.com/seckill/seckill/ports"
 )
 
+// OrderChangeCmd is a user's change of its own order's state: PayOrder's and
+// CancelOrder's command.
+type OrderChangeCmd struct {
+	// User is who asks; only the order's owner may change it.
+	User  domain.UserID
+	Order domain.OrderID
+	// Receipt, when set, is the request's idempotency key: the change and the
+	// request's answer are stored together, or neither.
+	Receipt *ports.Receipt[domain.Order]
+}
+
 // PayOrder records the payment of an order awaiting it.
 type PayOrder struct {
 	get       *GetOrder
@@ -27,8 +38,8 @@ func NewPayOrder(get *GetOrder, lifecycle ports.OrderLifecycle, payments ports.P
 	return &PayOrder{get: get, lifecycle: lifecycle, payments: payments, clock: clock, window: window, changes: changes}
 }
 
-// Handle authorizes the payment and marks the order paid, keeping receipt's answer
-// (nil: none) in the same transaction. Only its owner may pay it. It returns
+// Handle authorizes the payment and marks the order paid, keeping the receipt's
+// answer (nil: none) in the same transaction. Only its owner may pay it. It returns
 // domain.ErrNotFound (no such order of the caller), domain.ErrInvalidState (not
 // awaiting payment: still queued, already paid, cancelled or expired — also when it
 // expired while the payment was being authorized — or past its expires_at by the
@@ -36,8 +47,9 @@ func NewPayOrder(get *GetOrder, lifecycle ports.OrderLifecycle, payments ports.P
 // (the receipt's claim no longer holds its key: the order is left as it was), or the
 // gateway's error. When the order could not be marked paid, the authorization is
 // voided.
-func (uc *PayOrder) Handle(ctx context.Context, user domain.UserID, id domain.OrderID, receipt *ports.Receipt[domain.Order]) (domain.Order, error) {
-	o, err := uc.get.Handle(ctx, Caller{User: user}, id)
+func (uc *PayOrder) Handle(ctx context.Context, cmd OrderChangeCmd) (domain.Order, error) {
+	id := cmd.Order
+	o, err := uc.get.Handle(ctx, Caller{User: cmd.User}, id)
 	if err != nil {
 		return domain.Order{}, err
 	}
@@ -53,7 +65,7 @@ func (uc *PayOrder) Handle(ctx context.Context, user domain.UserID, id domain.Or
 	if err := uc.payments.Authorize(ctx, o); err != nil {
 		return domain.Order{}, fmt.Errorf("authorize payment: %w", err)
 	}
-	paid, err := uc.lifecycle.Transition(ctx, id, user, domain.StatusPaid, receipt)
+	paid, err := uc.lifecycle.Transition(ctx, id, cmd.User, domain.StatusPaid, cmd.Receipt)
 	if err != nil {
 		if verr := uc.payments.Void(ctx, o); verr != nil {
 			return domain.Order{}, errors.Join(err, fmt.Errorf("void payment: %w", verr))
@@ -77,22 +89,23 @@ func NewCancelOrder(get *GetOrder, lifecycle ports.OrderLifecycle, compensate *C
 	return &CancelOrder{get: get, lifecycle: lifecycle, compensate: compensate, changes: changes}
 }
 
-// Handle cancels the caller's order awaiting payment in the database, keeping
+// Handle cancels the caller's order awaiting payment in the database, keeping the
 // receipt's answer (nil: none) in the same transaction, then — only once that has
 // committed — returns its units to the sale. If the release fails (Redis down) the
 // order stays cancelled and ReleaseClosed retries the release until it succeeds. It
 // returns domain.ErrNotFound, domain.ErrInvalidState (not awaiting payment) or
 // ports.ErrClaimLost (the receipt's claim no longer holds its key: nothing changed,
 // nothing released).
-func (uc *CancelOrder) Handle(ctx context.Context, user domain.UserID, id domain.OrderID, receipt *ports.Receipt[domain.Order]) (domain.Order, error) {
-	o, err := uc.get.Handle(ctx, Caller{User: user}, id)
+func (uc *CancelOrder) Handle(ctx context.Context, cmd OrderChangeCmd) (domain.Order, error) {
+	id := cmd.Order
+	o, err := uc.get.Handle(ctx, Caller{User: cmd.User}, id)
 	if err != nil {
 		return domain.Order{}, err
 	}
 	if o.Status != domain.StatusAwaitingPayment {
 		return domain.Order{}, fmt.Errorf("cancel order %s (%s): %w", id, o.Status, domain.ErrInvalidState)
 	}
-	cancelled, err := uc.lifecycle.Transition(ctx, id, user, domain.StatusCancelled, receipt)
+	cancelled, err := uc.lifecycle.Transition(ctx, id, cmd.User, domain.StatusCancelled, cmd.Receipt)
 	if err != nil {
 		return domain.Order{}, err
 	}

@@ -55,22 +55,22 @@ func TestPayOrder(t *testing.T) {
 	ctx := context.Background()
 	l := newLifecycle(t, 10)
 	id := l.persisted(t, 5)
-	if _, err := l.pay.Handle(ctx, 6, id, nil); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := l.pay.Handle(ctx, application.OrderChangeCmd{User: 6, Order: id}); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("another user pays: %v, want ErrNotFound", err)
 	}
-	o, err := l.pay.Handle(ctx, 5, id, nil)
+	o, err := l.pay.Handle(ctx, application.OrderChangeCmd{User: 5, Order: id})
 	if err != nil || o.Status != domain.StatusPaid {
 		t.Fatalf("pay: %+v, %v", o, err)
 	}
-	if _, err := l.pay.Handle(ctx, 5, id, nil); !errors.Is(err, domain.ErrInvalidState) {
+	if _, err := l.pay.Handle(ctx, application.OrderChangeCmd{User: 5, Order: id}); !errors.Is(err, domain.ErrInvalidState) {
 		t.Fatalf("pay twice: %v, want ErrInvalidState", err)
 	}
-	if _, err := l.cancel.Handle(ctx, 5, id, nil); !errors.Is(err, domain.ErrInvalidState) {
+	if _, err := l.cancel.Handle(ctx, application.OrderChangeCmd{User: 5, Order: id}); !errors.Is(err, domain.ErrInvalidState) {
 		t.Fatalf("cancel a paid order: %v, want ErrInvalidState", err)
 	}
 	// A queued order cannot be paid yet.
 	queued := mustGrab(t, l.grabFixture, 6, 1)
-	if _, err := l.pay.Handle(ctx, 6, queued.OrderID, nil); !errors.Is(err, domain.ErrInvalidState) {
+	if _, err := l.pay.Handle(ctx, application.OrderChangeCmd{User: 6, Order: queued.OrderID}); !errors.Is(err, domain.ErrInvalidState) {
 		t.Fatalf("pay a queued order: %v, want ErrInvalidState", err)
 	}
 	if len(l.payments.Authorized) != 1 {
@@ -79,7 +79,7 @@ func TestPayOrder(t *testing.T) {
 	// A gateway that refuses leaves the order awaiting payment.
 	other := l.persisted(t, 7)
 	l.payments.Err = errors.New("card declined")
-	if _, err := l.pay.Handle(ctx, 7, other, nil); err == nil {
+	if _, err := l.pay.Handle(ctx, application.OrderChangeCmd{User: 7, Order: other}); err == nil {
 		t.Fatal("pay with a declined card succeeded")
 	}
 	if o := l.order(t, other); o.Status != domain.StatusAwaitingPayment {
@@ -95,10 +95,10 @@ func TestCancelOrderReturnsTheUnitsAndTheUserMayGrabAgain(t *testing.T) {
 	if got := l.remaining(t); got != 0 {
 		t.Fatalf("remaining = %d", got)
 	}
-	if _, err := l.cancel.Handle(ctx, 6, id, nil); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := l.cancel.Handle(ctx, application.OrderChangeCmd{User: 6, Order: id}); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("another user cancels: %v", err)
 	}
-	o, err := l.cancel.Handle(ctx, 5, id, nil)
+	o, err := l.cancel.Handle(ctx, application.OrderChangeCmd{User: 5, Order: id})
 	if err != nil || o.Status != domain.StatusCancelled {
 		t.Fatalf("cancel: %+v, %v", o, err)
 	}
@@ -108,7 +108,7 @@ func TestCancelOrderReturnsTheUnitsAndTheUserMayGrabAgain(t *testing.T) {
 	if v, _ := l.vouchers.Get(ctx, l.id); v.Sold != 0 {
 		t.Fatalf("sold = %d after cancel", v.Sold)
 	}
-	if _, err := l.cancel.Handle(ctx, 5, id, nil); !errors.Is(err, domain.ErrInvalidState) {
+	if _, err := l.cancel.Handle(ctx, application.OrderChangeCmd{User: 5, Order: id}); !errors.Is(err, domain.ErrInvalidState) {
 		t.Fatalf("cancel twice: %v", err)
 	}
 	if n, _ := l.release.Handle(ctx); n != 0 {
@@ -126,7 +126,7 @@ func TestCancelWhileRedisIsDownReleasesLater(t *testing.T) {
 	l := newLifecycle(t, 1)
 	id := l.persisted(t, 5)
 	l.stock.Err = domain.ErrUnavailable
-	if _, err := l.cancel.Handle(ctx, 5, id, nil); err != nil {
+	if _, err := l.cancel.Handle(ctx, application.OrderChangeCmd{User: 5, Order: id}); err != nil {
 		t.Fatalf("cancel while Redis is down: %v", err)
 	}
 	if _, err := l.release.Handle(ctx); !errors.Is(err, domain.ErrUnavailable) {
@@ -174,7 +174,7 @@ func TestExpireOrders(t *testing.T) {
 	if got := l.remaining(t); got != 9 {
 		t.Fatalf("remaining = %d, want 9", got)
 	}
-	if _, err := l.pay.Handle(ctx, 5, early, nil); !errors.Is(err, domain.ErrInvalidState) {
+	if _, err := l.pay.Handle(ctx, application.OrderChangeCmd{User: 5, Order: early}); !errors.Is(err, domain.ErrInvalidState) {
 		t.Fatalf("pay an expired order: %v", err)
 	}
 }
@@ -217,7 +217,7 @@ func TestAnAnnouncedDeadlineIsKeptThroughAShorterWindow(t *testing.T) {
 			t.Fatalf("order %s: %s, expires at %v; want awaiting payment until %v", id, o.Status, at, announced)
 		}
 	}
-	if o, err := pay.Handle(ctx, 6, paid, nil); err != nil || o.Status != domain.StatusPaid {
+	if o, err := pay.Handle(ctx, application.OrderChangeCmd{User: 6, Order: paid}); err != nil || o.Status != domain.StatusPaid {
 		t.Fatalf("pay before the announced deadline: %+v, %v; want paid", o, err)
 	}
 	l.clock.Set(announced)
@@ -246,7 +246,7 @@ func TestPayAfterExpiresAtIsRefused(t *testing.T) {
 		t.Fatalf("expires at %v, %v; want %v", expiry, ok, t0.Add(paymentTimeout))
 	}
 	l.clock.Set(expiry.Add(time.Millisecond))
-	if _, err := l.pay.Handle(ctx, 5, late, nil); !errors.Is(err, domain.ErrInvalidState) {
+	if _, err := l.pay.Handle(ctx, application.OrderChangeCmd{User: 5, Order: late}); !errors.Is(err, domain.ErrInvalidState) {
 		t.Fatalf("pay a millisecond after expires_at: %v, want ErrInvalidState", err)
 	}
 	if o := l.order(t, late); o.Status != domain.StatusAwaitingPayment {
@@ -256,7 +256,7 @@ func TestPayAfterExpiresAtIsRefused(t *testing.T) {
 		t.Fatalf("authorized %v for a payment refused", l.payments.Authorized)
 	}
 	l.clock.Set(expiry)
-	if o, err := l.pay.Handle(ctx, 6, onTime, nil); err != nil || o.Status != domain.StatusPaid {
+	if o, err := l.pay.Handle(ctx, application.OrderChangeCmd{User: 6, Order: onTime}); err != nil || o.Status != domain.StatusPaid {
 		t.Fatalf("pay at expires_at: %+v, %v; want paid", o, err)
 	}
 }
@@ -280,7 +280,7 @@ func TestPayVersusExpire(t *testing.T) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			_, err := pay.Handle(ctx, domain.UserID(100+i), id, nil)
+			_, err := pay.Handle(ctx, application.OrderChangeCmd{User: domain.UserID(100 + i), Order: id})
 			paid[i] = err == nil
 		}()
 		go func() {

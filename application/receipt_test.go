@@ -86,13 +86,13 @@ func TestPayUnderALostClaimVoidsThePayment(t *testing.T) {
 	l := newLifecycle(t, 10)
 	id := l.persisted(t, 5)
 	lost, held := takenOver(t, l.vouchers.Idempotency, 5, "pay")
-	if _, err := l.pay.Handle(ctx, 5, id, &ports.Receipt[domain.Order]{Claim: lost, Answer: answered[domain.Order]}); !errors.Is(err, ports.ErrClaimLost) {
+	if _, err := l.pay.Handle(ctx, application.OrderChangeCmd{User: 5, Order: id, Receipt: &ports.Receipt[domain.Order]{Claim: lost, Answer: answered[domain.Order]}}); !errors.Is(err, ports.ErrClaimLost) {
 		t.Fatalf("pay under a lost claim: %v, want ports.ErrClaimLost", err)
 	}
 	if o := l.order(t, id); o.Status != domain.StatusAwaitingPayment || !slices.Equal(l.payments.Voided, []domain.OrderID{id}) {
 		t.Fatalf("after a pay under a lost claim: %+v, voided %v; want it unpaid, its payment voided", o, l.payments.Voided)
 	}
-	if o, err := l.pay.Handle(ctx, 5, id, &ports.Receipt[domain.Order]{Claim: held, Answer: answered[domain.Order]}); err != nil || o.Status != domain.StatusPaid {
+	if o, err := l.pay.Handle(ctx, application.OrderChangeCmd{User: 5, Order: id, Receipt: &ports.Receipt[domain.Order]{Claim: held, Answer: answered[domain.Order]}}); err != nil || o.Status != domain.StatusPaid {
 		t.Fatalf("pay under the claim that took the key over: %+v, %v", o, err)
 	}
 	wantAnswer(t, l.vouchers.Idempotency, 5, "pay", 200)
@@ -107,13 +107,13 @@ func TestCancelUnderALostClaimReleasesNothing(t *testing.T) {
 	l := newLifecycle(t, 1)
 	id := l.persisted(t, 5)
 	lost, held := takenOver(t, l.vouchers.Idempotency, 5, "cancel")
-	if _, err := l.cancel.Handle(ctx, 5, id, &ports.Receipt[domain.Order]{Claim: lost, Answer: answered[domain.Order]}); !errors.Is(err, ports.ErrClaimLost) {
+	if _, err := l.cancel.Handle(ctx, application.OrderChangeCmd{User: 5, Order: id, Receipt: &ports.Receipt[domain.Order]{Claim: lost, Answer: answered[domain.Order]}}); !errors.Is(err, ports.ErrClaimLost) {
 		t.Fatalf("cancel under a lost claim: %v, want ports.ErrClaimLost", err)
 	}
 	if o, left := l.order(t, id), l.remaining(t); o.Status != domain.StatusAwaitingPayment || left != 0 {
 		t.Fatalf("after a cancel under a lost claim: %+v, %d remaining; want it awaiting payment, none released", o, left)
 	}
-	if o, err := l.cancel.Handle(ctx, 5, id, &ports.Receipt[domain.Order]{Claim: held, Answer: answered[domain.Order]}); err != nil || o.Status != domain.StatusCancelled {
+	if o, err := l.cancel.Handle(ctx, application.OrderChangeCmd{User: 5, Order: id, Receipt: &ports.Receipt[domain.Order]{Claim: held, Answer: answered[domain.Order]}}); err != nil || o.Status != domain.StatusCancelled {
 		t.Fatalf("cancel under the claim that took the key over: %+v, %v", o, err)
 	}
 	if left := l.remaining(t); left != 1 {

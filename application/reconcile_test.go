@@ -235,7 +235,7 @@ func TestReconcileCallsNothingInFlightDrift(t *testing.T) {
 			l.persisted(t, 3)
 		}},
 		{"cancelled and released after the scan passed", func(t *testing.T, l lifecycle, ids []domain.OrderID) {
-			if _, err := l.cancel.Handle(ctx, 1, ids[0], nil); err != nil {
+			if _, err := l.cancel.Handle(ctx, application.OrderChangeCmd{User: 1, Order: ids[0]}); err != nil {
 				t.Fatal(err)
 			}
 		}},

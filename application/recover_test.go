@@ -202,7 +202,7 @@ func TestRecoverAfterARestartFromAnOlderSnapshot(t *testing.T) {
 		f.persisted(t, user)
 	}
 	restart := f.stock.Save()
-	cancelled, err := f.cancel.Handle(ctx, 1, first, nil)
+	cancelled, err := f.cancel.Handle(ctx, application.OrderChangeCmd{User: 1, Order: first})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestRecoverDoesNotResurrectAnOrderThatClosesMeanwhile(t *testing.T) {
 	order := f.persisted(t, 1)
 	f.persisted(t, 2)
 	ledger.close = func() {
-		if _, err := f.cancel.Handle(ctx, 1, order, nil); err != nil {
+		if _, err := f.cancel.Handle(ctx, application.OrderChangeCmd{User: 1, Order: order}); err != nil {
 			t.Errorf("cancel: %v", err)
 		}
 	}

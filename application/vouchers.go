@@ -354,6 +354,15 @@ func (uc *WarmVouchers) load(ctx context.Context, v domain.Voucher) (ports.WarmO
 	return warmed, nil
 }
 
+// PauseSaleCmd is an admin's pause (or resume) of a voucher's sale.
+type PauseSaleCmd struct {
+	Voucher domain.VoucherID
+	// Paused stops the sale's grabs; false resumes them.
+	Paused bool
+	// By is who makes the change, for the audit log.
+	By domain.Author
+}
+
 // PauseSale is the operator's kill switch: it stops (or resumes) a voucher's grabs.
 type PauseSale struct {
 	voucherReads
@@ -367,18 +376,19 @@ func NewPauseSale(vouchers ports.Vouchers, stock ports.Stock, clock ports.Clock,
 }
 
 // Handle records the flag in the database (the source of truth), with the audit
-// entry of the change by by (none when the flag was so already), then sets it on the
+// entry of the change by cmd.By (none when the flag was so already), then sets it on the
 // grab path. It returns the voucher, or domain.ErrNotFound. Once the flag is stored
 // the pause has happened, as an edit has: when the grab path cannot be told (Redis
 // unreachable, when no grab is served either), the voucher is returned all the same,
 // as the database has it, Warming says why, and the heal after a Redis restart or the
 // periodic warm-up carries the flag to Redis once it answers.
-func (uc *PauseSale) Handle(ctx context.Context, id domain.VoucherID, paused bool, by domain.Author) (LiveVoucher, error) {
+func (uc *PauseSale) Handle(ctx context.Context, cmd PauseSaleCmd) (LiveVoucher, error) {
+	id, paused := cmd.Voucher, cmd.Paused
 	action := domain.AuditVoucherResume
 	if paused {
 		action = domain.AuditVoucherPause
 	}
-	v, err := uc.vouchers.Update(ctx, id, ports.VoucherUpdate{Action: action, By: by,
+	v, err := uc.vouchers.Update(ctx, id, ports.VoucherUpdate{Action: action, By: cmd.By,
 		Change: func(v domain.Voucher) (domain.Voucher, error) {
 			v.Paused = paused
 			return v, nil

@@ -187,10 +187,10 @@ func TestVoucherStateFollowsTheClock(t *testing.T) {
 		}
 	}
 	f.clock.Set(window.BeginsAt)
-	if v, err := pause.Handle(ctx, f.id, true, domain.Author{Actor: "1"}); err != nil || v.State != domain.StatePaused {
+	if v, err := pause.Handle(ctx, application.PauseSaleCmd{Voucher: f.id, Paused: true, By: domain.Author{Actor: "1"}}); err != nil || v.State != domain.StatePaused {
 		t.Fatalf("pause: %s, %v; want paused", v.State, err)
 	}
-	if v, err := pause.Handle(ctx, f.id, false, domain.Author{Actor: "1"}); err != nil || v.State != domain.StateLive {
+	if v, err := pause.Handle(ctx, application.PauseSaleCmd{Voucher: f.id, Paused: false, By: domain.Author{Actor: "1"}}); err != nil || v.State != domain.StateLive {
 		t.Fatalf("resume: %s, %v; want live", v.State, err)
 	}
 }
@@ -200,19 +200,19 @@ func TestPauseSale(t *testing.T) {
 	ctx := context.Background()
 	f := newGrabFixture(t, window)
 	pause := application.NewPauseSale(f.vouchers, f.stock, f.clock, f.changes)
-	v, err := pause.Handle(ctx, f.id, true, domain.Author{Actor: "1"})
+	v, err := pause.Handle(ctx, application.PauseSaleCmd{Voucher: f.id, Paused: true, By: domain.Author{Actor: "1"}})
 	if err != nil || !v.Paused {
 		t.Fatalf("pause: %+v, %v", v, err)
 	}
 	if _, err := f.grab.Handle(ctx, application.GrabVoucherCmd{VoucherID: f.id, UserID: 1, Quantity: 1}); !errors.Is(err, domain.ErrPaused) {
 		t.Fatalf("grab while paused: %v", err)
 	}
-	if _, err := pause.Handle(ctx, f.id, false, domain.Author{Actor: "2", RequestID: "r2"}); err != nil {
+	if _, err := pause.Handle(ctx, application.PauseSaleCmd{Voucher: f.id, Paused: false, By: domain.Author{Actor: "2", RequestID: "r2"}}); err != nil {
 		t.Fatal(err)
 	}
 	mustGrab(t, f, 1, 1)
 	// A resume of a sale already going changes nothing and records nothing.
-	if _, err := pause.Handle(ctx, f.id, false, domain.Author{Actor: "2"}); err != nil {
+	if _, err := pause.Handle(ctx, application.PauseSaleCmd{Voucher: f.id, Paused: false, By: domain.Author{Actor: "2"}}); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -228,13 +228,13 @@ func TestPauseSale(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("audit entries:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if _, err := pause.Handle(ctx, 999, true, domain.Author{Actor: "1"}); !errors.Is(err, domain.ErrNotFound) {
+	if _, err := pause.Handle(ctx, application.PauseSaleCmd{Voucher: 999, Paused: true, By: domain.Author{Actor: "1"}}); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("pause unknown: %v", err)
 	}
 	// Redis unreachable: the flag is stored, so the pause has happened and says so
 	// (Warming tells why the grab path has not taken it); the warm-up carries it over.
 	f.stock.Err = domain.ErrUnavailable
-	if v, err := pause.Handle(ctx, f.id, true, domain.Author{Actor: "1"}); err != nil || !v.Paused ||
+	if v, err := pause.Handle(ctx, application.PauseSaleCmd{Voucher: f.id, Paused: true, By: domain.Author{Actor: "1"}}); err != nil || !v.Paused ||
 		v.State != domain.StatePaused || !errors.Is(v.Warming, domain.ErrUnavailable) {
 		t.Fatalf("pause with redis down: %+v, %v; want the stored pause, warming unavailable", v, err)
 	}

@@ -298,8 +298,8 @@ func (uc *ListDeliveries) Handle(ctx context.Context, q ListDeliveriesQuery) (De
 	return page, nil
 }
 
-// RetryDeliveryCommand asks for a webhook delivery to be sent again.
-type RetryDeliveryCommand struct {
+// RetryDeliveryCmd asks for a webhook delivery to be sent again.
+type RetryDeliveryCmd struct {
 	// ID is the delivery's id (its webhook-id).
 	ID string
 	// By is the admin asking.
@@ -326,7 +326,7 @@ func NewRetryDelivery(deliveries ports.WebhookDeliveries, clock ports.Clock, end
 
 // Handle makes the delivery due now and returns it as it now is; an unknown id is
 // domain.ErrNotFound.
-func (uc *RetryDelivery) Handle(ctx context.Context, cmd RetryDeliveryCommand) (domain.Delivery, error) {
+func (uc *RetryDelivery) Handle(ctx context.Context, cmd RetryDeliveryCmd) (domain.Delivery, error) {
 	d, err := uc.deliveries.Retry(ctx, cmd.ID, uc.endpoint, uc.clock.Now(), cmd.By)
 	if err != nil {
 		return domain.Delivery{}, fmt.Errorf("retry webhook delivery %s: %w", cmd.ID, err)

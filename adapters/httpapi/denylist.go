@@ -100,7 +100,7 @@ func (h handlers) listDenied(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page, err := h.uc.ListDenied.Handle(c.Request().Context(), limit, cursor)
+	page, err := h.uc.ListDenied.Handle(c.Request().Context(), application.ListDeniedQuery{Limit: limit, Cursor: cursor})
 	if err != nil {
 		return err
 	}

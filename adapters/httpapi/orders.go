@@ -8,7 +8,6 @@ import (
 
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
-	"github.com/seckill/seckill/ports"
 )
 
 // orderJSON is the contract's order.
@@ -67,12 +66,14 @@ func (h handlers) cancelOrder(c echo.Context) error {
 
 // transition runs a change of an order's state on behalf of its owner; under an
 // idempotency key the answer is kept with the change.
-func (h handlers) transition(c echo.Context, change func(context.Context, domain.UserID, domain.OrderID, *ports.Receipt[domain.Order]) (domain.Order, error)) error {
+func (h handlers) transition(c echo.Context, change func(context.Context, application.OrderChangeCmd) (domain.Order, error)) error {
 	id, err := domain.ParseOrderID(c.Param("id"))
 	if err != nil {
 		return err
 	}
-	o, err := change(c.Request().Context(), principal(c).User, id, receiptFor(c, h.changedOrder))
+	o, err := change(c.Request().Context(), application.OrderChangeCmd{
+		User: principal(c).User, Order: id, Receipt: receiptFor(c, h.changedOrder),
+	})
 	if err != nil {
 		return err
 	}

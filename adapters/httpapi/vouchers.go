@@ -236,7 +236,9 @@ func (h handlers) pauseSale(paused bool) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		v, err := h.uc.PauseSale.Handle(c.Request().Context(), id, paused, author(c))
+		v, err := h.uc.PauseSale.Handle(c.Request().Context(), application.PauseSaleCmd{
+			Voucher: id, Paused: paused, By: author(c),
+		})
 		if err != nil {
 			return err
 		}

@@ -122,7 +122,7 @@ func (h handlers) listDeliveries(c echo.Context) error {
 // retryDelivery sends a webhook delivery again (RetryDelivery) and answers 202 with
 // the delivery as it now is: due at once.
 func (h handlers) retryDelivery(c echo.Context) error {
-	d, err := h.uc.RetryDelivery.Handle(c.Request().Context(), application.RetryDeliveryCommand{ID: c.Param("id"), By: author(c)})
+	d, err := h.uc.RetryDelivery.Handle(c.Request().Context(), application.RetryDeliveryCmd{ID: c.Param("id"), By: author(c)})
 	if err != nil {
 		return err
 	}
