@@ -1,5 +1,5 @@
-// Package application holds seckill's use cases. Each is a type with one verb, Handle,
-// the entry point its callers use; it depends only on the domain and on the interfaces
+// Package application holds seckill's use cases. Each is a type with one verb, Handle
+// (Run for the two loops below), the entry point its callers use; it depends only on the domain and on the interfaces
 // in ports, so the same use case runs on Redis and PostgreSQL, on the embedded
 // stand-ins, or on the in-memory fakes its tests use.
 //
@@ -7,12 +7,13 @@
 //
 //   - a command struct for a buyer's or an admin's change (GrabVoucherCmd,
 //     JoinQueueCmd, EnterDrawCmd, WaitlistCmd, VerifyProofCmd, IssueChallengeCmd,
-//     CreateVoucherCmd, EditVoucherCmd, DenyUserCmd, AllowUserCmd, RecoverCmd,
-//     ReconcileCmd); PayOrder, CancelOrder and PauseSale take their few arguments as
-//     they are;
+//     IssueStreamTicketCmd, RedeemStreamTicketCmd, CreateVoucherCmd, EditVoucherCmd,
+//     DenyUserCmd, AllowUserCmd, RetryDeliveryCommand, RecoverCmd, ReconcileCmd);
+//     PayOrder, CancelOrder and PauseSale take their few arguments as they are;
 //   - for a read, a query struct for a page (ListVouchersQuery, ListOrdersQuery,
 //     ListAuditQuery, VoucherOrdersQuery, ListDeliveriesQuery) or the ids it reads
-//     (ListDenied: the page's limit and cursor);
+//     (GetVoucher, GetOrder, GetVoucherStats, QueueStatus, QueueEntrants, GetDraw;
+//     ListDenied: the page's limit and cursor);
 //   - for a step of the fulfillment, what it works on (FulfillOrder the deliveries,
 //     Compensate the order);
 //   - nothing but the context for one step of a workers' loop (AdmitQueues, RunDraws,
@@ -21,8 +22,13 @@
 // Two are loops, not steps: Worker and DeliverWebhooks Run until their context ends.
 // A few carry a second entry point for the caller that needs it
 // (GrabVoucher.Restocked, GetVoucher.Refresh, RecoverVoucher.Start, Reconcile.Heal and
-// Round, AdmitQueues.Shuffle); Observe methods set a use case's hooks before it serves.
+// Round, AdmitQueues.Shuffle); an Observe method, or the Observer struct its
+// constructor takes (WorkerObserver, RoomObserver, DrawObserver, WebhookObserver), sets a
+// use case's hooks before it serves.
 //
 // Every buyer's request of a voucher — a grab, a waiting room's join, a draw's entry,
-// a waitlist's join — passes BuyerGate first, the one place that judges who may buy.
+// a waitlist's join — passes BuyerGate first (Check, taking a BuyerCommand), the one
+// place that judges who may buy. BuyerGate, DeniedUsers (the instance's copy of the
+// deny list) and PersistedOrders (a grab's wait for its order's commit) are parts the
+// use cases share, not use cases.
 package application
