@@ -27,10 +27,13 @@
 // (and Worker.Drain persists what a queue in memory still holds at shutdown). A few
 // carry a second entry point for the caller that needs it (GrabVoucher.Restocked,
 // GetVoucher.Refresh, RecoverVoucher.Start, Reconcile.Heal, Reconcile.Round with a
-// RoundCmd, AdmitQueues.Shuffle); Observe methods set a use case's hooks before it
-// serves.
+// RoundCmd, AdmitQueues.Shuffle); an Observe method, or the Observer struct its
+// constructor takes (WorkerObserver, RoomObserver, DrawObserver, WebhookObserver),
+// sets a use case's hooks before it serves.
 //
 // Every buyer's request of a voucher — a grab, a waiting room's join, a draw's entry,
 // a waitlist's join — passes BuyerGate first (Check, with a BuyerCommand), the one
-// place that judges who may buy.
+// place that judges who may buy. BuyerGate, DeniedUsers (the instance's copy of the
+// deny list) and PersistedOrders (a grab's wait for its order's commit) are parts the
+// use cases share, not use cases.
 package application

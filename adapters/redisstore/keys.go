@@ -5,9 +5,11 @@ import "github.com/seckill/seckill/domain"
 // DefaultPrefix starts every key when no prefix is given.
 const DefaultPrefix = "seckill"
 
-// Keys names the Redis keys of a voucher. All keys of one voucher share the hash tag
-// {v<id>}, so a script touching them runs on Redis Cluster too. The zero value uses
-// DefaultPrefix.
+// Keys names seckill's Redis keys: here those of a voucher's sale state, its queue,
+// its waiting room and the shared sets; beside their code the draw's (entries.go),
+// the waitlist's (waitlist.go) and a user's index of orders (userindex.go). All keys
+// of one voucher share the hash tag {v<id>}, so a script touching them runs on Redis
+// Cluster too. The zero value uses DefaultPrefix.
 type Keys struct {
 	Prefix string
 }
@@ -20,7 +22,9 @@ func (k Keys) Meta(id domain.VoucherID) string { return k.key(id, "meta") }
 // Buyers returns the key of the hash from user id to the order id the user holds.
 func (k Keys) Buyers(id domain.VoucherID) string { return k.key(id, "buyers") }
 
-// Orders returns the key of the hash from order id to "user_id:qty:at_ms".
+// Orders returns the key of the hash from order id to the reservation's record,
+// "user_id:qty:at_ms:expires_ms" (":expires_ms" absent when recorded without a
+// deadline; codec.go).
 func (k Keys) Orders(id domain.VoucherID) string { return k.key(id, "orders") }
 
 // Released returns the key of the set of the voucher's order ids whose units were
@@ -36,8 +40,10 @@ func (k Keys) Released(id domain.VoucherID) string { return k.key(id, "released"
 // step, so a pass admits one order.
 func (k Keys) Passes(id domain.VoucherID) string { return k.key(id, "passes") }
 
-// Stream returns the key of the stream of the voucher's reservations, one entry with
-// fields order, voucher, user, qty and at (Unix ms) per reservation.
+// Stream returns the key of the stream of the voucher's reservations, one entry per
+// reservation: field r "user_id:qty:at_ms:order_id", x the payment deadline (Unix ms)
+// and tp the grab's traceparent when there are any (codec.go; entries of the earlier
+// shape, fields order, voucher, user, qty and at, are read too).
 func (k Keys) Stream(id domain.VoucherID) string { return k.key(id, "stream") }
 
 // Dead returns the key of the voucher's dead-letter stream: the entries of Stream that

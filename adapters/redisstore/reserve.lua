@@ -44,7 +44,7 @@ local function answer_all(code)
   end
   return out
 end
--- No sale state (see sale_state in prelude.lua). Go twin: saleState (watch.go).
+-- No sale state (see sale_state in prelude.lua). Go twin: saleState (strategies/watchstock).
 if not m then
   return answer_all(5)
 end
@@ -183,7 +183,7 @@ local function judge(i)
   if remaining < qty then
     return 2, ''
   end
-  -- Go twin: WatchStock.backlogged (watch.go), after domain.Sale.Judge.
+  -- Go twin: Stock.Backlogged (optimistic.go, for strategies/watchstock), after domain.Sale.Judge.
   if bound > 0 and waiting() > bound then
     return 9, ''
   end
