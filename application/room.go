@@ -177,15 +177,11 @@ func (uc *QueueStatus) shuffle(ctx context.Context, id domain.VoucherID) (*domai
 		s := sh.(domain.SeededShuffle) //nolint:forcetypeassert // only Shuffles are stored
 		return &s, nil
 	}
-	sh, err := uc.shuffles.Get(ctx, id, false)
-	if errors.Is(err, domain.ErrNotFound) {
-		return nil, nil //nolint:nilnil // not shuffled yet is no error
+	sh, err := publishedShuffle(ctx, uc.shuffles, id)
+	if sh != nil {
+		uc.published.Store(id, *sh)
 	}
-	if err != nil {
-		return nil, err
-	}
-	uc.published.Store(id, sh)
-	return &sh, nil
+	return sh, err
 }
 
 // QueueEntrants reads the entrants of a waiting room's shuffle: with the seed and the

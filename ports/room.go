@@ -41,6 +41,23 @@ type WaitingRoom interface {
 	// sale is paused or its state is being restored (so that every order held is
 	// known), or once it ended.
 	Admit(ctx context.Context, v domain.Voucher, window int, lifetime time.Duration) (Admission, error)
+	// Figures reads voucher id's room's counts, all of one moment, in one round
+	// trip; all zero for a room no one joined.
+	Figures(ctx context.Context, id domain.VoucherID) (RoomFigures, error)
+}
+
+// RoomFigures are a waiting room's counts at one moment.
+type RoomFigures struct {
+	// Early counts the users who joined before the start: the early joiners so far,
+	// then, once the shuffled order is installed, the users it holds.
+	Early int64
+	// Late counts the users who joined from the start on.
+	Late int64
+	// Admitted counts the users taken from the line so far: let in (given a pass),
+	// or passed over as holding an order of the voucher already.
+	Admitted int64
+	// Outstanding counts the passes given and neither used nor expired.
+	Outstanding int64
 }
 
 // RoomPlace is where a user stands in a waiting room.

@@ -141,7 +141,7 @@ func FuzzVoucherIDs(f *testing.F) {
 		for _, route := range []struct{ method, path, token string }{
 			{http.MethodGet, base, ""}, {http.MethodPost, base + "/grab", user},
 			{http.MethodGet, base + "/stats", a.admin}, {http.MethodPost, base + "/pause", a.admin},
-			{http.MethodPost, base + "/resume", a.admin},
+			{http.MethodPost, base + "/resume", a.admin}, {http.MethodGet, base + "/queue/stats", a.admin},
 		} {
 			req, err := http.NewRequest(route.method, route.path, nil)
 			if err != nil {

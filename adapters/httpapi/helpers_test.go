@@ -182,6 +182,7 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 			JoinQueue:           joinQueue,
 			QueueStatus:         application.NewQueueStatus(vouchers, room, shuffles, clock, application.NewPassKey([]byte(secret))),
 			QueueEntrants:       application.NewQueueEntrants(vouchers, shuffles),
+			GetQueueStats:       application.NewGetQueueStats(vouchers, room, shuffles),
 		},
 		tokens,
 		[]httpapi.Check{

@@ -53,15 +53,55 @@ func toQueueJSON(v application.QueueView) QueueJSON {
 	if v.Pass != "" {
 		q.Pass, q.PassExpiresAt = &v.Pass, optionalStamp(v.PassExpires)
 	}
-	if sh := v.Shuffle; sh != nil {
-		seed := hex.EncodeToString(sh.Seed[:])
-		q.Seed, q.Entrants, q.EntrantsDigest = &seed, &sh.Count, &sh.Digest
-	}
+	q.Seed, q.Entrants, q.EntrantsDigest = shuffleJSON(v.Shuffle)
 	if v.WaitKnown {
 		secs := int64(v.Wait / time.Second)
 		q.EstimatedWaitSeconds = &secs
 	}
 	return q
+}
+
+// shuffleJSON renders a published shuffle: its seed (hex), how many entrants it
+// shuffled and their digest; all nil before it ran (sh nil).
+func shuffleJSON(sh *domain.SeededShuffle) (seed *string, entrants *int, digest *string) {
+	if sh == nil {
+		return nil, nil, nil
+	}
+	hexSeed := hex.EncodeToString(sh.Seed[:])
+	return &hexSeed, &sh.Count, &sh.Digest
+}
+
+// QueueStatsJSON is a waiting room's figures, as GET …/queue/stats answers them to
+// an admin. The seed, entrants and their digest are null until the shuffle ran.
+type QueueStatsJSON struct {
+	Window            int     `json:"window"`
+	Joined            int64   `json:"joined"`
+	JoinedEarly       int64   `json:"joined_early"`
+	JoinedLate        int64   `json:"joined_late"`
+	Admitted          int64   `json:"admitted"`
+	Waiting           int64   `json:"waiting"`
+	PassesOutstanding int64   `json:"passes_outstanding"`
+	Commitment        string  `json:"commitment"`
+	Seed              *string `json:"seed"`
+	Entrants          *int    `json:"entrants"`
+	EntrantsDigest    *string `json:"entrants_digest"`
+}
+
+// queueStats answers GET /api/v1/vouchers/{id}/queue/stats (an admin): the waiting
+// room's figures.
+func (h handlers) queueStats(c echo.Context) error {
+	id, err := domain.ParseVoucherID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	s, err := h.uc.GetQueueStats.Handle(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	q := QueueStatsJSON{Window: s.Window, Joined: s.Joined(), JoinedEarly: s.Early, JoinedLate: s.Late, Admitted: s.Admitted,
+		Waiting: s.Waiting, PassesOutstanding: s.Outstanding, Commitment: s.Commitment}
+	q.Seed, q.Entrants, q.EntrantsDigest = shuffleJSON(s.Shuffle)
+	return c.JSON(http.StatusOK, q)
 }
 
 // joinQueue answers POST /api/v1/vouchers/{id}/queue: 202 with the caller's place,
@@ -151,11 +191,13 @@ func (h handlers) queueEntrants(c echo.Context) error {
 
 // queueRoutes adds the waiting room's routes through route: join and read behind
 // auth, the stream behind byTicket (a ticket or the Authorization header), the
-// shuffle's entrants behind public (anyone may check the shuffle).
+// shuffle's entrants behind public (anyone may check the shuffle), the room's figures
+// behind auth and an admin.
 func queueRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc), h handlers,
 	auth, byTicket echo.MiddlewareFunc, public []echo.MiddlewareFunc) {
 	route(http.MethodPost, "/api/v1/vouchers/:id/queue", h.joinQueue, auth)
 	route(http.MethodGet, "/api/v1/vouchers/:id/queue", h.queueStatus, auth)
 	route(http.MethodGet, queueEventsRoute, h.queueEvents, byTicket)
 	route(http.MethodGet, "/api/v1/vouchers/:id/queue/entrants", h.queueEntrants, public...)
+	route(http.MethodGet, "/api/v1/vouchers/:id/queue/stats", h.queueStats, auth, requireAdmin)
 }

@@ -188,3 +188,107 @@ func TestQueueJoinOfAProofOfWorkRoomNeedsAProof(t *testing.T) {
 		t.Fatalf("the joiner's place: %d %s", r.Status, r.Raw)
 	}
 }
+
+// TestQueueStatsTellAnAdminTheRoom: GET …/queue/stats, every answer checked against the
+// OpenAPI document: refused to a shopper, to no token, for a voucher sold otherwise
+// and for no voucher; then the figures of the room before the start (joined, no
+// seed), once shuffled and admitting (the window's passes, the published seed), and
+// after a grab used a pass.
+func TestQueueStatsTellAnAdminTheRoom(t *testing.T) {
+	a := newAPI(t)
+	now := time.Now().UTC()
+	// The queue open now, the start an hour away until the early joiners are in.
+	body, _ := json.Marshal(map[string]any{
+		"title": "Room", "stock": 5, "per_user_limit": 1, "begins_at": now.Add(time.Hour), "ends_at": now.Add(2 * time.Hour),
+		"admission": "waiting_room", "queue_window": 2, "queue_opens_at": now,
+	})
+	r := a.do(http.MethodPost, "/api/v1/vouchers", a.admin, string(body))
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Status, r.Raw)
+	}
+	room := r.Body["id"].(string)
+	path := "/api/v1/vouchers/" + room + "/queue/stats"
+	plain := a.createVoucher(5, 1)
+	for _, c := range []struct {
+		name, path, token string
+		status            int
+		code              string
+	}{
+		{"a shopper", path, a.token(5, false), http.StatusForbidden, "forbidden"},
+		{"no token", path, "", http.StatusUnauthorized, "unauthorized"},
+		{"a first-come voucher", "/api/v1/vouchers/" + plain + "/queue/stats", a.admin, http.StatusConflict, "no_waiting_room"},
+		{"no voucher", "/api/v1/vouchers/999999/queue/stats", a.admin, http.StatusNotFound, "not_found"},
+		{"a bad id", "/api/v1/vouchers/x/queue/stats", a.admin, http.StatusBadRequest, "invalid_request"},
+	} {
+		if r := a.do(http.MethodGet, c.path, c.token, ""); r.Status != c.status || r.code() != c.code {
+			t.Errorf("%s: %d %s, want %d %s", c.name, r.Status, r.Raw, c.status, c.code)
+		}
+	}
+	stats := func() map[string]any {
+		t.Helper()
+		r := a.do(http.MethodGet, path, a.admin, "")
+		if r.Status != http.StatusOK || r.Body["window"] != float64(2) || r.Body["commitment"] == "" {
+			t.Fatalf("the room's stats: %d %s", r.Status, r.Raw)
+		}
+		return r.Body
+	}
+	// figures lays out the counts of an answer in one line.
+	figures := func(s map[string]any) string {
+		return fmt.Sprintf("joined %v (%v early, %v late), admitted %v, waiting %v, passes %v",
+			s["joined"], s["joined_early"], s["joined_late"], s["admitted"], s["waiting"], s["passes_outstanding"])
+	}
+	if s := stats(); figures(s) != "joined 0 (0 early, 0 late), admitted 0, waiting 0, passes 0" || s["seed"] != nil {
+		t.Fatalf("the stats of an empty room: %v", s)
+	}
+	for _, u := range []domain.UserID{1, 2, 3} {
+		if r := a.do(http.MethodPost, "/api/v1/vouchers/"+room+"/queue", a.token(u, false), ""); r.Status != http.StatusAccepted {
+			t.Fatalf("join of %d: %d %s", u, r.Status, r.Raw)
+		}
+	}
+	if s := stats(); figures(s) != "joined 3 (3 early, 0 late), admitted 0, waiting 3, passes 0" ||
+		s["seed"] != nil || s["entrants"] != nil || s["entrants_digest"] != nil {
+		t.Fatalf("the stats before the start: %v; want 3 joined early, no seed", s)
+	}
+	start, _ := json.Marshal(map[string]any{"begins_at": time.Now().Add(time.Second)})
+	if r := a.do(http.MethodPatch, "/api/v1/vouchers/"+room, a.admin, string(start)); r.Status != http.StatusOK {
+		t.Fatalf("move the start: %d %s", r.Status, r.Raw)
+	}
+	testenv.Eventually(t, time.Minute, "the room shuffled and admitting", func() (bool, string) {
+		if err := a.rooms.Handle(context.Background()); err != nil {
+			return false, err.Error()
+		}
+		s := stats()
+		return s["passes_outstanding"] == 2.0, figures(s)
+	})
+	for _, u := range []domain.UserID{4, 5} {
+		if r := a.do(http.MethodPost, "/api/v1/vouchers/"+room+"/queue", a.token(u, false), ""); r.Status != http.StatusAccepted {
+			t.Fatalf("late join of %d: %d %s", u, r.Status, r.Raw)
+		}
+	}
+	s := stats()
+	if want := "joined 5 (3 early, 2 late), admitted 2, waiting 3, passes 2"; figures(s) != want {
+		t.Fatalf("the stats once admitting: %s; want %s", figures(s), want)
+	}
+	// The seed an admin reads is the one published to the queue, with its entrants.
+	var admitted domain.UserID
+	var pass string
+	for _, u := range []domain.UserID{1, 2, 3} {
+		place := a.do(http.MethodGet, "/api/v1/vouchers/"+room+"/queue", a.token(u, false), "")
+		if place.Body["seed"] != s["seed"] || place.Body["entrants"] != s["entrants"] || place.Body["entrants_digest"] != s["entrants_digest"] {
+			t.Fatalf("the admin's shuffle %v, the queue's %s", s, place.Raw)
+		}
+		if p, ok := place.Body["pass"].(string); ok {
+			admitted, pass = u, p
+		}
+	}
+	if s["seed"] == nil || s["entrants"] != 3.0 || pass == "" {
+		t.Fatalf("the published shuffle: %v; a pass %q", s, pass)
+	}
+	id, _ := domain.ParseVoucherID(room)
+	if r := a.grabWith(id, a.token(admitted, false), httpapi.PassHeader, pass); r.Status != http.StatusAccepted {
+		t.Fatalf("the grab with its pass: %d %s", r.Status, r.Raw)
+	}
+	if want := "joined 5 (3 early, 2 late), admitted 2, waiting 3, passes 1"; figures(stats()) != want {
+		t.Fatalf("the stats after a grab used a pass: %s; want %s", figures(stats()), want)
+	}
+}

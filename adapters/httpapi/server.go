@@ -132,6 +132,7 @@ type UseCases struct {
 	JoinQueue         *application.JoinQueue
 	QueueStatus       *application.QueueStatus
 	QueueEntrants     *application.QueueEntrants
+	GetQueueStats     *application.GetQueueStats
 }
 
 // Check is one dependency /readyz asks about.

@@ -477,19 +477,27 @@ func TestUIGrabsWithAProofOfWorkInChromium(t *testing.T) {
 
 // A person joins a waiting room from the live page, follows its place, and once let
 // in grabs with its pass, in a real headless Chromium: the page sends the pass
-// (X-Seckill-Pass) it read from GET …/queue, and the grab uses it up.
+// (X-Seckill-Pass) it read from GET …/queue, and the grab uses it up. Then an admin's
+// page of the sale tells the room's figures (GET …/queue/stats): who joined, who was
+// let in, the passes outstanding, the published seed.
 func TestUIJoinsAWaitingRoomAndGrabsWithItsPassInChromium(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t)
 	now := time.Now().UTC()
-	body, _ := json.Marshal(map[string]any{"title": "Room", "stock": 3, "begins_at": now.Add(3 * time.Second),
-		"ends_at": now.Add(time.Hour), "admission": "waiting_room", "queue_window": 2})
+	// The sale starts in an hour, its queue open now: both users join before the start
+	// however long the browser takes, and the start is then moved to a moment away.
+	body, _ := json.Marshal(map[string]any{"title": "Room", "stock": 3, "begins_at": now.Add(time.Hour),
+		"ends_at": now.Add(2 * time.Hour), "admission": "waiting_room", "queue_window": 2, "queue_opens_at": now})
 	r := a.do(http.MethodPost, "/api/v1/vouchers", a.admin, string(body))
 	if r.Status != http.StatusCreated {
 		t.Fatalf("create: %d %s", r.Status, r.Raw)
 	}
 	id := r.Body["id"].(string)
 	row := fmt.Sprintf(`tr[data-voucher-id="%s"]`, id)
+	// Another user joins before the start, through the API.
+	if r := a.do(http.MethodPost, "/api/v1/vouchers/"+id+"/queue", a.token(79, false), ""); r.Status != http.StatusAccepted {
+		t.Fatalf("join of user 79: %d %s", r.Status, r.Raw)
+	}
 	// The waiting rooms' step, as a worker runs it.
 	stop := make(chan struct{})
 	defer close(stop)
@@ -516,14 +524,22 @@ func TestUIJoinsAWaitingRoomAndGrabsWithItsPassInChromium(t *testing.T) {
 		document.getElementById("token-form").requestSubmit(); true`, a.token(78, false)))
 	click(t, ctx, row+" button.join")
 	waitText(t, ctx, "#action-note", "in the queue")
+	start, _ := json.Marshal(map[string]any{"begins_at": time.Now().Add(time.Second)})
+	if r := a.do(http.MethodPatch, "/api/v1/vouchers/"+id, a.admin, string(start)); r.Status != http.StatusOK {
+		t.Fatalf("move the start: %d %s", r.Status, r.Raw)
+	}
 	waitText(t, ctx, row+" [data-room]", "window 2 passes")
 	// After the shuffle at the start the row tells how many joined before it, and its
 	// seed as published.
-	waitText(t, ctx, row+" [data-room-entrants]", "1 joined before the start")
+	waitText(t, ctx, row+" [data-room-entrants]", "2 joined before the start")
+	shownSeed := func() string {
+		return evaluate[string](t, ctx, fmt.Sprintf(`(document.querySelector('%s [data-room-seed] code') || {title: ""}).title`, row))
+	}
+	var seed string
 	testenv.Eventually(t, 3*testenv.Patience, "the row shows the published seed", func() (bool, string) {
 		place := a.do(http.MethodGet, "/api/v1/vouchers/"+id+"/queue", a.token(78, false), "")
-		seed, _ := place.Body["seed"].(string)
-		shown := evaluate[string](t, ctx, fmt.Sprintf(`(document.querySelector('%s [data-room-seed] code') || {title: ""}).title`, row))
+		seed, _ = place.Body["seed"].(string)
+		shown := shownSeed()
 		return seed != "" && shown == seed, fmt.Sprintf("shown %q, published %q", shown, seed)
 	})
 	// Let in: the page offers the grab with the pass.
@@ -539,5 +555,23 @@ func TestUIJoinsAWaitingRoomAndGrabsWithItsPassInChromium(t *testing.T) {
 	again := a.serveFrom(http.MethodPost, "/api/v1/vouchers/"+id+"/grab", a.token(78, false), "", "192.0.2.1:1", httpapi.PassHeader, passes[0])
 	if again.Status != http.StatusForbidden && again.Status != http.StatusConflict {
 		t.Fatalf("the used pass again: %d %s, want it refused", again.Status, again.Raw)
+	}
+
+	// An admin's page: both joined before the start and were let in (the window is
+	// 2); one pass was used by the grab, the other is outstanding.
+	if r := a.do(http.MethodGet, "/api/v1/vouchers/"+id+"/queue/stats", a.token(78, false), ""); r.Status != http.StatusForbidden {
+		t.Fatalf("a shopper's read of the room's figures: %d %s", r.Status, r.Raw)
+	}
+	evaluate[bool](t, ctx, fmt.Sprintf(`document.getElementById("token").value = %q;
+		document.getElementById("token-form").requestSubmit(); true`, a.admin))
+	testenv.Eventually(t, 3*testenv.Patience, "the admin's page shows the room's figures", func() (bool, string) {
+		got := evaluate[string](t, ctx, fmt.Sprintf(
+			`Array.from(document.querySelectorAll('%s [data-queue]'), (e) => e.dataset.queue + " " + e.textContent).join(", ")`, row))
+		return got == "joined 2, admitted 2, waiting 0, passes_outstanding 1", got
+	})
+	waitText(t, ctx, row+" [data-queue-figures]", "(2 before the start, 0 after)")
+	waitText(t, ctx, row+" [data-queue-figures]", "of 2")
+	if shown := shownSeed(); shown != seed {
+		t.Fatalf("the admin's page shows seed %q, published %q", shown, seed)
 	}
 }

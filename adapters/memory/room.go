@@ -13,7 +13,8 @@ import (
 // WaitingRoom is an in-memory ports.WaitingRoom of one voucher's room, on a clock:
 // early joiners until Close, then the line, the installed order before the late
 // joiners. Every place reads an admission rate of 2 a second; Admit lets users in
-// while fewer than the window hold a pass (a pass is never used or expired here).
+// while fewer than the window hold a pass (a pass is never used here, and Admit
+// counts the expired ones too; Figures counts those the clock has not reached).
 type WaitingRoom struct {
 	mu    sync.Mutex
 	clock ports.Clock
@@ -124,6 +125,24 @@ func (r *WaitingRoom) Admit(_ context.Context, _ domain.Voucher, window int, lif
 	}
 	a.Outstanding = len(r.passes)
 	return a, nil
+}
+
+// Figures counts the room's joiners (the early ones, or the installed order once
+// there is one), the users let in, and the passes the clock has not reached.
+func (r *WaitingRoom) Figures(context.Context, domain.VoucherID) (ports.RoomFigures, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f := ports.RoomFigures{Early: int64(len(r.early)), Late: int64(len(r.late)), Admitted: int64(r.Admitted)}
+	if r.installed {
+		f.Early = int64(len(r.Order))
+	}
+	now := r.clock.Now()
+	for _, expires := range r.passes {
+		if expires.After(now) {
+			f.Outstanding++
+		}
+	}
+	return f, nil
 }
 
 // Shuffles is an in-memory ports.Shuffles.

@@ -25,12 +25,15 @@ var (
 	roomPlaceSrc string
 	//go:embed room_admit.lua
 	roomAdmitSrc string
+	//go:embed room_figures.lua
+	roomFiguresSrc string
 
 	roomJoinScript    = newScript(roomJoinSrc)
 	roomCloseScript   = newScript(roomCloseSrc)
 	roomInstallScript = newScript(roomInstallSrc)
 	roomPlaceScript   = newScript(roomPlaceSrc)
 	roomAdmitScript   = newScript(roomAdmitSrc)
+	roomFiguresScript = newScript(roomFiguresSrc)
 )
 
 // installChunk is how many users of a shuffled order one install call carries: a
@@ -184,4 +187,15 @@ func (w *WaitingRoom) Admit(ctx context.Context, v domain.Voucher, window int, l
 		a.Users = append(a.Users, domain.UserID(u))
 	}
 	return a, nil
+}
+
+// Figures reads voucher id's room's counts (room_figures.lua): one script, whose keys
+// share the voucher's hash tag.
+func (w *WaitingRoom) Figures(ctx context.Context, id domain.VoucherID) (ports.RoomFigures, error) {
+	k := w.keys
+	res, err := roomFiguresScript.Run(ctx, w.client, []string{k.Room(id), k.RoomEarly(id), k.Passes(id)}, w.now()).Int64Slice()
+	if err != nil {
+		return ports.RoomFigures{}, unavailable("read the waiting room's figures", err)
+	}
+	return ports.RoomFigures{Early: res[0], Late: res[1], Admitted: res[2], Outstanding: res[3]}, nil
 }

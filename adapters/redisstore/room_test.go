@@ -250,3 +250,63 @@ func TestWaitingRoomPassesOverBuyersAfterRedisForgot(t *testing.T) {
 		t.Fatalf("Place of the next in line = %+v, %v; want position 6, 5 let in", p, err)
 	}
 }
+
+// TestWaitingRoomFiguresCountJoinsAdmissionsAndPasses: the figures an admin reads of a
+// room follow its joins (early before the start, then late), its shuffle's install,
+// its admissions, a pass used by a grab and the passes' expiry (read without another
+// admission step dropping them).
+func TestWaitingRoomFiguresCountJoinsAdmissionsAndPasses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := room(t)
+	v := voucher(1, 10, 1) // on sale from an hour before now
+	v.Admission = domain.AdmissionWaitingRoom
+	if _, err := w.stock.Warm(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	figures := func(when string, want ports.RoomFigures) {
+		t.Helper()
+		if f, err := w.Figures(ctx, v.ID); err != nil || f != want {
+			t.Fatalf("Figures %s = %+v, %v; want %+v", when, f, err, want)
+		}
+	}
+	figures("of a room no one joined", ports.RoomFigures{})
+	*w.at = v.BeginsAt.UnixMilli() - 1000
+	for u := domain.UserID(1); u <= 4; u++ {
+		if _, err := w.Join(ctx, v, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Join(ctx, v, 2); err != nil { // again: the same place
+		t.Fatal(err)
+	}
+	figures("before the start", ports.RoomFigures{Early: 4})
+	*w.at = v.BeginsAt.UnixMilli()
+	if _, closed, err := w.Close(ctx, v); err != nil || !closed {
+		t.Fatalf("Close at the start = %v, %v", closed, err)
+	}
+	for _, u := range []domain.UserID{10, 11} {
+		if _, err := w.Join(ctx, v, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	figures("closed, not installed", ports.RoomFigures{Early: 4, Late: 2})
+	order := []domain.UserID{3, 1, 4, 2}
+	check(t, w.Install(ctx, v, order))
+	figures("installed", ports.RoomFigures{Early: 4, Late: 2})
+
+	// Let in at the grabs' time (grab judges them at now), so that the grab takes
+	// the pass before it expires.
+	*w.at = now.UnixMilli()
+	a, err := w.Admit(ctx, v, 3, time.Minute)
+	if err != nil || !slices.Equal(a.Users, order[:3]) {
+		t.Fatalf("Admit = %+v, %v; want %v", a, err, order[:3])
+	}
+	figures("after an admission", ports.RoomFigures{Early: 4, Late: 2, Admitted: 3, Outstanding: 3})
+	r := grab(v.ID, order[0], 1)
+	r.Pass = a.Expires
+	check(t, w.stock.Reserve(ctx, r))
+	figures("after a grab used a pass", ports.RoomFigures{Early: 4, Late: 2, Admitted: 3, Outstanding: 2})
+	*w.at = a.Expires.UnixMilli()
+	figures("once the passes expired", ports.RoomFigures{Early: 4, Late: 2, Admitted: 3})
+}

@@ -156,6 +156,7 @@ var applicationSet = wire.NewSet(
 	joinQueue,
 	application.NewQueueStatus,
 	application.NewQueueEntrants,
+	application.NewGetQueueStats,
 	admitQueues,
 	application.NewEnterDraw,
 	application.NewGetDraw,

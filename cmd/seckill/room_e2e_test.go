@@ -211,6 +211,42 @@ func (d *roomDriver) published(voucher, commitment string, user domain.UserID, e
 	return domain.Shuffle(domain.Seed(seed), published)
 }
 
+// wantQueueStats reads the figures of voucher's room, sold out, as an admin through
+// in, and checks them against the room: every joiner, the admitted as the room counts
+// them, the passes outstanding as Redis holds them around the read (no one is let in
+// once sold out, so they can only expire meanwhile), and the published seed.
+func (d *roomDriver) wantQueueStats(in *fulfillInstance, voucher string, early, late []domain.UserID, admitted, window int) {
+	d.t.Helper()
+	ctx := context.Background()
+	passes := func() int64 {
+		now, err := in.redis.Time(ctx).Result()
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		n, err := in.redis.ZCount(ctx, in.keys.Passes(in.voucherID(voucher)), fmt.Sprintf("(%d", now.UnixMilli()), "+inf").Result()
+		if err != nil {
+			d.t.Fatal(err)
+		}
+		return n
+	}
+	place, err := d.place(0, voucher, early[0])
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	before := passes()
+	status, stats := in.call(http.MethodGet, "/api/v1/vouchers/"+voucher+"/queue/stats", in.token(1, true), nil)
+	after := passes()
+	joined := len(early) + len(late)
+	outstanding, _ := stats["passes_outstanding"].(float64)
+	if status != http.StatusOK || stats["joined"] != float64(joined) || stats["joined_early"] != float64(len(early)) ||
+		stats["joined_late"] != float64(len(late)) || stats["admitted"] != float64(admitted) ||
+		stats["waiting"] != float64(joined-admitted) || stats["window"] != float64(window) ||
+		int64(outstanding) > before || int64(outstanding) < after || stats["seed"] != place["seed"] || stats["seed"] == nil {
+		d.t.Fatalf("the room's figures: %d %v; want %d joined (%d early), %d admitted, %d to %d passes outstanding, seed %v",
+			status, stats, joined, len(early), admitted, after, before, place["seed"])
+	}
+}
+
 // entrants downloads GET …/queue/entrants of voucher, anonymously, from the first
 // instance.
 func (d *roomDriver) entrants(voucher string) string {
@@ -398,6 +434,7 @@ func TestWaitingRoomAdmitsInThePublishedOrder(t *testing.T) {
 	if again, _ := a.redis.HGet(ctx, a.keys.Room(vid), "admitted").Int(); again != admitted {
 		t.Fatalf("%d admitted once sold out, then %d", admitted, again)
 	}
+	d.wantQueueStats(b, voucher, early, late, admitted, window)
 	stop()
 	<-sampled
 	// The history checker's verdict on the room: positions as published, admission

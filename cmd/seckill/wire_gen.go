@@ -110,6 +110,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	shuffles := sqlstore.NewShuffles(db)
 	queueStatus := application.NewQueueStatus(vouchers, waitingRoom, shuffles, clock, applicationPassKey)
 	queueEntrants := application.NewQueueEntrants(vouchers, shuffles)
+	getQueueStats := application.NewGetQueueStats(vouchers, waitingRoom, shuffles)
 	useCases := httpapi.UseCases{
 		CreateVoucher:       createVoucher,
 		GetVoucher:          getVoucher,
@@ -140,6 +141,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		JoinQueue:           applicationJoinQueue,
 		QueueStatus:         queueStatus,
 		QueueEntrants:       queueEntrants,
+		GetQueueStats:       getQueueStats,
 	}
 	httpapiTokens := tokens(cfg)
 	v := readinessChecks(universalClient, db)

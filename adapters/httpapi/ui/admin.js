@@ -118,6 +118,7 @@ export function forgetAdmin() {
   previous = null;
   S.stats = {};
   S.statsAt = {};
+  S.queues = {};
   S.editing = null;
   document.getElementById("edit").hidden = true;
 }

@@ -6,9 +6,9 @@
 //
 // What it shows beyond the sales depends on the token pasted (kept in this tab's
 // sessionStorage) and the role it names (api.js: the JWT's role claim). An admin's
-// page (admin.js) reads each voucher's stats and the Prometheus metrics every second,
-// draws each sale's last minutes from samples it takes itself (chart.js), and offers
-// pause/resume, edit and end now. A shopper's page (shopper.js) offers a grab of each
+// page (admin.js) reads each voucher's stats (a waiting room's figures too, room.js)
+// and the Prometheus metrics every second, draws each sale's last minutes from
+// samples it takes itself (chart.js), and offers pause/resume, edit and end now. A shopper's page (shopper.js) offers a grab of each
 // live sale as the token's user — in a waiting room, a join of its queue, its place
 // as it moves, then the grab with its pass; with a proof of work solved by the page
 // when the sale asks for one (pow.js) — and lists the user's newest orders. Anyone
@@ -20,7 +20,7 @@ import { sample } from "./chart.js";
 import { measureClock, serverNow } from "./clock.js";
 import { note, setStatus } from "./dom.js";
 import { render } from "./render.js";
-import { readDraws, readShuffles } from "./room.js";
+import { readDraws, readQueueStats, readShuffles } from "./room.js";
 import { readOrders, readPlaces } from "./shopper.js";
 import { S } from "./state.js";
 import { follow, showFollowed, streamsDown, streamsLive } from "./streams.js";
@@ -53,16 +53,16 @@ async function load() {
   sample(read);
   const who = role();
   const [draws] = await Promise.all([readDraws(read), readShuffles(read)]);
-  let places = {}, orders = S.orders, stats = S.stats, statsAt = S.statsAt;
+  let places = {}, orders = S.orders, stats = S.stats, statsAt = S.statsAt, queues = S.queues;
   if (who === "user") {
     [places, orders] = await Promise.all([readPlaces(read),
       readOrders().then((o) => { refused(null); return o; }, (e) => { refused(e); return S.orders; })]);
   } else if (who === "admin") {
-    [stats, statsAt] = await readStats(read);
+    [[stats, statsAt], queues] = await Promise.all([readStats(read), readQueueStats(read)]);
     refreshMetrics().catch((e) => { document.getElementById("admin-note").textContent = e.message; });
   }
   if (seen !== S.answers || who !== role()) return; // read before an action's answer, or for another token
-  Object.assign(S, { vouchers: read, stats, statsAt, draws, places, orders });
+  Object.assign(S, { vouchers: read, stats, statsAt, queues, draws, places, orders });
   S.allFollowed = follow(read);
   showFollowed();
   render();

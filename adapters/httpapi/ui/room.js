@@ -1,7 +1,9 @@
 // Where a waiting room's queue and a draw stand, told under the voucher's title to
 // anyone: a room's window and, once the sale began, its shuffle (how many joined
-// before the start, the seed); a draw's entrants, its seed and its winners.
+// before the start, the seed); to an admin, the room's figures too (joined, admitted,
+// waiting, passes outstanding); a draw's entrants, its seed and its winners.
 
+import { getJSON } from "./api.js";
 import { until, serverNow } from "./clock.js";
 import { el } from "./dom.js";
 import { MAX_STATS, S } from "./state.js";
@@ -18,6 +20,26 @@ export async function readShuffles(list) {
   }));
 }
 
+// readQueueStats reads, for an admin, the figures of each waiting room among the
+// first MAX_STATS vouchers of list (GET …/queue/stats); a room whose figures could not
+// be read keeps the last ones read.
+export async function readQueueStats(list) {
+  const fresh = {};
+  await Promise.all(list.slice(0, MAX_STATS).filter((v) => v.admission === "waiting_room").map(async (v) => {
+    try {
+      fresh[v.id] = await getJSON(`/api/v1/vouchers/${v.id}/queue/stats`, true);
+    } catch {
+      if (v.id in S.queues) fresh[v.id] = S.queues[v.id];
+    }
+  }));
+  return fresh;
+}
+
+// known is the first of values neither null nor undefined (undefined when none is).
+function known(...values) {
+  return values.find((x) => x !== null && x !== undefined);
+}
+
 // short is the first hex digits of a hash or seed, the whole in its title.
 function short(hex) {
   return el("code", { title: hex }, hex.slice(0, 12) + "…");
@@ -25,25 +47,37 @@ function short(hex) {
 
 // roomState says where v's waiting room stands: its window (passes outstanding at
 // most), when its queue opens, and, once the sale began, how many joined before the
-// start (shuffled) and the seed — the seed from the token's user's place (it is
-// published in GET …/queue), the count from the shuffle's entrants.
+// start (shuffled) and the seed — from the token's user's place (GET …/queue) or the
+// admin's figures (GET …/queue/stats), the count else from the shuffle's entrants —
+// and, to an admin, the room's figures of the last read.
 export function roomState(v) {
   if (v.admission !== "waiting_room") return "";
   const now = serverNow();
   const parts = [`waiting room · window ${v.queue_window} passes`];
   const opens = v.queue_opens_at ? Date.parse(v.queue_opens_at) : null;
   if (now !== null && opens !== null && now < opens) parts.push(`queue opens ${until(opens, now)}`);
-  const place = S.places[v.id];
-  const entrants = place && place.entrants !== null ? place.entrants : S.shuffled[v.id];
+  const place = S.places[v.id], q = S.queues[v.id];
+  const entrants = known(place && place.entrants, q && q.entrants, S.shuffled[v.id]);
+  const seed = known(place && place.seed, q && q.seed);
   const out = el("div", { class: "muted small", "data-room": v.id });
   if (entrants === undefined) {
     out.append(parts.join(" · ") + " · commitment ", short(v.commitment || ""));
-    return out;
+  } else {
+    parts.push(el("span", { "data-room-entrants": "" }, `${entrants} joined before the start, shuffled`));
+    out.append(...parts.flatMap((p, i) => [i ? " · " : "", p]));
+    if (seed) out.append(" · seed ", el("span", { "data-room-seed": "" }, short(seed)));
   }
-  parts.push(el("span", { "data-room-entrants": "" }, `${entrants} joined before the start, shuffled`));
-  out.append(...parts.flatMap((p, i) => [i ? " · " : "", p]));
-  if (place && place.seed) out.append(" · seed ", el("span", { "data-room-seed": "" }, short(place.seed)));
+  if (q) out.append(queueFigures(q));
   return out;
+}
+
+// queueFigures lays out an admin's figures of a waiting room (GET …/queue/stats).
+function queueFigures(q) {
+  const figure = (key) => el("span", { "data-queue": key }, String(q[key]));
+  return el("div", { "data-queue-figures": "" },
+    "joined ", figure("joined"), ` (${q.joined_early} before the start, ${q.joined_late} after) · admitted `,
+    figure("admitted"), " · waiting ", figure("waiting"), " · passes outstanding ", figure("passes_outstanding"),
+    ` of ${q.window}`);
 }
 
 // drawState says where a draw voucher's draw stands: its entrants so far, or, once

@@ -9,6 +9,7 @@ export const S = {
   statsAt: {}, // voucher id → the server's time (Unix ms) its stats answer came
   draws: {}, // draw voucher id → its last GET …/draw answer (anyone may read it)
   places: {}, // waiting-room voucher id → the token's user's place (GET …/queue), null when not in the queue
+  queues: {}, // waiting-room voucher id → its figures (GET …/queue/stats; admins)
   shuffled: {}, // waiting-room voucher id → its shuffle's entrants counted from GET …/queue/entrants (never changes)
   orders: null, // the token's user's newest orders (GET /api/v1/orders), null until read
   refused: "", // why the server refused the token, "" while it does not
