@@ -50,10 +50,10 @@ func NewClock(client redis.UniversalClient, local ports.Clock) *Clock {
 	return &Clock{client: client, local: local}
 }
 
-// NewLocalClock returns a Clock of a Redis whose time is this host's own clock — the
-// in-process one (Embedded), which reads the wall clock: it tells local's time and
-// never asks Redis. Measuring such a Redis would measure only how long it took to
-// answer (it runs one command at a time, so under load a TIME waits its turn), and
+// NewLocalClock returns a Clock of a Redis whose time this process knows without
+// asking — the in-process one, whose Embedded.Now is passed as local: it tells local's
+// time and never asks Redis. Measuring such a Redis would measure only how long it took
+// to answer (it runs one command at a time, so under load a TIME waits its turn), and
 // carry the sale's clock that far ahead of the time its scripts read. Sync measures
 // nothing and returns 0.
 func NewLocalClock(local ports.Clock) *Clock {

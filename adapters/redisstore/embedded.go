@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -51,10 +52,13 @@ const (
 // Between steps the clock stands still, as Redis's does during a command or script:
 // expiry, TIME, stream ids and idle times are exact to within a step, an expiry set
 // with PEXPIREAT reads back exactly, and expired keys are freed within a step even
-// when no command comes.
+// when no command comes. So the server's time trails the wall clock by up to a step;
+// Now tells it, for the sale's clock on the Go side.
 type Embedded struct {
 	srv  *miniredis.Miniredis
 	addr string // kept: miniredis cannot tell its address once closed
+	// now is the server's time (Unix ms), stored after each step has set it.
+	now atomic.Int64
 
 	stop    chan struct{}
 	stopped chan struct{}
@@ -83,6 +87,7 @@ func StartEmbedded() (*Embedded, error) {
 		return nil, fmt.Errorf("start embedded redis: %w", err)
 	}
 	e := &Embedded{srv: srv, addr: srv.Addr(), stop: make(chan struct{}), stopped: make(chan struct{})}
+	e.now.Store(now.UnixMilli())
 	go e.runClock(now)
 	return e, nil
 }
@@ -113,6 +118,7 @@ func (e *Embedded) runClock(last time.Time) {
 		if now := wallMillis(); now.After(last) {
 			last = now
 			e.srv.SetTime(now)
+			e.now.Store(now.UnixMilli())
 			// Any access to the data takes the step now, here rather than in the next
 			// command, so its cost is measured and the expired keys are freed.
 			e.srv.DB(0)
@@ -120,6 +126,12 @@ func (e *Embedded) runClock(last time.Time) {
 		t.Reset(min(max(embeddedClockShare*time.Since(began), embeddedMinStep), embeddedMaxStep))
 	}
 }
+
+// Now returns the server's time: what TIME answers and its scripts judge a sale by
+// (sale_now), which stands still between the steps of its clock. A time read here is
+// never ahead of the time a script run after the read sees, as the wall clock can be
+// by up to a step.
+func (e *Embedded) Now() time.Time { return time.UnixMilli(e.now.Load()) }
 
 // Addr returns the server's address, host:port.
 func (e *Embedded) Addr() string { return e.addr }

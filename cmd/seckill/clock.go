@@ -51,12 +51,14 @@ var hostClock ports.Clock = system.Clock{}
 // saleClock is the clock every use case reads: Redis's time, as the scripts judge the
 // sale by it (redisstore.Clock), measured once here and every few seconds by serve
 // (syncClock). A Redis that does not answer now leaves it on the host's clock until
-// it does. The in-process Redis's time is this host's wall clock (it reads it, even in
-// a test build that shifts hostClock): it is not measured, as there is no offset to
-// measure, only how long the server takes to answer (redisstore.NewLocalClock).
-func saleClock(ctx context.Context, client redis.UniversalClient, cfg Common, log *zap.Logger) *redisstore.Clock {
-	if cfg.embeddedRedis() {
-		return redisstore.NewLocalClock(system.Clock{})
+// it does. The in-process Redis (embedded, nil for another) tells its time in this
+// process (redisstore.Embedded.Now: the wall clock's, even in a test build that shifts
+// hostClock, as of its clock's last step): it is read there, not measured, as a
+// measurement would measure only how long the server takes to answer, and the host's
+// clock would run up to a step ahead of its scripts' (redisstore.NewLocalClock).
+func saleClock(ctx context.Context, client redis.UniversalClient, embedded *redisstore.Embedded, log *zap.Logger) *redisstore.Clock {
+	if embedded != nil {
+		return redisstore.NewLocalClock(embedded)
 	}
 	c := redisstore.NewClock(client, hostClock)
 	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Second)

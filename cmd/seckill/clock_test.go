@@ -53,8 +53,7 @@ func TestClockOfTheInProcessRedisIsTheHosts(t *testing.T) {
 	log := zap.New(core)
 	ctx := context.Background()
 
-	var cfg Config // no Redis named: the in-process one
-	a := &app{Clock: saleClock(ctx, client, cfg.Common, log), Metrics: newMetrics()}
+	a := &app{Clock: saleClock(ctx, client, e, log), Metrics: newMetrics()}
 	off := false
 	syncClock(ctx, a, &off, log)
 
@@ -63,5 +62,37 @@ func TestClockOfTheInProcessRedisIsTheHosts(t *testing.T) {
 	}
 	if off || logs.FilterMessageSnippet("NTP").Len() > 0 {
 		t.Errorf("serve warned that this host's clock is off the in-process Redis's, its own: %v", logs.All())
+	}
+}
+
+// TestSaleClockIsNeverAheadOfTheInProcessRedis: in the zero-setup mode the sale's
+// clock on the Go side is the in-process Redis's own, so what it stamps (a draw's
+// entries_open_at, when nothing else is given) has always come for the scripts that
+// judge it next. It used to be the host's wall clock, which runs up to a step of the
+// server's clock ahead of the server's TIME: a draw created without entries_open_at
+// then refused its first entries as not started.
+func TestSaleClockIsNeverAheadOfTheInProcessRedis(t *testing.T) {
+	t.Parallel()
+	e, err := redisstore.StartEmbedded()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	client := redis.NewClient(&redis.Options{Dialer: e.Dial})
+	t.Cleanup(func() { _ = client.Close() })
+	ctx := context.Background()
+	clock := saleClock(ctx, client, e, zap.NewNop())
+	// A step of the server's clock is 10 ms when idle: 300 reads span about 30 steps.
+	for i := range 300 {
+		before := clock.Now()
+		redisTime, err := client.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if redisTime.Before(before) {
+			t.Fatalf("read %d: the sale clock said %v, then the in-process Redis's TIME %v: %v ahead",
+				i, before.Format(time.StampMicro), redisTime.Format(time.StampMicro), before.Sub(redisTime))
+		}
+		time.Sleep(100 * time.Microsecond)
 	}
 }

@@ -63,6 +63,7 @@ type app struct {
 // its audit come from strategySet, which picks them by SECKILL_STOCK_STRATEGY.
 var redisSet = wire.NewSet(
 	redisstore.NewRestarts,
+	inProcessRedis,
 	openRedis,
 	grabStockOptions,
 	redisstore.NewStock,

@@ -22,23 +22,16 @@ import (
 
 // openRedis connects to cfg.RedisURL — one server or, detected, a Redis Cluster (see
 // redisstore.NewClient) — or to the master that cfg.RedisSentinels name, following
-// failovers (redisstore.NewFailoverClient), or, when neither is set, starts an
-// in-process Redis and connects to that — with timeouts that follow each request's deadline and give
-// up on a dead Redis within a second, and a circuit breaker that fails calls at once
+// failovers (redisstore.NewFailoverClient), or, when neither is set, to embedded, the
+// in-process Redis (inProcessRedis) — with timeouts that follow each request's deadline
+// and give up on a dead Redis within a second, and a circuit breaker that fails calls at once
 // while Redis is down and lets a probe through to close again when it is back. The
 // in-process Redis is reached in memory, with neither: it cannot be unreachable. The
 // connection is checked at start-up so a wrong URL stops the command with one line.
-func openRedis(ctx context.Context, cfg Common, log *zap.Logger, m *metrics, restarts *redisstore.Restarts) (redis.UniversalClient, func(), error) {
-	url, stop := cfg.RedisURL, func() {}
-	var embedded *redisstore.Embedded
-	if cfg.embeddedRedis() {
-		e, err := redisstore.StartEmbedded()
-		if err != nil {
-			return nil, nil, fmt.Errorf("start the in-process redis: %w", err)
-		}
-		log.Warn("SECKILL_REDIS_URL is unset: using an in-process Redis (miniredis) that keeps nothing across restarts; for trying and testing, not production",
-			zap.String("addr", e.Addr()))
-		url, stop, embedded = e.URL(), e.Close, e
+func openRedis(ctx context.Context, cfg Common, embedded *redisstore.Embedded, log *zap.Logger, m *metrics, restarts *redisstore.Restarts) (redis.UniversalClient, func(), error) {
+	url := cfg.RedisURL
+	if embedded != nil {
+		url = embedded.URL()
 	}
 	// Every client: the one server's, or each cluster node's.
 	tune := func(opts *redis.Options) {
@@ -71,7 +64,6 @@ func openRedis(ctx context.Context, cfg Common, log *zap.Logger, m *metrics, res
 		client, err = redisstore.NewClient(pingCtx, url, tune)
 	}
 	if err != nil {
-		stop()
 		return nil, nil, fmt.Errorf("connect to redis %s: %w", where, err)
 	}
 	if embedded == nil {
@@ -88,7 +80,6 @@ func openRedis(ctx context.Context, cfg Common, log *zap.Logger, m *metrics, res
 	}
 	if err := client.Ping(pingCtx).Err(); err != nil {
 		_ = client.Close()
-		stop()
 		return nil, nil, fmt.Errorf("connect to redis %s: %w", where, err)
 	}
 	// The one server (or Sentinel's master), or every node of a cluster, is watched
@@ -96,11 +87,25 @@ func openRedis(ctx context.Context, cfg Common, log *zap.Logger, m *metrics, res
 	if embedded == nil {
 		if err := restarts.Watch(pingCtx, client); err != nil {
 			_ = client.Close()
-			stop()
 			return nil, nil, fmt.Errorf("connect to redis %s: %w", where, err)
 		}
 	}
-	return client, func() { _ = client.Close(); stop() }, nil
+	return client, func() { _ = client.Close() }, nil
+}
+
+// inProcessRedis starts the in-process Redis when cfg names no Redis (the zero-setup
+// mode) and returns nil otherwise. The cleanup stops it.
+func inProcessRedis(cfg Common, log *zap.Logger) (*redisstore.Embedded, func(), error) {
+	if !cfg.embeddedRedis() {
+		return nil, func() {}, nil
+	}
+	e, err := redisstore.StartEmbedded()
+	if err != nil {
+		return nil, nil, fmt.Errorf("start the in-process redis: %w", err)
+	}
+	log.Warn("SECKILL_REDIS_URL is unset: using an in-process Redis (miniredis) that keeps nothing across restarts; for trying and testing, not production",
+		zap.String("addr", e.Addr()))
+	return e, e.Close, nil
 }
 
 // warnIfLossy logs one warning line when Redis, as configured, can lose grabs it

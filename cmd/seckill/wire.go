@@ -22,7 +22,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 // buildReconcile assembles what `seckill reconcile` needs.
 func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*application.Reconcile, func(), error) {
 	wire.Build(
-		redisstore.NewRestarts, openRedis, stockOptions, redisstore.NewStock, redisstore.NewAudit,
+		redisstore.NewRestarts, inProcessRedis, openRedis, stockOptions, redisstore.NewStock, redisstore.NewAudit,
 		configuredStrategy, strategySet,
 		databaseSet, plainRepositorySet, systemSet, newMetrics, compensate, recoverVoucher, reconcile, noPaymentWindow,
 	)

@@ -21,15 +21,21 @@ import (
 // buildApp assembles serve's object graph.
 func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), error) {
 	common := cfg.Common
-	mainMetrics := newMetrics()
-	restarts := redisstore.NewRestarts()
-	universalClient, cleanup, err := openRedis(ctx, common, log, mainMetrics, restarts)
+	embedded, cleanup, err := inProcessRedis(common, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	clock := saleClock(ctx, universalClient, common, log)
-	db, cleanup2, err := openDatabase(ctx, common, log, mainMetrics)
+	mainMetrics := newMetrics()
+	restarts := redisstore.NewRestarts()
+	universalClient, cleanup2, err := openRedis(ctx, common, embedded, log, mainMetrics, restarts)
 	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	clock := saleClock(ctx, universalClient, embedded, log)
+	db, cleanup3, err := openDatabase(ctx, common, log, mainMetrics)
+	if err != nil {
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
@@ -53,6 +59,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	vouchers := outboxVouchers(db, cfg)
 	stockStrategy, err := configuredStrategy(common)
 	if err != nil {
+		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
@@ -157,6 +164,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	leases := sqlstore.NewLeases(db)
 	applicationDeliverWebhooks, err := deliverWebhooks(cfg, webhooks, domainPaymentWindow, mainMetrics, log)
 	if err != nil {
+		cleanup3()
 		cleanup2()
 		cleanup()
 		return nil, nil, err
@@ -192,6 +200,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		Draws:       applicationRunDraws,
 	}
 	return mainApp, func() {
+		cleanup3()
 		cleanup2()
 		cleanup()
 	}, nil
@@ -210,15 +219,21 @@ func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*applicat
 		cleanup()
 		return nil, nil, err
 	}
-	restarts := redisstore.NewRestarts()
-	universalClient, cleanup2, err := openRedis(ctx, cfg, log, mainMetrics, restarts)
+	embedded, cleanup2, err := inProcessRedis(cfg, log)
 	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	restarts := redisstore.NewRestarts()
+	universalClient, cleanup3, err := openRedis(ctx, cfg, embedded, log, mainMetrics, restarts)
+	if err != nil {
+		cleanup2()
 		cleanup()
 		return nil, nil, err
 	}
 	options := stockOptions(cfg)
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
-	clock := saleClock(ctx, universalClient, cfg, log)
+	clock := saleClock(ctx, universalClient, embedded, log)
 	domainPaymentWindow := noPaymentWindow()
 	stock := sqlstore.NewStock(db, clock, domainPaymentWindow)
 	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, stock)
@@ -230,6 +245,7 @@ func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*applicat
 	auditLog := sqlstore.NewAuditLog(db)
 	applicationReconcile := reconcile(vouchers, stockAudit, orders, applicationCompensate, applicationRecoverVoucher, auditLog, clock, cfg)
 	return applicationReconcile, func() {
+		cleanup3()
 		cleanup2()
 		cleanup()
 	}, nil
