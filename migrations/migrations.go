@@ -7,6 +7,10 @@
 // within a file are separated by a "--bun:split" line. The same files serve PostgreSQL
 // and SQLite: each is a text/template rendered with .Dialect, "pg" or "sqlite", so
 // where the two dialects' SQL differs the file says both.
+//
+// A migration that must convert data SQL cannot is Go instead: <version>_<name>.go
+// registers its up and down functions (Migrations.MustRegister), and each runs in one
+// transaction of its own (bun.DB.RunInTx), over SQL both dialects accept.
 package migrations
 
 import (

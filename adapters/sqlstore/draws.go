@@ -37,12 +37,9 @@ type drawRow struct {
 }
 
 func (r drawRow) draw() (domain.Draw, error) {
-	ids, err := domain.UnpackEntrants(r.EntrantIDs)
+	ids, err := unpackEntrants(r.EntrantIDs, r.Entrants)
 	if err != nil {
 		return domain.Draw{}, fmt.Errorf("draw of voucher %d: %w", r.VoucherID, err)
-	}
-	if len(ids) != r.Entrants {
-		return domain.Draw{}, fmt.Errorf("draw of voucher %d: %d entrants stored, %d counted", r.VoucherID, len(ids), r.Entrants)
 	}
 	return domain.Draw{SeededShuffle: domain.SeededShuffle{Voucher: domain.VoucherID(r.VoucherID), Seed: seedOf(r.Seed),
 		Entrants: ids, Count: len(ids), Digest: r.Digest, At: r.DrawnAt.UTC()}, Winners: r.Winners}, nil

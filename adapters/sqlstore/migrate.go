@@ -21,7 +21,12 @@ const migrationLockKey int64 = 0x7365636b696c6c
 // db's dialect (see package migrations). It records a migration as applied only once
 // it succeeded, so a failed one runs again next time.
 func NewMigrator(db *bun.DB) *migrate.Migrator {
-	return migrate.NewMigrator(db, migrations.Migrations,
+	return newMigrator(db, migrations.Migrations)
+}
+
+// newMigrator is NewMigrator over ms.
+func newMigrator(db *bun.DB, ms *migrate.Migrations) *migrate.Migrator {
+	return migrate.NewMigrator(db, ms,
 		migrate.WithMarkAppliedOnSuccess(true),
 		migrate.WithTemplateData(templateData{Dialect: db.Dialect().Name().String()}))
 }

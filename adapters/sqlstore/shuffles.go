@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -17,7 +16,8 @@ import (
 var _ ports.Shuffles = (*Shuffles)(nil)
 
 // Shuffles is a ports.Shuffles kept in the room_shuffles table: one row per voucher,
-// its entrants packed as 8-byte big-endian ids (800 kB for 100,000).
+// its entrants packed as a draw's are (domain.PackEntrants), so a waiting room's
+// shuffle and a draw's are one record in one encoding.
 type Shuffles struct {
 	db *bun.DB
 }
@@ -35,19 +35,15 @@ type shuffleRow struct {
 	Seed           []byte    `bun:"seed"`
 	EntrantsCount  int       `bun:"entrants_count"`
 	EntrantsDigest string    `bun:"entrants_digest"`
-	Entrants       []byte    `bun:"entrants"`
+	EntrantIDs     []byte    `bun:"entrant_ids"`
 	ShuffledAt     time.Time `bun:"shuffled_at"`
 }
 
 // Save stores s unless its voucher has a shuffle (ON CONFLICT DO NOTHING) and returns
 // the one stored, entrants included.
 func (s *Shuffles) Save(ctx context.Context, sh domain.SeededShuffle) (domain.SeededShuffle, error) {
-	packed := make([]byte, 8*len(sh.Entrants))
-	for i, u := range sh.Entrants {
-		binary.BigEndian.PutUint64(packed[8*i:], uint64(u))
-	}
 	row := shuffleRow{VoucherID: int64(sh.Voucher), Seed: sh.Seed[:], EntrantsCount: len(sh.Entrants), EntrantsDigest: sh.Digest,
-		Entrants: packed, ShuffledAt: sh.At.UTC().Truncate(time.Millisecond)}
+		EntrantIDs: domain.PackEntrants(sh.Entrants), ShuffledAt: sh.At.UTC().Truncate(time.Millisecond)}
 	if _, err := s.db.NewInsert().Model(&row).On("CONFLICT (voucher_id) DO NOTHING").Exec(ctx); err != nil {
 		return domain.SeededShuffle{}, fmt.Errorf("save the shuffle of voucher %s: %w", sh.Voucher, classify(err))
 	}
@@ -60,7 +56,7 @@ func (s *Shuffles) Get(ctx context.Context, id domain.VoucherID, entrants bool) 
 	var row shuffleRow
 	q := s.db.NewSelect().Model(&row).Where("s.voucher_id = ?", int64(id))
 	if !entrants {
-		q = q.ExcludeColumn("entrants")
+		q = q.ExcludeColumn("entrant_ids")
 	}
 	err := q.Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -74,13 +70,22 @@ func (s *Shuffles) Get(ctx context.Context, id domain.VoucherID, entrants bool) 
 	}
 	sh := domain.SeededShuffle{Voucher: id, Seed: domain.Seed(row.Seed), Count: row.EntrantsCount, Digest: row.EntrantsDigest, At: row.ShuffledAt.UTC()}
 	if entrants {
-		if len(row.Entrants) != 8*row.EntrantsCount {
-			return domain.SeededShuffle{}, fmt.Errorf("the shuffle of voucher %s holds %d bytes of entrants for %d", id, len(row.Entrants), row.EntrantsCount)
-		}
-		sh.Entrants = make([]domain.UserID, row.EntrantsCount)
-		for i := range sh.Entrants {
-			sh.Entrants[i] = domain.UserID(binary.BigEndian.Uint64(row.Entrants[8*i:]))
+		if sh.Entrants, err = unpackEntrants(row.EntrantIDs, row.EntrantsCount); err != nil {
+			return domain.SeededShuffle{}, fmt.Errorf("the shuffle of voucher %s: %w", id, err)
 		}
 	}
 	return sh, nil
+}
+
+// unpackEntrants decodes the entrant_ids of a shuffle or a draw (domain.PackEntrants)
+// and checks they are the count their row says.
+func unpackEntrants(packed []byte, count int) ([]domain.UserID, error) {
+	ids, err := domain.UnpackEntrants(packed)
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) != count {
+		return nil, fmt.Errorf("%d entrants stored, %d counted", len(ids), count)
+	}
+	return ids, nil
 }
