@@ -88,7 +88,7 @@ go test -race -count=1 "$@" $(go list ./... | grep -v '/cmd/seckill$')
 # The same repository and HTTP tests again with a SQLite file per test in place of
 # PostgreSQL: the zero-setup mode's database runs the same repositories and migrations.
 echo "== go test -race (packages that use the database, on SQLite)"
-SECKILL_TEST_DATABASE_URL=sqlite go test -race -count=1 "$@" ./adapters/sqlstore ./adapters/httpapi ./adapters/webhook
+SECKILL_TEST_DATABASE_URL=sqlite go test -race -count=1 "$@" ./adapters/sqlstore ./adapters/strategies/sqlstock ./adapters/httpapi ./adapters/webhook
 # A short run of each fuzz target beyond its committed seed corpus (testdata/fuzz),
 # which the passes above already ran. SECKILL_FUZZTIME lengthens it; 0 skips it.
 fuzztime=${SECKILL_FUZZTIME:-3s}
