@@ -88,7 +88,7 @@ go test -race -count=1 "$@" $(go list ./... | grep -v '/cmd/seckill$')
 # The same repository and HTTP tests again with a SQLite file per test in place of
 # PostgreSQL: the zero-setup mode's database runs the same repositories and migrations.
 echo "== go test -race (packages that use the database, on SQLite)"
-SECKILL_TEST_DATABASE_URL=sqlite go test -race -count=1 "$@" ./adapters/sqlstore ./adapters/httpapi ./adapters/webhook
+SECKILL_TEST_DATABASE_URL=sqlite go test -race -count=1 "$@" ./adapters/sqlstore ./adapters/strategies/sqlstock ./adapters/httpapi ./adapters/webhook
 # A short run of each fuzz target beyond its committed seed corpus (testdata/fuzz),
 # which the passes above already ran. SECKILL_FUZZTIME lengthens it; 0 skips it.
 fuzztime=${SECKILL_FUZZTIME:-3s}
@@ -105,12 +105,13 @@ fi
 echo "== go test -race (end to end: cmd/seckill)"
 # The Sentinel failover test runs in its own pass below, with its servers.
 go test -race -count=1 -skip '^TestSentinelFailover' "$@" ./cmd/seckill
-# The Redis adapter's tests, the reference burst, the multi-instance test, the edits
-# racing a sale, the sale's clock told to clients, the orders' export, the event streams
-# across instances, the webhooks through a kill -9, the waiting room, the waitlist and the
-# draw once more on a three-master Redis Cluster: the service runs on one Redis server or a cluster.
-echo "== go test -race (on a Redis Cluster: the Redis adapter, the burst, several instances, edits, time, export, events, webhooks, waiting room, waitlist, draw)"
-SECKILL_TEST_REDIS_URL=cluster go test -race -count=1 "$@" ./adapters/redisstore ./adapters/stocktest
+# The Redis adapter's and the WATCH strategy's tests, the reference burst, the
+# multi-instance test, the edits racing a sale, the sale's clock told to clients, the
+# orders' export, the event streams across instances, the webhooks through a kill -9,
+# the waiting room, the waitlist and the draw once more on a three-master Redis Cluster:
+# the service runs on one Redis server or a cluster.
+echo "== go test -race (on a Redis Cluster: the Redis adapter, the WATCH strategy, the burst, several instances, edits, time, export, events, webhooks, waiting room, waitlist, draw)"
+SECKILL_TEST_REDIS_URL=cluster go test -race -count=1 "$@" ./adapters/redisstore ./adapters/strategies/watchstock ./adapters/stocktest
 SECKILL_TEST_REDIS_URL=cluster go test -race -count=1 \
 	-run 'TestReferenceBurst|TestFulfillReferenceBurstEndToEnd|TestInstancesShareASaleThroughAKillNine|TestEditRacesASaleOnTwoInstances|TestEditReachesEveryInstance|TestDenyListReachesEveryInstance|TestTimeAndStateByTheSaleClock|TestExportStreamsBesideTheSaleOnPostgres|TestEventsReachStreamsOnEveryInstance|TestWebhooksSurviveKillNine|TestWaitingRoomAdmitsInThePublishedOrder|TestWaitlistWinsReturnedUnitsEndToEnd|TestDrawEndToEnd|TestDrawSurvivesAKillNineOfTheDrawingInstance' "$@" ./cmd/seckill
 

@@ -15,11 +15,13 @@ import (
 
 var _ ports.OrderAudit = (*Orders)(nil)
 
-// liveStatuses are the statuses whose orders hold units (domain.OrderStatus.HoldsStock),
+// LiveStatuses are the statuses whose orders hold units (domain.OrderStatus.HoldsStock),
 // the ones the sold counter counts and the live unique index covers. Only
 // awaiting_payment and paid are ever stored; queued is listed so that the recount and
 // reconciliation, which judges by HoldsStock, agree on any row that says otherwise.
-var liveStatuses = []string{
+// Exported for the postgres stock strategy (adapters/strategies/sqlstock), whose
+// reservations are these orders; read it, never change it.
+var LiveStatuses = []string{
 	string(domain.StatusQueued), string(domain.StatusAwaitingPayment), string(domain.StatusPaid),
 }
 
@@ -81,7 +83,7 @@ func (s *Orders) Ledger(ctx context.Context, id domain.VoucherID) (ports.Ledger,
 		}
 	})
 	if err != nil {
-		return ports.Ledger{}, fmt.Errorf("ledger of voucher %s: %w", id, classify(err))
+		return ports.Ledger{}, fmt.Errorf("ledger of voucher %s: %w", id, Classify(err))
 	}
 	l := ports.Ledger{Voucher: v.voucher(), Orders: make([]domain.Order, 0, len(rows))}
 	for _, r := range rows {
@@ -120,7 +122,7 @@ func (s *Orders) Ledger(ctx context.Context, id domain.VoucherID) (ports.Ledger,
 // before the lock.
 func (s *Orders) RecountSold(ctx context.Context, id domain.VoucherID) (int, error) {
 	var sold int
-	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, ReadCommitted, func(ctx context.Context, tx bun.Tx) error {
 		var locked int64
 		err := tx.NewSelect().Model((*voucherRow)(nil)).
 			Column("id").
@@ -136,7 +138,7 @@ func (s *Orders) RecountSold(ctx context.Context, id domain.VoucherID) (int, err
 		live := tx.NewSelect().Model((*orderRow)(nil)).
 			ColumnExpr("coalesce(sum(o.quantity), 0)").
 			Where("o.voucher_id = ?", int64(id)).
-			Where("o.status IN (?)", bun.List(liveStatuses))
+			Where("o.status IN (?)", bun.List(LiveStatuses))
 		_, err = tx.NewUpdate().Model((*voucherRow)(nil)).
 			Set("sold = (?)", live).
 			Where("v.id = ?", int64(id)).
@@ -148,7 +150,7 @@ func (s *Orders) RecountSold(ctx context.Context, id domain.VoucherID) (int, err
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("recount sold of voucher %s: %w", id, classify(err))
+		return 0, fmt.Errorf("recount sold of voucher %s: %w", id, Classify(err))
 	}
 	return sold, nil
 }

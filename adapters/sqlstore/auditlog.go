@@ -82,7 +82,7 @@ func appendTx(ctx context.Context, db bun.IDB, e domain.AuditEntry) error {
 // Append writes e on its own transaction.
 func (l *AuditLog) Append(ctx context.Context, e domain.AuditEntry) error {
 	if err := appendTx(ctx, l.db, e); err != nil {
-		return classify(err)
+		return Classify(err)
 	}
 	return nil
 }
@@ -103,7 +103,7 @@ func (l *AuditLog) List(ctx context.Context, q ports.AuditQuery) ([]domain.Audit
 		sel = sel.Where("a.id < ?", q.Before)
 	}
 	if err := sel.Order("a.id DESC").Limit(int64(q.Limit)).Scan(ctx); err != nil {
-		return nil, fmt.Errorf("list the audit log: %w", classify(err))
+		return nil, fmt.Errorf("list the audit log: %w", Classify(err))
 	}
 	out := make([]domain.AuditEntry, len(rows))
 	for i, r := range rows {

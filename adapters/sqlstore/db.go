@@ -170,14 +170,17 @@ type txKey struct{}
 
 // withConn returns ctx carrying tx, for the callbacks a repository runs inside its
 // transaction (UnitsByStatus's at): a repository of this package called under them
-// reads through tx (conn). On SQLite it must: the one connection is tx's until it
+// reads through tx (Conn). On SQLite it must: the one connection is tx's until it
 // ends, so a read on the pool would wait for it forever.
 func withConn(ctx context.Context, tx bun.Tx) context.Context {
 	return context.WithValue(ctx, txKey{}, tx)
 }
 
-// conn returns the transaction ctx carries (withConn), or db.
-func conn(ctx context.Context, db *bun.DB) bun.IDB {
+// Conn returns the transaction ctx carries (withConn), or db: the handle a read must go
+// through when it may be called back under a repository's transaction (Vouchers.Hold,
+// Vouchers.Update's Commit, Orders.UnitsByStatus), as the postgres stock strategy's
+// reads are (adapters/strategies/sqlstock).
+func Conn(ctx context.Context, db *bun.DB) bun.IDB {
 	if tx, ok := ctx.Value(txKey{}).(bun.Tx); ok {
 		return tx
 	}

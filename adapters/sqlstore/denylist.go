@@ -58,7 +58,7 @@ func findDenial(ctx context.Context, db bun.IDB, user domain.UserID) (*domain.De
 // change's audit entry and r's answer are written in the same transaction.
 func (l *DenyList) Deny(ctx context.Context, d domain.Denial, by domain.Author, r *ports.Receipt[domain.Denial]) (domain.Denial, error) {
 	var stored domain.Denial
-	err := l.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+	err := l.db.RunInTx(ctx, ReadCommitted, func(ctx context.Context, tx bun.Tx) error {
 		before, err := findDenial(ctx, tx, d.User)
 		if err != nil {
 			return err
@@ -80,7 +80,7 @@ func (l *DenyList) Deny(ctx context.Context, d domain.Denial, by domain.Author, 
 		return answerTx(ctx, tx, r, stored)
 	})
 	if err != nil {
-		return domain.Denial{}, fmt.Errorf("deny user %s: %w", d.User, classify(err))
+		return domain.Denial{}, fmt.Errorf("deny user %s: %w", d.User, Classify(err))
 	}
 	return stored, nil
 }
@@ -88,7 +88,7 @@ func (l *DenyList) Deny(ctx context.Context, d domain.Denial, by domain.Author, 
 // Allow deletes user's row, with its audit entry and r's answer in the same
 // transaction; a user not listed writes nothing but the answer.
 func (l *DenyList) Allow(ctx context.Context, user domain.UserID, by domain.Author, r *ports.Receipt[domain.UserID]) error {
-	err := l.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+	err := l.db.RunInTx(ctx, ReadCommitted, func(ctx context.Context, tx bun.Tx) error {
 		var rows []denialRow
 		if err := tx.NewDelete().Model(&rows).Where("user_id = ?", int64(user)).Returning("*").Scan(ctx); err != nil &&
 			!errors.Is(err, sql.ErrNoRows) {
@@ -103,7 +103,7 @@ func (l *DenyList) Allow(ctx context.Context, user domain.UserID, by domain.Auth
 		return answerTx(ctx, tx, r, user)
 	})
 	if err != nil {
-		return fmt.Errorf("allow user %s: %w", user, classify(err))
+		return fmt.Errorf("allow user %s: %w", user, Classify(err))
 	}
 	return nil
 }
@@ -117,7 +117,7 @@ func (l *DenyList) List(ctx context.Context, after domain.UserID, limit int) ([]
 	var rows []denialRow
 	if err := l.db.NewSelect().Model(&rows).Where("d.user_id > ?", int64(after)).
 		Order("d.user_id").Limit(int64(limit)).Scan(ctx); err != nil {
-		return nil, fmt.Errorf("list the deny list: %w", classify(err))
+		return nil, fmt.Errorf("list the deny list: %w", Classify(err))
 	}
 	out := make([]domain.Denial, len(rows))
 	for i, r := range rows {
@@ -130,7 +130,7 @@ func (l *DenyList) List(ctx context.Context, after domain.UserID, limit int) ([]
 func (l *DenyList) Users(ctx context.Context) ([]domain.UserID, error) {
 	var ids []int64
 	if err := l.db.NewSelect().Table("denylist").Column("user_id").Scan(ctx, &ids); err != nil {
-		return nil, fmt.Errorf("read the deny list: %w", classify(err))
+		return nil, fmt.Errorf("read the deny list: %w", Classify(err))
 	}
 	out := make([]domain.UserID, len(ids))
 	for i, id := range ids {

@@ -51,7 +51,7 @@ func (s *Draws) Record(ctx context.Context, d domain.Draw) (domain.Draw, error) 
 	row := drawRow{VoucherID: int64(d.Voucher), Seed: d.Seed[:], Entrants: len(d.Entrants), Digest: d.Digest,
 		EntrantIDs: domain.PackEntrants(d.Entrants), Winners: d.Winners, DrawnAt: d.At.UTC()}
 	if _, err := s.db.NewInsert().Model(&row).On("CONFLICT (voucher_id) DO NOTHING").Exec(ctx); err != nil {
-		return domain.Draw{}, fmt.Errorf("record the draw of voucher %s: %w", d.Voucher, classify(err))
+		return domain.Draw{}, fmt.Errorf("record the draw of voucher %s: %w", d.Voucher, Classify(err))
 	}
 	return s.Get(ctx, d.Voucher)
 }
@@ -64,7 +64,7 @@ func (s *Draws) Get(ctx context.Context, id domain.VoucherID) (domain.Draw, erro
 		return domain.Draw{}, domain.ErrNotFound
 	}
 	if err != nil {
-		return domain.Draw{}, fmt.Errorf("read the draw of voucher %s: %w", id, classify(err))
+		return domain.Draw{}, fmt.Errorf("read the draw of voucher %s: %w", id, Classify(err))
 	}
 	return row.draw()
 }
@@ -79,7 +79,7 @@ func (s *Draws) Pending(ctx context.Context, now time.Time) ([]domain.Voucher, e
 		Order("v.id").
 		Scan(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list the draws to run: %w", classify(err))
+		return nil, fmt.Errorf("list the draws to run: %w", Classify(err))
 	}
 	return vouchers(rows), nil
 }

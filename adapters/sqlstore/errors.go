@@ -17,11 +17,13 @@ import (
 	"github.com/seckill/seckill/domain"
 )
 
-// classify marks the errors that mean the database is unreachable, restarting or
+// Classify marks the errors that mean the database is unreachable, restarting or
 // overloaded as domain.ErrUnavailable, so callers wait and retry instead of treating
 // a healthy request as broken (the fulfillment worker keeps its batch pending; the
-// API answers 503). Other errors pass through unchanged.
-func classify(err error) error {
+// API answers 503). Other errors pass through unchanged. Every repository of this
+// package and the postgres stock strategy (adapters/strategies/sqlstock) wrap their
+// database errors with it.
+func Classify(err error) error {
 	if err == nil || !unavailable(err) {
 		return err
 	}

@@ -31,7 +31,7 @@ type healRow struct {
 func (h *Heals) Healed(ctx context.Context) (map[string]string, error) {
 	var rows []healRow
 	if err := h.db.NewSelect().Model(&rows).Scan(ctx); err != nil {
-		return nil, fmt.Errorf("read healed redis servers: %w", classify(err))
+		return nil, fmt.Errorf("read healed redis servers: %w", Classify(err))
 	}
 	out := make(map[string]string, len(rows))
 	for _, r := range rows {
@@ -55,7 +55,7 @@ func (h *Heals) Record(ctx context.Context, servers map[string]string) error {
 		On("CONFLICT (server) DO UPDATE").Set("run_id = EXCLUDED.run_id").Set("healed_at = EXCLUDED.healed_at").
 		Exec(ctx)
 	if err != nil {
-		return fmt.Errorf("record healed redis servers: %w", classify(err))
+		return fmt.Errorf("record healed redis servers: %w", Classify(err))
 	}
 	return nil
 }

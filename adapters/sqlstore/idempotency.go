@@ -70,7 +70,7 @@ func (s *Idempotency) Claim(ctx context.Context, user domain.UserID, key, finger
 			return claim, ports.IdempotentRequest{}, nil
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
-			return ports.KeyClaim{}, ports.IdempotentRequest{}, fmt.Errorf("claim idempotency key: %w", classify(err))
+			return ports.KeyClaim{}, ports.IdempotentRequest{}, fmt.Errorf("claim idempotency key: %w", Classify(err))
 		}
 		var kept idempotencyRow
 		err = s.db.NewSelect().Model(&kept).Column("fingerprint", "status", "body").
@@ -79,7 +79,7 @@ func (s *Idempotency) Claim(ctx context.Context, user domain.UserID, key, finger
 			continue // released since: claim it again
 		}
 		if err != nil {
-			return ports.KeyClaim{}, ports.IdempotentRequest{}, fmt.Errorf("read idempotency key: %w", classify(err))
+			return ports.KeyClaim{}, ports.IdempotentRequest{}, fmt.Errorf("read idempotency key: %w", Classify(err))
 		}
 		return ports.KeyClaim{}, ports.IdempotentRequest{Fingerprint: kept.Fingerprint, Status: kept.Status, Body: []byte(kept.Body)}, nil
 	}
@@ -90,7 +90,7 @@ func (s *Idempotency) Claim(ctx context.Context, user domain.UserID, key, finger
 func (s *Idempotency) Complete(ctx context.Context, c ports.KeyClaim, status int, body []byte) (bool, error) {
 	kept, err := keepAnswer(ctx, s.db, c, status, body)
 	if err != nil {
-		return false, fmt.Errorf("keep idempotent answer: %w", classify(err))
+		return false, fmt.Errorf("keep idempotent answer: %w", Classify(err))
 	}
 	return kept, nil
 }
@@ -100,7 +100,7 @@ func (s *Idempotency) Release(ctx context.Context, c ports.KeyClaim) error {
 	_, err := s.db.NewDelete().Table("idempotency_keys").
 		Where("user_id = ? AND idem_key = ? AND token = ? AND status = 0", int64(c.User), c.Key, c.Token).Exec(ctx)
 	if err != nil {
-		return fmt.Errorf("release idempotency key: %w", classify(err))
+		return fmt.Errorf("release idempotency key: %w", Classify(err))
 	}
 	return nil
 }
@@ -109,7 +109,7 @@ func (s *Idempotency) Release(ctx context.Context, c ports.KeyClaim) error {
 func (s *Idempotency) Purge(ctx context.Context, cutoff time.Time) (int, error) {
 	res, err := s.db.NewDelete().Table("idempotency_keys").Where("created_at < ?", cutoff.UTC()).Exec(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("purge idempotency keys: %w", classify(err))
+		return 0, fmt.Errorf("purge idempotency keys: %w", Classify(err))
 	}
 	n, _ := res.RowsAffected()
 	return int(n), nil

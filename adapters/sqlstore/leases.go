@@ -48,7 +48,7 @@ func (l *Leases) Acquire(ctx context.Context, name, holder string, ttl time.Dura
 		return "", false, nil
 	}
 	if err != nil {
-		return "", false, fmt.Errorf("acquire lease %s: %w", name, classify(err))
+		return "", false, fmt.Errorf("acquire lease %s: %w", name, Classify(err))
 	}
 	return state, true, nil
 }
@@ -58,7 +58,7 @@ func (l *Leases) Acquire(ctx context.Context, name, holder string, ttl time.Dura
 func (l *Leases) Save(ctx context.Context, name, holder, state string) (bool, error) {
 	res, err := l.db.NewRaw("UPDATE leases SET state = ? WHERE name = ? AND holder = ?", state, name, holder).Exec(ctx)
 	if err != nil {
-		return false, fmt.Errorf("save lease %s: %w", name, classify(err))
+		return false, fmt.Errorf("save lease %s: %w", name, Classify(err))
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
@@ -76,7 +76,7 @@ func (l *Leases) Release(ctx context.Context, name, holder string) error {
 	}
 	_, err = l.db.NewRaw("UPDATE leases SET expires_at = ? WHERE name = ? AND holder = ?", at, name, holder).Exec(ctx)
 	if err != nil {
-		return fmt.Errorf("release lease %s: %w", name, classify(err))
+		return fmt.Errorf("release lease %s: %w", name, Classify(err))
 	}
 	return nil
 }
@@ -91,7 +91,7 @@ func (l *Leases) at(ctx context.Context) (time.Time, error) {
 	}
 	var at time.Time
 	if err := l.db.NewRaw("SELECT clock_timestamp()").Scan(ctx, &at); err != nil {
-		return time.Time{}, fmt.Errorf("read the database's clock: %w", classify(err))
+		return time.Time{}, fmt.Errorf("read the database's clock: %w", Classify(err))
 	}
 	return at.UTC().Truncate(time.Microsecond), nil
 }

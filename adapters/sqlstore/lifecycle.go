@@ -25,10 +25,12 @@ var (
 // They are unqualified: SQLite's RETURNING takes no table alias.
 const orderColumns = "id, voucher_id, user_id, quantity, status, created_at, expires_at, updated_at"
 
-// closedStatuses are the statuses whose units went (or must go) back on sale: the
+// ClosedStatuses are the statuses whose units went (or must go) back on sale: the
 // orders Unreleased finds. The list matches the partial index
-// orders_closed_unreleased_updated_at_idx.
-var closedStatuses = []string{
+// orders_closed_unreleased_updated_at_idx. Exported for the postgres stock strategy
+// (adapters/strategies/sqlstock), whose Release reports these orders; read it, never
+// change it.
+var ClosedStatuses = []string{
 	string(domain.StatusCancelled), string(domain.StatusExpired), string(domain.StatusFailed),
 }
 
@@ -69,7 +71,7 @@ func (s *Orders) Transition(ctx context.Context, id domain.OrderID, user domain.
 		return domain.Order{}, fmt.Errorf("transition order %s: %w", id, domain.Invalid("status", "must be paid, cancelled or expired"))
 	}
 	var o domain.Order
-	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, ReadCommitted, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		if o, err = transitionTx(ctx, tx, id, user, to); err != nil {
 			return err
@@ -84,7 +86,7 @@ func (s *Orders) Transition(ctx context.Context, id domain.OrderID, user domain.
 		return answerTx(ctx, tx, r, o)
 	})
 	if err != nil {
-		return domain.Order{}, fmt.Errorf("transition order %s to %s: %w", id, to, classify(err))
+		return domain.Order{}, fmt.Errorf("transition order %s to %s: %w", id, to, Classify(err))
 	}
 	return o, nil
 }
@@ -183,7 +185,7 @@ func (s *Orders) ExpireDue(ctx context.Context, now time.Time, w domain.PaymentW
 		return nil, fmt.Errorf("expire due orders: %w", domain.Invalid("limit", "must be at least 1"))
 	}
 	var rows []orderRow
-	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, ReadCommitted, func(ctx context.Context, tx bun.Tx) error {
 		if err := expireTx(ctx, tx, now, w, limit, &rows); err != nil {
 			return err
 		}
@@ -196,7 +198,7 @@ func (s *Orders) ExpireDue(ctx context.Context, now time.Time, w domain.PaymentW
 		return events.writeTx(ctx, tx)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("expire due orders: %w", classify(err))
+		return nil, fmt.Errorf("expire due orders: %w", Classify(err))
 	}
 	out := make([]domain.Order, 0, len(rows))
 	for _, r := range rows {
@@ -288,13 +290,13 @@ func (s *Orders) Unreleased(ctx context.Context, limit int) ([]domain.Order, err
 	}
 	var rows []orderRow
 	err := s.db.NewSelect().Model(&rows).
-		Where("o.status IN (?)", bun.List(closedStatuses)).
+		Where("o.status IN (?)", bun.List(ClosedStatuses)).
 		Where("o.released_at IS NULL").
 		OrderExpr("o.updated_at, o.id").
 		Limit(int64(limit)).
 		Scan(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list unreleased orders: %w", classify(err))
+		return nil, fmt.Errorf("list unreleased orders: %w", Classify(err))
 	}
 	out := make([]domain.Order, 0, len(rows))
 	for _, r := range rows {
@@ -322,11 +324,11 @@ func (s *Orders) MarkReleased(ctx context.Context, ids ...domain.OrderID) error 
 	_, err := s.db.NewUpdate().Model((*orderRow)(nil)).
 		Set("released_at = ?", now()).
 		Where("o.id IN (?)", bun.List(list)).
-		Where("o.status IN (?)", bun.List(closedStatuses)).
+		Where("o.status IN (?)", bun.List(ClosedStatuses)).
 		Where("o.released_at IS NULL").
 		Exec(ctx)
 	if err != nil {
-		return fmt.Errorf("mark %d orders released: %w", len(list), classify(err))
+		return fmt.Errorf("mark %d orders released: %w", len(list), Classify(err))
 	}
 	return nil
 }
@@ -352,7 +354,7 @@ func (s *Orders) RecordDeadlines(ctx context.Context, w domain.PaymentWindow) (i
 			Limit(deadlineBatch).
 			Scan(ctx)
 		if err != nil {
-			return total, fmt.Errorf("read orders without a deadline: %w", classify(err))
+			return total, fmt.Errorf("read orders without a deadline: %w", Classify(err))
 		}
 		err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 			for _, r := range rows {
@@ -368,7 +370,7 @@ func (s *Orders) RecordDeadlines(ctx context.Context, w domain.PaymentWindow) (i
 			return nil
 		})
 		if err != nil {
-			return total, fmt.Errorf("record the deadlines of %d orders: %w", len(rows), classify(err))
+			return total, fmt.Errorf("record the deadlines of %d orders: %w", len(rows), Classify(err))
 		}
 		total += len(rows)
 		if len(rows) < deadlineBatch {

@@ -53,13 +53,15 @@ const (
 // only runs when another vanished in between, and nothing deletes vouchers today.
 const persistAttempts = 3
 
-// readCommitted is the isolation Persist relies on in PostgreSQL, whatever the
+// ReadCommitted is the isolation Persist relies on in PostgreSQL, whatever the
 // server's default: each statement sees what committed before it, and a guarded update
 // waits for a concurrent one and re-checks its guard against the counter that one
 // left, where a stricter level would fail the transaction instead. SQLite has one
 // level: a write transaction runs alone (see rowLock), which is stricter still and
-// never fails for it; its driver ignores the option.
-var readCommitted = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+// never fails for it; its driver ignores the option. Every write transaction of this
+// package runs at it, and so does the postgres stock strategy's grab
+// (adapters/strategies/sqlstock); read it, never change it.
+var ReadCommitted = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 
 // orderRow is a row of the orders table. released_at is left out: inserts leave it
 // NULL (not released), the domain never reads it, and the statements that change it
@@ -93,6 +95,29 @@ func newOrderRow(r domain.Reservation, status domain.OrderStatus) orderRow {
 	}
 }
 
+// InsertOrder stores r as an awaiting_payment order in tx and adds its units to its
+// voucher's sold counter, as the fulfillment's Persist does for a reservation: for a
+// caller that judged the grab in tx under the voucher's lock (LockVoucher), the
+// postgres stock strategy (adapters/strategies/sqlstock), whose reserved grab is an
+// order at once. The order is stored under r.OrderID with created_at r.At and
+// expires_at r.Expires, in UTC. The live unique index refusing a second live order of
+// the user, or the counter refusing to pass the stock, is an error: the caller's
+// judgement ruled both out.
+func InsertOrder(ctx context.Context, tx bun.Tx, r domain.Reservation) error {
+	row := newOrderRow(r, domain.StatusAwaitingPayment)
+	if _, err := tx.NewInsert().Model(&row).Exec(ctx); err != nil {
+		return fmt.Errorf("insert order: %w", err)
+	}
+	moved, err := moveSold(ctx, tx, r.VoucherID, r.Quantity)
+	if err != nil {
+		return err
+	}
+	if moved == nil {
+		return fmt.Errorf("voucher %s: sold counter refused %d units", r.VoucherID, r.Quantity)
+	}
+	return nil
+}
+
 func (r orderRow) order() domain.Order {
 	return domain.Order{
 		ID:        domain.OrderID(r.ID),
@@ -113,7 +138,7 @@ func (s *Orders) Get(ctx context.Context, id domain.OrderID) (domain.Order, erro
 		return domain.Order{}, fmt.Errorf("get order %s: %w", id, domain.ErrNotFound)
 	}
 	if err != nil {
-		return domain.Order{}, fmt.Errorf("get order %s: %w", id, classify(err))
+		return domain.Order{}, fmt.Errorf("get order %s: %w", id, Classify(err))
 	}
 	return row.order(), nil
 }
@@ -139,7 +164,7 @@ func (s *Orders) ListByUser(ctx context.Context, user domain.UserID, q ports.Ord
 		sel = sel.Where("(o.created_at, o.id) < (?, ?)", q.After.CreatedAt.UTC(), string(q.After.ID))
 	}
 	if err := sel.Order("o.created_at DESC", "o.id DESC").Limit(int64(q.Limit)).Scan(ctx); err != nil {
-		return nil, fmt.Errorf("list orders of user %s: %w", user, classify(err))
+		return nil, fmt.Errorf("list orders of user %s: %w", user, Classify(err))
 	}
 	out := make([]domain.Order, 0, len(rows))
 	for _, r := range rows {
@@ -193,7 +218,7 @@ func (s *Orders) ListByVoucher(ctx context.Context, voucher domain.VoucherID, q 
 		})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list orders of voucher %s: %w", voucher, classify(err))
+		return nil, fmt.Errorf("list orders of voucher %s: %w", voucher, Classify(err))
 	}
 	out := make([]domain.Order, len(rows))
 	for i, r := range rows {

@@ -154,7 +154,7 @@ func (s *Webhooks) Claim(ctx context.Context, endpoint string, at time.Time, lim
 	at = at.UTC()
 	disabled, err := s.db.NewSelect().Model((*endpointRow)(nil)).Where("url = ?", endpoint).Exists(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("claim webhook deliveries: %w", classify(err))
+		return nil, fmt.Errorf("claim webhook deliveries: %w", Classify(err))
 	}
 	if disabled {
 		return nil, s.disableDue(ctx, endpoint, at)
@@ -180,7 +180,7 @@ func (s *Webhooks) Claim(ctx context.Context, endpoint string, at time.Time, lim
 		Returning("*").
 		Exec(ctx, &rows)
 	if err != nil {
-		return nil, fmt.Errorf("claim webhook deliveries: %w", classify(err))
+		return nil, fmt.Errorf("claim webhook deliveries: %w", Classify(err))
 	}
 	out := make([]ports.ClaimedDelivery, 0, len(rows))
 	for _, r := range rows {
@@ -198,7 +198,7 @@ func (s *Webhooks) Claim(ctx context.Context, endpoint string, at time.Time, lim
 func (s *Webhooks) Record(ctx context.Context, c ports.ClaimedDelivery, a ports.WebhookAttempt) (bool, error) {
 	var n int64
 	// A 410 disables the endpoint with the delivery, in one transaction.
-	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, ReadCommitted, func(ctx context.Context, tx bun.Tx) error {
 		q := tx.NewUpdate().Model((*outboxRow)(nil)).
 			Set("attempts = attempts + 1").
 			Set("last_attempt_at = ?", a.At.UTC()).
@@ -230,7 +230,7 @@ func (s *Webhooks) Record(ctx context.Context, c ports.ClaimedDelivery, a ports.
 		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("record webhook attempt %s: %w", c.ID, classify(err))
+		return false, fmt.Errorf("record webhook attempt %s: %w", c.ID, Classify(err))
 	}
 	return n == 1, nil
 }
@@ -249,7 +249,7 @@ type endpointRow struct {
 // deletes that row first) comes wholly before or after: a retried delivery is never
 // disabled by a check made before its retry.
 func (s *Webhooks) disableDue(ctx context.Context, endpoint string, at time.Time) error {
-	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, ReadCommitted, func(ctx context.Context, tx bun.Tx) error {
 		var urls []string
 		if err := tx.NewSelect().Model((*endpointRow)(nil)).Column("url").Where("url = ?", endpoint).
 			Apply(rowLock("UPDATE")).Scan(ctx, &urls); err != nil {
@@ -269,7 +269,7 @@ func (s *Webhooks) disableDue(ctx context.Context, endpoint string, at time.Time
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("disable webhook deliveries: %w", classify(err))
+		return fmt.Errorf("disable webhook deliveries: %w", Classify(err))
 	}
 	return nil
 }
@@ -290,7 +290,7 @@ func (s *Webhooks) List(ctx context.Context, q ports.DeliveryQuery) ([]domain.De
 		sel = sel.Where("w.id < ?", q.Before)
 	}
 	if err := sel.Order("w.id DESC").Limit(int64(q.Limit)).Scan(ctx); err != nil {
-		return nil, fmt.Errorf("list webhook deliveries: %w", classify(err))
+		return nil, fmt.Errorf("list webhook deliveries: %w", Classify(err))
 	}
 	out := make([]domain.Delivery, 0, len(rows))
 	for _, r := range rows {
@@ -308,7 +308,7 @@ func (s *Webhooks) List(ctx context.Context, q ports.DeliveryQuery) ([]domain.De
 func (s *Webhooks) Backlog(ctx context.Context) (int, error) {
 	n, err := s.db.NewSelect().Model((*outboxRow)(nil)).Where("w.next_attempt_at IS NOT NULL").Count(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("count webhook backlog: %w", classify(err))
+		return 0, fmt.Errorf("count webhook backlog: %w", Classify(err))
 	}
 	return int(n), nil
 }
@@ -331,7 +331,7 @@ func (s *Webhooks) Purge(ctx context.Context, cutoff time.Time) (int, error) {
 		Where("w.created_at < ?", cutoff.UTC()).
 		Exec(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("purge webhook deliveries: %w", classify(err))
+		return 0, fmt.Errorf("purge webhook deliveries: %w", Classify(err))
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
@@ -345,7 +345,7 @@ func (s *Webhooks) Purge(ctx context.Context, cutoff time.Time) (int, error) {
 // transaction. An unknown id is domain.ErrNotFound.
 func (s *Webhooks) Retry(ctx context.Context, id, endpoint string, at time.Time, by domain.Author) (domain.Delivery, error) {
 	var row outboxRow
-	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, ReadCommitted, func(ctx context.Context, tx bun.Tx) error {
 		// The endpoint's row first: a disableDue holding it ends before (see there).
 		if _, err := tx.NewDelete().Model((*endpointRow)(nil)).Where("url = ?", endpoint).Exec(ctx); err != nil {
 			return err
@@ -369,7 +369,7 @@ func (s *Webhooks) Retry(ctx context.Context, id, endpoint string, at time.Time,
 		return appendTx(ctx, tx, domain.DeliveryAudit(by, id, domain.DeliveryStatus(before.Status)))
 	})
 	if err != nil {
-		return domain.Delivery{}, fmt.Errorf("retry webhook delivery %s: %w", id, classify(err))
+		return domain.Delivery{}, fmt.Errorf("retry webhook delivery %s: %w", id, Classify(err))
 	}
 	return row.delivery()
 }

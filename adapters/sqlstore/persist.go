@@ -48,7 +48,7 @@ func (s *Orders) Persist(ctx context.Context, rs []domain.Reservation) ([]ports.
 	// and let the others answer as a redelivery of it would.
 	outcomes, err := s.persist(ctx, ports.FirstOfEach(rs))
 	if err != nil {
-		return nil, fmt.Errorf("persist orders: %w", classify(err))
+		return nil, fmt.Errorf("persist orders: %w", Classify(err))
 	}
 	return ports.AnswerRepeats(rs, outcomes), nil
 }
@@ -82,7 +82,7 @@ func (s *Orders) persist(ctx context.Context, rs []domain.Reservation) (map[doma
 			return out, nil
 		}
 
-		err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+		err := s.db.RunInTx(ctx, ReadCommitted, func(ctx context.Context, tx bun.Tx) error {
 			return persistTx(ctx, tx, live, out, newOutbox(s.events), optimistic)
 		})
 		if err == nil {

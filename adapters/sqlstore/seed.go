@@ -26,7 +26,7 @@ func (s *Vouchers) Import(ctx context.Context, vs []domain.Voucher) ([]domain.Vo
 		Column("title", "stock", "sold", "begins_at", "ends_at", "per_user_limit", "paused", "created_at").
 		Returning("id").Exec(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("import vouchers: %w", classify(err))
+		return nil, fmt.Errorf("import vouchers: %w", Classify(err))
 	}
 	out := make([]domain.Voucher, len(rows))
 	for i, r := range rows {
@@ -64,7 +64,7 @@ func (s *Orders) Import(ctx context.Context, os []domain.Order) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("import orders: %w", classify(err))
+		return fmt.Errorf("import orders: %w", Classify(err))
 	}
 	return nil
 }

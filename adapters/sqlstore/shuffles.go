@@ -45,7 +45,7 @@ func (s *Shuffles) Save(ctx context.Context, sh domain.SeededShuffle) (domain.Se
 	row := shuffleRow{VoucherID: int64(sh.Voucher), Seed: sh.Seed[:], EntrantsCount: len(sh.Entrants), EntrantsDigest: sh.Digest,
 		EntrantIDs: domain.PackEntrants(sh.Entrants), ShuffledAt: sh.At.UTC().Truncate(time.Millisecond)}
 	if _, err := s.db.NewInsert().Model(&row).On("CONFLICT (voucher_id) DO NOTHING").Exec(ctx); err != nil {
-		return domain.SeededShuffle{}, fmt.Errorf("save the shuffle of voucher %s: %w", sh.Voucher, classify(err))
+		return domain.SeededShuffle{}, fmt.Errorf("save the shuffle of voucher %s: %w", sh.Voucher, Classify(err))
 	}
 	return s.Get(ctx, sh.Voucher, true)
 }
@@ -63,7 +63,7 @@ func (s *Shuffles) Get(ctx context.Context, id domain.VoucherID, entrants bool) 
 		return domain.SeededShuffle{}, domain.ErrNotFound
 	}
 	if err != nil {
-		return domain.SeededShuffle{}, fmt.Errorf("read the shuffle of voucher %s: %w", id, classify(err))
+		return domain.SeededShuffle{}, fmt.Errorf("read the shuffle of voucher %s: %w", id, Classify(err))
 	}
 	if len(row.Seed) != domain.SeedSize {
 		return domain.SeededShuffle{}, fmt.Errorf("the shuffle of voucher %s holds a seed of %d bytes", id, len(row.Seed))

@@ -20,11 +20,11 @@ const inProcessRedisLockKey int64 = 0x5EC1_0001
 func HoldInProcessRedisLock(ctx context.Context, db *bun.DB) (release func(), ok bool, err error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return nil, false, fmt.Errorf("lock the database for an in-process redis: %w", classify(err))
+		return nil, false, fmt.Errorf("lock the database for an in-process redis: %w", Classify(err))
 	}
 	if err := conn.NewRaw("SELECT pg_try_advisory_lock(?)", inProcessRedisLockKey).Scan(ctx, &ok); err != nil {
 		_ = conn.Close()
-		return nil, false, fmt.Errorf("lock the database for an in-process redis: %w", classify(err))
+		return nil, false, fmt.Errorf("lock the database for an in-process redis: %w", Classify(err))
 	}
 	if !ok {
 		_ = conn.Close()

@@ -22,17 +22,17 @@ import (
 // database's write lock), which every transaction that moves the voucher's stock or
 // its live units takes in a conflicting mode (they all update the row: sold, stock),
 // so none commits from the read until at returns. at is given a context that carries
-// the transaction (see conn), for a reader of this database under it.
+// the transaction (see Conn), for a reader of this database under it.
 func (s *Orders) UnitsByStatus(ctx context.Context, voucher domain.VoucherID, at func(context.Context) error) (map[domain.OrderStatus]int, error) {
 	if at == nil {
 		out, err := unitsByStatus(ctx, s.db, voucher)
 		if err != nil {
-			return nil, fmt.Errorf("count units of voucher %s: %w", voucher, classify(err))
+			return nil, fmt.Errorf("count units of voucher %s: %w", voucher, Classify(err))
 		}
 		return out, nil
 	}
 	var out map[domain.OrderStatus]int
-	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, ReadCommitted, func(ctx context.Context, tx bun.Tx) error {
 		err := tx.NewSelect().Model((*voucherRow)(nil)).Column("id").Where("v.id = ?", int64(voucher)).
 			Apply(rowLock("SHARE")).Scan(ctx, new(int64))
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -44,7 +44,7 @@ func (s *Orders) UnitsByStatus(ctx context.Context, voucher domain.VoucherID, at
 		return at(withConn(ctx, tx))
 	})
 	if err != nil {
-		return nil, fmt.Errorf("count units of voucher %s: %w", voucher, classify(err))
+		return nil, fmt.Errorf("count units of voucher %s: %w", voucher, Classify(err))
 	}
 	return out, nil
 }
@@ -104,7 +104,7 @@ func (s *Orders) FoldUnits(ctx context.Context, limit int) (int, error) {
 	}
 	var n int
 	if err := s.db.NewRaw(foldUnitsSQL, limit).Scan(ctx, &n); err != nil {
-		return 0, fmt.Errorf("fold unit changes: %w", classify(err))
+		return 0, fmt.Errorf("fold unit changes: %w", Classify(err))
 	}
 	return n, nil
 }

@@ -139,7 +139,7 @@ func (s *Vouchers) Create(ctx context.Context, v *domain.Voucher, by domain.Auth
 		CreatedAt:    now(),
 	}
 	row.setAdmission(*v)
-	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, ReadCommitted, func(ctx context.Context, tx bun.Tx) error {
 		// id, sold and version are the database's to set.
 		_, err := tx.NewInsert().
 			Model(&row).
@@ -156,7 +156,7 @@ func (s *Vouchers) Create(ctx context.Context, v *domain.Voucher, by domain.Auth
 		return answerTx(ctx, tx, r, row.voucher())
 	})
 	if err != nil {
-		return fmt.Errorf("insert voucher: %w", classify(err))
+		return fmt.Errorf("insert voucher: %w", Classify(err))
 	}
 	*v = row.voucher()
 	return nil
@@ -174,8 +174,8 @@ func (s *Vouchers) Create(ctx context.Context, v *domain.Voucher, by domain.Auth
 // removal of units), or a *domain.ValidationError another CHECK raised.
 func (s *Vouchers) Update(ctx context.Context, id domain.VoucherID, u ports.VoucherUpdate) (domain.Voucher, error) {
 	var after domain.Voucher
-	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
-		before, err := lockVoucher(ctx, tx, id)
+	err := s.db.RunInTx(ctx, ReadCommitted, func(ctx context.Context, tx bun.Tx) error {
+		before, err := LockVoucher(ctx, tx, id)
 		if err != nil {
 			return err
 		}
@@ -205,31 +205,34 @@ func (s *Vouchers) Update(ctx context.Context, id domain.VoucherID, u ports.Vouc
 		return answerTx(ctx, tx, u.Receipt, after)
 	})
 	if err != nil {
-		return domain.Voucher{}, fmt.Errorf("update voucher %s: %w", id, classify(err))
+		return domain.Voucher{}, fmt.Errorf("update voucher %s: %w", id, Classify(err))
 	}
 	return after, nil
 }
 
 // Hold calls fn with voucher id read under the lock Update takes, in a transaction
 // that writes nothing, and returns fn's error or domain.ErrNotFound. fn's context
-// carries the transaction (see conn), as u.Commit's does in Update.
+// carries the transaction (see Conn), as u.Commit's does in Update.
 func (s *Vouchers) Hold(ctx context.Context, id domain.VoucherID, fn func(context.Context, domain.Voucher) error) error {
-	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
-		v, err := lockVoucher(ctx, tx, id)
+	err := s.db.RunInTx(ctx, ReadCommitted, func(ctx context.Context, tx bun.Tx) error {
+		v, err := LockVoucher(ctx, tx, id)
 		if err != nil {
 			return err
 		}
 		return fn(withConn(ctx, tx), v)
 	})
 	if err != nil {
-		return fmt.Errorf("hold voucher %s: %w", id, classify(err))
+		return fmt.Errorf("hold voucher %s: %w", id, Classify(err))
 	}
 	return nil
 }
 
-// lockVoucher reads voucher id in tx under the lock of an update, or returns
-// domain.ErrNotFound.
-func lockVoucher(ctx context.Context, tx bun.Tx, id domain.VoucherID) (domain.Voucher, error) {
+// LockVoucher reads voucher id in tx under the lock of an update (FOR NO KEY UPDATE on
+// PostgreSQL, see Update; on SQLite the transaction holds the database's one write
+// lock), or returns domain.ErrNotFound. Update and Hold take it, and so does the
+// postgres stock strategy's grab (adapters/strategies/sqlstock), so the grabs of a
+// voucher and its edits take turns.
+func LockVoucher(ctx context.Context, tx bun.Tx, id domain.VoucherID) (domain.Voucher, error) {
 	var row voucherRow
 	err := tx.NewSelect().Model(&row).Where("v.id = ?", int64(id)).Apply(rowLock("NO KEY UPDATE")).Scan(ctx)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -280,7 +283,7 @@ func (s *Vouchers) Get(ctx context.Context, id domain.VoucherID) (domain.Voucher
 		return domain.Voucher{}, fmt.Errorf("get voucher %s: %w", id, domain.ErrNotFound)
 	}
 	if err != nil {
-		return domain.Voucher{}, fmt.Errorf("get voucher %s: %w", id, classify(err))
+		return domain.Voucher{}, fmt.Errorf("get voucher %s: %w", id, Classify(err))
 	}
 	return row.voucher(), nil
 }
@@ -313,7 +316,7 @@ func (s *Vouchers) List(ctx context.Context, q ports.VoucherQuery) ([]domain.Vou
 		return nil, domain.Invalid("status", "must be live, upcoming or ended")
 	}
 	if err := sel.Order("v.id DESC").Limit(int64(q.Limit)).Scan(ctx); err != nil {
-		return nil, fmt.Errorf("list vouchers: %w", classify(err))
+		return nil, fmt.Errorf("list vouchers: %w", Classify(err))
 	}
 	return vouchers(rows), nil
 }
@@ -327,7 +330,7 @@ func (s *Vouchers) Active(ctx context.Context, now time.Time) ([]domain.Voucher,
 		Order("v.id DESC").
 		Scan(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list active vouchers: %w", classify(err))
+		return nil, fmt.Errorf("list active vouchers: %w", Classify(err))
 	}
 	return vouchers(rows), nil
 }

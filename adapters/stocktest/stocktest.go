@@ -48,7 +48,7 @@ type Subject struct {
 	Vouchers ports.Vouchers
 
 	// Orders, when set, declares that the Stock's reservations are these orders
-	// themselves (the postgres strategy; see sqlstore.Stock.Release). The suite closes
+	// themselves (the postgres strategy; see sqlstock.Stock.Release). The suite closes
 	// an order there (cancels it) before releasing it, as the order lifecycle does, and
 	// closing it must put its units back on sale at once. Release then gives nothing
 	// back and reports whether the order is closed with its release not yet recorded

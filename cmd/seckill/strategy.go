@@ -7,7 +7,7 @@ import (
 	"github.com/google/wire"
 
 	"github.com/seckill/seckill/adapters/redisstore"
-	"github.com/seckill/seckill/adapters/sqlstore"
+	"github.com/seckill/seckill/adapters/strategies/sqlstock"
 	"github.com/seckill/seckill/adapters/strategies/watchstock"
 	"github.com/seckill/seckill/ports"
 )
@@ -73,11 +73,11 @@ func configuredStrategy(cfg Common) (StockStrategy, error) {
 // strategySet provides the stock port and the audit of its state for a given
 // StockStrategy. The Redis adapters are built either way: the fulfillment queue, the
 // reservations and the restock signal read Redis whatever takes the stock.
-var strategySet = wire.NewSet(sqlstore.NewStock, selectStock, selectStockAudit, selectWaitlist, selectEntries)
+var strategySet = wire.NewSet(sqlstock.New, selectStock, selectStockAudit, selectWaitlist, selectEntries)
 
 // selectStock returns the stock port of strategy: the Lua script (lua), the
 // optimistic transaction over the same keys (watch), or the database (postgres).
-func selectStock(strategy StockStrategy, lua *redisstore.Stock, db *sqlstore.Stock) ports.Stock {
+func selectStock(strategy StockStrategy, lua *redisstore.Stock, db *sqlstock.Stock) ports.Stock {
 	switch strategy {
 	case StrategyWatch:
 		return watchstock.New(lua, watchstock.DefaultAttempts)
@@ -91,7 +91,7 @@ func selectStock(strategy StockStrategy, lua *redisstore.Stock, db *sqlstore.Sto
 // selectStockAudit returns what reconciliation and stats read as the sale state of
 // strategy: Redis for lua and watch, which share its keys; the database for postgres,
 // where Redis holds nothing and the vouchers row is the sale state.
-func selectStockAudit(strategy StockStrategy, redis *redisstore.Audit, db *sqlstore.Stock) ports.StockAudit {
+func selectStockAudit(strategy StockStrategy, redis *redisstore.Audit, db *sqlstock.Stock) ports.StockAudit {
 	if strategy == StrategyPostgres {
 		return db
 	}
@@ -103,7 +103,7 @@ func selectStockAudit(strategy StockStrategy, redis *redisstore.Audit, db *sqlst
 // to them; none for postgres, whose waitlist routes answer 409 waitlist_unsupported.
 func selectWaitlist(strategy StockStrategy, lua *redisstore.Stock) ports.Waitlist {
 	if strategy == StrategyPostgres {
-		return sqlstore.NoWaitlist{}
+		return sqlstock.NoWaitlist{}
 	}
 	return redisstore.NewWaitlist(lua)
 }
@@ -113,7 +113,7 @@ func selectWaitlist(strategy StockStrategy, lua *redisstore.Stock) ports.Waitlis
 // waitlist; none for postgres, whose entries answer 409 draw_unsupported.
 func selectEntries(strategy StockStrategy, lua *redisstore.Stock) ports.Entries {
 	if strategy == StrategyPostgres {
-		return sqlstore.NoEntries{}
+		return sqlstock.NoEntries{}
 	}
 	return redisstore.NewEntries(lua)
 }

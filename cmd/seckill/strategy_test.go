@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/seckill/seckill/adapters/redisstore"
-	"github.com/seckill/seckill/adapters/sqlstore"
+	"github.com/seckill/seckill/adapters/strategies/sqlstock"
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
 )
@@ -44,7 +44,7 @@ func TestStrategyNames(t *testing.T) {
 func TestStrategySelectsTheAdapters(t *testing.T) {
 	lua := redisstore.NewStock(nil, redisstore.Options{})
 	audit := redisstore.NewAudit(nil, redisstore.Options{})
-	db := sqlstore.NewStock(nil, nil, 0)
+	db := sqlstock.New(nil, nil, 0)
 	for _, tc := range []struct {
 		strategy StockStrategy
 		stock    string
@@ -52,7 +52,7 @@ func TestStrategySelectsTheAdapters(t *testing.T) {
 	}{
 		{StrategyLua, "*redisstore.Stock", "*redisstore.Audit"},
 		{StrategyWatch, "*watchstock.Stock", "*redisstore.Audit"},
-		{StrategyPostgres, "*sqlstore.Stock", "*sqlstore.Stock"},
+		{StrategyPostgres, "*sqlstock.Stock", "*sqlstock.Stock"},
 	} {
 		stock := selectStock(tc.strategy, lua, db)
 		if got, want := fmt.Sprintf("%T", stock), tc.stock; got != want {

@@ -11,6 +11,7 @@ import (
 	"github.com/seckill/seckill/adapters/httpapi"
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/sqlstore"
+	"github.com/seckill/seckill/adapters/strategies/sqlstock"
 	"github.com/seckill/seckill/adapters/system"
 	"github.com/seckill/seckill/application"
 	"go.uber.org/zap"
@@ -64,14 +65,14 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		cleanup()
 		return nil, nil, err
 	}
-	sqlstoreStock := sqlstore.NewStock(db, clock, domainPaymentWindow)
-	portsStock := selectStock(stockStrategy, stock, sqlstoreStock)
+	sqlstockStock := sqlstock.New(db, clock, domainPaymentWindow)
+	portsStock := selectStock(stockStrategy, stock, sqlstockStock)
 	createVoucher := application.NewCreateVoucher(vouchers, portsStock, clock)
 	getVoucher := application.NewGetVoucher(vouchers, portsStock, clock)
 	listVouchers := application.NewListVouchers(vouchers, portsStock, clock)
 	uliDs := system.NewULIDs(clock)
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
-	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, sqlstoreStock)
+	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, sqlstockStock)
 	orders := outboxOrders(db, cfg)
 	applicationRecoverVoucher := recoverVoucher(vouchers, portsStock, stockAudit, orders, clock, mainMetrics)
 	applicationPassKey := passKey(cfg)
@@ -235,7 +236,7 @@ func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*applicat
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
 	clock := saleClock(ctx, universalClient, embedded, log)
 	domainPaymentWindow := noPaymentWindow()
-	stock := sqlstore.NewStock(db, clock, domainPaymentWindow)
+	stock := sqlstock.New(db, clock, domainPaymentWindow)
 	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, stock)
 	orders := sqlstore.NewOrders(db)
 	redisstoreStock := redisstore.NewStock(universalClient, options)

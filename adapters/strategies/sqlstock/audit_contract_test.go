@@ -1,4 +1,4 @@
-package sqlstore_test
+package sqlstock_test
 
 import (
 	"context"

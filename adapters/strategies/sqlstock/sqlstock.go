@@ -1,4 +1,11 @@
-package sqlstore
+// Package sqlstock is the postgres stock strategy (SECKILL_STOCK_STRATEGY=postgres): a
+// grab judged and taken by one database transaction holding the voucher's row lock
+// instead of the Redis script, kept to measure against it (`seckill-lab compare`). It
+// keeps the sale state in adapters/sqlstore's tables through what that package exports
+// (LockVoucher, InsertOrder, Orders, the status lists, Classify, Conn). Only
+// cmd/seckill's strategy choice imports it (ports/architecture_test.go); the default
+// path, the script, does not.
+package sqlstock
 
 import (
 	"context"
@@ -9,6 +16,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/seckill/seckill/adapters/sqlstore"
 	"github.com/seckill/seckill/domain"
 	"github.com/seckill/seckill/ports"
 )
@@ -28,10 +36,10 @@ var (
 // oversell. The price is the lock: the grabs of one voucher run one at a time, each
 // several statements long, on a pool of a few dozen connections.
 //
-// Its sale state is the vouchers row itself: stock, sold, window, limit, paused flag,
-// admission and challenge. So Warm loads nothing, SetPaused leaves the flag PauseSale already stored,
-// Edit leaves the terms an edit already stored, and Release has nothing to give back
-// (see each).
+// Its sale state is the vouchers row itself (sqlstore's): stock, sold, window, limit,
+// paused flag, admission and challenge. So Warm loads nothing, SetPaused leaves the
+// flag PauseSale already stored, Edit leaves the terms an edit already stored, and
+// Release has nothing to give back (see each).
 //
 // It is also the ports.StockAudit of that state, so reconciliation and stats read it
 // rather than a Redis that holds nothing under this strategy.
@@ -44,10 +52,10 @@ type Stock struct {
 	window domain.PaymentWindow
 }
 
-// NewStock returns a Stock that keeps the sale state in db, judges a grab without a
+// New returns a Stock that keeps the sale state in db, judges a grab without a
 // time by clock (the sale's clock) and records each order it takes with the deadline
 // window sets (its reservation's Expires when the caller set none).
-func NewStock(db *bun.DB, clock ports.Clock, window domain.PaymentWindow) *Stock {
+func New(db *bun.DB, clock ports.Clock, window domain.PaymentWindow) *Stock {
 	return &Stock{db: db, clock: clock, window: window}
 }
 
@@ -63,7 +71,8 @@ func (s *Stock) Warm(context.Context, domain.Voucher) (ports.WarmOutcome, error)
 //	SELECT id FROM orders WHERE <the user's live order of the voucher>;
 //	INSERT INTO orders … 'awaiting_payment'; UPDATE vouchers SET sold = sold + ?; COMMIT
 //
-// (the row lock is the one the UPDATE takes anyway; unlike FOR UPDATE it does not block
+// (the lock is sqlstore.LockVoucher's, the insert and the update sqlstore.InsertOrder;
+// the row lock is the one the UPDATE takes anyway; unlike FOR UPDATE it does not block
 // the foreign-key checks of other transactions' orders). The order is stored under
 // r.OrderID with created_at r.At (the clock's time when r.At is zero) and expires_at
 // r.Expires (r.At plus the Stock's window when zero). It judges by the
@@ -91,43 +100,38 @@ func (s *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
 		return err
 	}
 	var answer error
-	err := s.db.RunInTx(ctx, readCommitted, func(ctx context.Context, tx bun.Tx) error {
+	err := s.db.RunInTx(ctx, sqlstore.ReadCommitted, func(ctx context.Context, tx bun.Tx) error {
 		var err error
 		answer, err = reserveTx(ctx, tx, r)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("reserve stock: voucher %s: %w", r.VoucherID, classify(err))
+		return fmt.Errorf("reserve stock: voucher %s: %w", r.VoucherID, sqlstore.Classify(err))
 	}
 	return answer
 }
 
 // reserveTx judges and takes one grab in tx: it reads what the grab rule needs (the
-// voucher's row, locked, and the user's live order), then judges. It returns the
-// grab's answer (nil: reserved), or an error when the transaction must not commit. A
-// refusal writes nothing, so committing it only releases the lock.
+// voucher's row, locked as an edit locks it, and the user's live order), then judges.
+// It returns the grab's answer (nil: reserved), or an error when the transaction must
+// not commit. A refusal writes nothing, so committing it only releases the lock.
 func reserveTx(ctx context.Context, tx bun.Tx, r domain.Reservation) (answer error, err error) {
-	var v voucherRow
-	err = tx.NewSelect().Model(&v).
-		Column("stock", "sold", "begins_at", "ends_at", "per_user_limit", "paused", "admission", "challenge").
-		Where("v.id = ?", int64(r.VoucherID)).
-		Apply(rowLock("NO KEY UPDATE")).
-		Scan(ctx)
-	if errors.Is(err, sql.ErrNoRows) {
+	v, err := sqlstore.LockVoucher(ctx, tx, r.VoucherID)
+	if errors.Is(err, domain.ErrNotFound) {
 		return domain.ErrNotFound, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("lock voucher: %w", err)
+		return nil, err
 	}
 
 	// Read after the lock is held, so this statement's snapshot includes every grab
 	// of the voucher committed before it.
 	var held []string
-	err = tx.NewSelect().Model((*orderRow)(nil)).
+	err = tx.NewSelect().Table("orders").
 		Column("id").
-		Where("o.voucher_id = ?", int64(r.VoucherID)).
-		Where("o.user_id = ?", int64(r.UserID)).
-		Where("o.status IN (?)", bun.List(liveStatuses)).
+		Where("voucher_id = ?", int64(r.VoucherID)).
+		Where("user_id = ?", int64(r.UserID)).
+		Where("status IN (?)", bun.List(sqlstore.LiveStatuses)).
 		Limit(1).
 		Scan(ctx, &held)
 	if err != nil {
@@ -137,8 +141,8 @@ func reserveTx(ctx context.Context, tx bun.Tx, r domain.Reservation) (answer err
 	if len(held) > 0 {
 		holding = domain.OrderID(held[0])
 	}
-	room := domain.Admission(v.Admission) == domain.AdmissionWaitingRoom
-	state := domain.Sale{Admission: domain.Admission(v.Admission), Challenge: domain.ChallengeKind(v.Challenge),
+	room := v.Admission == domain.AdmissionWaitingRoom
+	state := domain.Sale{Admission: v.Admission, Challenge: v.Challenge,
 		Paused: v.Paused, BeginsAt: v.BeginsAt, EndsAt: v.EndsAt,
 		PerUserLimit: v.PerUserLimit, Remaining: v.Stock - v.Sold}
 	if room && !r.Pass.IsZero() {
@@ -153,21 +157,15 @@ func reserveTx(ctx context.Context, tx bun.Tx, r domain.Reservation) (answer err
 		return refusal, nil
 	}
 
-	row := newOrderRow(r, domain.StatusAwaitingPayment)
-	if _, err := tx.NewInsert().Model(&row).Exec(ctx); err != nil {
-		return nil, fmt.Errorf("insert order: %w", err)
+	// The live unique index and the sold counter's guard and CHECK back the judgement
+	// above.
+	if err := sqlstore.InsertOrder(ctx, tx, r); err != nil {
+		return nil, err
 	}
 	if room {
 		if err := usePass(ctx, tx, r); err != nil {
 			return nil, err
 		}
-	}
-	// The CHECK sold <= stock backs the judgement above.
-	if _, err := tx.NewUpdate().Model((*voucherRow)(nil)).
-		Set("sold = sold + ?", r.Quantity).
-		Where("v.id = ?", int64(r.VoucherID)).
-		Exec(ctx); err != nil {
-		return nil, fmt.Errorf("move sold: %w", err)
 	}
 	return nil, nil
 }
@@ -214,13 +212,13 @@ func (s *Stock) Remaining(ctx context.Context, ids ...domain.VoucherID) (map[dom
 		ID   int64 `bun:"id"`
 		Left int   `bun:"units_left"`
 	}
-	err := s.db.NewSelect().Model((*voucherRow)(nil)).
+	err := s.db.NewSelect().Table("vouchers").
 		Column("id").
-		ColumnExpr("v.stock - v.sold AS units_left").
-		Where("v.id IN (?)", bun.List(list)).
+		ColumnExpr("stock - sold AS units_left").
+		Where("id IN (?)", bun.List(list)).
 		Scan(ctx, &rows)
 	if err != nil {
-		return nil, fmt.Errorf("read remaining stock: %w", classify(err))
+		return nil, fmt.Errorf("read remaining stock: %w", sqlstore.Classify(err))
 	}
 	for _, r := range rows {
 		left[domain.VoucherID(r.ID)] = r.Left
@@ -232,11 +230,11 @@ func (s *Stock) Remaining(ctx context.Context, ids ...domain.VoucherID) (map[dom
 // the voucher's row, where PauseSale stored it (ports.Vouchers.Update) before
 // calling this. Writing it again here could only do harm: WarmVouchers calls this with
 // the flag it read a moment earlier, which an admin may have changed since. Called
-// under Vouchers.Hold (a recovery), it reads in that transaction (conn).
+// under Vouchers.Hold (a recovery), it reads in that transaction (sqlstore.Conn).
 func (s *Stock) SetPaused(ctx context.Context, id domain.VoucherID, _ bool) (bool, error) {
-	ok, err := conn(ctx, s.db).NewSelect().Model((*voucherRow)(nil)).Where("v.id = ?", int64(id)).Exists(ctx)
+	ok, err := sqlstore.Conn(ctx, s.db).NewSelect().Table("vouchers").Where("id = ?", int64(id)).Exists(ctx)
 	if err != nil {
-		return false, fmt.Errorf("pause sale: %w", classify(err))
+		return false, fmt.Errorf("pause sale: %w", sqlstore.Classify(err))
 	}
 	return ok, nil
 }
@@ -265,13 +263,13 @@ func (s *Stock) Release(ctx context.Context, o domain.Order) (bool, error) {
 	if o.Quantity < 1 {
 		return false, domain.Invalid("quantity", "must be at least 1")
 	}
-	ok, err := s.db.NewSelect().Model((*orderRow)(nil)).
-		Where("o.id = ?", string(o.ID)).
-		Where("o.status IN (?)", bun.List(closedStatuses)).
-		Where("o.released_at IS NULL").
+	ok, err := s.db.NewSelect().Table("orders").
+		Where("id = ?", string(o.ID)).
+		Where("status IN (?)", bun.List(sqlstore.ClosedStatuses)).
+		Where("released_at IS NULL").
 		Exists(ctx)
 	if err != nil {
-		return false, fmt.Errorf("release stock: %w", classify(err))
+		return false, fmt.Errorf("release stock: %w", sqlstore.Classify(err))
 	}
 	return ok, nil
 }
@@ -282,7 +280,7 @@ func (s *Stock) Release(ctx context.Context, o domain.Order) (bool, error) {
 // finds drift only where the database disagrees with itself: a sold counter off its
 // live orders.
 func (s *Stock) Snapshot(ctx context.Context, id domain.VoucherID) (ports.StockSnapshot, error) {
-	ledger, err := NewOrders(s.db).Ledger(ctx, id)
+	ledger, err := sqlstore.NewOrders(s.db).Ledger(ctx, id)
 	if errors.Is(err, domain.ErrNotFound) {
 		return ports.StockSnapshot{}, nil
 	}
@@ -309,17 +307,18 @@ func (s *Stock) Snapshot(ctx context.Context, id domain.VoucherID) (ports.StockS
 
 // Tally returns voucher id's stock and stock minus sold remaining, read from its row;
 // nothing is ever queued. An unknown voucher is not Present. Called under
-// Orders.UnitsByStatus, it reads in that transaction (conn).
+// Orders.UnitsByStatus, it reads in that transaction (sqlstore.Conn).
 func (s *Stock) Tally(ctx context.Context, id domain.VoucherID) (ports.StockTally, error) {
-	var v voucherRow
-	err := conn(ctx, s.db).NewSelect().Model(&v).Column("stock", "sold").Where("v.id = ?", int64(id)).Scan(ctx)
+	var stock, sold int
+	err := sqlstore.Conn(ctx, s.db).NewSelect().Table("vouchers").Column("stock", "sold").Where("id = ?", int64(id)).
+		Scan(ctx, &stock, &sold)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ports.StockTally{}, nil
 	}
 	if err != nil {
-		return ports.StockTally{}, fmt.Errorf("tally stock: %w", classify(err))
+		return ports.StockTally{}, fmt.Errorf("tally stock: %w", sqlstore.Classify(err))
 	}
-	return ports.StockTally{Present: true, Stock: v.Stock, Remaining: v.Stock - v.Sold}, nil
+	return ports.StockTally{Present: true, Stock: stock, Remaining: stock - sold}, nil
 }
 
 // Restore writes nothing: a live order is its own reservation here, so none can be
@@ -360,13 +359,13 @@ func (s *Stock) Holds(ctx context.Context, id domain.VoucherID, orders []domain.
 			out[o] = false
 		}
 		var live []string
-		err := s.db.NewSelect().Model((*orderRow)(nil)).Column("o.id").
-			Where("o.voucher_id = ?", int64(id)).
-			Where("o.id IN (?)", bun.List(ids)).
-			Where("o.status IN (?)", bun.List(liveStatuses)).
+		err := s.db.NewSelect().Table("orders").Column("id").
+			Where("voucher_id = ?", int64(id)).
+			Where("id IN (?)", bun.List(ids)).
+			Where("status IN (?)", bun.List(sqlstore.LiveStatuses)).
 			Scan(ctx, &live)
 		if err != nil {
-			return nil, fmt.Errorf("reservations held: %w", classify(err))
+			return nil, fmt.Errorf("reservations held: %w", sqlstore.Classify(err))
 		}
 		for _, o := range live {
 			out[domain.OrderID(o)] = true
@@ -391,17 +390,17 @@ func (s *Stock) Restored(context.Context, domain.VoucherID) error { return nil }
 // (Orders.RecountSold) and returns the units left, stock minus sold, or
 // domain.ErrNotFound for an unknown voucher.
 func (s *Stock) Recount(ctx context.Context, id domain.VoucherID) (int, error) {
-	sold, err := NewOrders(s.db).RecountSold(ctx, id)
+	sold, err := sqlstore.NewOrders(s.db).RecountSold(ctx, id)
 	if err != nil {
 		return 0, fmt.Errorf("recount stock: %w", err)
 	}
 	var stock int
-	err = s.db.NewSelect().Model((*voucherRow)(nil)).Column("stock").Where("v.id = ?", int64(id)).Scan(ctx, &stock)
+	err = s.db.NewSelect().Table("vouchers").Column("stock").Where("id = ?", int64(id)).Scan(ctx, &stock)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, fmt.Errorf("recount stock: voucher %s: %w", id, domain.ErrNotFound)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("recount stock: %w", classify(err))
+		return 0, fmt.Errorf("recount stock: %w", sqlstore.Classify(err))
 	}
 	return stock - sold, nil
 }
