@@ -32,13 +32,9 @@ func (lateTime) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 	return next
 }
 
-// TestClockOfTheInProcessRedisIsTheHosts: the in-process Redis's time is this host's
-// own clock, so there is no offset to measure, however late the server answers. A
-// serve in the zero-setup mode under load once took the in-process server's answer
-// latency for this host's clock being off: it warned to keep the host's clock
-// synchronized (NTP), and carried the sale's clock that far ahead of the scripts'.
-func TestClockOfTheInProcessRedisIsTheHosts(t *testing.T) {
-	t.Parallel()
+// inProcessRedisClient starts an in-process Redis for t and a client of it.
+func inProcessRedisClient(t *testing.T) (*redisstore.Embedded, *redis.Client) {
+	t.Helper()
 	e, err := redisstore.StartEmbedded()
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +42,17 @@ func TestClockOfTheInProcessRedisIsTheHosts(t *testing.T) {
 	t.Cleanup(e.Close)
 	client := redis.NewClient(&redis.Options{Dialer: e.Dial})
 	t.Cleanup(func() { _ = client.Close() })
+	return e, client
+}
+
+// TestClockOfTheInProcessRedisIsTheHosts: the in-process Redis's time is this host's
+// own clock, so there is no offset to measure, however late the server answers. A
+// serve in the zero-setup mode under load once took the in-process server's answer
+// latency for this host's clock being off: it warned to keep the host's clock
+// synchronized (NTP), and carried the sale's clock that far ahead of the scripts'.
+func TestClockOfTheInProcessRedisIsTheHosts(t *testing.T) {
+	t.Parallel()
+	e, client := inProcessRedisClient(t)
 	// Answered 1.5 s late, a measurement that halves the round trip puts the host's
 	// clock 750 ms behind Redis's: past the 500 ms serve warns at.
 	client.AddHook(lateTime{wait: 1500 * time.Millisecond})
@@ -73,13 +80,7 @@ func TestClockOfTheInProcessRedisIsTheHosts(t *testing.T) {
 // then refused its first entries as not started.
 func TestSaleClockIsNeverAheadOfTheInProcessRedis(t *testing.T) {
 	t.Parallel()
-	e, err := redisstore.StartEmbedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	client := redis.NewClient(&redis.Options{Dialer: e.Dial})
-	t.Cleanup(func() { _ = client.Close() })
+	e, client := inProcessRedisClient(t)
 	ctx := context.Background()
 	clock := saleClock(ctx, client, e, zap.NewNop())
 	// A step of the server's clock is 10 ms when idle: 300 reads span about 30 steps.
