@@ -27,8 +27,10 @@ import (
 func TestQueueJoinsReadsAndAdmits(t *testing.T) {
 	a := newAPI(t)
 	now := time.Now().UTC()
+	// The joins below must come before the start: 5 s leaves a busy machine room for
+	// them, and the wait for the shuffle after them follows the start, however near.
 	body, _ := json.Marshal(map[string]any{
-		"title": "Room", "stock": 5, "per_user_limit": 1, "begins_at": now.Add(2 * time.Second), "ends_at": now.Add(time.Hour),
+		"title": "Room", "stock": 5, "per_user_limit": 1, "begins_at": now.Add(5 * time.Second), "ends_at": now.Add(time.Hour),
 		"admission": "waiting_room", "queue_window": 2,
 	})
 	r := a.do(http.MethodPost, "/api/v1/vouchers", a.admin, string(body))
