@@ -35,6 +35,45 @@ func TestReferenceBurst(t *testing.T) {
 // burstRetries bounds the rounds in which a busy burst's overloaded grabs try again.
 const burstRetries = 20
 
+// retryOverloaded sends again, a second later (the answer's Retry-After), each of reqs
+// whose result is the contract's overloaded answer (503 unavailable), as a client does,
+// round after round until none is, and puts the new answers in results. It returns the
+// indexes of the requests answered 503 at least once; burstRetries rounds without an
+// end fail the test.
+func (in *instance) retryOverloaded(reqs []burst.Request, results []burst.Result) map[int]bool {
+	in.t.Helper()
+	overloaded := map[int]bool{}
+	for round := 0; ; round++ {
+		var again []int
+		for i, r := range results {
+			if r.Err == nil && r.Status == http.StatusServiceUnavailable && r.Code == "unavailable" {
+				again = append(again, i)
+			}
+		}
+		if len(again) == 0 {
+			return overloaded
+		}
+		if round == burstRetries {
+			in.t.Fatalf("%d grabs still answered 503 after %d tries; the service logged:\n%s", len(again), burstRetries, in.logs)
+		}
+		for _, i := range again {
+			overloaded[i] = true
+		}
+		time.Sleep(time.Second)
+		retry := make([]burst.Request, len(again))
+		for j, i := range again {
+			retry[j] = reqs[i]
+		}
+		answers, _, err := burst.Fire(context.Background(), in.base, retry, burst.Options{})
+		if err != nil {
+			in.t.Fatal(err)
+		}
+		for j, i := range again {
+			results[i] = answers[j]
+		}
+	}
+}
+
 func referenceBurst(t *testing.T, in *instance, busy bool) {
 	const stock, users, twice = 100, 4950, 50
 	id := in.createVoucher(stock, 1)
@@ -50,33 +89,9 @@ func referenceBurst(t *testing.T, in *instance, busy bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	overloaded := 0
-	for round := 0; busy; round++ {
-		var again []int // the requests answered 503 unavailable
-		for i, r := range results {
-			if r.Err == nil && r.Status == http.StatusServiceUnavailable && r.Code == "unavailable" {
-				again = append(again, i)
-			}
-		}
-		if len(again) == 0 {
-			break
-		}
-		if round == burstRetries {
-			t.Fatalf("%d grabs still answered 503 after %d tries; the service logged:\n%s", len(again), burstRetries, in.logs)
-		}
-		overloaded += len(again)
-		time.Sleep(time.Second) // the answer's Retry-After
-		retry := make([]burst.Request, len(again))
-		for j, i := range again {
-			retry[j] = reqs[i]
-		}
-		answers, _, err := burst.Fire(context.Background(), in.base, retry, burst.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for j, i := range again {
-			results[i] = answers[j]
-		}
+	var overloaded map[int]bool
+	if busy {
+		overloaded = in.retryOverloaded(reqs, results)
 	}
 
 	// Each user's order: named by its 202, or by an already_purchased answer (a grab
@@ -109,7 +124,7 @@ func referenceBurst(t *testing.T, in *instance, busy bool) {
 			t.Fatalf("request %d: unexpected answer %d %q; the service logged:\n%s", i, r.Status, r.Code, in.logs)
 		}
 	}
-	t.Logf("burst of %d cleared in %v: %v (%d answers 503 unavailable, tried again)", len(reqs), took, counts, overloaded)
+	t.Logf("burst of %d cleared in %v: %v (%d grabs answered 503 unavailable, tried again)", len(reqs), took, counts, len(overloaded))
 	vid, err := domain.ParseVoucherID(id)
 	if err != nil {
 		t.Fatal(err)

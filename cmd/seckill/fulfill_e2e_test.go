@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -173,12 +174,30 @@ type grabs struct {
 	holder   map[int64]string // user → the order id of its 202
 	counts   map[string]int
 	took     time.Duration
+	// unsure are the users a busy burst answered 503 and then no order: whether they
+	// hold one is for findOrders to ask.
+	unsure []int64
 }
 
 // fireGrabs grabs voucher once per entry of users, all at once, and checks that every
 // answer is a 202 or a 409 sold_out/already_purchased, that no user reserved twice and
 // that every 202 names a distinct order id.
 func (fi *fulfillInstance) fireGrabs(voucher string, users []int64) grabs {
+	fi.t.Helper()
+	return fi.fire(voucher, users, false)
+}
+
+// fireGrabsOnABusyMachine is fireGrabs on a machine other processes keep busy: a grab
+// answered the contract's overloaded 503 is tried again after its Retry-After
+// (retryOverloaded), and the answers checked are the last ones; an already_purchased
+// names the user's order, which a 503 of unknown outcome may have reserved, and the
+// users such a 503 left with no answer naming an order are g.unsure (findOrders).
+func (fi *fulfillInstance) fireGrabsOnABusyMachine(voucher string, users []int64) grabs {
+	fi.t.Helper()
+	return fi.fire(voucher, users, true)
+}
+
+func (fi *fulfillInstance) fire(voucher string, users []int64, busy bool) grabs {
 	fi.t.Helper()
 	reqs := make([]burst.Request, len(users))
 	for i, u := range users {
@@ -187,6 +206,10 @@ func (fi *fulfillInstance) fireGrabs(voucher string, users []int64) grabs {
 	results, took, err := burst.Fire(context.Background(), fi.base, reqs, burst.Options{})
 	if err != nil {
 		fi.t.Fatal(err)
+	}
+	var overloaded map[int]bool
+	if busy {
+		overloaded = fi.retryOverloaded(reqs, results)
 	}
 	g := grabs{reserved: map[string]int64{}, holder: map[int64]string{}, counts: map[string]int{}, took: took}
 	for i, r := range results {
@@ -199,22 +222,62 @@ func (fi *fulfillInstance) fireGrabs(voucher string, users []int64) grabs {
 			if r.OrderID == "" {
 				fi.t.Fatalf("grab %d (user %d): 202 without an order id", i, users[i])
 			}
-			if prev, ok := g.holder[users[i]]; ok {
+			// (A busy burst's already_purchased may have named this order already.)
+			if prev, ok := g.holder[users[i]]; ok && (!busy || prev != r.OrderID) {
 				fi.t.Fatalf("user %d reserved twice: %s and %s", users[i], prev, r.OrderID)
 			}
-			if other, ok := g.reserved[r.OrderID]; ok {
+			if other, ok := g.reserved[r.OrderID]; ok && other != users[i] {
 				fi.t.Fatalf("order id %s answered to users %d and %d", r.OrderID, other, users[i])
 			}
 			g.holder[users[i]] = r.OrderID
 			g.reserved[r.OrderID] = users[i]
 		case r.Status == http.StatusConflict && (r.Code == "sold_out" || r.Code == "already_purchased"):
 			g.counts[r.Code]++
+			if busy && r.Code == "already_purchased" {
+				// The user's order, or one reserved behind a 503 whose outcome was
+				// unknown (taken, not confirmed in time), which this retry tells.
+				if prev, ok := g.holder[users[i]]; ok && prev != r.OrderID {
+					fi.t.Fatalf("user %d holds %s and is told of %s", users[i], prev, r.OrderID)
+				}
+				if r.OrderID == "" {
+					fi.t.Fatalf("grab %d (user %d): already_purchased names no order", i, users[i])
+				}
+				g.holder[users[i]] = r.OrderID
+				g.reserved[r.OrderID] = users[i]
+			}
 		default:
 			fi.t.Fatalf("grab %d (user %d): unexpected answer %d %q", i, users[i], r.Status, r.Code)
 		}
 	}
+	for i := range overloaded {
+		if _, told := g.holder[users[i]]; !told && !slices.Contains(g.unsure, users[i]) {
+			g.unsure = append(g.unsure, users[i])
+		}
+	}
 	fi.t.Logf("burst of %d answered in %v: %v", len(users), took, g.counts)
+	if busy {
+		fi.t.Logf("%d grabs answered 503, tried again; %d users to ask for their orders", len(overloaded), len(g.unsure))
+	}
 	return g
+}
+
+// findOrders asks, as the contract tells a client to (GET /api/v1/orders), whether each
+// of g's unsure users holds an order of voucher that no answer named (a grab answered
+// 503 whose outcome was unknown, then sold_out to its retry), and adds each found to g.
+// Call it once the reservations are persisted (waitSettled).
+func (fi *fulfillInstance) findOrders(voucher string, g grabs) {
+	fi.t.Helper()
+	for _, u := range g.unsure {
+		status, list := fi.call(http.MethodGet, "/api/v1/orders?voucher_id="+voucher, fi.token(domain.UserID(u), false), nil)
+		listed, _ := list["orders"].([]any)
+		if status != http.StatusOK || len(listed) > 1 {
+			fi.t.Fatalf("user %d lists its orders of voucher %s: %d %v", u, voucher, status, list)
+		}
+		if len(listed) == 1 {
+			order, _ := listed[0].(map[string]any)["order_id"].(string)
+			g.holder[u], g.reserved[order] = order, u
+		}
+	}
 }
 
 // burstUsers lists n distinct users from first, then the first dup of them again.
