@@ -107,6 +107,16 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 	return m
 }
 
+// watchDoor exposes the grab door's current bound on grabs in flight (Admission.Limit)
+// as seckill_grab_inflight_limit, read at each scrape. A server calls it once, for its
+// door.
+func (m *Metrics) watchDoor(door *Admission) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "seckill_grab_inflight_limit",
+		Help: "The grab door's bound on grabs in flight on this instance: SECKILL_MAX_INFLIGHT, lower while it has backed off because grabs took longer than half SECKILL_REQUEST_TIMEOUT or were answered unavailable (0: no bound).",
+	}, func() float64 { return float64(door.Limit()) }))
+}
+
 // Registry returns the registry /metrics serves.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 

@@ -62,6 +62,19 @@ func TestMetricsExposeEveryOutcomeFromTheStart(t *testing.T) {
 	}
 }
 
+// The grab door's bound on grabs in flight is exposed: SECKILL_MAX_INFLIGHT until the
+// door backs off, 0 when there is no bound.
+func TestMetricsExposeTheDoorsLimit(t *testing.T) {
+	t.Parallel()
+	const series = "seckill_grab_inflight_limit"
+	for _, limit := range []int{0, 77} {
+		a := newAPI(t, func(s *setup) { s.http.MaxInflight = limit })
+		if v, ok := a.scrape()[series]; !ok || v != float64(limit) {
+			t.Errorf("MaxInflight %d: %s = %v (present %v), want %d", limit, series, v, ok, limit)
+		}
+	}
+}
+
 // A burst moves the grab counters exactly: reserved by the units sold, the refusals by
 // theirs, and the duration histogram counts the grabs under the route's pattern, never
 // a raw path.

@@ -214,6 +214,7 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 		MaxInflight: opts.MaxInflight, Target: opts.RequestTimeout / 2, BodyTimeout: opts.RequestTimeout,
 		PerSecond: opts.GrabRate, Burst: opts.GrabBurst,
 	})
+	metrics.watchDoor(admission)
 	h := handlers{uc: uc, log: log, clock: opts.Clock, payment: opts.PaymentWindow, streams: opts.Streams,
 		door: admission, metrics: metrics}
 	auth := authenticate(tokens)
