@@ -48,7 +48,7 @@ func startInProcess(ctx context.Context, cfg Config, log *zap.Logger) (*inProces
 	var serveErr error
 	go func() {
 		defer close(served)
-		serveErr = serve(serveCtx, a, ln, nil, cfg, log)
+		serveErr = serve(serveCtx, a, ln, nil, cfg, log, nil)
 	}()
 	stop := func() error {
 		defer cleanup()

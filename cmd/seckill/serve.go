@@ -93,7 +93,7 @@ func (c *serveCmd) Run(ctx context.Context) error {
 			}
 		}
 	}
-	return serveThen(ctx, a, ln, metricsLn, c.Config, log, started)
+	return serve(ctx, a, ln, metricsLn, c.Config, log, started)
 }
 
 // trialParts names what makes this serve one for trying and testing — the in-process
@@ -110,16 +110,11 @@ func (c *Config) trialParts() string {
 }
 
 // serve runs until ctx is cancelled, then shuts down gracefully. A nil ln runs no API;
-// a non-nil metricsLn serves GET /metrics on its own.
-// If one part fails, the others are stopped too and the failure is returned.
-func serve(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Config, log *zap.Logger) error {
-	return serveThen(ctx, a, ln, metricsLn, cfg, log, nil)
-}
-
-// serveThen is serve, calling started (when not nil) once everything has started and
-// the first warm-up is over: what it prints then comes after the start-up's log lines
-// and stays in view.
-func serveThen(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Config, log *zap.Logger, started func()) error {
+// a non-nil metricsLn serves GET /metrics on its own. If one part fails, the others are
+// stopped too and the failure is returned. started (when not nil) is called once
+// everything has started and the first warm-up is over: what it prints then comes after
+// the start-up's log lines and stays in view.
+func serve(ctx context.Context, a *app, ln, metricsLn net.Listener, cfg Config, log *zap.Logger, started func()) error {
 	warnIfLossy(ctx, a.Redis, cfg, log)
 	suspectUnhealed(ctx, a, log)
 	g, gctx := errgroup.WithContext(ctx)
