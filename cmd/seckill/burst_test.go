@@ -20,9 +20,9 @@ import (
 // answer at once (no 5xx). On one whose CPUs other processes keep busy a grab may
 // instead be told the instance is overloaded — the contract's 503 unavailable, within
 // a second rather than late — and its client tries again after the Retry-After, as
-// clients do; every grab then ends with a true answer. Either way exactly the stock is
-// sold, one order to each of distinct users: its 202 names it, or, for a grab whose
-// answer was a 503, the already_purchased of its next try does.
+// clients do; every grab then ends with a true answer (fire). Either way Redis holds
+// exactly the stock, one reservation to each of distinct users, and each order a user
+// was told of (a 202, or the already_purchased of a retry) is the one it holds.
 func TestReferenceBurst(t *testing.T) {
 	t.Run("quiet", func(t *testing.T) { referenceBurst(t, startInstance(t), false) })
 	t.Run("busy", func(t *testing.T) {
@@ -75,86 +75,41 @@ func (in *instance) retryOverloaded(reqs []burst.Request, results []burst.Result
 }
 
 func referenceBurst(t *testing.T, in *instance, busy bool) {
-	const stock, users, twice = 100, 4950, 50
+	const stock = 100
 	id := in.createVoucher(stock, 1)
-
-	reqs := make([]burst.Request, 0, users+twice)
-	userOf := make([]string, 0, users+twice) // each request's user id
-	for i := range users + twice {
-		u := domain.UserID(1001 + i%users)
-		reqs = append(reqs, burst.Request{Path: "/api/v1/vouchers/" + id + "/grab", Token: in.token(u, false)})
-		userOf = append(userOf, strconv.FormatInt(int64(u), 10))
+	g := (&fulfillInstance{instance: in}).fire(id, burstUsers(1001, 4950, 50), busy)
+	if !busy && g.counts["reserved"] != stock {
+		t.Fatalf("reserved = %d, want %d", g.counts["reserved"], stock)
 	}
-	results, took, err := burst.Fire(context.Background(), in.base, reqs, burst.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var overloaded map[int]bool
-	if busy {
-		overloaded = in.retryOverloaded(reqs, results)
-	}
-
-	// Each user's order: named by its 202, or by an already_purchased answer (a grab
-	// answered 503 whose call Redis did judge — a reply lost to a timeout — is found so).
-	orderOf := map[string]string{} // user id → order id
-	counts := map[string]int{}
-	for i, r := range results {
-		if r.Err != nil {
-			t.Fatalf("request %d: %v", i, r.Err)
-		}
-		switch {
-		case r.Status == http.StatusAccepted && counts["reserved"] == stock:
-			t.Fatalf("request %d: a 202 beyond the %d units", i, stock)
-		case r.Status == http.StatusAccepted || r.Status == http.StatusConflict && r.Code == "already_purchased":
-			if r.Status == http.StatusAccepted {
-				counts["reserved"]++
-			} else {
-				counts[r.Code]++
-			}
-			if r.OrderID == "" {
-				t.Fatalf("request %d: %d %q names no order", i, r.Status, r.Code)
-			}
-			if o, ok := orderOf[userOf[i]]; ok && o != r.OrderID {
-				t.Fatalf("user of request %d has two orders: %s and %s", i, o, r.OrderID)
-			}
-			orderOf[userOf[i]] = r.OrderID
-		case r.Status == http.StatusConflict && r.Code == "sold_out":
-			counts[r.Code]++
-		default:
-			t.Fatalf("request %d: unexpected answer %d %q; the service logged:\n%s", i, r.Status, r.Code, in.logs)
-		}
-	}
-	t.Logf("burst of %d cleared in %v: %v (%d grabs answered 503 unavailable, tried again)", len(reqs), took, counts, len(overloaded))
 	vid, err := domain.ParseVoucherID(id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The reservations Redis holds: one per user, each the order that user was told of.
+	// The reservations Redis holds: one per user, each the order that user was told of
+	// (a user a 503 left unsure may hold one no answer named).
 	entries, err := in.redis.XRange(context.Background(), in.keys.Stream(vid), "-", "+").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	held := map[string]string{} // user id → order id
+	held := map[int64]string{} // user → order id
 	for _, e := range entries {
 		f := strings.Split(fmt.Sprint(e.Values["r"]), ":") // user:qty:at_ms:order
-		if len(f) != 4 {
+		user, err := strconv.ParseInt(f[0], 10, 64)
+		if len(f) != 4 || err != nil {
 			t.Fatalf("stream entry %v: r is not user:qty:at_ms:order", e.Values)
 		}
-		if _, twice := held[f[0]]; twice {
-			t.Fatalf("user %s holds two reservations", f[0])
+		if _, twice := held[user]; twice {
+			t.Fatalf("user %d holds two reservations", user)
 		}
-		held[f[0]] = f[3]
+		held[user] = f[3]
 	}
 	if len(held) != stock {
 		t.Fatalf("users holding a reservation = %d, want %d", len(held), stock)
 	}
-	for user, order := range orderOf {
+	for user, order := range g.holder {
 		if held[user] != order {
-			t.Fatalf("user %s was told of order %s; Redis holds %q for it", user, order, held[user])
+			t.Fatalf("user %d was told of order %s; Redis holds %q for it", user, order, held[user])
 		}
-	}
-	if !busy && counts["reserved"] != stock {
-		t.Fatalf("reserved = %d, want %d", counts["reserved"], stock)
 	}
 	if status, v := in.call(http.MethodGet, "/api/v1/vouchers/"+id, "", nil); status != http.StatusOK || v["remaining"] != 0.0 {
 		t.Fatalf("voucher after the burst: %d %v", status, v)

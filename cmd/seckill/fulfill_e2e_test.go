@@ -246,7 +246,7 @@ func (fi *fulfillInstance) fire(voucher string, users []int64, busy bool) grabs 
 				g.reserved[r.OrderID] = users[i]
 			}
 		default:
-			fi.t.Fatalf("grab %d (user %d): unexpected answer %d %q", i, users[i], r.Status, r.Code)
+			fi.t.Fatalf("grab %d (user %d): unexpected answer %d %q; the service logged:\n%s", i, users[i], r.Status, r.Code, fi.logs)
 		}
 	}
 	for i := range overloaded {
@@ -256,7 +256,7 @@ func (fi *fulfillInstance) fire(voucher string, users []int64, busy bool) grabs 
 	}
 	fi.t.Logf("burst of %d answered in %v: %v", len(users), took, g.counts)
 	if busy {
-		fi.t.Logf("%d grabs answered 503, tried again; %d users to ask for their orders", len(overloaded), len(g.unsure))
+		fi.t.Logf("%d grabs answered 503, tried again; %d of their users told of no order", len(overloaded), len(g.unsure))
 	}
 	return g
 }
