@@ -237,8 +237,11 @@ func DeleteKeys(ctx context.Context, client redis.UniversalClient, pattern strin
 
 // Patience is how long a test waits for what should happen at once (a goroutine to
 // return, a condition to hold) before it fails: generous, so that a busy machine never
-// fails a test that is right.
-const Patience = 10 * time.Second
+// fails a test that is right. (10 s was not: CI once waited longer than that for a
+// grab's order to reach awaiting_payment on an order's event stream, with the end-to-end
+// tests' serve processes and their race detectors sharing two cores.) No test waits it
+// out when it passes.
+const Patience = 30 * time.Second
 
 // Eventually polls cond until it reports ok and returns how long that took; it fails
 // the test when cond has not within timeout, quoting the state cond last reported. It
