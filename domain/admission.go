@@ -98,13 +98,8 @@ func (v Voucher) validateAdmission() error {
 	default:
 		return Invalid("admission", "must be first_come, waiting_room or draw")
 	}
-	switch v.Challenge {
-	case ChallengeNone, ChallengePow:
-	default:
-		return Invalid("challenge", "must be none or pow")
-	}
-	if v.Challenge == ChallengePow && (v.PowDifficulty < 1 || v.PowDifficulty > MaxPowDifficulty) {
-		return Invalid("pow_difficulty", "must be between 1 and 32")
+	if err := validateChallenge(v.Challenge, v.PowDifficulty); err != nil {
+		return err
 	}
 	switch v.Admission {
 	case AdmissionWaitingRoom:
@@ -165,4 +160,17 @@ func (v Voucher) WithAdmissionDefaults(now time.Time) Voucher {
 		v.EntriesOpenAt = now
 	}
 	return v
+}
+
+// validateChallenge checks a challenge and its difficulty ("" reads as none).
+func validateChallenge(kind ChallengeKind, difficulty int) error {
+	switch kind {
+	case "", ChallengeNone, ChallengePow:
+	default:
+		return Invalid("challenge", "must be none or pow")
+	}
+	if kind == ChallengePow && (difficulty < 1 || difficulty > MaxPowDifficulty) {
+		return Invalid("pow_difficulty", "must be between 1 and 32")
+	}
+	return nil
 }

@@ -18,6 +18,8 @@ const (
 	AuditDenylistAdd     AuditAction = "denylist.add"
 	AuditDenylistRemove  AuditAction = "denylist.remove"
 	AuditWebhookRetry    AuditAction = "webhook.retry"
+	AuditCampaignCreate  AuditAction = "campaign.create"
+	AuditCampaignUpdate  AuditAction = "campaign.update"
 )
 
 // Author is who makes an admin change, and under which request: what the change's
@@ -39,6 +41,8 @@ type AuditEntry struct {
 	Action AuditAction
 	// VoucherID is the voucher changed; 0 for a change of no voucher.
 	VoucherID VoucherID
+	// CampaignID is the campaign changed; 0 for a change of no campaign.
+	CampaignID CampaignID
 	RequestID string
 	// Before and After are JSON objects of the values the change replaced and the
 	// values it left; nil where there are none (a creation has no Before).
@@ -51,20 +55,58 @@ type AuditEntry struct {
 // After holds every field and Before is nil. At and ID are the log's to set.
 func VoucherAudit(action AuditAction, by Author, before *Voucher, after Voucher) AuditEntry {
 	e := AuditEntry{Actor: by.Actor, Action: action, VoucherID: after.ID, RequestID: by.RequestID}
-	a := voucherFields(after)
-	if before == nil {
-		e.After = mustJSON(a)
-		return e
+	var b map[string]any
+	if before != nil {
+		b = voucherFields(*before)
 	}
-	b := voucherFields(*before)
-	for k, v := range a {
-		if b[k] == v {
-			delete(a, k)
-			delete(b, k)
+	e.Before, e.After = auditDiff(b, voucherFields(after))
+	return e
+}
+
+// CampaignAudit is VoucherAudit for a change of a campaign: the fields title,
+// begins_at, ends_at, per_user_limit and cap (null when none), and at creation its
+// admission and challenge.
+func CampaignAudit(action AuditAction, by Author, before *Campaign, after Campaign) AuditEntry {
+	e := AuditEntry{Actor: by.Actor, Action: action, CampaignID: after.ID, RequestID: by.RequestID}
+	var b map[string]any
+	if before != nil {
+		b = campaignFields(*before)
+	}
+	e.Before, e.After = auditDiff(b, campaignFields(after))
+	return e
+}
+
+// auditDiff returns the JSON of an entry's before and after: every field of after
+// for a creation (before nil, no Before), else the fields that differ, each side's.
+func auditDiff(before, after map[string]any) (json.RawMessage, json.RawMessage) {
+	if before == nil {
+		return nil, mustJSON(after)
+	}
+	for k, v := range after {
+		if before[k] == v {
+			delete(after, k)
+			delete(before, k)
 		}
 	}
-	e.Before, e.After = mustJSON(b), mustJSON(a)
-	return e
+	return mustJSON(before), mustJSON(after)
+}
+
+// campaignFields are the fields of c an admin sets, by their names in the API.
+func campaignFields(c Campaign) map[string]any {
+	f := map[string]any{
+		"title":          c.Title,
+		"begins_at":      c.BeginsAt.UTC().Format(StampLayout),
+		"ends_at":        c.EndsAt.UTC().Format(StampLayout),
+		"per_user_limit": c.PerUserLimit,
+		"cap":            nil,
+	}
+	if c.Cap != nil {
+		f["cap"] = *c.Cap
+	}
+	if c.Challenge == ChallengePow {
+		f["challenge"], f["pow_difficulty"] = string(c.Challenge), c.PowDifficulty
+	}
+	return f
 }
 
 // voucherFields are the fields of v an admin sets, by their names in the API, as

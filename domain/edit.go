@@ -53,6 +53,9 @@ func (v Voucher) Apply(e VoucherEdit, now time.Time) (Voucher, error) {
 	if err := e.Validate(); err != nil {
 		return Voucher{}, err
 	}
+	if v.CampaignID != 0 && (e.BeginsAt != nil || e.EndsAt != nil) {
+		return Voucher{}, Invalid("ends_at", "is the campaign's: edit the campaign's window")
+	}
 	out := v
 	// The window to the millisecond, the precision the stocks judge it at (see
 	// Sale.Judge), so the terms stored are the terms judged.

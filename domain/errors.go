@@ -11,6 +11,9 @@ import (
 var (
 	// ErrSoldOut: not enough units are left for the quantity asked.
 	ErrSoldOut = errors.New("voucher sold out")
+	// ErrCampaignSoldOut: the voucher has units left, but its campaign's cap has none
+	// left for them.
+	ErrCampaignSoldOut = errors.New("campaign sold out")
 	// ErrAlreadyPurchased: the user already holds a live order for the voucher. It is
 	// returned wrapped in an *AlreadyPurchasedError that names the order.
 	ErrAlreadyPurchased = errors.New("voucher already purchased by this user")
@@ -50,6 +53,10 @@ var (
 	ErrEntriesClosed = errors.New("entries closed")
 	// ErrNotSoldOut: a waitlist is joined only while the voucher is sold out.
 	ErrNotSoldOut = errors.New("voucher not sold out")
+	// ErrCampaignUnsupported: the voucher is a campaign's, and the stock strategy
+	// keeps no campaign (only the lua strategy and the zero-setup mode sell one), or
+	// the campaign's voucher has no waitlist.
+	ErrCampaignUnsupported = errors.New("campaign unsupported by the stock strategy")
 	// ErrWaitlistUnsupported: the voucher has no waitlist: it is not first come (a
 	// waiting room or a draw), or the stock strategy keeps none (only the Redis
 	// strategies, lua and watch, hand returned units to one).
@@ -96,6 +103,9 @@ func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
 // ErrAlreadyPurchased with errors.Is.
 type AlreadyPurchasedError struct {
 	OrderID OrderID
+	// Orders, for a grab refused by a campaign's per-user limit, are every order the
+	// user holds of the campaign (OrderID the first of them); nil otherwise.
+	Orders []OrderID
 }
 
 func (e *AlreadyPurchasedError) Error() string {

@@ -26,6 +26,9 @@ type Sale struct {
 	EndsAt       time.Time
 	PerUserLimit int
 	Remaining    int
+	// Campaign, for a voucher of a campaign, is the campaign's side of the grab; nil
+	// for a voucher outside any campaign.
+	Campaign *CampaignSale
 }
 
 // Judge is the grab rule: it decides whether r may take r.Quantity units of the sale,
@@ -40,9 +43,14 @@ type Sale struct {
 //  3. the sale is paused: ErrPaused;
 //  4. the window, judged at r.At to the millisecond (the precision the stocks keep):
 //     ErrNotStarted before BeginsAt, ErrEnded from EndsAt on;
-//  5. the per-user limit: a *ValidationError on quantity;
+//  5. the per-user limit (the voucher's, and its campaign's): a *ValidationError on
+//     quantity;
 //  6. an order already held: an *AlreadyPurchasedError naming held;
-//  7. the units left: ErrSoldOut when fewer than r.Quantity remain.
+//  7. a campaign's per-user limit: an *AlreadyPurchasedError naming the orders the
+//     user holds of the campaign, when those units and r.Quantity exceed it;
+//  8. the units left: ErrSoldOut when fewer than r.Quantity remain;
+//  9. a campaign's cap: ErrCampaignSoldOut when fewer than r.Quantity of its units
+//     are left under the cap (the voucher has units, the campaign has none for them).
 //
 // The gates come first: a client that skipped them learns nothing of the sale's state
 // (paused, sold out, its own order) without passing them.
@@ -67,12 +75,19 @@ func (s Sale) Judge(r Reservation, held OrderID) error {
 		return err
 	}
 	switch {
-	case r.Quantity > s.PerUserLimit:
+	case r.Quantity > s.PerUserLimit || s.Campaign != nil && r.Quantity > s.Campaign.PerUserLimit:
 		return Invalid("quantity", "exceeds the per-user limit")
 	case held != "":
 		return &AlreadyPurchasedError{OrderID: held}
+	}
+	c := s.Campaign
+	switch {
+	case c != nil && len(c.UserOrders) > 0 && c.UserUnits+r.Quantity > c.PerUserLimit:
+		return &AlreadyPurchasedError{OrderID: c.UserOrders[0], Orders: c.UserOrders}
 	case s.Remaining < r.Quantity:
 		return ErrSoldOut
+	case c != nil && c.Capped && c.CapLeft < r.Quantity:
+		return ErrCampaignSoldOut
 	}
 	return nil
 }

@@ -91,6 +91,10 @@ type Voucher struct {
 	EntriesOpenAt time.Time
 	// PowDifficulty is the proof of work's difficulty in bits, with ChallengePow.
 	PowDifficulty int
+	// CampaignID is the campaign the voucher is a variant of (0: none); it never
+	// changes, and the voucher's id tells it too (VoucherID.Campaign). The campaign's
+	// window, admission and challenge are the voucher's.
+	CampaignID CampaignID
 	// Seed is the secret of a waiting room's or a draw's shuffle (SeedSize bytes),
 	// drawn from crypto/rand when the voucher is created; only its Commitment is
 	// shown until the shuffle has run. All zero (NoSeed) for first come.

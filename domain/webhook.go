@@ -14,6 +14,8 @@ const (
 	EventOrderFailed          EventType = "order.failed"
 	EventVoucherSoldOut       EventType = "voucher.sold_out"
 	EventVoucherUpdated       EventType = "voucher.updated"
+	EventCampaignSoldOut      EventType = "campaign.sold_out"
+	EventCampaignUpdated      EventType = "campaign.updated"
 )
 
 // OrderEvent returns the type of the event of an order that became status s:
@@ -23,7 +25,8 @@ func OrderEvent(s OrderStatus) EventType {
 }
 
 // Event is one change told to the webhook endpoint: an order that changed status
-// (Order set) or a voucher sold out or changed (Voucher set), as it was at At.
+// (Order set), a voucher sold out or changed (Voucher set) or a campaign sold out
+// or changed (Campaign set), as it was at At.
 type Event struct {
 	// ID is the event's webhook-id: the same on every attempt to deliver it.
 	ID      string
@@ -31,6 +34,8 @@ type Event struct {
 	At      time.Time
 	Order   *Order
 	Voucher *Voucher
+	// Campaign is set for a campaign sold out (its cap reached) or changed.
+	Campaign *Campaign
 }
 
 // DeliveryStatus is where the delivery of an event stands.

@@ -75,6 +75,8 @@ type VoucherQuery struct {
 	Before domain.VoucherID
 	// Status, when not empty, keeps only the vouchers in that sale status at Now.
 	Status SaleStatus
+	// Campaign, when not 0, keeps only the campaign's vouchers.
+	Campaign domain.CampaignID
 	// Now is the moment Status is judged at.
 	Now time.Time
 	// Limit is the most vouchers returned; it is at least 1.
