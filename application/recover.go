@@ -76,7 +76,11 @@ type RecoverCmd struct {
 // caller whose request comes while one runs shares the next run, which starts after
 // its request, rather than the one in flight.
 type RecoverVoucher struct {
-	vouchers ports.Vouchers
+	// campaigns and cstock, when set, load a campaign's terms with its vouchers'
+	// states (WithCampaigns).
+	campaigns ports.Campaigns
+	cstock    ports.CampaignStock
+	vouchers  ports.Vouchers
 	stock    ports.Stock
 	audit    ports.StockAudit
 	ledger   ports.OrderAudit
@@ -89,6 +93,17 @@ type RecoverVoucher struct {
 func NewRecoverVoucher(vouchers ports.Vouchers, stock ports.Stock, audit ports.StockAudit, ledger ports.OrderAudit, clock ports.Clock) *RecoverVoucher {
 	return &RecoverVoucher{vouchers: vouchers, stock: stock, audit: audit, ledger: ledger, clock: clock,
 		runs: newRecoveryRuns(), observe: func(RecoverReason, error) {}}
+}
+
+// WithCampaigns makes the recovery of a campaign's voucher load the campaign's terms
+// first (ports.CampaignStock.WarmCampaign: its cap, its per-user limit, how many
+// vouchers it holds), and a grab's rebuild (Start) recover every voucher of the
+// campaign that has no sale state: a grab of one is judged against all of them. Call
+// it before the use case is in use; without it a campaign's voucher is never judged
+// (its grabs answer not found).
+func (uc *RecoverVoucher) WithCampaigns(campaigns ports.Campaigns, cstock ports.CampaignStock) *RecoverVoucher {
+	uc.campaigns, uc.cstock = campaigns, cstock
+	return uc
 }
 
 // Observe makes every recovery that ran report its reason and outcome to fn. Call it
@@ -121,18 +136,46 @@ func (uc *RecoverVoucher) Handle(ctx context.Context, cmd RecoverCmd) error {
 // a while: it starts the recovery in the background, where no grab waits for it,
 // and reports not whole (the grab answers unavailable; a retry is served once the
 // state is whole). It returns domain.ErrNotFound and domain.ErrEnded as Handle does.
+//
+// For a campaign's voucher it does so for each voucher of the campaign without sale
+// state (WithCampaigns), and reports whole only when all of them are.
 func (uc *RecoverVoucher) Start(ctx context.Context, id domain.VoucherID) (whole bool, err error) {
 	v, err := uc.onSale(ctx, id)
 	if err != nil {
 		return false, err
 	}
-	cmd := RecoverCmd{Voucher: id, Reason: RecoverMissing}
+	c, ok, err := campaignOf(ctx, uc.campaigns, id)
+	if err != nil || !ok {
+		return uc.start(ctx, v), err
+	}
+	left, err := uc.stock.Remaining(ctx, c.VoucherIDs()...)
+	if err != nil {
+		return false, fmt.Errorf("campaign %s: %w", c.ID, err)
+	}
+	whole = uc.start(ctx, v)
+	for _, sibling := range c.VoucherIDs() {
+		if _, present := left[sibling]; present || sibling == id {
+			continue
+		}
+		s, err := uc.vouchers.Get(ctx, sibling)
+		if err != nil {
+			return false, err
+		}
+		whole = uc.start(ctx, s) && whole
+	}
+	return whole, nil
+}
+
+// start recovers v: at once when no live order holds its units (reporting whole
+// when that succeeded), else in the background (reporting not whole).
+func (uc *RecoverVoucher) start(ctx context.Context, v domain.Voucher) bool {
+	cmd := RecoverCmd{Voucher: v.ID, Reason: RecoverMissing}
 	if v.Sold == 0 {
-		return true, uc.Handle(ctx, cmd)
+		return uc.Handle(ctx, cmd) == nil
 	}
 	// The grab's context ends with its answer; the recovery outlives it.
 	go func() { _ = uc.Handle(context.WithoutCancel(ctx), cmd) }()
-	return false, nil
+	return false
 }
 
 // onSale reads voucher id, or says it is unknown or its sale has ended.
@@ -153,6 +196,9 @@ func (uc *RecoverVoucher) recover(ctx context.Context, id domain.VoucherID, reas
 	v, err := uc.vouchers.Get(ctx, id)
 	if err != nil {
 		return fmt.Errorf("voucher %s: %w", id, err)
+	}
+	if err := uc.warmCampaign(ctx, id); err != nil {
+		return err
 	}
 	if !uc.clock.Now().Before(v.EndsAt) {
 		// Ended: nothing is loaded again, but a state still there is made whole.
@@ -195,6 +241,20 @@ func (uc *RecoverVoucher) recover(ctx context.Context, id domain.VoucherID, reas
 		return fmt.Errorf("voucher %s: %w", id, err)
 	}
 	if err := uc.audit.Restored(ctx, id); err != nil {
+		return fmt.Errorf("voucher %s: %w", id, err)
+	}
+	return nil
+}
+
+// warmCampaign loads the terms of voucher id's campaign, when it has one, unless the
+// stock holds them at their version or a later one: before the voucher's own state,
+// so a grab is never judged against a campaign the stock does not hold.
+func (uc *RecoverVoucher) warmCampaign(ctx context.Context, id domain.VoucherID) error {
+	c, ok, err := campaignOf(ctx, uc.campaigns, id)
+	if err != nil || !ok {
+		return err
+	}
+	if err := uc.cstock.WarmCampaign(ctx, c); err != nil {
 		return fmt.Errorf("voucher %s: %w", id, err)
 	}
 	return nil

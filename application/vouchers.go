@@ -41,6 +41,9 @@ type CreateVoucherCmd struct {
 	QueueOpensAt  time.Time
 	QueueWindow   int
 	EntriesOpenAt time.Time
+	// CampaignID, when not 0, makes the voucher the campaign's next one: it takes the
+	// campaign's window, admission and challenge (those above are then left zero).
+	CampaignID domain.CampaignID
 	// By is who creates it, for the audit log.
 	By domain.Author
 	// Receipt, when set, is the request's idempotency key: the voucher and the
@@ -54,6 +57,18 @@ type CreateVoucher struct {
 	vouchers ports.Vouchers
 	stock    ports.Stock
 	clock    ports.Clock
+	// campaigns and cstock: WithCampaigns.
+	campaigns ports.Campaigns
+	cstock    ports.CampaignStock
+}
+
+// WithCampaigns lets the use case create a campaign's vouchers, and give the grab
+// path the campaign's new count of vouchers with each. Without it (or with a nil
+// cstock: a stock strategy that keeps no campaign) a voucher asked for in a campaign
+// answers domain.ErrCampaignUnsupported.
+func (uc *CreateVoucher) WithCampaigns(campaigns ports.Campaigns, cstock ports.CampaignStock) *CreateVoucher {
+	uc.campaigns, uc.cstock = campaigns, cstock
+	return uc
 }
 
 // NewCreateVoucher returns the use case; clock says whether a sale has ended already.
@@ -87,7 +102,15 @@ func (uc *CreateVoucher) Handle(ctx context.Context, cmd CreateVoucherCmd) (Live
 		EntriesOpenAt: cmd.EntriesOpenAt.UTC(),
 	}
 	now := uc.clock.Now()
-	v = v.WithAdmissionDefaults(now)
+	var campaign domain.Campaign
+	if cmd.CampaignID != 0 {
+		var err error
+		if v, campaign, err = uc.variant(ctx, v, cmd.CampaignID); err != nil {
+			return LiveVoucher{}, err
+		}
+	} else {
+		v = v.WithAdmissionDefaults(now)
+	}
 	if v.Admission.Shuffled() {
 		v.Seed = domain.NewSeed()
 	}
@@ -111,8 +134,41 @@ func (uc *CreateVoucher) Handle(ctx context.Context, cmd CreateVoucherCmd) (Live
 	live := created(v)
 	if _, err := uc.stock.Warm(ctx, v); err != nil {
 		live.Warming = fmt.Errorf("warm voucher %s: %w", v.ID, err)
+		return live, nil
+	}
+	if cmd.CampaignID != 0 {
+		// The voucher's state first, then the campaign's count that takes it in: a
+		// count naming a voucher without state would stop the campaign's grabs until
+		// a rebuild.
+		_, campaign.Variants = v.ID.Campaign()
+		if err := uc.cstock.WarmCampaign(ctx, campaign); err != nil {
+			live.Warming = err
+		}
 	}
 	return live, nil
+}
+
+// variant returns v as the next voucher of campaign id would be (the repository
+// numbers it under the campaign's lock), and the campaign, to validate it before it
+// is stored.
+func (uc *CreateVoucher) variant(ctx context.Context, v domain.Voucher, id domain.CampaignID) (domain.Voucher, domain.Campaign, error) {
+	if uc.cstock == nil {
+		return v, domain.Campaign{}, domain.ErrCampaignUnsupported
+	}
+	c, err := uc.campaigns.Get(ctx, id)
+	if errors.Is(err, domain.ErrNotFound) {
+		return v, c, domain.Invalid("campaign_id", "no such campaign")
+	}
+	if err != nil {
+		return v, c, fmt.Errorf("campaign %s: %w", id, err)
+	}
+	next, err := c.Variant(v)
+	if err != nil {
+		return v, c, err
+	}
+	// The repository gives the id under the campaign's lock.
+	next.ID = 0
+	return next, c, nil
 }
 
 // voucherReads is what the use cases that answer vouchers share: the stores they read
@@ -285,7 +341,16 @@ func (uc *WarmVouchers) Handle(ctx context.Context) (int, error) {
 	loaded := 0
 	var restoring []domain.Voucher
 	var first error
+	campaigns := make(map[domain.CampaignID]error)
 	for _, v := range vs {
+		// A campaign's terms go first, once per campaign: its vouchers' grabs are
+		// judged against them.
+		if c, _ := v.ID.Campaign(); c != 0 {
+			if _, done := campaigns[c]; !done {
+				campaigns[c] = uc.recover.warmCampaign(ctx, v.ID)
+				first = cmp.Or(first, campaigns[c])
+			}
+		}
 		warmed, err := uc.load(ctx, v)
 		if err != nil {
 			first = cmp.Or(first, err)

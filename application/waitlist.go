@@ -59,6 +59,11 @@ func (uc *JoinWaitlist) Handle(ctx context.Context, cmd WaitlistCmd) (int, error
 	if err != nil {
 		return 0, err
 	}
+	if c, _ := cmd.VoucherID.Campaign(); c != 0 {
+		// A unit handed to a campaign's waitlist would have to be judged against the
+		// campaign's cap and per-user limit too, which the hand-off does not yet do.
+		return 0, fmt.Errorf("voucher %s of campaign %s: %w", cmd.VoucherID, c, domain.ErrWaitlistUnsupported)
+	}
 	pos, err := uc.list.Join(ctx, cmd.VoucherID, cmd.UserID, uc.ids.NewOrderID())
 	if !errors.Is(err, domain.ErrNotFound) {
 		return pos, err

@@ -8,8 +8,9 @@ const DefaultPrefix = "seckill"
 // Keys names seckill's Redis keys: here those of a voucher's sale state, its queue,
 // its waiting room and the shared sets; beside their code the draw's (entries.go),
 // the waitlist's (waitlist.go) and a user's index of orders (userindex.go). All keys
-// of one voucher share the hash tag {v<id>}, so a script touching them runs on Redis
-// Cluster too. The zero value uses DefaultPrefix.
+// of one voucher share the hash tag {v<id>} — {c<campaign>} for a campaign's voucher,
+// shared with the campaign's own keys and its other vouchers' — so a script touching
+// them runs on Redis Cluster too. The zero value uses DefaultPrefix.
 type Keys struct {
 	Prefix string
 }
@@ -136,7 +137,21 @@ func (k Keys) RoomLine(id domain.VoucherID) string { return k.key(id, "room:line
 // arrival order: the line goes on there once RoomLine is empty.
 func (k Keys) RoomLateLine(id domain.VoucherID) string { return k.key(id, "room:lateline") }
 
+// Campaign returns the key of a campaign's terms, beside its vouchers' sale states: a
+// hash of cap (absent: none), limit (units per user across the campaign), variants
+// (how many vouchers it holds), version and expire (Unix ms). It has the campaign's
+// hash tag {c<id>}, which is its vouchers' too (key), so one script judges a grab
+// against the voucher and the whole campaign on one Redis Cluster slot.
+func (k Keys) Campaign(id domain.CampaignID) string {
+	return k.prefix() + ":{c" + id.String() + "}:campaign"
+}
+
+// key names a key of voucher id: under the voucher's own hash tag {v<id>}, or, for a
+// campaign's voucher, under its campaign's {c<campaign>} followed by the voucher's id.
 func (k Keys) key(id domain.VoucherID, name string) string {
+	if c, _ := id.Campaign(); c != 0 {
+		return k.prefix() + ":{c" + c.String() + "}:v" + id.String() + ":" + name
+	}
 	return k.prefix() + ":{v" + id.String() + "}:" + name
 }
 

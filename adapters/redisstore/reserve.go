@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,6 +28,9 @@ const (
 	restoring
 	challengeRequired
 	queueRequired
+	campaignSoldOut
+	campaignChanged
+	campaignLimit
 )
 
 // reserveScript judges a batch of grabs of one voucher in order and takes each one
@@ -110,8 +114,11 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 	if !s.sharded {
 		indexTTL = max(s.grace.Milliseconds(), 1)
 	}
-	args := make([]any, 7, 7+7*len(rs))
+	campaign, number := id.Campaign()
+	variants := s.campaignVariants(campaign, number)
+	args := make([]any, 9, 9+7*len(rs))
 	args[0], args[1], args[2], args[3], args[4], args[5], args[6] = id.String(), s.interval, s.tolerance, s.maxBacklog, s.group, indexTTL, s.window
+	args[7], args[8] = variants, number
 	for i, r := range rs {
 		if r.VoucherID != id || r.Quantity < 1 {
 			return batchReply{}, fmt.Errorf("reserve stock: a batch of voucher %s holds %+v", id, r)
@@ -129,6 +136,9 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 	} else if err := s.indexGrabs(ctx, rs); err != nil {
 		// Each user's index first: then every reservation has its entry.
 		return batchReply{}, fmt.Errorf("reserve stock: %w", err)
+	}
+	if variants > 0 {
+		keys = append(keys, s.campaignKeys(campaign, variants)...)
 	}
 	// A grab that found no heal under way (Reserve) may still reach a server that
 	// changed: another command's new connection saw the change first, and this one's
@@ -153,6 +163,17 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 	}
 	left, _ := reply[0].(int64)
 	out := batchReply{errs: make([]error, len(rs)), remaining: int(left)}
+	if code, _ := reply[1].(int64); code == campaignChanged {
+		// The campaign gained a voucher since this process last looked: nothing was
+		// judged; judge the batch again with the campaign as it is.
+		extra, _ := reply[2].(string)
+		n, err := strconv.Atoi(extra)
+		if err != nil || n <= variants {
+			return batchReply{}, fmt.Errorf("reserve stock: campaign %s: unexpected count of vouchers %q", campaign, extra)
+		}
+		s.campaigns.Store(campaign, n)
+		return s.reserveBatch(ctx, rs, tps)
+	}
 	for i, r := range rs {
 		code, ok := reply[1+2*i].(int64)
 		extra, _ := reply[2+2*i].(string)
@@ -254,6 +275,17 @@ func reserveOutcome(r domain.Reservation, code int64, extra string) error {
 		return domain.ErrChallengeRequired
 	case queueRequired:
 		return domain.ErrQueueRequired
+	case campaignSoldOut:
+		return domain.ErrCampaignSoldOut
+	case campaignLimit:
+		var held []domain.OrderID
+		for _, id := range strings.Fields(extra) {
+			held = append(held, domain.OrderID(id))
+		}
+		if len(held) == 0 {
+			break
+		}
+		return &domain.AlreadyPurchasedError{OrderID: held[0], Orders: held}
 	}
 	return fmt.Errorf("reserve stock: unexpected outcome %d %q", code, extra)
 }

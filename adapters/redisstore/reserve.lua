@@ -9,14 +9,18 @@
 -- KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders, KEYS[4] stream, KEYS[5] passes (the
 -- waiting room's outstanding passes, Keys.Passes), then, with a rate limit, KEYS[6]
 -- the users' rates (Keys.Rates), then, when ARGV[6] > 0, KEYS[5+r+i] the index of grab
--- i's user (Keys.UserOrders; r is 1 with a rate limit, else 0).
+-- i's user (Keys.UserOrders; r is 1 with a rate limit, else 0), then, for a campaign's
+-- voucher (ARGV[8] = c > 0), the campaign's keys last: its terms (Keys.Campaign), then
+-- the meta, buyers and orders of each of its c vouchers in turn.
 -- ARGV[1] voucher_id, ARGV[2] rate_interval_ms (0: no limit), ARGV[3] rate_tolerance_ms,
 -- ARGV[4] max_backlog (0: none), ARGV[5] group, ARGV[6] index_ttl_ms (0: the caller
 -- wrote the users' index itself, as on Redis Cluster, where a user's index lives in
 -- another slot; else each reservation is added to its user's index, which then expires
 -- after this long), ARGV[7] payment_window_ms (each reservation is recorded with its
 -- deadline, at_ms plus this; 0: none recorded, see add_reservation in prelude.lua),
--- then seven per grab i, from ARGV[8+7(i-1)]: user_id, order_id, qty,
+-- ARGV[8] how many vouchers the caller believes the voucher's campaign holds (0: the
+-- voucher is in no campaign), ARGV[9] the voucher's number in it,
+-- then seven per grab i, from ARGV[10+7(i-1)]: user_id, order_id, qty,
 -- at_ms (when the grab is judged; '0': now, by the sale's clock — Redis's TIME, see
 -- sale_now), traceparent ('' when untraced; else the entry's "tp" field, so the batch
 -- that persists the entry links to the grab's trace), pass_ms (the expiry of the pass
@@ -27,13 +31,16 @@
 -- purchased (extra: the held order id), 2 sold out, 3 not started, 4 ended, 5 no sale
 -- state, 6 quantity above the per-user limit, 7 over the user's rate (extra: retry
 -- after, ms), 8 paused, 9 backlog over its bound, 10 sale state being restored (see
--- warm.lua), 11 challenge required, 12 queue required; extra is '' where it says
--- nothing. A grab a waiting room admits uses its pass up: its member leaves the
+-- warm.lua), 11 challenge required, 12 queue required, 13 the campaign's cap has no
+-- units left for it, 14 the campaign holds another number of vouchers than ARGV[8]
+-- (extra: that number; nothing judged: call again with it), 15 over the campaign's
+-- per-user limit (extra: the orders the user holds of the campaign, space
+-- separated); extra is '' where it says nothing. A grab a waiting room admits uses its pass up: its member leaves the
 -- passes set in the same step. A sale the queue has settled
 -- (settle.lua: ended by the sale's clock, every entry persisted) answers ended to
 -- every grab, so no entry is appended that no worker would read.
 local m = sale_state(KEYS[1], 'paused', 'restoring', 'settled', 'admission', 'challenge', 'drawn')
-local n = (#ARGV - 7) / 7
+local n = (#ARGV - 9) / 7
 local window = tonumber(ARGV[7])
 local out = {-1}
 -- answer_all answers every grab of the batch with code, nothing taken.
@@ -76,7 +83,7 @@ end
 -- The sale's clock, read once for the batch when a grab asks for it.
 local clock
 local function at(i)
-  local given = ARGV[8 + 7 * (i - 1) + 3]
+  local given = ARGV[10 + 7 * (i - 1) + 3]
   if given ~= '0' then
     return tonumber(given), given
   end
@@ -91,9 +98,69 @@ local took, buyers, orders = {}, {}, {}
 -- the buyers hash only at its end, so a read per grab would see the same.
 local users = {}
 for i = 1, n do
-  users[i] = ARGV[8 + 7 * (i - 1)]
+  users[i] = ARGV[10 + 7 * (i - 1)]
 end
 local held = redis.call('HMGET', KEYS[2], unpack(users))
+-- A campaign's voucher is judged against the whole campaign too (Go twin:
+-- domain.CampaignSale): the units its cap has left, the units its vouchers' states
+-- hold taken (stock minus remaining) subtracted, and what each user holds of its other
+-- vouchers. No other script runs meanwhile, and this batch's writes touch only this
+-- voucher, so what is read here holds for the whole batch, kept up to date as it takes.
+local camp
+local variants, number = tonumber(ARGV[8]), tonumber(ARGV[9])
+if variants > 0 then
+  local base = #KEYS - 3 * variants
+  local c = redis.call('HMGET', KEYS[base], 'variants', 'limit', 'cap')
+  if not c[1] or not c[2] or number > tonumber(c[1]) then
+    -- The campaign's terms are not loaded, or not yet with this voucher: no sale state.
+    return answer_all(5)
+  end
+  if tonumber(c[1]) ~= variants then
+    out[1] = tonumber(m.remaining)
+    for _ = 1, n do
+      out[#out + 1] = 14
+      out[#out + 1] = c[1]
+    end
+    return out
+  end
+  camp = {limit = tonumber(c[2]), cap = tonumber(c[3]), units = {}, orders = {}}
+  local taken = 0
+  for j = 1, variants do
+    local v = sale_state(KEYS[base + 3 * j - 2], 'restoring')
+    if not v then
+      return answer_all(5)
+    end
+    if v.restoring == '1' then
+      -- Its buyers are not all known yet: no grab of the campaign may be judged.
+      out[1] = tonumber(m.remaining)
+      return answer_all(10)
+    end
+    taken = taken + tonumber(v.stock) - tonumber(v.remaining)
+    if j ~= number then
+      local theirs = redis.call('HMGET', KEYS[base + 3 * j - 1], unpack(users))
+      for i = 1, n do
+        local order = theirs[i]
+        if order then
+          local record = redis.call('HGET', KEYS[base + 3 * j], order)
+          local qty = record and tonumber(string.match(record, '^[^:]*:([^:]*)')) or 1
+          local user = users[i]
+          if camp.orders[user] == nil then
+            camp.orders[user] = {}
+            camp.units[user] = 0
+          end
+          if not camp.orders[user][order] then
+            camp.orders[user][order] = true
+            camp.orders[user][#camp.orders[user] + 1] = order
+            camp.units[user] = camp.units[user] + qty
+          end
+        end
+      end
+    end
+  end
+  if camp.cap then
+    camp.left = camp.cap - taken
+  end
+end
 -- The users' rates (theoretical arrival times), read in one call and kept up to date
 -- as the batch counts its grabs (a user twice in a batch is counted twice); the ones
 -- counted are written back in one call at the end.
@@ -134,7 +201,7 @@ local function admitted(user, pass, now)
 end
 
 local function judge(i)
-  local base = 8 + 7 * (i - 1)
+  local base = 10 + 7 * (i - 1)
   local user, order, qty = ARGV[base], ARGV[base + 1], tonumber(ARGV[base + 2])
   local now, stamp = at(i)
   -- Per-user rate (GCRA): every attempt counts, whatever its answer. The WATCH
@@ -170,8 +237,8 @@ local function judge(i)
   if now >= ends or m.settled == '1' then
     return 4, ''
   end
-  -- Go twin: domain.Sale.Judge, rule 5 (the per-user limit).
-  if qty > limit then
+  -- Go twin: domain.Sale.Judge, rule 5 (the per-user limit, the campaign's too).
+  if qty > limit or camp and qty > camp.limit then
     return 6, ''
   end
   -- Go twin: domain.Sale.Judge, rule 6 (an order already held).
@@ -179,15 +246,26 @@ local function judge(i)
   if existing then
     return 1, existing
   end
-  -- Go twin: domain.Sale.Judge, rule 7 (the units left).
+  -- Go twin: domain.Sale.Judge, rule 7 (the campaign's per-user limit).
+  if camp and camp.orders[user] and camp.units[user] + qty > camp.limit then
+    return 15, table.concat(camp.orders[user], ' ')
+  end
+  -- Go twin: domain.Sale.Judge, rule 8 (the units left).
   if remaining < qty then
     return 2, ''
+  end
+  -- Go twin: domain.Sale.Judge, rule 9 (the campaign's cap).
+  if camp and camp.left and camp.left < qty then
+    return 13, ''
   end
   -- Go twin: Stock.Backlogged (optimistic.go, for strategies/watchstock), after domain.Sale.Judge.
   if bound > 0 and waiting() > bound then
     return 9, ''
   end
   remaining = remaining - qty
+  if camp and camp.left then
+    camp.left = camp.left - qty
+  end
   if uses_pass then
     -- Used up with the reservation it admits: a later grab of the batch sees it gone.
     redis.call('ZREM', KEYS[5], user)

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -115,6 +116,9 @@ type Stock struct {
 	handoffs atomic.Int64
 	// window is Options.PaymentWindow in milliseconds, as the scripts take it.
 	window int64
+	// campaigns caches how many vouchers each campaign holds (domain.CampaignID to
+	// int), as the grab script last said it; a stale count costs one more call.
+	campaigns sync.Map
 }
 
 var _ ports.Stock = (*Stock)(nil)

@@ -64,12 +64,18 @@ func New(s *redisstore.Stock, attempts int) *Stock {
 // domain.ErrEnded, domain.ErrNotFound (no sale state), a *domain.ValidationError
 // (quantity below 1 or above the per-user limit), a *domain.RateLimitedError,
 // domain.ErrPaused, or an error wrapping domain.ErrUnavailable (backlog over
-// Options.MaxBacklog). When concurrent writes to the voucher made every one of its
+// Options.MaxBacklog), or domain.ErrCampaignUnsupported for a campaign's voucher
+// (the reserve script sells those). When concurrent writes to the voucher made every one of its
 // attempts fail, it returns an error wrapping domain.ErrUnavailable and has taken
 // nothing: the caller may retry.
 func (w *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
 	if r.Quantity < 1 {
 		return domain.Invalid("quantity", "must be at least 1")
+	}
+	if c, _ := r.VoucherID.Campaign(); c != 0 {
+		// Judging a campaign's grab would watch every voucher of the campaign: not
+		// built; the script strategy sells campaigns.
+		return fmt.Errorf("reserve stock: voucher %s of campaign %s: %w", r.VoucherID, c, domain.ErrCampaignUnsupported)
 	}
 	k := w.Keys()
 	watched := []string{k.Meta(r.VoucherID), k.Buyers(r.VoucherID)}
