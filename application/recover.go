@@ -81,12 +81,12 @@ type RecoverVoucher struct {
 	campaigns ports.Campaigns
 	cstock    ports.CampaignStock
 	vouchers  ports.Vouchers
-	stock    ports.Stock
-	audit    ports.StockAudit
-	ledger   ports.OrderAudit
-	clock    ports.Clock
-	runs     *recoveryRuns
-	observe  func(RecoverReason, error)
+	stock     ports.Stock
+	audit     ports.StockAudit
+	ledger    ports.OrderAudit
+	clock     ports.Clock
+	runs      *recoveryRuns
+	observe   func(RecoverReason, error)
 }
 
 // NewRecoverVoucher returns the use case; clock tells whether a sale has ended.

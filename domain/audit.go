@@ -43,7 +43,7 @@ type AuditEntry struct {
 	VoucherID VoucherID
 	// CampaignID is the campaign changed; 0 for a change of no campaign.
 	CampaignID CampaignID
-	RequestID string
+	RequestID  string
 	// Before and After are JSON objects of the values the change replaced and the
 	// values it left; nil where there are none (a creation has no Before).
 	Before, After json.RawMessage
