@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -292,4 +296,106 @@ func TestZeroSetupCampaignDropKeepsItsPromises(t *testing.T) {
 	rec := driveDrop(t, sale, []string{fi.base}, func(u domain.UserID) string { return fi.token(u, false) },
 		campaignUsers(t, 20_000))
 	checkDrop(t, fi, sale, rec)
+}
+
+// grabDrop is one user's grab of a drop's voucher: the answer's status, error code,
+// order id and the orders an already_purchased names.
+func (fi *fulfillInstance) grabDrop(voucher string, user int64) (status int, code, order string, held []string) {
+	fi.t.Helper()
+	status, body := fi.call(http.MethodPost, "/api/v1/vouchers/"+voucher+"/grab", fi.token(domain.UserID(user), false), nil)
+	if e, ok := body["error"].(map[string]any); ok {
+		code, _ = e["code"].(string)
+		order, _ = e["order_id"].(string)
+		ids, _ := e["order_ids"].([]any)
+		for _, id := range ids {
+			held = append(held, id.(string))
+		}
+		return status, code, order, held
+	}
+	order, _ = body["order_id"].(string)
+	return status, "", order, nil
+}
+
+// mustGrabDrop is grabDrop that wants a 202 and returns its order.
+func (fi *fulfillInstance) mustGrabDrop(voucher string, user int64) string {
+	fi.t.Helper()
+	status, code, order, _ := fi.grabDrop(voucher, user)
+	if status != http.StatusAccepted {
+		fi.t.Fatalf("user %d grabs %s: %d %s", user, voucher, status, code)
+	}
+	return order
+}
+
+// TestCampaignHealsToTheDatabaseAfterAStaleSnapshotAndAKillNine: during a drop, Redis
+// comes back from a snapshot taken before users cancelled and grabbed other vouchers,
+// and the only instance is killed with SIGKILL meanwhile. The snapshot says the cap
+// is further from reached than it is, and names users as holders of orders they
+// cancelled. The heal makes Redis the database's truth: each user's units across the
+// campaign (a user at the limit through orders made after the snapshot is refused,
+// naming them), the cap (exactly the units it has left sell, then campaign_sold_out
+// with units left in the voucher), and the campaign's stats add up.
+func TestCampaignHealsToTheDatabaseAfterAStaleSnapshotAndAKillNine(t *testing.T) {
+	stopRedis, startRedis := redisOutage(t)
+	fi := startFulfillInstance(t, "SECKILL_WARM_INTERVAL=1h", "SECKILL_RECONCILE_INTERVAL=0")
+	dump := filepath.Join(filepath.Dir(stopRedis), "dump.rdb")
+	t.Cleanup(func() { _ = os.Remove(dump) })
+	sale := fi.createDrop(3, 10, 12, 2)
+	v1, v2, v3 := sale.vouchers[0], sale.vouchers[1], sale.vouchers[2]
+
+	// Users 1–5 take one unit of v1 and one of v2: 10 of the cap's 12, each user at
+	// the limit. Then the snapshot.
+	first := map[int64]string{}
+	for u := int64(1); u <= 5; u++ {
+		first[u] = fi.mustGrabDrop(v1, u)
+		fi.mustGrabDrop(v2, u)
+	}
+	fi.waitSettled(v1, 5, testenv.Patience)
+	fi.waitSettled(v2, 5, testenv.Patience)
+	if err := fi.redis.Save(context.Background()).Err(); err != nil {
+		t.Fatalf("SAVE: %v", err)
+	}
+	// After it: users 1–3 cancel their v1 order (7 taken), users 6 and 7 take v3 (9),
+	// user 1 takes v3 (10): user 1 holds v2 and v3, at the limit again.
+	for u := int64(1); u <= 3; u++ {
+		if status, body := fi.act("cancel", first[u], u); status != http.StatusOK {
+			t.Fatalf("user %d cancels %s: %d %v", u, first[u], status, body)
+		}
+	}
+	late := map[int64]string{6: fi.mustGrabDrop(v3, 6), 7: fi.mustGrabDrop(v3, 7), 1: fi.mustGrabDrop(v3, 1)}
+	fi.waitSettled(v3, 3, testenv.Patience)
+
+	fi.kill()
+	for _, script := range []string{stopRedis, startRedis} {
+		if out, err := exec.Command(script).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", script, err, out)
+		}
+	}
+	fi.start()
+
+	// User 1 holds v2's order and v3's: refused at the limit, naming both — not its
+	// cancelled v1 order the snapshot remembers.
+	var status int
+	var code string
+	var held []string
+	testenv.Eventually(t, testenv.Patience, "user 1's grab after the heal", func() (bool, string) {
+		status, code, _, held = fi.grabDrop(v1, 1)
+		return status != http.StatusServiceUnavailable, fmt.Sprintf("%d %s", status, code)
+	})
+	if status != http.StatusConflict || code != "already_purchased" || len(held) != 2 || !slices.Contains(held, late[1]) || slices.Contains(held, first[1]) {
+		t.Fatalf("user 1 at the limit through v2 and v3 grabs v1 after the heal: %d %s %v; want already_purchased naming its v2 order and %s\n%s",
+			status, code, held, late[1], fi.logs)
+	}
+	// The cap has 2 units left (10 taken): user 2, who holds v2 only, and user 8 take
+	// them; user 9 then finds the cap reached though v3 has units.
+	fi.mustGrabDrop(v1, 2)
+	fi.mustGrabDrop(v3, 8)
+	if status, code, _, _ := fi.grabDrop(v3, 9); status != http.StatusConflict || code != "campaign_sold_out" {
+		t.Fatalf("grab past the cap after the heal: %d %s, want 409 campaign_sold_out", status, code)
+	}
+	fi.waitSettled(v1, 7, testenv.Patience)
+	fi.waitSettled(v3, 4, testenv.Patience)
+	_, st := fi.call(http.MethodGet, "/api/v1/campaigns/"+sale.id+"/stats", fi.token(1, true), nil)
+	if num(st["remaining"]) != 0 || num(st["remaining"])+num(st["queued"])+num(st["awaiting_payment"])+num(st["paid"]) != 12 {
+		t.Fatalf("campaign stats after the heal: %v, want the cap of 12 all taken", st)
+	}
 }
