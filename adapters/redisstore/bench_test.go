@@ -23,13 +23,17 @@ import (
 // "per-grab-pass" are the same on a waiting room, each grab with its user's pass
 // (issued before the clock starts), which the script reads and removes. Besides the
 // rate it reports Redis's own CPU time per reservation (INFO cpu, user + system, so
-// the network work counts) and the grabs per call.
+// the network work counts) and the grabs per call. "batched-campaign-N" and
+// "per-grab-campaign-N" grab the first voucher of a campaign of N, under a cap and a
+// per-user limit across them (the script reads every voucher's state and buyers).
 func BenchmarkReserve(b *testing.B) {
 	for _, tc := range []struct {
 		name     string
 		maxBatch int
 		room     bool
-	}{{"batched", 0, false}, {"per-grab", 1, false}, {"batched-pass", 0, true}, {"per-grab-pass", 1, true}} {
+		campaign int
+	}{{"batched", 0, false, 0}, {"per-grab", 1, false, 0}, {"batched-pass", 0, true, 0}, {"per-grab-pass", 1, true, 0},
+		{"batched-campaign-20", 0, false, 20}, {"per-grab-campaign-20", 1, false, 20}} {
 		b.Run(tc.name, func(b *testing.B) {
 			client := testenv.Redis(b)
 			s := redisstore.NewStock(client, redisstore.Options{Prefix: "t" + testenv.Unique(), MaxBatch: tc.maxBatch})
@@ -39,7 +43,14 @@ func BenchmarkReserve(b *testing.B) {
 				v.Admission, pass = domain.AdmissionWaitingRoom, now.Add(time.Hour)
 				issuePasses(b, client, s.Keys(), v.ID, b.N, pass)
 			}
-			warm(b, client, s, v)
+			if tc.campaign > 0 {
+				c, vs := drop(1, tc.campaign, 10, b.N+10*tc.campaign, 2)
+				vs[0].Stock, vs[0].PerUserLimit = b.N, 1
+				warmDrop(b, client, s, c, vs)
+				v = vs[0]
+			} else {
+				warm(b, client, s, v)
+			}
 
 			cpu0, calls0 := redisCPU(b, client), scriptCalls(b, client)
 			reserveInParallel(b, s, v, pass)

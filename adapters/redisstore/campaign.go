@@ -63,10 +63,10 @@ func (s *Stock) variantMetas(id domain.CampaignID, n int) []string {
 }
 
 // campaignKeys returns the keys reserve.lua judges a campaign's grab by: the
-// campaign's terms, then each of its n vouchers' meta, buyers and orders.
+// campaign's terms and holders, then each of its n vouchers' meta, buyers and orders.
 func (s *Stock) campaignKeys(id domain.CampaignID, n int) []string {
-	keys := make([]string, 0, 1+3*n)
-	keys = append(keys, s.keys.Campaign(id))
+	keys := make([]string, 0, 2+3*n)
+	keys = append(keys, s.keys.Campaign(id), s.keys.CampaignHolders(id))
 	for k := 1; k <= n; k++ {
 		v := id.Variant(k)
 		keys = append(keys, s.keys.Meta(v), s.keys.Buyers(v), s.keys.Orders(v))

@@ -37,7 +37,7 @@ func drop(id domain.CampaignID, n, stock, cap, limit int) (domain.Campaign, []do
 
 // warmDrop loads the campaign's vouchers and then its terms, as CreateVoucher does,
 // and deletes the test's keys when it ends.
-func warmDrop(t *testing.T, client redis.UniversalClient, s *redisstore.Stock, c domain.Campaign, vs []domain.Voucher) {
+func warmDrop(t testing.TB, client redis.UniversalClient, s *redisstore.Stock, c domain.Campaign, vs []domain.Voucher) {
 	t.Helper()
 	ctx := context.Background()
 	prefix := s.Keys().Prefix + ":"
@@ -296,5 +296,37 @@ func TestCampaignUnderConcurrentGrabsIsExact(t *testing.T) {
 		if n > limit {
 			t.Errorf("user %s holds %d units of the campaign, limit %d", u, n, limit)
 		}
+	}
+}
+
+// TestCampaignRestoreRecordsItsHolders: the grab script looks for a user's orders
+// across the campaign only for the users its holders set names; a restore (the heal
+// after Redis forgot) names the users of the live orders it records, so a user whose
+// orders came back from the database is held to the limit.
+func TestCampaignRestoreRecordsItsHolders(t *testing.T) {
+	client, s := newStock(t, time.Hour)
+	ctx := context.Background()
+	c, vs := drop(13, 3, 5, 0, 2)
+	warmDrop(t, client, s, c, vs)
+	a, b := takeVariant(vs[0].ID, 1, 1), takeVariant(vs[1].ID, 1, 1)
+	check(t, s.Reserve(ctx, a))
+	check(t, s.Reserve(ctx, b))
+	// Redis forgets who holds what: the holders set and the buyers go.
+	k := s.Keys()
+	check(t, client.Del(ctx, k.CampaignHolders(c.ID)).Err())
+	for _, v := range vs[:2] {
+		check(t, client.Del(ctx, k.Buyers(v.ID), k.Orders(v.ID)).Err())
+	}
+	audit := redisstore.NewAudit(client, redisstore.Options{Prefix: k.Prefix})
+	for _, r := range []domain.Reservation{a, b} {
+		ok, err := audit.Restore(ctx, r.Order(domain.StatusAwaitingPayment))
+		check(t, err)
+		if !ok[0] {
+			t.Fatalf("restore of %s: not agreed", r.OrderID)
+		}
+	}
+	var held *domain.AlreadyPurchasedError
+	if err := s.Reserve(ctx, takeVariant(vs[2].ID, 1, 1)); !errors.As(err, &held) || len(held.Orders) != 2 {
+		t.Fatalf("grab of a user at the limit through restored orders = %v, want already purchased naming two", err)
 	}
 }

@@ -146,6 +146,15 @@ func (k Keys) Campaign(id domain.CampaignID) string {
 	return k.prefix() + ":{c" + id.String() + "}:campaign"
 }
 
+// CampaignHolders returns the key of the set of the users who may hold an order of
+// one of the campaign's vouchers: every user the grab script or a restore records as
+// a buyer of one of them is added, and none is removed, so a user not in it holds
+// none, and the grab script looks for a user's orders across the campaign only when
+// it finds the user in it. It expires with the campaign's terms.
+func (k Keys) CampaignHolders(id domain.CampaignID) string {
+	return k.prefix() + ":{c" + id.String() + "}:holders"
+}
+
 // key names a key of voucher id: under the voucher's own hash tag {v<id>}, or, for a
 // campaign's voucher, under its campaign's {c<campaign>} followed by the voucher's id.
 func (k Keys) key(id domain.VoucherID, name string) string {

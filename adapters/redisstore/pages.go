@@ -189,6 +189,9 @@ func (a *Audit) restoreBatched(ctx context.Context, os []domain.Order) ([]bool, 
 		cmds := make([]*redis.Cmd, n)
 		for j, c := range chunks[:n] {
 			keys := []string{a.keys.Meta(c.voucher), a.keys.Buyers(c.voucher), a.keys.Orders(c.voucher), a.keys.Released(c.voucher)}
+			if campaign, _ := c.voucher.Campaign(); campaign != 0 {
+				keys = append(keys, a.keys.CampaignHolders(campaign))
+			}
 			args := make([]any, 0, 4*len(c.at))
 			for _, i := range c.at {
 				o := os[i]

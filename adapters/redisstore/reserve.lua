@@ -10,8 +10,9 @@
 -- waiting room's outstanding passes, Keys.Passes), then, with a rate limit, KEYS[6]
 -- the users' rates (Keys.Rates), then, when ARGV[6] > 0, KEYS[5+r+i] the index of grab
 -- i's user (Keys.UserOrders; r is 1 with a rate limit, else 0), then, for a campaign's
--- voucher (ARGV[8] = c > 0), the campaign's keys last: its terms (Keys.Campaign), then
--- the meta, buyers and orders of each of its c vouchers in turn.
+-- voucher (ARGV[8] = c > 0), the campaign's keys last: its terms (Keys.Campaign), its
+-- holders (Keys.CampaignHolders), then the meta, buyers and orders of each of its c
+-- vouchers in turn.
 -- ARGV[1] voucher_id, ARGV[2] rate_interval_ms (0: no limit), ARGV[3] rate_tolerance_ms,
 -- ARGV[4] max_backlog (0: none), ARGV[5] group, ARGV[6] index_ttl_ms (0: the caller
 -- wrote the users' index itself, as on Redis Cluster, where a user's index lives in
@@ -109,7 +110,7 @@ local held = redis.call('HMGET', KEYS[2], unpack(users))
 local camp
 local variants, number = tonumber(ARGV[8]), tonumber(ARGV[9])
 if variants > 0 then
-  local base = #KEYS - 3 * variants
+  local base = #KEYS - 3 * variants - 1
   local c = redis.call('HMGET', KEYS[base], 'variants', 'limit', 'cap')
   if not c[1] or not c[2] or number > tonumber(c[1]) then
     -- The campaign's terms are not loaded, or not yet with this voucher: no sale state.
@@ -123,11 +124,22 @@ if variants > 0 then
     end
     return out
   end
-  camp = {limit = tonumber(c[2]), cap = tonumber(c[3]), units = {}, orders = {}}
+  camp = {limit = tonumber(c[2]), cap = tonumber(c[3]), units = {}, orders = {}, holders = KEYS[base + 1]}
+  -- Only the users who may hold an order of the campaign are looked for in its
+  -- vouchers' buyers (a first grab, the most common, costs one call here).
+  local may = redis.call('SMISMEMBER', camp.holders, unpack(users))
+  local looked = {}
+  for i = 1, n do
+    if may[i] == 1 then
+      looked[#looked + 1] = i
+    end
+  end
   local taken = 0
   for j = 1, variants do
-    local v = sale_state(KEYS[base + 3 * j - 2], 'restoring')
-    if not v then
+    -- The fields this needs only: a state without stock or remaining is none.
+    local f = redis.call('HMGET', KEYS[base + 3 * j - 1], 'stock', 'remaining', 'restoring')
+    local v = {stock = f[1], remaining = f[2], restoring = f[3]}
+    if not v.stock or not v.remaining then
       return answer_all(5)
     end
     if v.restoring == '1' then
@@ -136,12 +148,16 @@ if variants > 0 then
       return answer_all(10)
     end
     taken = taken + tonumber(v.stock) - tonumber(v.remaining)
-    if j ~= number then
-      local theirs = redis.call('HMGET', KEYS[base + 3 * j - 1], unpack(users))
-      for i = 1, n do
-        local order = theirs[i]
+    if j ~= number and #looked > 0 then
+      local who = {}
+      for q, i in ipairs(looked) do
+        who[q] = users[i]
+      end
+      local theirs = redis.call('HMGET', KEYS[base + 3 * j], unpack(who))
+      for q, i in ipairs(looked) do
+        local order = theirs[q]
         if order then
-          local record = redis.call('HGET', KEYS[base + 3 * j], order)
+          local record = redis.call('HGET', KEYS[base + 3 * j + 1], order)
           local qty = record and tonumber(string.match(record, '^[^:]*:([^:]*)')) or 1
           local user = users[i]
           if camp.orders[user] == nil then
@@ -309,6 +325,14 @@ if #buyers > 0 then
   redis.call('HINCRBY', KEYS[1], 'queued_entries', #buyers / 2)
   redis.call('HSET', KEYS[2], unpack(buyers))
   redis.call('HSET', KEYS[3], unpack(orders))
+  if camp then
+    local who = {}
+    for q = 1, #buyers, 2 do
+      who[#who + 1] = buyers[q]
+    end
+    redis.call('SADD', camp.holders, unpack(who))
+    redis.call('PEXPIREAT', camp.holders, m.expire)
+  end
   -- Buyers, orders and stream expire with the sale state.
   for k = 2, 4 do
     redis.call('PEXPIREAT', KEYS[k], m.expire)

@@ -10,7 +10,8 @@
 -- state is there. The remaining units are left alone: recount.lua sets them.
 --
 -- KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders, KEYS[4] released (one voucher, one
--- hash tag).
+-- hash tag), and for a campaign's voucher KEYS[5] the campaign's holders
+-- (Keys.CampaignHolders), to which every user named a live order's buyer is added.
 -- ARGV: four per order: user_id, order_id, the order's record ("user_id:qty:at_ms[:expires_ms]",
 -- codec.go's encodeRecord), '1' live or '0' closed.
 -- Returns one number per order: 1 when Redis agrees with it now (a live order named,
@@ -47,6 +48,10 @@ for j = 1, n do
       end
       redis.call('HSET', KEYS[2], user, order)
       changed = true
+    end
+    if KEYS[5] then
+      redis.call('SADD', KEYS[5], user)
+      redis.call('PEXPIREAT', KEYS[5], m.expire)
     end
     if redis.call('HGET', KEYS[3], order) ~= record then
       redis.call('HSET', KEYS[3], order, record)
