@@ -33,22 +33,38 @@ type campaignReads struct {
 // live answers c with its remaining units (its vouchers' left on the grab path, or by
 // the database where the grab path has no state) and its state.
 func (r campaignReads) live(ctx context.Context, c domain.Campaign) (LiveCampaign, error) {
-	stocks, left := make(map[domain.VoucherID]int), make(map[domain.VoucherID]int)
-	if c.Variants > 0 {
-		vs, err := r.vouchers.List(ctx, ports.VoucherQuery{Campaign: c.ID, Limit: domain.MaxVariants})
-		if err != nil {
-			return LiveCampaign{}, fmt.Errorf("vouchers of campaign %s: %w", c.ID, err)
-		}
-		live, err := withRemaining(ctx, r.stock, r.clock, vs)
-		if err != nil {
-			return LiveCampaign{}, err
-		}
-		for _, v := range live {
-			stocks[v.ID], left[v.ID] = v.Stock, v.Remaining
-		}
+	if c.Variants == 0 {
+		return liveAt(c, nil, nil, r.clock.Now()), nil
 	}
+	stocks, left, err := r.units(ctx, c.ID)
+	if err != nil {
+		return LiveCampaign{}, err
+	}
+	return liveAt(c, stocks, left, r.clock.Now()), nil
+}
+
+// units reads the stock and the units left of each voucher of campaign id: on the
+// grab path, or by the database where the grab path has no state.
+func (r campaignReads) units(ctx context.Context, id domain.CampaignID) (stocks, left map[domain.VoucherID]int, err error) {
+	vs, err := r.vouchers.List(ctx, ports.VoucherQuery{Campaign: id, Limit: domain.MaxVariants})
+	if err != nil {
+		return nil, nil, fmt.Errorf("vouchers of campaign %s: %w", id, err)
+	}
+	live, err := withRemaining(ctx, r.stock, r.clock, vs)
+	if err != nil {
+		return nil, nil, err
+	}
+	stocks, left = make(map[domain.VoucherID]int, len(live)), make(map[domain.VoucherID]int, len(live))
+	for _, v := range live {
+		stocks[v.ID], left[v.ID] = v.Stock, v.Remaining
+	}
+	return stocks, left, nil
+}
+
+// liveAt answers c at now with its vouchers' stocks and units left.
+func liveAt(c domain.Campaign, stocks, left map[domain.VoucherID]int, now time.Time) LiveCampaign {
 	n := c.Remaining(stocks, left)
-	return LiveCampaign{Campaign: c, Remaining: n, State: c.State(r.clock.Now(), n)}, nil
+	return LiveCampaign{Campaign: c, Remaining: n, State: c.State(now, n)}
 }
 
 // CreateCampaignCmd is what an admin asks for when putting a drop on sale; its
@@ -226,16 +242,25 @@ func NewUpdateCampaign(campaigns ports.Campaigns, vouchers ports.Vouchers, stock
 // changed), and when the grab path cannot be reached nothing changes (an error
 // wrapping it). A new end is then carried to each of the campaign's vouchers, whose
 // window is the campaign's (a voucher whose write fails is carried by the warm-up's
-// heal of stale terms; Warming says so). It returns the campaign, domain.ErrNotFound,
-// a *domain.ValidationError or domain.ErrCampaignUnsupported.
+// heal of stale terms; Warming says so). It returns the campaign as the change left
+// it at one moment, domain.ErrNotFound, a *domain.ValidationError,
+// domain.ErrCampaignUnsupported or ports.ErrClaimLost; on any error nothing changed.
 func (uc *UpdateCampaign) Handle(ctx context.Context, cmd UpdateCampaignCmd) (LiveCampaign, error) {
 	if uc.cstock == nil {
 		return LiveCampaign{}, domain.ErrCampaignUnsupported
 	}
+	// The campaign is answered as the change left it at now, with its vouchers' units
+	// as read just before (a change of a campaign moves none of them): the answer the
+	// receipt keeps and the one returned are the same, so a retry is answered alike.
+	stocks, left, err := uc.units(ctx, cmd.ID)
+	if err != nil {
+		return LiveCampaign{}, err
+	}
+	now := uc.clock.Now()
 	var receipt *ports.Receipt[domain.Campaign]
 	if r := cmd.Receipt; r != nil {
 		receipt = &ports.Receipt[domain.Campaign]{Claim: r.Claim, Answer: func(c domain.Campaign) (int, []byte, error) {
-			return r.Answer(LiveCampaign{Campaign: c, State: c.State(uc.clock.Now(), 0)})
+			return r.Answer(liveAt(c, stocks, left, now))
 		}}
 	}
 	c, err := uc.campaigns.Update(ctx, cmd.ID, ports.CampaignUpdate{Action: domain.AuditCampaignUpdate, By: cmd.By,
@@ -246,16 +271,10 @@ func (uc *UpdateCampaign) Handle(ctx context.Context, cmd UpdateCampaignCmd) (Li
 	if err != nil {
 		return LiveCampaign{}, err
 	}
-	var warming error
+	live := liveAt(c, stocks, left, now)
 	if cmd.Edit.EndsAt != nil {
-		warming = uc.carryWindow(ctx, c)
+		live.Warming = uc.carryWindow(ctx, c)
 	}
-	live, err := uc.live(ctx, c)
-	if err != nil {
-		live = LiveCampaign{Campaign: c, Remaining: 0, State: c.State(uc.clock.Now(), 0)}
-		warming = errors.Join(warming, err)
-	}
-	live.Warming = warming
 	return live, nil
 }
 

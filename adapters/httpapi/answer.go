@@ -60,6 +60,16 @@ func (e errorBody) appendJSON(b []byte) []byte {
 		b = append(b, `,"order_id":`...)
 		b = appendJSONString(b, d.OrderID)
 	}
+	if len(d.OrderIDs) > 0 {
+		b = append(b, `,"order_ids":[`...)
+		for i, id := range d.OrderIDs {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, id)
+		}
+		b = append(b, ']')
+	}
 	b = d.appendChallenge(b)
 	if d.RequestID != "" {
 		b = append(b, `,"request_id":`...)

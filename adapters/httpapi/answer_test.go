@@ -33,6 +33,8 @@ func TestAnswersEncodeAsEncodingJSON(t *testing.T) {
 			grabResponse{VoucherID: s, Quantity: -1},
 			errorBody{Error: errorDetail{Code: "sold_out", Message: s}},
 			errorBody{Error: errorDetail{Code: s, Message: "m", OrderID: s, RequestID: s}},
+			errorBody{Error: errorDetail{Code: "already_purchased", Message: "m", OrderID: s, OrderIDs: []string{s}, RequestID: s}},
+			errorBody{Error: errorDetail{Code: "already_purchased", Message: s, OrderID: "a", OrderIDs: []string{"a", s, "c"}}},
 			errorBody{Error: errorDetail{Code: "c", Message: "m", RequestID: s}},
 			errorBody{Error: errorDetail{Code: "challenge_required", Message: "m", Challenge: s, Difficulty: 18,
 				ExpiresAt: "2026-12-01T21:00:00.123Z", RequestID: s}},

@@ -12,16 +12,18 @@ import (
 )
 
 // auditEntryJSON is the contract's audit log entry. voucher_id is null for a change of
-// no voucher; before and after are objects, or null where there are none.
+// no voucher, campaign_id for a change of no campaign; before and after are objects,
+// or null where there are none.
 type auditEntryJSON struct {
-	ID        string          `json:"id"`
-	At        stamp           `json:"at"`
-	Actor     string          `json:"actor"`
-	Action    string          `json:"action"`
-	VoucherID *string         `json:"voucher_id"`
-	RequestID string          `json:"request_id"`
-	Before    json.RawMessage `json:"before"`
-	After     json.RawMessage `json:"after"`
+	ID         string          `json:"id"`
+	At         stamp           `json:"at"`
+	Actor      string          `json:"actor"`
+	Action     string          `json:"action"`
+	VoucherID  *string         `json:"voucher_id"`
+	CampaignID *string         `json:"campaign_id"`
+	RequestID  string          `json:"request_id"`
+	Before     json.RawMessage `json:"before"`
+	After      json.RawMessage `json:"after"`
 }
 
 // auditListJSON is the contract's page of the audit log.
@@ -36,6 +38,10 @@ func toAuditEntryJSON(e domain.AuditEntry) auditEntryJSON {
 	if e.VoucherID != 0 {
 		v := e.VoucherID.String()
 		out.VoucherID = &v
+	}
+	if e.CampaignID != 0 {
+		c := e.CampaignID.String()
+		out.CampaignID = &c
 	}
 	if out.Before == nil {
 		out.Before = json.RawMessage("null")

@@ -22,6 +22,9 @@ type errorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	OrderID string `json:"order_id,omitempty"`
+	// OrderIDs, with an already_purchased of a campaign's per-user limit, are every
+	// order the caller holds of the campaign (OrderID the first of them).
+	OrderIDs []string `json:"order_ids,omitempty"`
 	// With challenge_required, a fresh challenge to answer: the proof of work's
 	// (Challenge, Difficulty, ExpiresAt in RFC 3339), or Turnstile's widget settings
 	// (SiteKey, Action, CData). See challengeAnswer.
@@ -126,7 +129,7 @@ func classify(err error) (int, errorDetail) {
 		return soldOut()
 	}
 	if ap, ok := errors.AsType[*domain.AlreadyPurchasedError](err); ok {
-		return http.StatusConflict, errorDetail{Code: "already_purchased", Message: "you already hold an order for this voucher", OrderID: string(ap.OrderID)}
+		return http.StatusConflict, alreadyPurchased(ap)
 	}
 	if cr, ok := errors.AsType[*challengeRequired](err); ok {
 		return http.StatusForbidden, cr.detail()
@@ -145,6 +148,20 @@ func classify(err error) (int, errorDetail) {
 	return http.StatusInternalServerError, errorDetail{Code: "internal", Message: "internal error"}
 }
 
+// alreadyPurchased is the answer to a grab refused for the orders its user holds: of
+// the voucher, or of its campaign up to the campaign's per-user limit.
+func alreadyPurchased(ap *domain.AlreadyPurchasedError) errorDetail {
+	if len(ap.Orders) == 0 {
+		return errorDetail{Code: "already_purchased", Message: "you already hold an order for this voucher", OrderID: string(ap.OrderID)}
+	}
+	ids := make([]string, len(ap.Orders))
+	for i, o := range ap.Orders {
+		ids[i] = string(o)
+	}
+	return errorDetail{Code: "already_purchased", OrderID: string(ap.OrderID), OrderIDs: ids,
+		Message: "you already hold as many units of this voucher's campaign as one user may: see order_ids"}
+}
+
 func soldOut() (int, errorDetail) {
 	return http.StatusConflict, errorDetail{Code: "sold_out", Message: soldOutMessage}
 }
@@ -161,6 +178,8 @@ var sentinelAnswers = []struct {
 	{domain.ErrInvalid, http.StatusBadRequest, "invalid_request", "invalid request"},
 	{domain.ErrRateLimited, http.StatusTooManyRequests, "rate_limited", "too many requests; retry after the time in Retry-After"},
 	{domain.ErrSoldOut, http.StatusConflict, "sold_out", soldOutMessage},
+	{domain.ErrCampaignSoldOut, http.StatusConflict, "campaign_sold_out", "the campaign's cap is reached: none of its units is left, whatever this voucher has"},
+	{domain.ErrCampaignUnsupported, http.StatusConflict, "campaign_unsupported", "this deployment's stock strategy sells no campaigns (it needs SECKILL_STOCK_STRATEGY lua)"},
 	{domain.ErrNotStarted, http.StatusConflict, "not_started", "the sale has not started"},
 	{domain.ErrEnded, http.StatusConflict, "ended", "the sale has ended"},
 	{domain.ErrPaused, http.StatusConflict, "paused", "the sale is paused"},

@@ -130,6 +130,15 @@ type StatsJSON struct {
 	Waitlist        int   `json:"waitlist"`
 }
 
+// toStatsJSON renders a voucher's stats, or a campaign's sum of its vouchers'.
+func toStatsJSON(s application.VoucherStats) StatsJSON {
+	return StatsJSON{
+		Stock: s.Stock, Remaining: s.Remaining, Queued: s.Queued, AwaitingPayment: s.AwaitingPayment,
+		Paid: s.Paid, Cancelled: s.Cancelled, Expired: s.Expired, Failed: s.Failed, Pending: s.Pending,
+		OldestQueuedMS: s.OldestQueued.Milliseconds(), Waitlist: s.Waitlist,
+	}
+}
+
 func (h handlers) voucherStats(c echo.Context) error {
 	id, err := domain.ParseVoucherID(c.Param("id"))
 	if err != nil {
@@ -139,9 +148,5 @@ func (h handlers) voucherStats(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, StatsJSON{
-		Stock: s.Stock, Remaining: s.Remaining, Queued: s.Queued, AwaitingPayment: s.AwaitingPayment,
-		Paid: s.Paid, Cancelled: s.Cancelled, Expired: s.Expired, Failed: s.Failed, Pending: s.Pending,
-		OldestQueuedMS: s.OldestQueued.Milliseconds(), Waitlist: s.Waitlist,
-	})
+	return c.JSON(http.StatusOK, toStatsJSON(s))
 }

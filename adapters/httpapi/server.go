@@ -43,9 +43,10 @@ type Options struct {
 	GrabRate  float64
 	GrabBurst int
 	// IPLimit bounds the requests a second each client address may make to the
-	// unauthenticated voucher reads (GET /api/v1/vouchers and /api/v1/vouchers/{id}),
-	// IPBurst at once (IPLimit when 0), counted by IPLimiter across all instances;
-	// beyond it they answer 429 rate_limited with Retry-After. 0 turns it off; when
+	// unauthenticated reads of vouchers and campaigns (GET /api/v1/vouchers,
+	// /api/v1/vouchers/{id}, /api/v1/campaigns and /api/v1/campaigns/{id}), IPBurst
+	// at once (IPLimit when 0), counted by IPLimiter across all instances; beyond it
+	// they answer 429 rate_limited with Retry-After. 0 turns it off; when
 	// it is set, IPLimiter must be too. The client is the connection's address unless
 	// the Echo instance is given an IPExtractor (see limitByIP).
 	IPLimit   int
@@ -73,7 +74,8 @@ type Options struct {
 	// value, preflights are answered, no credentials. Empty: no CORS headers at all.
 	CORSOrigins []string
 	// PublicMaxAge is how many seconds any cache may reuse a public read (the voucher
-	// list, one voucher) without asking again; 0 or less: revalidate every time.
+	// list, one voucher, the campaign list, one campaign) without asking again; 0 or
+	// less: revalidate every time.
 	PublicMaxAge int
 
 	// Metrics are the instruments the API records into, and the registry GET /metrics
@@ -97,8 +99,12 @@ type Options struct {
 	Fulfillment func(context.Context) (stalled bool, err error)
 }
 
-// UseCases are the application operations the API exposes.
+// UseCases are the application operations the API exposes; each is required, but
+// where its comment says otherwise.
 type UseCases struct {
+	// CreateVoucher creates a campaign's vouchers too ("campaign_id") once given the
+	// campaigns (application.CreateVoucher.WithCampaigns); without them such a
+	// voucher answers 409 campaign_unsupported.
 	CreateVoucher       *application.CreateVoucher
 	GetVoucher          *application.GetVoucher
 	ListVouchers        *application.ListVouchers
@@ -133,6 +139,15 @@ type UseCases struct {
 	QueueStatus       *application.QueueStatus
 	QueueEntrants     *application.QueueEntrants
 	GetQueueStats     *application.GetQueueStats
+	// The campaigns' routes (POST, GET /api/v1/campaigns, GET, PATCH …/{id},
+	// GET …/{id}/stats). Where the stock strategy keeps no campaign, CreateCampaign
+	// and UpdateCampaign are given no ports.CampaignStock and answer 409
+	// campaign_unsupported; the reads work on every strategy.
+	CreateCampaign   *application.CreateCampaign
+	GetCampaign      *application.GetCampaign
+	ListCampaigns    *application.ListCampaigns
+	UpdateCampaign   *application.UpdateCampaign
+	GetCampaignStats *application.GetCampaignStats
 }
 
 // Check is one dependency /readyz asks about.
@@ -248,15 +263,12 @@ func New(opts Options, uc UseCases, tokens *Tokens, checks []Check, log *zap.Log
 			e.Add(http.MethodHead, path, handler)
 		}
 	}
-	const api = "/api/v1"
 	// The sale's hottest reads: any cache may keep them a moment (PublicMaxAge).
 	publicRead := append(slices.Clone(public), cached(publicCache(opts.PublicMaxAge)))
 	voucherRoutes(route, h, once(auth, requireAdmin), publicRead, grab, auth)
-	route(http.MethodGet, api+"/audit", h.listAudit, auth, requireAdmin)
-	route(http.MethodGet, api+"/webhooks/deliveries", h.listDeliveries, auth, requireAdmin)
-	route(http.MethodPost, api+"/webhooks/deliveries/:id/retry", h.retryDelivery, auth, requireAdmin)
+	campaignRoutes(route, h, once(auth, requireAdmin), publicRead, auth)
+	adminRoutes(route, h, auth)
 	denyListRoutes(route, h, once(auth, requireAdmin), auth)
-	route(http.MethodGet, voucherOrdersRoute, h.voucherOrders, auth, requireAdmin)
 	orderRoutes(route, h, once(auth), auth)
 	waitlistRoutes(route, h, once(auth), auth)
 	drawRoutes(route, h, once(auth), public)
@@ -283,6 +295,31 @@ func voucherRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo
 	route(http.MethodPost, vouchers+"/:id/pause", h.pauseSale(true), auth, requireAdmin)
 	route(http.MethodPost, vouchers+"/:id/resume", h.pauseSale(false), auth, requireAdmin)
 	route(http.MethodPatch, vouchers+"/:id", h.editVoucher, adminOnce...)
+}
+
+// campaignRoutes adds a campaign's routes through route: its writes behind adminOnce
+// (an admin, Idempotency-Key kept), its public reads behind publicRead, the stats
+// behind auth and an admin.
+func campaignRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc), h handlers,
+	adminOnce, publicRead []echo.MiddlewareFunc, auth echo.MiddlewareFunc) {
+	const campaigns = "/api/v1/campaigns"
+	route(http.MethodPost, campaigns, h.createCampaign, adminOnce...)
+	route(http.MethodGet, campaigns, h.listCampaigns, publicRead...)
+	route(http.MethodGet, campaigns+"/:id", h.getCampaign, publicRead...)
+	route(http.MethodPatch, campaigns+"/:id", h.editCampaign, adminOnce...)
+	route(http.MethodGet, campaigns+"/:id/stats", h.campaignStats, auth, requireAdmin)
+}
+
+// adminRoutes adds, through route, the admin's routes of no voucher's or campaign's
+// own, each behind auth and an admin: the audit log, the webhook deliveries and a
+// delivery's retry, and a voucher's orders.
+func adminRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc), h handlers,
+	auth echo.MiddlewareFunc) {
+	const api = "/api/v1"
+	route(http.MethodGet, api+"/audit", h.listAudit, auth, requireAdmin)
+	route(http.MethodGet, api+"/webhooks/deliveries", h.listDeliveries, auth, requireAdmin)
+	route(http.MethodPost, api+"/webhooks/deliveries/:id/retry", h.retryDelivery, auth, requireAdmin)
+	route(http.MethodGet, voucherOrdersRoute, h.voucherOrders, auth, requireAdmin)
 }
 
 // orderRoutes adds a user's order routes through route: the reads behind auth, the

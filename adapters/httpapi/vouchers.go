@@ -49,12 +49,14 @@ type VoucherJSON struct {
 	PowDifficulty int                  `json:"pow_difficulty,omitempty"`
 	// Commitment is the hex SHA-256 of the shuffle's seed (waiting room and draw).
 	Commitment string `json:"commitment,omitempty"`
+	// CampaignID is there only for a campaign's voucher.
+	CampaignID string `json:"campaign_id,omitempty"`
 }
 
 // toVoucherJSON renders a voucher as every answer that holds one renders it: with its
 // remaining units and its sale's state as the use case read them.
 func toVoucherJSON(v application.LiveVoucher) VoucherJSON {
-	return VoucherJSON{
+	out := VoucherJSON{
 		ID:           v.ID.String(),
 		Title:        v.Title,
 		Stock:        v.Stock,
@@ -73,6 +75,10 @@ func toVoucherJSON(v application.LiveVoucher) VoucherJSON {
 		PowDifficulty: v.PowDifficulty,
 		Commitment:    v.Commitment(),
 	}
+	if v.CampaignID != 0 {
+		out.CampaignID = v.CampaignID.String()
+	}
+	return out
 }
 
 type createVoucherRequest struct {
@@ -88,6 +94,38 @@ type createVoucherRequest struct {
 	QueueOpensAt  *time.Time            `json:"queue_opens_at"`
 	QueueWindow   *int                  `json:"queue_window"`
 	EntriesOpenAt *time.Time            `json:"entries_open_at"`
+
+	// CampaignID makes the voucher the campaign's next one: it then takes the
+	// campaign's window, admission and challenge, and none of them may be given.
+	CampaignID *string `json:"campaign_id"`
+}
+
+// campaignCmd copies the campaign of req into cmd, refusing the members a
+// campaign's voucher takes from its campaign. A per-user limit not given is the
+// campaign's (at most the stock).
+func (req createVoucherRequest) campaignCmd(cmd *application.CreateVoucherCmd) error {
+	id, err := domain.ParseCampaignID(*req.CampaignID)
+	if err != nil {
+		return domain.Invalid("campaign_id", "must be a positive integer, as a string")
+	}
+	for _, m := range []struct {
+		name  string
+		given bool
+	}{
+		{"begins_at", req.BeginsAt != nil}, {"ends_at", req.EndsAt != nil},
+		{"admission", req.Admission != nil}, {"challenge", req.Challenge != nil}, {"pow_difficulty", req.PowDifficulty != nil},
+		{"queue_opens_at", req.QueueOpensAt != nil}, {"queue_window", req.QueueWindow != nil},
+		{"entries_open_at", req.EntriesOpenAt != nil},
+	} {
+		if m.given {
+			return domain.Invalid(m.name, "is the campaign's: a voucher in a campaign takes its window, admission and challenge")
+		}
+	}
+	cmd.CampaignID = id
+	if req.PerUserLimit == nil {
+		cmd.PerUserLimit = 0
+	}
+	return nil
 }
 
 // admissionCmd copies the admission settings of req into cmd. A setting given must
@@ -143,21 +181,29 @@ func (h handlers) createVoucher(c echo.Context) error {
 		return domain.Invalid("title", "is required")
 	case req.Stock == nil:
 		return domain.Invalid("stock", "is required")
-	case req.BeginsAt == nil:
-		return domain.Invalid("begins_at", "is required")
-	case req.EndsAt == nil:
-		return domain.Invalid("ends_at", "is required")
 	}
 	limit := 1
 	if req.PerUserLimit != nil {
 		limit = *req.PerUserLimit
 	}
 	cmd := application.CreateVoucherCmd{
-		Title: *req.Title, Stock: *req.Stock, BeginsAt: *req.BeginsAt, EndsAt: *req.EndsAt, PerUserLimit: limit,
-		By: author(c), Receipt: receiptFor(c, createdVoucher),
+		Title: *req.Title, Stock: *req.Stock, PerUserLimit: limit, By: author(c), Receipt: receiptFor(c, createdVoucher),
 	}
-	if err := req.admissionCmd(&cmd); err != nil {
-		return err
+	if req.CampaignID != nil {
+		if err := req.campaignCmd(&cmd); err != nil {
+			return err
+		}
+	} else {
+		switch {
+		case req.BeginsAt == nil:
+			return domain.Invalid("begins_at", "is required")
+		case req.EndsAt == nil:
+			return domain.Invalid("ends_at", "is required")
+		}
+		cmd.BeginsAt, cmd.EndsAt = *req.BeginsAt, *req.EndsAt
+		if err := req.admissionCmd(&cmd); err != nil {
+			return err
+		}
 	}
 	v, err := h.uc.CreateVoucher.Handle(c.Request().Context(), cmd)
 	if err != nil {

@@ -15,6 +15,8 @@ type Stock struct {
 	mu       sync.Mutex
 	reserves int
 	sales    map[domain.VoucherID]*sale
+	// campaigns holds the campaigns' terms (WarmCampaign), beside their vouchers' sales.
+	campaigns map[domain.CampaignID]campaignTerms
 	// passes holds the outstanding passes (IssuePass), as the Redis passes set does:
 	// their expiry in Unix ms.
 	passes map[passHolder]int64
@@ -64,7 +66,8 @@ var _ ports.Stock = (*Stock)(nil)
 
 // NewStock returns an empty stock.
 func NewStock() *Stock {
-	return &Stock{sales: map[domain.VoucherID]*sale{}, passes: map[passHolder]int64{}}
+	return &Stock{sales: map[domain.VoucherID]*sale{}, campaigns: map[domain.CampaignID]campaignTerms{},
+		passes: map[passHolder]int64{}}
 }
 
 // IssuePass records p as outstanding, as a waiting room admitting p.User adds its
@@ -105,7 +108,8 @@ func (s *Stock) Warm(_ context.Context, v domain.Voucher) (ports.WarmOutcome, er
 
 // Reserve judges r by the grab rule (domain.Sale.Judge) against the loaded voucher,
 // as the Redis and PostgreSQL strategies do; a waiting room's grab is taken with an
-// outstanding pass (IssuePass) of r.Pass's expiry, which it uses up.
+// outstanding pass (IssuePass) of r.Pass's expiry, which it uses up. A campaign's
+// voucher is judged against its campaign too (campaignSale), as reserve.lua judges it.
 func (s *Stock) Reserve(_ context.Context, r domain.Reservation) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -145,6 +149,13 @@ func (s *Stock) Reserve(_ context.Context, r domain.Reservation) error {
 		EndsAt:          sl.v.EndsAt,
 		PerUserLimit:    sl.v.PerUserLimit,
 		Remaining:       sl.remaining,
+	}
+	if campaign, number := r.VoucherID.Campaign(); campaign != 0 {
+		c, err := s.campaignSale(campaign, number, r.UserID)
+		if err != nil {
+			return err
+		}
+		state.Campaign = &c
 	}
 	if err := state.Judge(r, sl.buyers[r.UserID]); err != nil {
 		return err

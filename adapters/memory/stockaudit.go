@@ -228,8 +228,9 @@ func (s *Stock) Drop(id domain.VoucherID) {
 	delete(s.sales, id)
 }
 
-// Save copies every voucher's sale state and returns what puts that copy back, as a
-// Redis that restarts from a snapshot taken now would come back with it.
+// Save copies every voucher's sale state and every campaign's terms and returns what
+// puts that copy back, as a Redis that restarts from a snapshot taken now would come
+// back with them.
 func (s *Stock) Save() (restore func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -239,9 +240,12 @@ func (s *Stock) Save() (restore func()) {
 		c.buyers, c.released = maps.Clone(sl.buyers), maps.Clone(sl.released)
 		saved[id] = c
 	}
+	// Terms are replaced whole, never changed in place: a shallow copy holds.
+	campaigns := maps.Clone(s.campaigns)
 	return func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		s.campaigns = maps.Clone(campaigns)
 		s.sales = make(map[domain.VoucherID]*sale, len(saved))
 		for id, sl := range saved {
 			c := sl

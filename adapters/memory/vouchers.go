@@ -17,6 +17,11 @@ type Vouchers struct {
 	mu     sync.Mutex
 	byID   map[domain.VoucherID]domain.Voucher
 	nextID domain.VoucherID
+	// campaigns are the campaigns a Campaigns over these vouchers stores, under mu: a
+	// campaign's voucher is numbered under the lock its campaign is changed under, as
+	// the SQL adapter numbers it under the campaign's row lock.
+	campaigns    map[domain.CampaignID]domain.Campaign
+	nextCampaign domain.CampaignID
 	// Idempotency keeps the answers of the receipts Create and the Orders over these
 	// vouchers are given.
 	Idempotency *Idempotency
@@ -29,11 +34,15 @@ var _ ports.Vouchers = (*Vouchers)(nil)
 // NewVouchers returns an empty repository, with an empty store of idempotency keys
 // and an empty audit log.
 func NewVouchers() *Vouchers {
-	return &Vouchers{byID: map[domain.VoucherID]domain.Voucher{}, Idempotency: NewIdempotency(), Log: &AuditLog{}}
+	return &Vouchers{byID: map[domain.VoucherID]domain.Voucher{}, campaigns: map[domain.CampaignID]domain.Campaign{},
+		Idempotency: NewIdempotency(), Log: &AuditLog{}}
 }
 
 // Create stores v with the next id, its audit entry and r's answer with it
-// (ports.ErrClaimLost, nothing stored, when r's claim no longer holds its key).
+// (ports.ErrClaimLost, nothing stored, when r's claim no longer holds its key). A
+// voucher with a CampaignID becomes that campaign's next variant
+// (domain.Campaign.Variant), which the campaign counts; an unknown campaign, a full
+// one or a per-user limit above the campaign's is a *domain.ValidationError.
 func (r *Vouchers) Create(_ context.Context, v *domain.Voucher, by domain.Author, receipt *ports.Receipt[domain.Voucher]) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -41,8 +50,24 @@ func (r *Vouchers) Create(_ context.Context, v *domain.Voucher, by domain.Author
 	stored.ID = r.nextID + 1
 	stored.CreatedAt = time.Unix(int64(stored.ID), 0).UTC()
 	stored.Version = 0
+	var c domain.Campaign
+	if v.CampaignID != 0 {
+		var ok bool
+		if c, ok = r.campaigns[v.CampaignID]; !ok {
+			return domain.Invalid("campaign_id", "no such campaign")
+		}
+		var err error
+		if stored, err = c.Variant(stored); err != nil {
+			return err
+		}
+		c.Variants++
+	}
 	err := answer(r.Idempotency, receipt, stored, func() {
-		r.nextID = stored.ID
+		if c.ID != 0 {
+			r.campaigns[c.ID] = c
+		} else {
+			r.nextID = stored.ID
+		}
 		r.byID[stored.ID] = stored
 		r.Log.add(domain.VoucherAudit(domain.AuditVoucherCreate, by, nil, stored))
 	})
@@ -178,7 +203,9 @@ func (r *Vouchers) List(_ context.Context, q ports.VoucherQuery) ([]domain.Vouch
 	if inStatus == nil {
 		return nil, domain.Invalid("status", "must be live, upcoming or ended")
 	}
-	out := r.filter(func(v domain.Voucher) bool { return (q.Before == 0 || v.ID < q.Before) && inStatus(v) })
+	out := r.filter(func(v domain.Voucher) bool {
+		return (q.Before == 0 || v.ID < q.Before) && (q.Campaign == 0 || v.CampaignID == q.Campaign) && inStatus(v)
+	})
 	return out[:min(len(out), q.Limit)], nil
 }
 
