@@ -109,8 +109,9 @@ var databaseSet = wire.NewSet(
 
 // serveRepositorySet are serve's vouchers and orders: with webhooks on, they write the
 // webhook event of each change in its transaction (sqlstore's WithOutbox).
-var serveRepositorySet = wire.NewSet(outboxVouchers, outboxOrders,
+var serveRepositorySet = wire.NewSet(outboxVouchers, outboxOrders, outboxCampaigns,
 	wire.Bind(new(ports.Vouchers), new(*sqlstore.Vouchers)),
+	wire.Bind(new(ports.Campaigns), new(*sqlstore.Campaigns)),
 	wire.Bind(new(ports.Orders), new(*sqlstore.Orders)),
 	wire.Bind(new(ports.VoucherOrders), new(*sqlstore.Orders)),
 	wire.Bind(new(ports.OrderLifecycle), new(*sqlstore.Orders)),
@@ -120,8 +121,9 @@ var serveRepositorySet = wire.NewSet(outboxVouchers, outboxOrders,
 
 // plainRepositorySet are the vouchers and orders of the other commands, which write
 // no webhook events (reconcile changes no order's status and edits no voucher).
-var plainRepositorySet = wire.NewSet(sqlstore.NewVouchers, sqlstore.NewOrders,
+var plainRepositorySet = wire.NewSet(sqlstore.NewVouchers, sqlstore.NewOrders, sqlstore.NewCampaigns,
 	wire.Bind(new(ports.Vouchers), new(*sqlstore.Vouchers)),
+	wire.Bind(new(ports.Campaigns), new(*sqlstore.Campaigns)),
 	wire.Bind(new(ports.Orders), new(*sqlstore.Orders)),
 	wire.Bind(new(ports.VoucherOrders), new(*sqlstore.Orders)),
 	wire.Bind(new(ports.OrderLifecycle), new(*sqlstore.Orders)),
@@ -141,7 +143,12 @@ var systemSet = wire.NewSet(
 
 // applicationSet provides the use cases.
 var applicationSet = wire.NewSet(
-	application.NewCreateVoucher,
+	createVoucher,
+	application.NewCreateCampaign,
+	application.NewGetCampaign,
+	application.NewListCampaigns,
+	application.NewUpdateCampaign,
+	application.NewGetCampaignStats,
 	application.NewPauseSale,
 	editVoucher,
 	application.NewListAudit,
@@ -278,10 +285,21 @@ func editVoucher(vouchers ports.Vouchers, stock ports.Stock, recovery *applicati
 	return uc
 }
 
-// recoverVoucher counts each recovery of a voucher's sale state.
+// recoverVoucher counts each recovery of a voucher's sale state, and loads a
+// campaign's terms with its vouchers' where the strategy keeps campaigns.
 func recoverVoucher(vouchers ports.Vouchers, stock ports.Stock, audit ports.StockAudit, ledger ports.OrderAudit,
-	clock ports.Clock, m *metrics) *application.RecoverVoucher {
+	clock ports.Clock, m *metrics, campaigns ports.Campaigns, cstock ports.CampaignStock) *application.RecoverVoucher {
 	uc := application.NewRecoverVoucher(vouchers, stock, audit, ledger, clock)
+	if cstock != nil {
+		uc.WithCampaigns(campaigns, cstock)
+	}
 	uc.Observe(m.recovered)
 	return uc
+}
+
+// createVoucher creates vouchers, those of a campaign too where the strategy keeps
+// campaigns (cstock nil: they answer 409 campaign_unsupported).
+func createVoucher(vouchers ports.Vouchers, stock ports.Stock, clock ports.Clock, campaigns ports.Campaigns,
+	cstock ports.CampaignStock) *application.CreateVoucher {
+	return application.NewCreateVoucher(vouchers, stock, clock).WithCampaigns(campaigns, cstock)
 }

@@ -26,6 +26,15 @@ func outboxVouchers(db *bun.DB, cfg Config) *sqlstore.Vouchers {
 	return sqlstore.NewVouchers(db).WithOutbox()
 }
 
+// outboxCampaigns writes campaign.updated with each change of a campaign when webhooks
+// are on.
+func outboxCampaigns(db *bun.DB, cfg Config) *sqlstore.Campaigns {
+	if cfg.WebhookURL == "" {
+		return sqlstore.NewCampaigns(db)
+	}
+	return sqlstore.NewCampaigns(db).WithOutbox()
+}
+
 // outboxOrders writes the orders' and sold-out events when webhooks are on.
 func outboxOrders(db *bun.DB, cfg Config) *sqlstore.Orders {
 	if cfg.WebhookURL == "" {

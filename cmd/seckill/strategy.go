@@ -73,7 +73,17 @@ func configuredStrategy(cfg Common) (StockStrategy, error) {
 // strategySet provides the stock port and the audit of its state for a given
 // StockStrategy. The Redis adapters are built either way: the fulfillment queue, the
 // reservations and the restock signal read Redis whatever takes the stock.
-var strategySet = wire.NewSet(sqlstock.New, selectStock, selectStockAudit, selectWaitlist, selectEntries)
+var strategySet = wire.NewSet(sqlstock.New, selectStock, selectStockAudit, selectWaitlist, selectEntries, selectCampaignStock)
+
+// selectCampaignStock returns where a campaign's terms are kept beside its vouchers'
+// states: the Redis stock for lua, whose grab script judges a campaign's grab; nil
+// for watch and postgres, which sell no campaign (409 campaign_unsupported).
+func selectCampaignStock(strategy StockStrategy, lua *redisstore.Stock) ports.CampaignStock {
+	if strategy == StrategyLua {
+		return lua
+	}
+	return nil
+}
 
 // selectStock returns the stock port of strategy: the Lua script (lua), the
 // optimistic transaction over the same keys (watch), or the database (postgres).
