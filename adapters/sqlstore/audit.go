@@ -116,13 +116,19 @@ func (s *Orders) Ledger(ctx context.Context, id domain.VoucherID) (ports.Ledger,
 // A Transition or ExpireDue closing an order is the mirror image: it updates the
 // order before the counter, so the sum either sees the order closed and the counter
 // already lowered, or still live and lowered after the recount. No transaction holds
-// the voucher row while waiting for anything but order rows this one never locks, so
-// the lock cannot deadlock. The transaction must be READ COMMITTED (not the server's
+// the voucher row while waiting for anything but order rows this one never locks (or
+// its campaign's row, which every writer, this one too, locks before the voucher's),
+// so the lock cannot deadlock. The transaction must be READ COMMITTED (not the server's
 // default, whatever it is): at REPEATABLE READ the sum would read the snapshot taken
 // before the lock.
 func (s *Orders) RecountSold(ctx context.Context, id domain.VoucherID) (int, error) {
 	var sold int
 	err := s.db.RunInTx(ctx, ReadCommitted, func(ctx context.Context, tx bun.Tx) error {
+		// A campaign's voucher: the campaign's row first, whose sold the voucher's
+		// trigger moves with the recount, as every writer of both takes them.
+		if _, err := lockCampaigns(ctx, tx, campaignsOf(id)); err != nil {
+			return err
+		}
 		var locked int64
 		err := tx.NewSelect().Model((*voucherRow)(nil)).
 			Column("id").

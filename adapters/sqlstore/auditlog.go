@@ -27,18 +27,20 @@ func NewAuditLog(db *bun.DB) *AuditLog {
 }
 
 // auditRow is a row of the audit_log table. before and after are JSON text, NULL
-// where there is none; voucher_id NULL for a change of no voucher.
+// where there is none; voucher_id NULL for a change of no voucher, campaign_id for a
+// change of no campaign.
 type auditRow struct {
 	bun.BaseModel `bun:"table:audit_log,alias:a"`
 
-	ID        int64     `bun:"id,pk,autoincrement"`
-	At        time.Time `bun:"at"`
-	Actor     string    `bun:"actor"`
-	Action    string    `bun:"action"`
-	VoucherID *int64    `bun:"voucher_id"`
-	RequestID string    `bun:"request_id"`
-	Before    *string   `bun:"before"`
-	After     *string   `bun:"after"`
+	ID         int64     `bun:"id,pk,autoincrement"`
+	At         time.Time `bun:"at"`
+	Actor      string    `bun:"actor"`
+	Action     string    `bun:"action"`
+	VoucherID  *int64    `bun:"voucher_id"`
+	CampaignID *int64    `bun:"campaign_id"`
+	RequestID  string    `bun:"request_id"`
+	Before     *string   `bun:"before"`
+	After      *string   `bun:"after"`
 }
 
 func (r auditRow) entry() domain.AuditEntry {
@@ -46,6 +48,9 @@ func (r auditRow) entry() domain.AuditEntry {
 		RequestID: r.RequestID}
 	if r.VoucherID != nil {
 		e.VoucherID = domain.VoucherID(*r.VoucherID)
+	}
+	if r.CampaignID != nil {
+		e.CampaignID = domain.CampaignID(*r.CampaignID)
 	}
 	if r.Before != nil {
 		e.Before = json.RawMessage(*r.Before)
@@ -63,6 +68,10 @@ func appendTx(ctx context.Context, db bun.IDB, e domain.AuditEntry) error {
 	if e.VoucherID != 0 {
 		id := int64(e.VoucherID)
 		row.VoucherID = &id
+	}
+	if e.CampaignID != 0 {
+		id := int64(e.CampaignID)
+		row.CampaignID = &id
 	}
 	if e.Before != nil {
 		b := string(e.Before)

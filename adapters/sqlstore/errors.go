@@ -65,7 +65,7 @@ const (
 	// foreignKey: a row's reference is missing (here, an order whose voucher does
 	// not exist).
 	foreignKey
-	// check: a CHECK constraint refused the row.
+	// check: a CHECK constraint refused the row, or a trigger that stands in for one.
 	check
 	// unique: a unique index already holds the row's key (PostgreSQL only: on SQLite
 	// Persist never inserts without ON CONFLICT).
@@ -75,6 +75,12 @@ const (
 // sqliteCheckFailed starts SQLite's message for a CHECK violation, which names the
 // constraint after it: "CHECK constraint failed: vouchers_stock_check".
 const sqliteCheckFailed = "CHECK constraint failed: "
+
+// sqliteRaised starts the message of an error a SQLite trigger raised: the schema's
+// triggers that stand in for a CHECK (the campaigns migration's) raise the name of the
+// constraint they stand for, "constraint failed: campaign_units_limit_check", as
+// PostgreSQL's functions raise a check_violation naming it.
+const sqliteRaised = "constraint failed: "
 
 // constraintViolation reports which kind of constraint refused err's statement, if
 // any, and the constraint's name where the database gives one.
@@ -98,6 +104,10 @@ func constraintViolation(err error) (violation, string) {
 			return foreignKey, ""
 		case sqlite3.SQLITE_CONSTRAINT_CHECK:
 			_, name, _ := strings.Cut(liteErr.Error(), sqliteCheckFailed)
+			name, _, _ = strings.Cut(name, " ")
+			return check, name
+		case sqlite3.SQLITE_CONSTRAINT_TRIGGER:
+			_, name, _ := strings.Cut(liteErr.Error(), sqliteRaised)
 			name, _, _ = strings.Cut(name, " ")
 			return check, name
 		}

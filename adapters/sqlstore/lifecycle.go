@@ -91,8 +91,10 @@ func (s *Orders) Transition(ctx context.Context, id domain.OrderID, user domain.
 	return o, nil
 }
 
-// transitionTx is Transition's transaction. It locks the order row (the update), then
-// its voucher's row (the counter), the order every writer of both follows.
+// transitionTx is Transition's transaction. It locks the order row (the update) and,
+// for an order of a campaign's voucher, the user's campaign_units row (its trigger),
+// then the campaign's row and its voucher's row (the counters): the order every
+// writer of them follows.
 func transitionTx(ctx context.Context, tx bun.Tx, id domain.OrderID, user domain.UserID, to domain.OrderStatus) (domain.Order, error) {
 	// A second attempt is needed only when the order was committed by Persist between
 	// the update's snapshot and the look-up's: the update missed a row the look-up
@@ -115,6 +117,11 @@ func transitionTx(ctx context.Context, tx bun.Tx, id domain.OrderID, user domain
 		if len(rows) == 1 {
 			o := rows[0].order()
 			if !to.HoldsStock() {
+				// A campaign's row before its voucher's, as every writer takes them: the
+				// voucher's sold trigger moves the campaign's.
+				if _, err := lockCampaigns(ctx, tx, campaignsOf(o.VoucherID)); err != nil {
+					return domain.Order{}, err
+				}
 				if err := takeSold(ctx, tx, o.VoucherID, o.Quantity); err != nil {
 					return domain.Order{}, err
 				}
@@ -211,44 +218,52 @@ func (s *Orders) ExpireDue(ctx context.Context, now time.Time, w domain.PaymentW
 	return out, nil
 }
 
-// expireTx is ExpireDue's transaction: the due order rows first, then the voucher rows
-// by id, the lock order of every writer.
+// expireTx is ExpireDue's transaction: the due order rows first, then the
+// campaign_units rows of those of a campaign's voucher by (campaign, user), then the
+// campaign rows by id, then the voucher rows by id: the lock order of every writer.
 func expireTx(ctx context.Context, tx bun.Tx, at time.Time, w domain.PaymentWindow, limit int, expired *[]orderRow) error {
 	// FOR NO KEY UPDATE is the lock the update below takes anyway (no key changes);
 	// taking it here, with SKIP LOCKED, is what keeps concurrent sweepers apart. The
 	// orders with a recorded deadline first, by the index on it; then, if the batch has
 	// room, those stored without one, by the index on created_at: one condition with
 	// an OR would read every order awaiting payment.
-	var ids []string
-	err := tx.NewSelect().Model((*orderRow)(nil)).
-		Column("id").
+	var due []orderRow
+	err := tx.NewSelect().Model(&due).
+		Column("id", "voucher_id", "user_id").
 		Where(becoming(domain.StatusExpired)).
 		Where("o.expires_at < ?", at.UTC()).
 		OrderExpr("o.expires_at, o.id").
 		Limit(int64(limit)).
 		Apply(rowLock("NO KEY UPDATE SKIP LOCKED")).
-		Scan(ctx, &ids)
+		Scan(ctx)
 	if err != nil {
 		return fmt.Errorf("lock due orders: %w", err)
 	}
-	if len(ids) < limit {
-		var legacy []string
-		err := tx.NewSelect().Model((*orderRow)(nil)).
-			Column("id").
+	if len(due) < limit {
+		var legacy []orderRow
+		err := tx.NewSelect().Model(&legacy).
+			Column("id", "voucher_id", "user_id").
 			Where(becoming(domain.StatusExpired)).
 			Where("o.created_at < ?", w.DueBefore(at).UTC()).
 			Where("o.expires_at IS NULL").
 			OrderExpr("o.created_at, o.id").
-			Limit(int64(limit-len(ids))).
+			Limit(int64(limit - len(due))).
 			Apply(rowLock("NO KEY UPDATE SKIP LOCKED")).
-			Scan(ctx, &legacy)
+			Scan(ctx)
 		if err != nil {
 			return fmt.Errorf("lock due orders stored without a deadline: %w", err)
 		}
-		ids = append(ids, legacy...)
+		due = append(due, legacy...)
 	}
-	if len(ids) == 0 {
+	if len(due) == 0 {
 		return nil
+	}
+	if err := lockCampaignUnits(ctx, tx, due); err != nil {
+		return err
+	}
+	ids := make([]string, len(due))
+	for i, r := range due {
+		ids[i] = r.ID
 	}
 
 	// The rows are locked and were re-checked awaiting payment when locked; the status
@@ -273,10 +288,41 @@ func expireTx(ctx context.Context, tx bun.Tx, at time.Time, w domain.PaymentWind
 		vouchers = append(vouchers, v)
 	}
 	slices.Sort(vouchers)
+	if _, err := lockCampaigns(ctx, tx, campaignsOf(vouchers...)); err != nil {
+		return err
+	}
 	for _, v := range vouchers {
 		if err := takeSold(ctx, tx, v, units[v]); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// lockCampaignUnits locks, on PostgreSQL, the campaign_units rows of the users of
+// orders of a campaign's voucher among rows, by (campaign, user), before a statement
+// closes those orders: its trigger would lock them in the order it meets the orders,
+// and Persist locks them by (campaign, user), so two such statements could each hold
+// a row the other waits for. Orders of no campaign lock nothing and cost no statement.
+// On SQLite the transaction runs alone and it does nothing.
+func lockCampaignUnits(ctx context.Context, tx bun.Tx, rows []orderRow) error {
+	if IsSQLite(tx) {
+		return nil
+	}
+	var keys [][]int64
+	for _, r := range rows {
+		if c, _ := domain.VoucherID(r.VoucherID).Campaign(); c != 0 {
+			keys = append(keys, []int64{int64(c), r.UserID})
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	var locked []int64
+	err := tx.NewRaw(`SELECT campaign_id FROM campaign_units WHERE (campaign_id, user_id) IN (?)
+		ORDER BY campaign_id, user_id FOR UPDATE`, bun.In(keys)).Scan(ctx, &locked)
+	if err != nil {
+		return fmt.Errorf("lock the users' campaign units: %w", err)
 	}
 	return nil
 }

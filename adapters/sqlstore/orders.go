@@ -34,8 +34,9 @@ func NewOrders(db *bun.DB) *Orders {
 // WithOutbox returns an Orders that also writes the webhook event of each change of
 // an order's status to the outbox (webhook_outbox), in the change's transaction:
 // order.awaiting_payment and order.failed from Persist, order.paid, order.cancelled
-// and order.expired from Transition and ExpireDue, and voucher.sold_out from the
-// Persist in which a voucher's sold counter reaches its stock.
+// and order.expired from Transition and ExpireDue, voucher.sold_out from the Persist
+// in which a voucher's sold counter reaches its stock, and campaign.sold_out from the
+// one in which a campaign's sold reaches its cap.
 func (s *Orders) WithOutbox() *Orders {
 	return &Orders{db: s.db, events: true}
 }
@@ -46,7 +47,17 @@ const (
 	reasonFailedBefore = "stored as failed by an earlier delivery"
 	reasonSoldFull     = "sold counter full"
 	reasonVoucherGone  = "voucher does not exist"
+	// reasonCampaignCap: the voucher's counter had room, its campaign's cap had not.
+	reasonCampaignCap = "campaign cap full"
+	// reasonCampaignLimit: the order would take its user past the campaign's per-user
+	// limit across its vouchers.
+	reasonCampaignLimit = "campaign per-user limit"
 )
+
+// campaignLimitCheck names what refuses an order that would take its user past a
+// campaign's per-user limit: the check_violation the campaign_units trigger raises
+// (migration 20261210000000_campaigns).
+const campaignLimitCheck = "campaign_units_limit_check"
 
 // persistAttempts bounds how often Persist starts over after the foreign key reported a
 // missing voucher. The second attempt leaves out the vouchers found missing; a third

@@ -22,6 +22,9 @@ const (
 	reasonLiveOrder    = "user already holds a live order for this voucher"
 	reasonFailedBefore = "stored as failed by an earlier delivery"
 	reasonSoldFull     = "sold counter full"
+	// The reasons of the orders a campaign's cap or per-user limit refuses.
+	reasonCampaignCap   = "campaign cap full"
+	reasonCampaignLimit = "campaign per-user limit"
 )
 
 // orderID returns the n-th order id: 26 characters that sort as n does, like the

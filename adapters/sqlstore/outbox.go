@@ -16,9 +16,9 @@ import (
 )
 
 // outboxRow is a row of the webhook_outbox table: an event, and its delivery so far.
-// Payload is the order or the voucher of the event, JSON of its domain fields
-// (eventPayload): the body is rendered from it when it is sent, by the one rendering
-// the API answers with.
+// Payload is the order, the voucher or the campaign of the event, JSON of its domain
+// fields (eventPayload): the body is rendered from it when it is sent, by the one
+// rendering the API answers with.
 type outboxRow struct {
 	bun.BaseModel `bun:"table:webhook_outbox,alias:w"`
 
@@ -38,10 +38,13 @@ type outboxRow struct {
 	ClaimedUntil  time.Time `bun:"claimed_until,nullzero"`
 }
 
-// eventPayload is what payload holds: one of the two.
+// eventPayload is what payload holds: one of the three.
 type eventPayload struct {
 	Order   *domain.Order   `json:"order,omitempty"`
 	Voucher *domain.Voucher `json:"voucher,omitempty"`
+	// Campaign holds what the campaign's event tells: its id, title, window, per-user
+	// limit, cap and sold, and its vouchers (Variants: ids Variant(1..Variants)).
+	Campaign *domain.Campaign `json:"campaign,omitempty"`
 }
 
 // outbox collects the events of one transaction, to write them with one insert at
@@ -66,6 +69,11 @@ func (b *outbox) order(o domain.Order) error {
 // voucher adds event t of voucher v as it now is.
 func (b *outbox) voucher(t domain.EventType, v domain.Voucher) error {
 	return b.add(t, eventPayload{Voucher: &v})
+}
+
+// campaign adds event t of campaign c as it now is.
+func (b *outbox) campaign(t domain.EventType, c domain.Campaign) error {
+	return b.add(t, eventPayload{Campaign: &c})
 }
 
 func (b *outbox) add(t domain.EventType, p eventPayload) error {
@@ -104,7 +112,8 @@ func (r outboxRow) delivery() (domain.Delivery, error) {
 		return domain.Delivery{}, fmt.Errorf("decode event %s: %w", r.ID, err)
 	}
 	return domain.Delivery{
-		Event:         domain.Event{ID: r.ID, Type: domain.EventType(r.Type), At: r.CreatedAt.UTC(), Order: p.Order, Voucher: p.Voucher},
+		Event: domain.Event{ID: r.ID, Type: domain.EventType(r.Type), At: r.CreatedAt.UTC(), Order: p.Order, Voucher: p.Voucher,
+			Campaign: p.Campaign},
 		Status:        domain.DeliveryStatus(r.Status),
 		Attempts:      r.Attempts,
 		LastAttemptAt: utc(r.LastAttemptAt),

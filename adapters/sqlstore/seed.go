@@ -22,9 +22,23 @@ func (s *Vouchers) Import(ctx context.Context, vs []domain.Voucher) ([]domain.Vo
 		rows[i] = voucherRow{Title: v.Title, Stock: v.Stock, Sold: v.Sold, BeginsAt: v.BeginsAt.UTC(),
 			EndsAt: v.EndsAt.UTC(), PerUserLimit: v.PerUserLimit, Paused: v.Paused, CreatedAt: now()}
 	}
-	_, err := s.db.NewInsert().Model(&rows).
-		Column("title", "stock", "sold", "begins_at", "ends_at", "per_user_limit", "paused", "created_at").
-		Returning("id").Exec(ctx)
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		q := tx.NewInsert().Model(&rows).
+			Column("title", "stock", "sold", "begins_at", "ends_at", "per_user_limit", "paused", "created_at")
+		if IsSQLite(tx) {
+			// The ids below the campaigns' block, as insertVoucherTx chooses them.
+			next, err := nextVoucherID(ctx, tx)
+			if err != nil {
+				return err
+			}
+			for i := range rows {
+				rows[i].ID = next + int64(i)
+			}
+			q = q.Column("id")
+		}
+		_, err := q.Returning("id").Exec(ctx)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("import vouchers: %w", Classify(err))
 	}

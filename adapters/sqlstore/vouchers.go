@@ -57,12 +57,14 @@ type voucherRow struct {
 	QueueWindow   int       `bun:"queue_window"`
 	EntriesOpenAt time.Time `bun:"entries_open_at,nullzero"`
 	Seed          []byte    `bun:"seed"`
+	// CampaignID is the campaign the voucher is a variant of; NULL (0) for none.
+	CampaignID int64 `bun:"campaign_id,nullzero"`
 }
 
 // voucherColumns are the columns of voucherRow, for a RETURNING clause scanned into
 // it; unqualified, as SQLite's RETURNING takes no table alias.
 const voucherColumns = "id, title, stock, sold, begins_at, ends_at, per_user_limit, paused, created_at, version, " +
-	"admission, challenge, pow_difficulty, queue_opens_at, queue_window, entries_open_at, seed"
+	"admission, challenge, pow_difficulty, queue_opens_at, queue_window, entries_open_at, seed, campaign_id"
 
 // admissionColumns are the columns a voucher's admission settings are created in.
 var admissionColumns = []string{"admission", "challenge", "pow_difficulty", "queue_opens_at", "queue_window", "entries_open_at", "seed"}
@@ -87,6 +89,7 @@ func (r voucherRow) voucher() domain.Voucher {
 		QueueWindow:   r.QueueWindow,
 		EntriesOpenAt: utcOrZero(r.EntriesOpenAt),
 		Seed:          seedOf(r.Seed),
+		CampaignID:    domain.CampaignID(r.CampaignID),
 	}
 }
 
@@ -128,27 +131,23 @@ func (r *voucherRow) setAdmission(v domain.Voucher) {
 // *domain.ValidationError, though the use case validates before it gets here. With a
 // receipt, the receipt's answer is kept in that transaction too: ports.ErrClaimLost
 // (nothing stored) when the claim no longer holds its key.
+//
+// A voucher with a CampaignID becomes that campaign's next variant
+// (domain.Campaign.Variant: its id in the campaign's block, the campaign's window,
+// admission and challenge), under the campaign's lock, and the campaign counts it in
+// the same transaction. A campaign that does not exist is a *domain.ValidationError
+// on campaign_id, and so is a full one or a per-user limit above the campaign's.
 func (s *Vouchers) Create(ctx context.Context, v *domain.Voucher, by domain.Author, r *ports.Receipt[domain.Voucher]) error {
-	row := voucherRow{
-		Title:        v.Title,
-		Stock:        v.Stock,
-		BeginsAt:     v.BeginsAt.UTC(),
-		EndsAt:       v.EndsAt.UTC(),
-		PerUserLimit: v.PerUserLimit,
-		Paused:       v.Paused,
-		CreatedAt:    now(),
-	}
-	row.setAdmission(*v)
+	var row voucherRow
 	err := s.db.RunInTx(ctx, ReadCommitted, func(ctx context.Context, tx bun.Tx) error {
-		// id, sold and version are the database's to set.
-		_, err := tx.NewInsert().
-			Model(&row).
-			Column("title", "stock", "begins_at", "ends_at", "per_user_limit", "paused", "created_at").
-			Column(admissionColumns...).
-			Returning(voucherColumns).
-			Exec(ctx)
+		var err error
+		if v.CampaignID != 0 {
+			row, err = insertVariantTx(ctx, tx, *v)
+		} else {
+			row, err = insertVoucherTx(ctx, tx, *v)
+		}
 		if err != nil {
-			return voucherCheckError(err)
+			return err
 		}
 		if err := appendTx(ctx, tx, domain.VoucherAudit(domain.AuditVoucherCreate, by, nil, row.voucher())); err != nil {
 			return err
@@ -160,6 +159,136 @@ func (s *Vouchers) Create(ctx context.Context, v *domain.Voucher, by domain.Auth
 	}
 	*v = row.voucher()
 	return nil
+}
+
+// newVoucherRow returns the row v is created as: what an admin sets, and now.
+func newVoucherRow(v domain.Voucher) voucherRow {
+	row := voucherRow{
+		ID:           int64(v.ID),
+		Title:        v.Title,
+		Stock:        v.Stock,
+		BeginsAt:     v.BeginsAt.UTC(),
+		EndsAt:       v.EndsAt.UTC(),
+		PerUserLimit: v.PerUserLimit,
+		Paused:       v.Paused,
+		CreatedAt:    now(),
+		CampaignID:   int64(v.CampaignID),
+	}
+	row.setAdmission(v)
+	return row
+}
+
+// createColumns are the columns a voucher is created with; id, sold and version are
+// the database's to set, but for a variant's id.
+var createColumns = append([]string{"title", "stock", "begins_at", "ends_at", "per_user_limit", "paused", "created_at"},
+	admissionColumns...)
+
+// firstVariantID is the bottom of the block of ids the campaigns' vouchers take
+// (domain.CampaignID.Variant, 2^40): every voucher id from it on is a campaign's, and
+// a voucher outside any campaign never gets one.
+var firstVariantID = int64(domain.CampaignID(0).Variant(0))
+
+// insertVoucherTx inserts v, a voucher of no campaign, and returns its row as stored.
+//
+// On PostgreSQL the identity column gives the id, and a variant's explicit id never
+// moves its sequence. On SQLite AUTOINCREMENT would give the largest id in the table
+// plus one, which once a campaign has a variant lies in the variants' block; so there
+// the id is chosen here (nextVoucherID).
+func insertVoucherTx(ctx context.Context, tx bun.Tx, v domain.Voucher) (voucherRow, error) {
+	row := newVoucherRow(v)
+	q := tx.NewInsert().Model(&row).Column(createColumns...).Returning(voucherColumns)
+	if IsSQLite(tx) {
+		var err error
+		if row.ID, err = nextVoucherID(ctx, tx); err != nil {
+			return voucherRow{}, err
+		}
+		q = q.Column("id")
+	}
+	if _, err := q.Exec(ctx); err != nil {
+		return voucherRow{}, voucherCheckError(err)
+	}
+	return row, nil
+}
+
+// nextVoucherID returns, on SQLite, the id the next voucher of no campaign takes: one
+// more than every id such a voucher ever had (sqlite_sequence, which insertVariantTx
+// keeps below the campaigns' block) or has. The caller's transaction holds the write
+// lock, so no other insert takes it first.
+func nextVoucherID(ctx context.Context, tx bun.Tx) (int64, error) {
+	var id int64
+	err := tx.NewRaw(`SELECT max(
+		coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'vouchers'), 0),
+		coalesce((SELECT max(id) FROM vouchers WHERE id < ?), 0)) + 1`, firstVariantID).Scan(ctx, &id)
+	if err != nil {
+		return 0, fmt.Errorf("choose the voucher's id: %w", err)
+	}
+	return id, nil
+}
+
+// insertVariantTx inserts v as the next variant of campaign v.CampaignID, holding the
+// campaign's row lock (taken before any voucher's, as everywhere), counts it in the
+// campaign's variants, and returns its row as stored.
+func insertVariantTx(ctx context.Context, tx bun.Tx, v domain.Voucher) (voucherRow, error) {
+	c, err := lockCampaign(ctx, tx, v.CampaignID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return voucherRow{}, domain.Invalid("campaign_id", "no such campaign")
+	}
+	if err != nil {
+		return voucherRow{}, err
+	}
+	variant, err := c.campaign().Variant(v)
+	if err != nil {
+		return voucherRow{}, err
+	}
+	row := newVoucherRow(variant)
+
+	// SQLite's AUTOINCREMENT records the largest id ever inserted, this one included:
+	// put back what it held, so the ids of vouchers of no campaign stay below the
+	// variants' block (see insertVoucherTx).
+	var seq []int64
+	if IsSQLite(tx) {
+		if err := tx.NewRaw("SELECT seq FROM sqlite_sequence WHERE name = 'vouchers'").Scan(ctx, &seq); err != nil {
+			return voucherRow{}, fmt.Errorf("read the vouchers' sequence: %w", err)
+		}
+	}
+	// PostgreSQL takes an explicit value of an identity column only when told to.
+	overriding := ""
+	if !IsSQLite(tx) {
+		overriding = "OVERRIDING SYSTEM VALUE"
+	}
+	err = tx.NewRaw(`INSERT INTO vouchers (id, campaign_id, title, stock, begins_at, ends_at, per_user_limit, paused,
+		created_at, admission, challenge, pow_difficulty, queue_opens_at, queue_window, entries_open_at, seed) ?
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+voucherColumns,
+		bun.Safe(overriding), row.ID, row.CampaignID, row.Title, row.Stock, row.BeginsAt, row.EndsAt, row.PerUserLimit,
+		row.Paused, row.CreatedAt, row.Admission, row.Challenge, row.PowDifficulty, nullTime(row.QueueOpensAt),
+		row.QueueWindow, nullTime(row.EntriesOpenAt), row.Seed).Scan(ctx, &row)
+	if err != nil {
+		return voucherRow{}, voucherCheckError(err)
+	}
+	if IsSQLite(tx) {
+		if len(seq) > 0 {
+			_, err = tx.NewUpdate().Table("sqlite_sequence").Set("seq = ?", seq[0]).Where("name = 'vouchers'").Exec(ctx)
+		} else {
+			_, err = tx.NewDelete().Table("sqlite_sequence").Where("name = 'vouchers'").Exec(ctx)
+		}
+		if err != nil {
+			return voucherRow{}, fmt.Errorf("restore the vouchers' sequence: %w", err)
+		}
+	}
+	_, err = tx.NewUpdate().Model((*campaignRow)(nil)).Set("variants = variants + 1").Where("c.id = ?", c.ID).Exec(ctx)
+	if err != nil {
+		return voucherRow{}, fmt.Errorf("count the campaign's variant: %w", campaignCheckError(err))
+	}
+	return row, nil
+}
+
+// nullTime returns t, or nil (NULL) for the zero time, for a raw statement's argument
+// of a nullzero column.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
 }
 
 // Update changes voucher id as u says, in one transaction: it locks the voucher's row
@@ -293,7 +422,8 @@ func (s *Vouchers) Get(ctx context.Context, id domain.VoucherID) (domain.Voucher
 // and read by the primary key from there (keyset paging: no OFFSET, so a deep page
 // costs what the first does). Status is judged at q.Now as domain.Voucher.Window
 // judges a grab: upcoming before begins_at, live from begins_at until ends_at, ended
-// from ends_at. A q.Limit below 1 returns a *domain.ValidationError.
+// from ends_at. A campaign's vouchers are a range of the primary key (variantRange).
+// A q.Limit below 1 returns a *domain.ValidationError.
 func (s *Vouchers) List(ctx context.Context, q ports.VoucherQuery) ([]domain.Voucher, error) {
 	if q.Limit < 1 {
 		return nil, domain.Invalid("limit", "must be at least 1")
@@ -302,6 +432,10 @@ func (s *Vouchers) List(ctx context.Context, q ports.VoucherQuery) ([]domain.Vou
 	sel := s.db.NewSelect().Model(&rows)
 	if q.Before != 0 {
 		sel = sel.Where("v.id < ?", int64(q.Before))
+	}
+	if q.Campaign != 0 {
+		first, last := variantRange(q.Campaign)
+		sel = sel.Where("v.id BETWEEN ? AND ?", first, last)
 	}
 	now := q.Now.UTC()
 	switch q.Status {
@@ -350,6 +484,7 @@ var voucherChecks = map[string]struct{ field, reason string }{
 	"vouchers_sold_check":           {"stock", "must be greater than 0"},
 	"vouchers_window_check":         {"ends_at", "must be after begins_at"},
 	"vouchers_per_user_limit_check": {"per_user_limit", "must be at least 1"},
+	"vouchers_campaign_check":       {"campaign_id", "does not match the voucher's id"},
 }
 
 // voucherCheckError translates a CHECK violation on vouchers into a

@@ -89,7 +89,13 @@ func (s *Stock) Warm(context.Context, domain.Voucher) (ports.WarmOutcome, error)
 // pass whose signature the caller verified (r.Pass) that has not expired at r.At and
 // was not used before: the transaction that takes the grab records the pass in
 // used_passes, and a pass found there admits nothing (domain.ErrQueueRequired).
+//
+// A grab of a campaign's voucher answers domain.ErrCampaignUnsupported, touching
+// nothing: this strategy keeps no campaign's cap or per-user limit to judge it by.
 func (s *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
+	if err := campaignUnsupported(r.VoucherID); err != nil {
+		return err
+	}
 	if r.At.IsZero() {
 		r.At = s.clock.Now()
 	}
