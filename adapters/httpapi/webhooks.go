@@ -32,8 +32,10 @@ func eventData(e domain.Event, w domain.PaymentWindow) (json.RawMessage, error) 
 		v := *e.Voucher
 		remaining := max(v.Stock-v.Sold, 0)
 		data = toVoucherJSON(application.LiveVoucher{Voucher: v, Remaining: remaining, State: v.State(e.At, remaining)})
+	case e.Campaign != nil:
+		data = toCampaignEventJSON(*e.Campaign)
 	default:
-		return nil, fmt.Errorf("event %s of type %s holds neither an order nor a voucher", e.ID, e.Type)
+		return nil, fmt.Errorf("event %s of type %s holds no order, voucher or campaign", e.ID, e.Type)
 	}
 	b, err := json.Marshal(data)
 	if err != nil {
@@ -131,4 +133,27 @@ func (h handlers) retryDelivery(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusAccepted, out)
+}
+
+// campaignEventJSON is a campaign as its webhooks carry it: as the database had it in
+// the change's transaction, with the units its vouchers' live orders held (sold), and
+// no remaining units or state (the live figures are the grab path's: GET the campaign).
+type campaignEventJSON struct {
+	ID           string   `json:"id"`
+	Title        string   `json:"title"`
+	BeginsAt     stamp    `json:"begins_at"`
+	EndsAt       stamp    `json:"ends_at"`
+	PerUserLimit int      `json:"per_user_limit"`
+	Cap          *int     `json:"cap"`
+	Sold         int      `json:"sold"`
+	Vouchers     []string `json:"vouchers"`
+}
+
+func toCampaignEventJSON(c domain.Campaign) campaignEventJSON {
+	out := campaignEventJSON{ID: c.ID.String(), Title: c.Title, BeginsAt: stamp(c.BeginsAt), EndsAt: stamp(c.EndsAt),
+		PerUserLimit: c.PerUserLimit, Cap: c.Cap, Sold: c.Sold, Vouchers: make([]string, 0, c.Variants)}
+	for _, id := range c.VoucherIDs() {
+		out.Vouchers = append(out.Vouchers, id.String())
+	}
+	return out
 }

@@ -21,11 +21,11 @@ import (
 
 // drop returns a campaign of n vouchers, each of stock units and the given per-user
 // limit, under cap (0: none) and a per-user limit across them, and its vouchers.
-func drop(id domain.CampaignID, n, stock, cap, limit int) (domain.Campaign, []domain.Voucher) {
+func drop(id domain.CampaignID, n, stock, capUnits, limit int) (domain.Campaign, []domain.Voucher) {
 	c := domain.Campaign{ID: id, Title: "drop", BeginsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour),
 		PerUserLimit: limit, Variants: n, Admission: domain.AdmissionFirstCome, Challenge: domain.ChallengeNone}
-	if cap > 0 {
-		c.Cap = &cap
+	if capUnits > 0 {
+		c.Cap = &capUnits
 	}
 	vs := make([]domain.Voucher, n)
 	for k := range vs {
@@ -209,8 +209,8 @@ func TestCampaignUnderConcurrentGrabsIsExact(t *testing.T) {
 		redisstore.NewStock(client, redisstore.Options{Prefix: prefix, Grace: time.Hour}),
 		redisstore.NewStock(client, redisstore.Options{Prefix: prefix, Grace: time.Hour})}
 	ctx := context.Background()
-	const variants, stock, cap, limit, users = 20, 40, 500, 2, 3000
-	c, vs := drop(12, variants, stock, cap, limit)
+	const variants, stock, capUnits, limit, users = 20, 40, 500, 2, 3000
+	c, vs := drop(12, variants, stock, capUnits, limit)
 	for k := range vs {
 		vs[k].PerUserLimit = 1
 	}
@@ -285,12 +285,12 @@ func TestCampaignUnderConcurrentGrabsIsExact(t *testing.T) {
 	if total != kept {
 		t.Errorf("Redis holds %d units, %d grabs answered reserved and not released", total, kept)
 	}
-	if total > cap {
-		t.Errorf("%d units held under a cap of %d", total, cap)
+	if total > capUnits {
+		t.Errorf("%d units held under a cap of %d", total, capUnits)
 	}
-	if total < cap {
+	if total < capUnits {
 		// 3,000 users asking for up to 6,000 units of 500: the cap is reached.
-		t.Errorf("only %d units held under a cap of %d, with demand far above it", total, cap)
+		t.Errorf("only %d units held under a cap of %d, with demand far above it", total, capUnits)
 	}
 	for u, n := range perUser {
 		if n > limit {

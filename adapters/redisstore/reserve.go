@@ -116,18 +116,9 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 	}
 	campaign, number := id.Campaign()
 	variants := s.campaignVariants(campaign, number)
-	args := make([]any, 9, 9+7*len(rs))
-	args[0], args[1], args[2], args[3], args[4], args[5], args[6] = id.String(), s.interval, s.tolerance, s.maxBacklog, s.group, indexTTL, s.window
-	args[7], args[8] = variants, number
-	for i, r := range rs {
-		if r.VoucherID != id || r.Quantity < 1 {
-			return batchReply{}, fmt.Errorf("reserve stock: a batch of voucher %s holds %+v", id, r)
-		}
-		tp := ""
-		if tps != nil {
-			tp = tps[i]
-		}
-		args = append(args, r.UserID.String(), string(r.OrderID), r.Quantity, atMillis(r.At), tp, atMillis(r.Pass), luaFlag(r.Proven))
+	args, err := s.reserveArgs(rs, tps, indexTTL, variants, number)
+	if err != nil {
+		return batchReply{}, err
 	}
 	if indexTTL > 0 {
 		for _, r := range rs {
@@ -163,15 +154,10 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 	}
 	left, _ := reply[0].(int64)
 	out := batchReply{errs: make([]error, len(rs)), remaining: int(left)}
-	if code, _ := reply[1].(int64); code == campaignChanged {
-		// The campaign gained a voucher since this process last looked: nothing was
-		// judged; judge the batch again with the campaign as it is.
-		extra, _ := reply[2].(string)
-		n, err := strconv.Atoi(extra)
-		if err != nil || n <= variants {
-			return batchReply{}, fmt.Errorf("reserve stock: campaign %s: unexpected count of vouchers %q", campaign, extra)
+	if again, err := s.campaignGrew(reply, campaign, variants); again || err != nil {
+		if err != nil {
+			return batchReply{}, err
 		}
-		s.campaigns.Store(campaign, n)
 		return s.reserveBatch(ctx, rs, tps)
 	}
 	for i, r := range rs {
@@ -187,6 +173,26 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 		}
 	}
 	return out, nil
+}
+
+// reserveArgs returns reserveScript's ARGV for the batch rs of one voucher (reserve.lua
+// documents them), or an error for a grab of another voucher or below one unit.
+func (s *Stock) reserveArgs(rs []domain.Reservation, tps []string, indexTTL int64, variants, number int) ([]any, error) {
+	id := rs[0].VoucherID
+	args := make([]any, 9, 9+7*len(rs))
+	args[0], args[1], args[2], args[3], args[4], args[5], args[6] = id.String(), s.interval, s.tolerance, s.maxBacklog, s.group, indexTTL, s.window
+	args[7], args[8] = variants, number
+	for i, r := range rs {
+		if r.VoucherID != id || r.Quantity < 1 {
+			return nil, fmt.Errorf("reserve stock: a batch of voucher %s holds %+v", id, r)
+		}
+		tp := ""
+		if tps != nil {
+			tp = tps[i]
+		}
+		args = append(args, r.UserID.String(), string(r.OrderID), r.Quantity, atMillis(r.At), tp, atMillis(r.Pass), luaFlag(r.Proven))
+	}
+	return args, nil
 }
 
 // runReserve runs reserveScript and, with Options.MinReplicas, a WAIT on the same
@@ -288,4 +294,20 @@ func reserveOutcome(r domain.Reservation, code int64, extra string) error {
 		return &domain.AlreadyPurchasedError{OrderID: held[0], Orders: held}
 	}
 	return fmt.Errorf("reserve stock: unexpected outcome %d %q", code, extra)
+}
+
+// campaignGrew reports whether reply says the campaign holds more vouchers than the
+// variants the batch was judged with (nothing was judged), and learns the count: the
+// batch is to be judged again with the campaign as it is.
+func (s *Stock) campaignGrew(reply []any, campaign domain.CampaignID, variants int) (bool, error) {
+	if code, _ := reply[1].(int64); code != campaignChanged {
+		return false, nil
+	}
+	extra, _ := reply[2].(string)
+	n, err := strconv.Atoi(extra)
+	if err != nil || n <= variants {
+		return false, fmt.Errorf("reserve stock: campaign %s: unexpected count of vouchers %q", campaign, extra)
+	}
+	s.campaigns.Store(campaign, n)
+	return true, nil
 }

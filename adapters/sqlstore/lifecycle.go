@@ -309,10 +309,10 @@ func lockCampaignUnits(ctx context.Context, tx bun.Tx, rows []orderRow) error {
 	if IsSQLite(tx) {
 		return nil
 	}
-	var keys [][]int64
+	var keys []any
 	for _, r := range rows {
 		if c, _ := domain.VoucherID(r.VoucherID).Campaign(); c != 0 {
-			keys = append(keys, []int64{int64(c), r.UserID})
+			keys = append(keys, bun.Tuple([]int64{int64(c), r.UserID}))
 		}
 	}
 	if len(keys) == 0 {
@@ -320,7 +320,7 @@ func lockCampaignUnits(ctx context.Context, tx bun.Tx, rows []orderRow) error {
 	}
 	var locked []int64
 	err := tx.NewRaw(`SELECT campaign_id FROM campaign_units WHERE (campaign_id, user_id) IN (?)
-		ORDER BY campaign_id, user_id FOR UPDATE`, bun.In(keys)).Scan(ctx, &locked)
+		ORDER BY campaign_id, user_id FOR UPDATE`, bun.List(keys)).Scan(ctx, &locked)
 	if err != nil {
 		return fmt.Errorf("lock the users' campaign units: %w", err)
 	}

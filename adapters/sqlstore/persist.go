@@ -125,6 +125,42 @@ func (s *Orders) persist(ctx context.Context, rs []domain.Reservation) (map[doma
 	}
 }
 
+// sortInserted returns the reservations of rs the insert stored (ids), by voucher —
+// the new orders whose units each voucher's counter must take — and records the
+// outcome of the others: those over a campaign's per-user limit (overLimit) and those
+// the insert skipped are stored failed (storeSkipped).
+func sortInserted(ctx context.Context, tx bun.Tx, rs []domain.Reservation, ids []string, overLimit map[domain.OrderID]bool,
+	out map[domain.OrderID]ports.PersistResult) (map[domain.VoucherID][]domain.Reservation, error) {
+	inserted := make(map[domain.OrderID]bool, len(ids))
+	for _, id := range ids {
+		inserted[domain.OrderID(id)] = true
+	}
+	fresh := make(map[domain.VoucherID][]domain.Reservation)
+	var skipped, limited []orderRow
+	for _, r := range rs {
+		switch {
+		case inserted[r.OrderID]:
+			fresh[r.VoucherID] = append(fresh[r.VoucherID], r)
+			out[r.OrderID] = ports.PersistResult{OrderID: r.OrderID, Outcome: ports.Persisted}
+		case overLimit[r.OrderID]:
+			limited = append(limited, newOrderRow(r, domain.StatusFailed))
+		default:
+			skipped = append(skipped, newOrderRow(r, domain.StatusFailed))
+		}
+	}
+	if len(skipped) > 0 {
+		if err := storeSkipped(ctx, tx, skipped, reasonLiveOrder, out); err != nil {
+			return nil, err
+		}
+	}
+	if len(limited) > 0 {
+		if err := storeSkipped(ctx, tx, limited, reasonCampaignLimit, out); err != nil {
+			return nil, err
+		}
+	}
+	return fresh, nil
+}
+
 // storeSkipped records the outcome of reservations the insert skipped. A skipped
 // reservation either has its id stored already, or met what refuses it a live order
 // (the user's other live order of the voucher, reason reasonLiveOrder; the campaign's
@@ -209,34 +245,9 @@ func persistTx(ctx context.Context, tx bun.Tx, rs []domain.Reservation, out map[
 	if err != nil {
 		return fmt.Errorf("insert orders: %w", err)
 	}
-	inserted := make(map[domain.OrderID]bool, len(ids))
-	for _, id := range ids {
-		inserted[domain.OrderID(id)] = true
-	}
-
-	// fresh holds each voucher's new orders, whose units its counter must take.
-	fresh := make(map[domain.VoucherID][]domain.Reservation)
-	var skipped, limited []orderRow
-	for _, r := range sorted {
-		switch {
-		case inserted[r.OrderID]:
-			fresh[r.VoucherID] = append(fresh[r.VoucherID], r)
-			out[r.OrderID] = ports.PersistResult{OrderID: r.OrderID, Outcome: ports.Persisted}
-		case overLimit[r.OrderID]:
-			limited = append(limited, newOrderRow(r, domain.StatusFailed))
-		default:
-			skipped = append(skipped, newOrderRow(r, domain.StatusFailed))
-		}
-	}
-	if len(skipped) > 0 {
-		if err := storeSkipped(ctx, tx, skipped, reasonLiveOrder, out); err != nil {
-			return err
-		}
-	}
-	if len(limited) > 0 {
-		if err := storeSkipped(ctx, tx, limited, reasonCampaignLimit, out); err != nil {
-			return err
-		}
+	fresh, err := sortInserted(ctx, tx, sorted, ids, overLimit, out)
+	if err != nil {
+		return err
 	}
 
 	vouchers := make([]domain.VoucherID, 0, len(fresh))

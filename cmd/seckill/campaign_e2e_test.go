@@ -36,18 +36,18 @@ type campaignSale struct {
 
 // createDrop creates a campaign on sale now, of n vouchers of stock units each, under
 // cap and limit, through in.
-func (in *instance) createDrop(n, stock, cap, limit int) campaignSale {
+func (in *instance) createDrop(n, stock, capUnits, limit int) campaignSale {
 	in.t.Helper()
 	now := time.Now().UTC()
 	admin := in.token(1, true)
 	status, c := in.call(http.MethodPost, "/api/v1/campaigns", admin, map[string]any{
 		"title": "Sneaker drop", "begins_at": now.Add(-time.Minute).Truncate(time.Millisecond), "ends_at": now.Add(time.Hour).Truncate(time.Millisecond),
-		"per_user_limit": limit, "cap": cap,
+		"per_user_limit": limit, "cap": capUnits,
 	})
 	if status != http.StatusCreated {
 		in.t.Fatalf("create campaign: %d %v", status, c)
 	}
-	sale := campaignSale{id: c["id"].(string), stock: stock, cap: cap, limit: limit, begins: now.Add(-time.Minute), ends: now.Add(time.Hour)}
+	sale := campaignSale{id: c["id"].(string), stock: stock, cap: capUnits, limit: limit, begins: now.Add(-time.Minute), ends: now.Add(time.Hour)}
 	for k := range n {
 		status, v := in.call(http.MethodPost, "/api/v1/vouchers", admin, map[string]any{
 			"title": fmt.Sprintf("Size %d", 36+k), "stock": stock, "campaign_id": sale.id,

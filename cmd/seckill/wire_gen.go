@@ -67,14 +67,16 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	}
 	sqlstockStock := sqlstock.New(db, clock, domainPaymentWindow)
 	portsStock := selectStock(stockStrategy, stock, sqlstockStock)
-	createVoucher := application.NewCreateVoucher(vouchers, portsStock, clock)
+	campaigns := outboxCampaigns(db, cfg)
+	campaignStock := selectCampaignStock(stockStrategy, stock)
+	applicationCreateVoucher := createVoucher(vouchers, portsStock, clock, campaigns, campaignStock)
 	getVoucher := application.NewGetVoucher(vouchers, portsStock, clock)
 	listVouchers := application.NewListVouchers(vouchers, portsStock, clock)
 	uliDs := system.NewULIDs(clock)
 	redisstoreAudit := redisstore.NewAudit(universalClient, options)
 	stockAudit := selectStockAudit(stockStrategy, redisstoreAudit, sqlstockStock)
 	orders := outboxOrders(db, cfg)
-	applicationRecoverVoucher := recoverVoucher(vouchers, portsStock, stockAudit, orders, clock, mainMetrics)
+	applicationRecoverVoucher := recoverVoucher(vouchers, portsStock, stockAudit, orders, clock, mainMetrics, campaigns, campaignStock)
 	applicationPassKey := passKey(cfg)
 	portsChallenge := challenge(cfg, universalClient, clock)
 	applicationVerifyProof := verifyProof(portsChallenge, mainMetrics)
@@ -119,8 +121,13 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	queueStatus := application.NewQueueStatus(vouchers, waitingRoom, shuffles, clock, applicationPassKey)
 	queueEntrants := application.NewQueueEntrants(vouchers, shuffles)
 	getQueueStats := application.NewGetQueueStats(vouchers, waitingRoom, shuffles)
+	createCampaign := application.NewCreateCampaign(campaigns, campaignStock, clock)
+	getCampaign := application.NewGetCampaign(campaigns, vouchers, portsStock, clock)
+	listCampaigns := application.NewListCampaigns(campaigns, vouchers, portsStock, clock)
+	updateCampaign := application.NewUpdateCampaign(campaigns, vouchers, portsStock, campaignStock, clock, changes)
+	getCampaignStats := application.NewGetCampaignStats(campaigns, getVoucherStats)
 	useCases := httpapi.UseCases{
-		CreateVoucher:       createVoucher,
+		CreateVoucher:       applicationCreateVoucher,
 		GetVoucher:          getVoucher,
 		ListVouchers:        listVouchers,
 		GrabVoucher:         grabVoucher,
@@ -150,6 +157,11 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		QueueStatus:         queueStatus,
 		QueueEntrants:       queueEntrants,
 		GetQueueStats:       getQueueStats,
+		CreateCampaign:      createCampaign,
+		GetCampaign:         getCampaign,
+		ListCampaigns:       listCampaigns,
+		UpdateCampaign:      updateCampaign,
+		GetCampaignStats:    getCampaignStats,
 	}
 	httpapiTokens := tokens(cfg)
 	v := readinessChecks(universalClient, db)
@@ -242,7 +254,9 @@ func buildReconcile(ctx context.Context, cfg Common, log *zap.Logger) (*applicat
 	redisstoreStock := redisstore.NewStock(universalClient, options)
 	portsStock := selectStock(stockStrategy, redisstoreStock, stock)
 	applicationCompensate := compensate(portsStock, orders, mainMetrics)
-	applicationRecoverVoucher := recoverVoucher(vouchers, portsStock, stockAudit, orders, clock, mainMetrics)
+	campaigns := sqlstore.NewCampaigns(db)
+	campaignStock := selectCampaignStock(stockStrategy, redisstoreStock)
+	applicationRecoverVoucher := recoverVoucher(vouchers, portsStock, stockAudit, orders, clock, mainMetrics, campaigns, campaignStock)
 	auditLog := sqlstore.NewAuditLog(db)
 	applicationReconcile := reconcile(vouchers, stockAudit, orders, applicationCompensate, applicationRecoverVoucher, auditLog, clock, cfg)
 	return applicationReconcile, func() {
