@@ -12,54 +12,17 @@ import (
 
 	"github.com/seckill/seckill/adapters/httpapi"
 	"github.com/seckill/seckill/adapters/memory"
-	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/system"
-	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
 )
 
-// newCampaignAPI wires the API with the campaigns' use cases as serve does on the lua
-// stock strategy: the Redis stock holds a campaign's terms and judges the grabs of its
-// vouchers (reserve.lua). The in-memory repositories stand in for the database's.
+// newCampaignAPI is the API as serve wires it on the lua stock strategy (newAPI: the
+// Redis stock holds a campaign's terms and judges its vouchers' grabs, the database its
+// records), its public reads cacheable for a second.
 func newCampaignAPI(t testing.TB) *api {
 	t.Helper()
-	rdb := testenv.Redis(t)
-	prefix := "t" + testenv.Unique()
-	t.Cleanup(func() { deleteKeys(rdb, prefix) })
-	stock := redisstore.NewStock(rdb, redisstore.Options{Prefix: prefix})
-	vouchers := memory.NewVouchers()
-	campaigns := memory.NewCampaigns(vouchers)
-	orders := memory.NewOrders(vouchers)
-	clock := system.Clock{}
-	ids := system.NewULIDs(clock)
-	gate := application.NewBuyerGate(vouchers, clock, application.GateOptions{SoldOutTTL: time.Minute})
-	grab := application.NewGrabVoucher(stock, clock, ids, nil, gate, application.GrabOptions{})
-	stats := application.NewGetVoucherStats(vouchers, orders, redisstore.NewAudit(rdb, redisstore.Options{Prefix: prefix}), clock, nil)
-	tokens := httpapi.NewTokens([]byte(secret))
-	e := httpapi.New(
-		httpapi.Options{BodyLimit: "4K", RequestTimeout: 2 * time.Second, Idempotency: vouchers.Idempotency, Clock: clock,
-			PaymentWindow: paymentWindow, PublicMaxAge: 1},
-		httpapi.UseCases{
-			CreateVoucher:    application.NewCreateVoucher(vouchers, stock, clock).WithCampaigns(campaigns, stock),
-			GetVoucher:       application.NewGetVoucher(vouchers, stock, clock),
-			ListVouchers:     application.NewListVouchers(vouchers, stock, clock),
-			GrabVoucher:      grab,
-			GetVoucherStats:  stats,
-			ListAudit:        application.NewListAudit(vouchers.Log),
-			JoinWaitlist:     application.NewJoinWaitlist(redisstore.NewWaitlist(stock), ids, clock, gate),
-			CreateCampaign:   application.NewCreateCampaign(campaigns, stock, clock),
-			GetCampaign:      application.NewGetCampaign(campaigns, vouchers, stock, clock),
-			ListCampaigns:    application.NewListCampaigns(campaigns, vouchers, stock, clock),
-			UpdateCampaign:   application.NewUpdateCampaign(campaigns, vouchers, stock, stock, clock, memory.NewChanges()),
-			GetCampaignStats: application.NewGetCampaignStats(campaigns, stats),
-		},
-		tokens, nil, testLogger(t))
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-	a := &api{t: t, url: srv.URL, redis: rdb, stock: stock, grab: grab, e: e, tokens: tokens}
-	a.admin = a.token(1, true)
-	return a
+	return newAPI(t, func(s *setup) { s.http.PublicMaxAge = 1 })
 }
 
 // createCampaign creates a campaign on sale from a minute ago for an hour, with the

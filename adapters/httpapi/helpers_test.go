@@ -152,16 +152,18 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	shuffles := sqlstore.NewShuffles(db)
 	joinQueue := application.NewJoinQueue(room, gate)
 	waitlist := redisstore.NewWaitlist(stock)
+	campaigns := sqlstore.NewCampaigns(db).WithOutbox()
+	stats := application.NewGetVoucherStats(vouchers, orders, audit, clock, waitlist)
 	e := httpapi.New(
 		cfg.http,
 		httpapi.UseCases{
-			CreateVoucher:       application.NewCreateVoucher(vouchers, stock, clock),
+			CreateVoucher:       application.NewCreateVoucher(vouchers, stock, clock).WithCampaigns(campaigns, stock),
 			GetVoucher:          application.NewGetVoucher(vouchers, stock, clock),
 			ListVouchers:        application.NewListVouchers(vouchers, stock, clock),
 			GrabVoucher:         grab,
 			GetOrder:            getOrder,
 			ListOrders:          application.NewListOrders(orders, reservations),
-			GetVoucherStats:     application.NewGetVoucherStats(vouchers, orders, audit, clock, waitlist),
+			GetVoucherStats:     stats,
 			PayOrder:            application.NewPayOrder(getOrder, orders, system.AcceptPayments{}, clock, paymentWindow, changes),
 			CancelOrder:         application.NewCancelOrder(getOrder, orders, compensate, changes),
 			PauseSale:           application.NewPauseSale(vouchers, stock, clock, changes),
@@ -183,6 +185,11 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 			QueueStatus:         application.NewQueueStatus(vouchers, room, shuffles, clock, application.NewPassKey([]byte(secret))),
 			QueueEntrants:       application.NewQueueEntrants(vouchers, shuffles),
 			GetQueueStats:       application.NewGetQueueStats(vouchers, room, shuffles),
+			CreateCampaign:      application.NewCreateCampaign(campaigns, stock, clock),
+			GetCampaign:         application.NewGetCampaign(campaigns, vouchers, stock, clock),
+			ListCampaigns:       application.NewListCampaigns(campaigns, vouchers, stock, clock),
+			UpdateCampaign:      application.NewUpdateCampaign(campaigns, vouchers, stock, stock, clock, changes),
+			GetCampaignStats:    application.NewGetCampaignStats(campaigns, stats),
 		},
 		tokens,
 		[]httpapi.Check{
