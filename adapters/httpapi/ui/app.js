@@ -12,13 +12,15 @@
 // live sale as the token's user — in a waiting room, a join of its queue, its place
 // as it moves, then the grab with its pass; with a proof of work solved by the page
 // when the sale asks for one (pow.js) — and lists the user's newest orders. Anyone
-// sees where a waiting room's queue and a draw stand (room.js).
+// sees where a waiting room's queue and a draw stand (room.js), and the drops: each
+// campaign's units left under its cap and its vouchers (drops.js).
 
 import { forgetAdmin, readStats, refreshMetrics, submitEdit } from "./admin.js";
 import { getJSON, keepToken, role } from "./api.js";
 import { sample } from "./chart.js";
 import { measureClock, serverNow } from "./clock.js";
 import { note, setStatus } from "./dom.js";
+import { readCampaigns } from "./drops.js";
 import { render } from "./render.js";
 import { readDraws, readQueueStats, readShuffles } from "./room.js";
 import { readOrders, readPlaces } from "./shopper.js";
@@ -52,7 +54,7 @@ async function load() {
   });
   sample(read);
   const who = role();
-  const [draws] = await Promise.all([readDraws(read), readShuffles(read)]);
+  const [draws, , campaigns] = await Promise.all([readDraws(read), readShuffles(read), readCampaigns()]);
   let places = {}, orders = S.orders, stats = S.stats, statsAt = S.statsAt, queues = S.queues;
   if (who === "user") {
     [places, orders] = await Promise.all([readPlaces(read),
@@ -62,7 +64,7 @@ async function load() {
     refreshMetrics().catch((e) => { document.getElementById("admin-note").textContent = e.message; });
   }
   if (seen !== S.answers || who !== role()) return; // read before an action's answer, or for another token
-  Object.assign(S, { vouchers: read, stats, statsAt, queues, draws, places, orders });
+  Object.assign(S, { vouchers: read, stats, statsAt, queues, draws, places, orders, campaigns });
   S.allFollowed = follow(read);
   showFollowed();
   render();

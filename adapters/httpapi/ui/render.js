@@ -7,6 +7,7 @@ import { claims, role } from "./api.js";
 import { chart } from "./chart.js";
 import { saleState, serverNow } from "./clock.js";
 import { el } from "./dom.js";
+import { dropOf, renderCampaigns } from "./drops.js";
 import { drawState, roomState } from "./room.js";
 import { grabCell, showOrders } from "./shopper.js";
 import { S } from "./state.js";
@@ -17,7 +18,7 @@ function rows(v, who) {
   const [state, countdown] = saleState(v, serverNow());
   const tr = el("tr", { "data-voucher-id": v.id },
     el("td", {}, v.id),
-    el("td", { class: "title" }, v.title, drawState(v), roomState(v)),
+    el("td", { class: "title" }, v.title, dropOf(v), drawState(v), roomState(v)),
     el("td", {}, el("span", { class: "badge " + state }, state), " ", el("span", { class: "countdown muted" }, countdown)),
     el("td", { class: "num remaining", title: "units still on sale, as the sale's event stream last told" }, String(v.remaining)),
     el("td", { class: "num stock" }, String(v.stock)),
@@ -56,6 +57,7 @@ export function render() {
   const keep = focused ? [focused.dataset.voucherId, active.dataset.action] : null;
   document.querySelector("#vouchers tbody").replaceChildren(...S.vouchers.flatMap((v) => rows(v, who)));
   document.getElementById("empty").hidden = S.vouchers.length > 0;
+  renderCampaigns();
   if (who === "user") showOrders();
   if (keep) {
     const b = document.querySelector(`tr[data-voucher-id="${keep[0]}"] button[data-action="${keep[1]}"]`);

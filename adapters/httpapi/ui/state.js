@@ -5,6 +5,7 @@ export const MAX_STATS = 20; // vouchers whose stats (or places, draws) are read
 
 export const S = {
   vouchers: [], // the last list read, each voucher as its stream last told it
+  campaigns: [], // the newest page of campaigns (GET /api/v1/campaigns)
   stats: {}, // voucher id → its last stats answer (admins)
   statsAt: {}, // voucher id → the server's time (Unix ms) its stats answer came
   draws: {}, // draw voucher id → its last GET …/draw answer (anyone may read it)
