@@ -267,6 +267,11 @@ func TestConcurrentPersistsCancelsAndExpiriesKeepACampaign(t *testing.T) {
 	b := newCampaignBurst(t, f)
 	stop := make(chan struct{})
 	swept := make(chan error, 1)
+	// The sweeper closes firstExpired once it expired an order, and the first batch
+	// to be persisted waits for it (bounded), so expiries meet persists however the
+	// machine schedules them (SQLite writes one at a time).
+	firstExpired := make(chan struct{})
+	var expiredOnce, waitOnce sync.Once
 	go func() {
 		// Orders are stored made n seconds after t0; a window of a second at t0+k
 		// expires those made before t0+k-1.
@@ -277,13 +282,24 @@ func TestConcurrentPersistsCancelsAndExpiriesKeepACampaign(t *testing.T) {
 				return
 			default:
 			}
-			if _, err := f.orders.ExpireDue(ctx, t0.Add(time.Duration(k%len(b.rs))*time.Second), domain.PaymentWindow(time.Second), 5); err != nil {
+			expired, err := f.orders.ExpireDue(ctx, t0.Add(time.Duration(k%len(b.rs))*time.Second), domain.PaymentWindow(time.Second), 5)
+			if err != nil {
 				swept <- err
 				return
+			}
+			if len(expired) > 0 {
+				expiredOnce.Do(func() { close(firstExpired) })
 			}
 		}
 	}()
 	outcomes := b.persist(t, f, func(rs []ports.PersistResult) {
+		waitOnce.Do(func() {
+			select {
+			case <-firstExpired:
+			case <-time.After(2 * time.Minute):
+				t.Error("the sweeper expired no order in 2 minutes")
+			}
+		})
 		for _, res := range rs {
 			if res.Outcome != ports.Persisted {
 				continue
