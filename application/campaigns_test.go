@@ -559,18 +559,3 @@ func readAll(t *testing.T, q *memory.Queue) []ports.Delivery {
 	}
 	return ds
 }
-
-// TestWaitlistOfACampaignVoucher: a campaign's voucher keeps no waitlist, sold out or
-// not: a unit handed on would have to be judged against the campaign too.
-func TestWaitlistOfACampaignVoucher(t *testing.T) {
-	t.Parallel()
-	d := newDrop(t)
-	c := d.campaign(t, 1, nil)
-	v := d.variant(t, c.ID, "S", 1)
-	d.mustGrab(t, 1, v, 1)
-	gate := application.NewBuyerGate(d.vouchers, d.clock, application.GateOptions{})
-	join := application.NewJoinWaitlist(memory.NewWaitlist(), &memory.OrderIDs{}, d.clock, gate)
-	if _, err := join.Handle(context.Background(), application.WaitlistCmd{VoucherID: v, UserID: 2}); !errors.Is(err, domain.ErrWaitlistUnsupported) {
-		t.Fatalf("join: %v, want ErrWaitlistUnsupported", err)
-	}
-}

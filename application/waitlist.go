@@ -52,17 +52,12 @@ func NewJoinWaitlist(list ports.Waitlist, ids ports.OrderIDs, clock ports.Clock,
 // *domain.ValidationError, domain.ErrDenied, domain.ErrNotFound (no such voucher),
 // domain.ErrWaitlistUnsupported (a voucher that is not first come); then the
 // waitlist: domain.ErrNotSoldOut, an *domain.AlreadyPurchasedError naming the order
-// the user holds, domain.ErrEnded, domain.ErrWaitlistUnsupported (a stock strategy
+// the user holds (the orders, for a user at a campaign's per-user limit), domain.ErrEnded, domain.ErrWaitlistUnsupported (a stock strategy
 // without waitlists), or an error wrapping domain.ErrUnavailable.
 func (uc *JoinWaitlist) Handle(ctx context.Context, cmd WaitlistCmd) (int, error) {
 	b, err := uc.gate.Check(ctx, BuyerCommand{Door: DoorWaitlist, VoucherID: cmd.VoucherID, UserID: cmd.UserID})
 	if err != nil {
 		return 0, err
-	}
-	if c, _ := cmd.VoucherID.Campaign(); c != 0 {
-		// A unit handed to a campaign's waitlist would have to be judged against the
-		// campaign's cap and per-user limit too, which the hand-off does not yet do.
-		return 0, fmt.Errorf("voucher %s of campaign %s: %w", cmd.VoucherID, c, domain.ErrWaitlistUnsupported)
 	}
 	pos, err := uc.list.Join(ctx, cmd.VoucherID, cmd.UserID, uc.ids.NewOrderID())
 	if !errors.Is(err, domain.ErrNotFound) {

@@ -21,7 +21,9 @@ type Waitlist interface {
 	// order a unit handed to it becomes, and returns its position (from 1). A user
 	// already on it keeps its place (and its order id) and gets its position. It
 	// returns domain.ErrNotSoldOut while units are on sale (or the sale has not
-	// started), an *domain.AlreadyPurchasedError naming the order the user holds,
+	// started), an *domain.AlreadyPurchasedError naming the order the user holds (of
+	// a campaign's voucher: the orders, when the user holds the campaign's per-user
+	// limit across its other vouchers; a unit is handed only to a user below it),
 	// domain.ErrEnded once the sale has ended, domain.ErrNotFound when the voucher has
 	// no sale state, or an error wrapping domain.ErrUnavailable while the sale state is
 	// being restored.

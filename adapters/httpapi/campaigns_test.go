@@ -299,14 +299,7 @@ func TestCampaignRefusals(t *testing.T) {
 		{"a voucher in a campaign named by a number", http.MethodPost, "/api/v1/vouchers", a.admin, `{"title":"x","stock":1,"campaign_id":` + id + `}`, http.StatusBadRequest, "invalid_request"},
 		{"a voucher whose limit is above its campaign's", http.MethodPost, "/api/v1/vouchers", a.admin, `{"title":"x","stock":5,"per_user_limit":3,"campaign_id":"` + id + `"}`, http.StatusBadRequest, "invalid_request"},
 		{"a voucher with no window outside a campaign", http.MethodPost, "/api/v1/vouchers", a.admin, `{"title":"x","stock":1}`, http.StatusBadRequest, "invalid_request"},
-		{"a campaign's voucher's waitlist", http.MethodPost, "/api/v1/vouchers/" + v + "/waitlist", user, "", http.StatusConflict, "waitlist_unsupported"},
 	} {
-		if tc.name == "a campaign's voucher's waitlist" {
-			// Sold out first: the waitlist opens only then, but not for a campaign's voucher.
-			if r := a.do(http.MethodPost, "/api/v1/vouchers/"+v+"/grab", a.token(32, false), ""); r.Status != http.StatusAccepted {
-				t.Fatalf("grab: %d %s", r.Status, r.Raw)
-			}
-		}
 		r := a.do(tc.method, tc.path, tc.token, tc.body)
 		if r.Status != tc.status || r.code() != tc.code {
 			t.Errorf("%s: %d %s, want %d %s", tc.name, r.Status, r.Raw, tc.status, tc.code)
@@ -314,6 +307,50 @@ func TestCampaignRefusals(t *testing.T) {
 	}
 	if c := a.do(http.MethodGet, "/api/v1/campaigns/"+id, "", ""); fmt.Sprint(c.Body["vouchers"]) != fmt.Sprint([]any{v}) {
 		t.Fatalf("after the refusals the campaign holds %v, want only %s", c.Body["vouchers"], v)
+	}
+}
+
+// TestCampaignWaitlist: a sold-out voucher of a campaign has a waitlist; a user at the
+// campaign's limit is refused a place, naming its orders; a cancelled unit goes to the
+// first user on it who is below the limit, passing over one who reached it since.
+func TestCampaignWaitlist(t *testing.T) {
+	t.Parallel()
+	a := newCampaignAPI(t)
+	id := a.createCampaign(1, "")
+	s, m, l := a.createVariant(id, "S", 1), a.createVariant(id, "M", 1), a.createVariant(id, "L", 1)
+	user := func(u int64) string { return a.token(domain.UserID(u), false) }
+	held := a.grabOne(s, user(1))
+	path := "/api/v1/vouchers/" + s + "/waitlist"
+	for i, u := range []int64{2, 3} {
+		if r := a.do(http.MethodPost, path, user(u), ""); r.Status != http.StatusAccepted || r.Body["position"] != float64(i+1) {
+			t.Fatalf("join of user %d: %d %s", u, r.Status, r.Raw)
+		}
+	}
+	m2 := a.grabOne(m, user(2))
+	if r := a.do(http.MethodPost, "/api/v1/vouchers/"+l+"/waitlist", user(2), ""); r.Status != http.StatusConflict ||
+		r.code() != "already_purchased" || fmt.Sprint(errorOf(r)["order_ids"]) != fmt.Sprint([]any{m2}) {
+		t.Fatalf("join of a user at the campaign's limit: %d %s, want 409 already_purchased naming %s", r.Status, r.Raw, m2)
+	}
+
+	a.fulfillAll()
+	if r := a.do(http.MethodPost, "/api/v1/orders/"+held+"/cancel", user(1), ""); r.Status != http.StatusOK {
+		t.Fatalf("cancel: %d %s", r.Status, r.Raw)
+	}
+	a.fulfillAll()
+	for u, want := range map[int64]int{2: 1, 3: 1} {
+		r := a.do(http.MethodGet, "/api/v1/orders", user(u), "")
+		if orders, _ := r.Body["orders"].([]any); len(orders) != want {
+			t.Fatalf("orders of user %d: %s, want %d", u, r.Raw, want)
+		}
+	}
+	if r := a.do(http.MethodGet, path, user(2), ""); r.Status != http.StatusNotFound {
+		t.Fatalf("user 2, at the limit, is still waiting: %d %s", r.Status, r.Raw)
+	}
+	if got := a.remaining(s); got != 0 {
+		t.Fatalf("remaining of S after the hand-off to user 3 = %v, want 0", got)
+	}
+	if r := a.do(http.MethodPost, "/api/v1/vouchers/"+l+"/grab", user(3), ""); r.Status != http.StatusConflict || r.code() != "already_purchased" {
+		t.Fatalf("user 3, handed S, grabs L: %d %s, want 409 already_purchased", r.Status, r.Raw)
 	}
 }
 

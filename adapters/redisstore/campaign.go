@@ -87,3 +87,32 @@ func (s *Stock) campaignVariants(campaign domain.CampaignID, number int) int {
 	}
 	return number
 }
+
+// campaignTail returns what a script that judges voucher id against its campaign
+// takes after its own keys and arguments (campaign_terms in prelude.lua): the
+// campaign's keys, how many vouchers this process believes it holds, and id's number
+// in it; no keys and 0, 0 outside a campaign.
+func (s *Stock) campaignTail(id domain.VoucherID) ([]string, int, int) {
+	campaign, number := id.Campaign()
+	variants := s.campaignVariants(campaign, number)
+	if variants == 0 {
+		return nil, 0, 0
+	}
+	return s.campaignKeys(campaign, variants), variants, number
+}
+
+// learnVariants learns count, a script's answer that voucher id's campaign holds
+// another number of vouchers than the variants it was told (nothing was judged: the
+// caller runs it again). A campaign only grows, so a count that is not more is an
+// error, which also bounds the caller's retries.
+func (s *Stock) learnVariants(id domain.VoucherID, variants int, count any) error {
+	campaign, _ := id.Campaign()
+	text, _ := count.(string)
+	n, err := strconv.Atoi(text)
+	if err != nil || n <= variants {
+		return fmt.Errorf("campaign %s: unexpected count of vouchers %v", campaign, count)
+	}
+	s.campaigns.Store(campaign, n)
+	return nil
+}
+

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/seckill/seckill/adapters/redisstore"
 	"github.com/seckill/seckill/adapters/testenv"
 	"github.com/seckill/seckill/domain"
+	"github.com/seckill/seckill/ports"
 )
 
 // drop returns a campaign of n vouchers, each of stock units and the given per-user
@@ -328,5 +330,112 @@ func TestCampaignRestoreRecordsItsHolders(t *testing.T) {
 	var held *domain.AlreadyPurchasedError
 	if err := s.Reserve(ctx, takeVariant(vs[2].ID, 1, 1)); !errors.As(err, &held) || len(held.Orders) != 2 {
 		t.Fatalf("grab of a user at the limit through restored orders = %v, want already purchased naming two", err)
+	}
+}
+
+// liveDrop is drop on sale by the sale's clock (Redis's TIME), as a waitlist judges,
+// from an hour ago until now.
+func liveDrop(id domain.CampaignID, n, stock, capUnits, limit int) (domain.Campaign, []domain.Voucher) {
+	c, vs := drop(id, n, stock, capUnits, limit)
+	c.BeginsAt, c.EndsAt = time.Now().Add(-time.Hour), now
+	for k := range vs {
+		vs[k].BeginsAt, vs[k].EndsAt = c.BeginsAt, c.EndsAt
+	}
+	return c, vs
+}
+
+// liveTake is takeVariant judged by the sale's clock.
+func liveTake(v domain.VoucherID, user domain.UserID, qty int) domain.Reservation {
+	r := takeVariant(v, user, qty)
+	r.At = time.Time{}
+	return r
+}
+
+// TestCampaignWaitlistKeepsTheLimit: a campaign's voucher has a waitlist, but a user
+// holding the campaign's per-user limit across its other vouchers is refused a place
+// (naming its orders), and one who reached it after joining is passed over when a
+// unit comes back; the user given the unit is then one of the campaign's holders, so
+// its next grab of another voucher is judged against the limit.
+func TestCampaignWaitlistKeepsTheLimit(t *testing.T) {
+	t.Parallel()
+	client, s := newStock(t, time.Hour)
+	w := redisstore.NewWaitlist(s)
+	ctx := context.Background()
+	c, vs := liveDrop(11, 3, 1, 0, 1)
+	warmDrop(t, client, s, c, vs)
+	v1, v2, v3 := vs[0].ID, vs[1].ID, vs[2].ID
+
+	first := liveTake(v1, 1, 1)
+	check(t, s.Reserve(ctx, first))
+	join(t, w, v1, 2, 3)
+	check(t, s.Reserve(ctx, liveTake(v2, 2, 1)))
+	var held *domain.AlreadyPurchasedError
+	if _, err := w.Join(ctx, v3, 2, "w2-3"); !errors.As(err, &held) || !slices.Equal(held.Orders, []domain.OrderID{"o2-2"}) {
+		t.Fatalf("a user at the campaign's limit joins a waitlist: %v (%+v), want already purchased naming o2-2", err, held)
+	}
+
+	released, err := s.Release(ctx, order(first))
+	check(t, err)
+	if !released {
+		t.Fatal("release released nothing")
+	}
+	buyers, err := client.HGetAll(ctx, s.Keys().Buyers(v1)).Result()
+	check(t, err)
+	if want := map[string]string{"3": "w3"}; !maps.Equal(buyers, want) {
+		t.Fatalf("buyers of the voucher after the hand-off = %v, want %v (user 2 holds the limit)", buyers, want)
+	}
+	if n := remaining(t, s, v1); n != 0 {
+		t.Fatalf("remaining = %d, want 0", n)
+	}
+	if n, _ := w.Length(ctx, v1); n != 0 {
+		t.Fatalf("waitlist length = %d, want 0", n)
+	}
+	if err := s.Reserve(ctx, liveTake(v3, 3, 1)); !errors.As(err, &held) || !slices.Equal(held.Orders, []domain.OrderID{"w3"}) {
+		t.Fatalf("the user handed a unit grabs another voucher: %v (%+v), want already purchased naming w3", err, held)
+	}
+}
+
+// TestCampaignWaitlistKeepsTheCap: units added to a campaign's voucher go to its
+// waitlist only as far as the campaign's cap has units left (the rest go on sale and
+// are refused as the campaign's sold out), while a unit that comes back frees the cap
+// as it goes to the waitlist.
+func TestCampaignWaitlistKeepsTheCap(t *testing.T) {
+	t.Parallel()
+	client, s := newStock(t, time.Hour)
+	w := redisstore.NewWaitlist(s)
+	ctx := context.Background()
+	c, vs := liveDrop(12, 2, 2, 2, 1)
+	warmDrop(t, client, s, c, vs)
+	v1 := vs[0]
+
+	first := liveTake(v1.ID, 1, 1)
+	check(t, s.Reserve(ctx, first))
+	check(t, s.Reserve(ctx, liveTake(v1.ID, 2, 1)))
+	join(t, w, v1.ID, 3)
+
+	v1.Stock, v1.Version = 3, v1.Version+1
+	if _, err := s.Edit(ctx, v1, ports.EditHeld); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := w.Length(ctx, v1.ID); n != 1 {
+		t.Fatalf("waitlist length after a unit added under a full cap = %d, want 1", n)
+	}
+	if n := remaining(t, s, v1.ID); n != 1 {
+		t.Fatalf("remaining = %d, want the added unit", n)
+	}
+	if err := s.Reserve(ctx, liveTake(v1.ID, 4, 1)); !errors.Is(err, domain.ErrCampaignSoldOut) {
+		t.Fatalf("grab of the added unit under a full cap: %v, want campaign sold out", err)
+	}
+
+	released, err := s.Release(ctx, order(first))
+	check(t, err)
+	if !released {
+		t.Fatal("release released nothing")
+	}
+	if got, err := client.HGet(ctx, s.Keys().Buyers(v1.ID), "3").Result(); err != nil || got != "w3" {
+		t.Fatalf("user 3's order after the release = %q, %v; want w3", got, err)
+	}
+	if err := s.Reserve(ctx, liveTake(v1.ID, 4, 1)); !errors.Is(err, domain.ErrCampaignSoldOut) {
+		t.Fatalf("grab after the hand-off: %v, want campaign sold out (the cap is full again)", err)
 	}
 }

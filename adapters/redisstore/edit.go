@@ -37,14 +37,25 @@ func (s *Stock) Edit(ctx context.Context, v domain.Voucher, mode ports.EditMode)
 	channel, sharded := restockChannel(s.keys, s.sharded, v.ID)
 	keys := []string{s.keys.Meta(v.ID), s.keys.Buyers(v.ID), s.keys.Orders(v.ID), s.keys.Released(v.ID),
 		s.keys.Stream(v.ID), s.keys.Dead(v.ID), s.keys.Waitlist(v.ID), s.keys.Waiting(v.ID)}
-	reply, err := editScript.Run(ctx, s.client, keys, v.Stock, v.BeginsAt.UnixMilli(), v.EndsAt.UnixMilli(),
-		v.PerUserLimit, s.grace.Milliseconds(), v.Version, editModes[mode], channel, v.ID.String(), sharded,
-		string(admissionOf(v)), string(challengeOf(v)), s.window).Slice()
-	if err != nil {
-		return false, fmt.Errorf("edit stock: %w", err)
-	}
-	if len(reply) == 0 {
-		return false, fmt.Errorf("edit stock: unexpected reply %v", reply)
+	var reply []any
+	for {
+		tail, variants, number := s.campaignTail(v.ID)
+		var err error
+		reply, err = editScript.Run(ctx, s.client, append(keys, tail...), v.Stock, v.BeginsAt.UnixMilli(), v.EndsAt.UnixMilli(),
+			v.PerUserLimit, s.grace.Milliseconds(), v.Version, editModes[mode], channel, v.ID.String(), sharded,
+			string(admissionOf(v)), string(challengeOf(v)), s.window, variants, number).Slice()
+		if err != nil {
+			return false, fmt.Errorf("edit stock: %w", err)
+		}
+		if len(reply) == 0 {
+			return false, fmt.Errorf("edit stock: unexpected reply %v", reply)
+		}
+		if code, _ := reply[0].(int64); code != -4 || len(reply) != 2 {
+			break
+		}
+		if err := s.learnVariants(v.ID, variants, reply[1]); err != nil {
+			return false, fmt.Errorf("edit stock: %w", err)
+		}
 	}
 	res, _ := reply[0].(int64)
 	s.handedOff(ctx, v.ID, reply[1:])

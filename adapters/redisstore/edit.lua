@@ -9,7 +9,8 @@
 -- flag.
 --
 -- KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders, KEYS[4] released, KEYS[5] stream,
--- KEYS[6] dead, KEYS[7] waitlist, KEYS[8] waiting (one voucher, one hash tag).
+-- KEYS[6] dead, KEYS[7] waitlist, KEYS[8] waiting (one voucher, one hash tag), then,
+-- for a campaign's voucher, the campaign's keys (campaign_terms in prelude.lua).
 -- ARGV[1] stock, ARGV[2] begins_ms, ARGV[3] ends_ms, ARGV[4] per_user_limit,
 -- ARGV[5] grace_ms, ARGV[6] version, ARGV[7] mode: 'newer' (only over an older
 -- version), 'held' (whatever version the state holds: the caller holds the voucher's
@@ -19,8 +20,12 @@
 -- ARGV[11] admission, ARGV[12] challenge (they never change; written with the terms,
 -- so a state loaded without them gets them, as warm.lua does), ARGV[13]
 -- payment_window_ms (the orders of the units handed off are recorded with their
--- deadline, see add_reservation in prelude.lua; 0: none).
--- Returns {1, user_1, order_1, …} when it changed the state (the users units were
+-- deadline, see add_reservation in prelude.lua; 0: none), ARGV[14] how many vouchers
+-- the caller believes the voucher's campaign holds (0: in no campaign), ARGV[15] the
+-- voucher's number in it. A campaign's voucher hands off no more units than the
+-- campaign's cap has left, and only while the whole campaign can be judged.
+-- Returns {-4, count} when the campaign holds count vouchers, not ARGV[14] (nothing
+-- written: call again with it), {1, user_1, order_1, …} when it changed the state (the users units were
 -- handed off to, each with the order it now holds), else {code}: 0 when there was nothing to change (the same
 -- terms, or in mode 'newer' a version not older than the state's); -1 without sale
 -- state (nothing written); in mode 'strict', changing nothing, -2 when fewer units
@@ -36,6 +41,15 @@ if ARGV[7] == 'newer' and version >= want then
 end
 if ARGV[7] == 'strict' and m.restoring == '1' then
   return {-3}
+end
+local camp
+local variants = tonumber(ARGV[14])
+if variants > 0 then
+  local why, count
+  camp, why, count = campaign_terms(9, variants, tonumber(ARGV[15]))
+  if why == 'changed' then
+    return {-4, count}
+  end
 end
 local stock, remaining = tonumber(m.stock), tonumber(m.remaining)
 local left = remaining + tonumber(ARGV[1]) - stock
@@ -57,8 +71,17 @@ end
 local given, to = 0, {}
 if left > remaining then
   m.settled = reopened and '0' or m.settled
+  local offered = left - remaining
+  if variants > 0 then
+    local taken = camp and campaign_taken(camp)
+    if not taken then
+      offered = 0
+    elseif camp.cap then
+      offered = math.max(0, math.min(offered, camp.cap - taken))
+    end
+  end
   given, to = hand_off({meta = KEYS[1], buyers = KEYS[2], orders = KEYS[3], stream = KEYS[5],
-    waitlist = KEYS[7], waiting = KEYS[8]}, m, left - remaining, ARGV[3], expire, tonumber(ARGV[13]))
+    waitlist = KEYS[7], waiting = KEYS[8], campaign = camp}, m, offered, ARGV[3], expire, tonumber(ARGV[13]))
 end
 redis.call('HSET', KEYS[1], 'stock', ARGV[1], 'remaining', left - given, 'begins', ARGV[2], 'ends', ARGV[3],
   'limit', ARGV[4], 'expire', expire, 'version', ARGV[6], 'admission', ARGV[11], 'challenge', ARGV[12])

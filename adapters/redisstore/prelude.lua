@@ -155,6 +155,84 @@ local function add_reservation(stream, user, order, qty, stamp, window, tp)
   return record
 end
 
+-- A campaign's voucher is judged against the whole campaign (Go twin:
+-- domain.CampaignSale). Its scripts take the campaign's keys last — its terms
+-- (Keys.Campaign), its holders (Keys.CampaignHolders), then the meta, buyers and
+-- orders of each of its vouchers in turn (Stock.campaignKeys) — and, as arguments, how
+-- many vouchers the caller believes the campaign holds and the voucher's number in it.
+
+-- campaign_terms reads the terms of the campaign whose keys start at KEYS[first],
+-- for a caller who believes it holds variants vouchers, from a voucher numbered
+-- number. It returns the campaign {first, variants, limit, cap (nil: none), holders},
+-- or nil and why not: 'none' when its terms are not loaded (or not yet with this
+-- voucher), 'changed' and the count it holds when that is not variants (the caller
+-- calls again with it).
+local function campaign_terms(first, variants, number)
+  local c = redis.call('HMGET', KEYS[first], 'variants', 'limit', 'cap')
+  if not c[1] or not c[2] or number > tonumber(c[1]) then
+    return nil, 'none'
+  end
+  if tonumber(c[1]) ~= variants then
+    return nil, 'changed', c[1]
+  end
+  return {first = first, variants = variants, number = number, limit = tonumber(c[2]),
+    cap = tonumber(c[3]), holders = KEYS[first + 1]}
+end
+
+-- campaign_meta, campaign_buyers and campaign_orders are the keys of camp's j-th
+-- voucher.
+local function campaign_meta(camp, j)
+  return KEYS[camp.first + 3 * j - 1]
+end
+local function campaign_buyers(camp, j)
+  return KEYS[camp.first + 3 * j]
+end
+local function campaign_orders(camp, j)
+  return KEYS[camp.first + 3 * j + 1]
+end
+
+-- record_qty reads the units of an orders hash's record ("user:qty:…"); 1 for none.
+local function record_qty(record)
+  return record and tonumber(string.match(record, '^[^:]*:([^:]*)')) or 1
+end
+
+-- campaign_taken returns the units camp's vouchers hold taken (stock minus
+-- remaining, summed), or nil and why not: 'none' when one has no sale state,
+-- 'restoring' while one is being restored (its buyers are not all known yet).
+local function campaign_taken(camp)
+  local taken = 0
+  for j = 1, camp.variants do
+    local f = redis.call('HMGET', campaign_meta(camp, j), 'stock', 'remaining', 'restoring')
+    if not f[1] or not f[2] then
+      return nil, 'none'
+    end
+    if f[3] == '1' then
+      return nil, 'restoring'
+    end
+    taken = taken + tonumber(f[1]) - tonumber(f[2])
+  end
+  return taken
+end
+
+-- campaign_holding returns the units user holds of camp's vouchers other than its
+-- own (camp.number), and the ids of those orders; 0 for a user not among its holders.
+local function campaign_holding(camp, user)
+  local units, orders = 0, {}
+  if redis.call('SISMEMBER', camp.holders, user) == 0 then
+    return units, orders
+  end
+  for j = 1, camp.variants do
+    if j ~= camp.number then
+      local order = redis.call('HGET', campaign_buyers(camp, j), user)
+      if order then
+        units = units + record_qty(redis.call('HGET', campaign_orders(camp, j), order))
+        orders[#orders + 1] = order
+      end
+    end
+  end
+  return units, orders
+end
+
 -- hand_off gives up to units units that just came back (a release, an edit that adds
 -- units) to the first users of the voucher's waitlist who may still buy, one unit
 -- each, before they go back on sale: each one given becomes a reservation exactly as
@@ -166,9 +244,13 @@ end
 -- over; the deny list is not seen here: a denied user is kept off the waitlist at
 -- join and taken off it when denied (Waitlist.Drop). Nothing is given while the sale
 -- state is being restored (its buyers are not all known yet), once the sale is
--- settled, or at or after ends_ms.
+-- settled, or at or after ends_ms. For a campaign's voucher (keys.campaign, from
+-- campaign_terms) a user who holds the campaign's per-user limit across its vouchers
+-- is passed over too, and a user given a unit joins the campaign's holders, so the
+-- grab finds what it holds; the caller bounds units by the campaign's cap.
 --
--- keys: meta, buyers, orders, stream, waitlist, waiting (one voucher, one hash tag);
+-- keys: meta, buyers, orders, stream, waitlist, waiting (one voucher, one hash tag),
+-- and campaign (nil outside a campaign);
 -- m: the sale state (sale_state with 'restoring' and 'settled'); ends_ms, expire_ms:
 -- the sale's end and its keys' expiry; window: the payment window, ms, each given
 -- unit's order is recorded with (add_reservation). It returns the units given and a flat list
@@ -194,7 +276,8 @@ local function hand_off(keys, m, units, ends_ms, expire_ms, window)
     local user = head[1]
     local order = redis.call('HGET', keys.waiting, user)
     redis.call('HDEL', keys.waiting, user)
-    if order and not redis.call('HGET', keys.buyers, user) then
+    if order and not redis.call('HGET', keys.buyers, user) and
+        (not keys.campaign or campaign_holding(keys.campaign, user) < keys.campaign.limit) then
       redis.call('HSET', keys.buyers, user, order)
       redis.call('HSET', keys.orders, order, add_reservation(keys.stream, user, order, '1', tostring(now), window))
       given = given + 1
@@ -207,6 +290,14 @@ local function hand_off(keys, m, units, ends_ms, expire_ms, window)
     redis.call('HINCRBY', keys.meta, 'queued_entries', given)
     for _, k in ipairs({keys.buyers, keys.orders, keys.stream}) do
       redis.call('PEXPIREAT', k, expire_ms)
+    end
+    if keys.campaign then
+      local who = {}
+      for q = 1, #to, 2 do
+        who[#who + 1] = to[q]
+      end
+      redis.call('SADD', keys.campaign.holders, unpack(who))
+      redis.call('PEXPIREAT', keys.campaign.holders, expire_ms)
     end
   end
   return given, to

@@ -27,7 +27,8 @@ var releaseScript = newScript(releaseSrc)
 // under the order id the user joined with, appended to the stream as a grab's. A
 // release that puts units back on sale publishes o.VoucherID on the restock channel
 // (Keys.Restock, see SubscribeRestocks), in the same script. It returns a
-// *domain.ValidationError for a quantity below 1.
+// *domain.ValidationError for a quantity below 1. A campaign's voucher hands its units
+// only to users below the campaign's per-user limit.
 func (s *Stock) Release(ctx context.Context, o domain.Order) (bool, error) {
 	// A quantity below 1 would take units instead of giving them back.
 	if o.Quantity < 1 {
@@ -37,15 +38,24 @@ func (s *Stock) Release(ctx context.Context, o domain.Order) (bool, error) {
 	keys := []string{s.keys.Meta(id), s.keys.Buyers(id), s.keys.Orders(id), s.keys.Released(id),
 		s.keys.Stream(id), s.keys.Waitlist(id), s.keys.Waiting(id)}
 	channel, sharded := restockChannel(s.keys, s.sharded, id)
-	reply, err := releaseScript.Run(ctx, s.client, keys,
-		o.UserID.String(), string(o.ID), o.Quantity, channel, id.String(), sharded, s.window).Slice()
-	if err != nil {
-		return false, fmt.Errorf("release stock: %w", err)
+	for {
+		tail, variants, number := s.campaignTail(id)
+		reply, err := releaseScript.Run(ctx, s.client, append(keys, tail...),
+			o.UserID.String(), string(o.ID), o.Quantity, channel, id.String(), sharded, s.window, variants, number).Slice()
+		if err != nil {
+			return false, fmt.Errorf("release stock: %w", err)
+		}
+		if len(reply) == 0 {
+			return false, fmt.Errorf("release stock: unexpected reply %v", reply)
+		}
+		released, _ := reply[0].(int64)
+		if released == -1 && len(reply) == 2 {
+			if err := s.learnVariants(id, variants, reply[1]); err != nil {
+				return false, fmt.Errorf("release stock: %w", err)
+			}
+			continue
+		}
+		s.handedOff(ctx, id, reply[1:])
+		return released == 1, nil
 	}
-	if len(reply) == 0 {
-		return false, fmt.Errorf("release stock: unexpected reply %v", reply)
-	}
-	released, _ := reply[0].(int64)
-	s.handedOff(ctx, id, reply[1:])
-	return released == 1, nil
 }

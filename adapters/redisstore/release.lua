@@ -7,13 +7,19 @@
 -- comes as an argument.
 --
 -- KEYS[1] meta, KEYS[2] buyers, KEYS[3] orders, KEYS[4] released, KEYS[5] stream,
--- KEYS[6] waitlist, KEYS[7] waiting (one voucher, one hash tag).
+-- KEYS[6] waitlist, KEYS[7] waiting (one voucher, one hash tag), then, for a
+-- campaign's voucher, the campaign's keys (campaign_terms in prelude.lua).
 -- ARGV[1] user_id, ARGV[2] order_id, ARGV[3] qty, ARGV[4] restock channel,
 -- ARGV[5] voucher_id (the message), ARGV[6] sharded ('1': SPUBLISH on the voucher's
 -- own channel, as on Redis Cluster; '0': PUBLISH), ARGV[7] payment_window_ms (the
 -- orders of the units handed off are recorded with their deadline, see
--- add_reservation in prelude.lua; 0: none).
--- Returns {released, user_1, order_1, …}: released 1 when it released, 0 when there
+-- add_reservation in prelude.lua; 0: none), ARGV[8] how many vouchers the caller
+-- believes the voucher's campaign holds (0: in no campaign), ARGV[9] the voucher's
+-- number in it. The units of a campaign's voucher go to its waitlist only while the
+-- whole campaign can be judged (every voucher's state loaded, none being restored),
+-- else back on sale.
+-- Returns {-1, count} when the campaign holds count vouchers, not ARGV[8] (nothing
+-- written: call again with it), else {released, user_1, order_1, …}: released 1 when it released, 0 when there
 -- was nothing to release: no sale state (nothing written), or the user holds no
 -- reservation or another one (nothing released, handed off or published); then the
 -- users the units were handed off to, each with the order it now holds.
@@ -22,6 +28,15 @@ if not m then
   -- No sale state (the sale's keys expired): there is nothing to release into, and
   -- writing would create a partial hash.
   return {0}
+end
+local camp
+local variants = tonumber(ARGV[8])
+if variants > 0 then
+  local why, count
+  camp, why, count = campaign_terms(8, variants, tonumber(ARGV[9]))
+  if why == 'changed' then
+    return {-1, count}
+  end
 end
 -- The order is closed for good: a restore from a list of live orders read before it
 -- closed must not record it again, whether or not it is held now.
@@ -34,8 +49,12 @@ end
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[2])
 local units = tonumber(ARGV[3])
+local offered = units
+if variants > 0 and not (camp and campaign_taken(camp)) then
+  offered = 0
+end
 local given, to = hand_off({meta = KEYS[1], buyers = KEYS[2], orders = KEYS[3], stream = KEYS[5],
-  waitlist = KEYS[6], waiting = KEYS[7]}, m, units, m.ends, m.expire, tonumber(ARGV[7]))
+  waitlist = KEYS[6], waiting = KEYS[7], campaign = camp}, m, offered, m.ends, m.expire, tonumber(ARGV[7]))
 redis.call('HINCRBY', KEYS[1], 'remaining', units - given)
 redis.call('HINCRBY', KEYS[1], 'gen', 1)
 -- Units are back on sale: tell every instance, so they drop their sold-out flag. Only

@@ -154,7 +154,7 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 	}
 	left, _ := reply[0].(int64)
 	out := batchReply{errs: make([]error, len(rs)), remaining: int(left)}
-	if again, err := s.campaignGrew(reply, campaign, variants); again || err != nil {
+	if again, err := s.campaignGrew(reply, id, variants); again || err != nil {
 		if err != nil {
 			return batchReply{}, err
 		}
@@ -299,15 +299,12 @@ func reserveOutcome(r domain.Reservation, code int64, extra string) error {
 // campaignGrew reports whether reply says the campaign holds more vouchers than the
 // variants the batch was judged with (nothing was judged), and learns the count: the
 // batch is to be judged again with the campaign as it is.
-func (s *Stock) campaignGrew(reply []any, campaign domain.CampaignID, variants int) (bool, error) {
+func (s *Stock) campaignGrew(reply []any, id domain.VoucherID, variants int) (bool, error) {
 	if code, _ := reply[1].(int64); code != campaignChanged {
 		return false, nil
 	}
-	extra, _ := reply[2].(string)
-	n, err := strconv.Atoi(extra)
-	if err != nil || n <= variants {
-		return false, fmt.Errorf("reserve stock: campaign %s: unexpected count of vouchers %q", campaign, extra)
+	if err := s.learnVariants(id, variants, reply[2]); err != nil {
+		return false, fmt.Errorf("reserve stock: %w", err)
 	}
-	s.campaigns.Store(campaign, n)
 	return true, nil
 }

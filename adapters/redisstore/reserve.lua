@@ -102,63 +102,58 @@ for i = 1, n do
   users[i] = ARGV[10 + 7 * (i - 1)]
 end
 local held = redis.call('HMGET', KEYS[2], unpack(users))
--- A campaign's voucher is judged against the whole campaign too (Go twin:
--- domain.CampaignSale): the units its cap has left, the units its vouchers' states
--- hold taken (stock minus remaining) subtracted, and what each user holds of its other
--- vouchers. No other script runs meanwhile, and this batch's writes touch only this
--- voucher, so what is read here holds for the whole batch, kept up to date as it takes.
+-- A campaign's voucher is judged against the whole campaign too (campaign_terms in
+-- prelude.lua): the units its cap has left, the units its vouchers hold taken
+-- subtracted, and what each user holds of its other vouchers. No other script runs
+-- meanwhile, and this batch's writes touch only this voucher, so what is read here
+-- holds for the whole batch, kept up to date as it takes.
 local camp
-local variants, number = tonumber(ARGV[8]), tonumber(ARGV[9])
+local variants = tonumber(ARGV[8])
 if variants > 0 then
-  local base = #KEYS - 3 * variants - 1
-  local c = redis.call('HMGET', KEYS[base], 'variants', 'limit', 'cap')
-  if not c[1] or not c[2] or number > tonumber(c[1]) then
-    -- The campaign's terms are not loaded, or not yet with this voucher: no sale state.
-    return answer_all(5)
-  end
-  if tonumber(c[1]) ~= variants then
+  local why, count
+  camp, why, count = campaign_terms(#KEYS - 3 * variants - 1, variants, tonumber(ARGV[9]))
+  if why == 'changed' then
     out[1] = tonumber(m.remaining)
     for _ = 1, n do
       out[#out + 1] = 14
-      out[#out + 1] = c[1]
+      out[#out + 1] = count
     end
     return out
   end
-  camp = {limit = tonumber(c[2]), cap = tonumber(c[3]), units = {}, orders = {}, holders = KEYS[base + 1]}
+  if not camp then
+    return answer_all(5)
+  end
+  local taken
+  taken, why = campaign_taken(camp)
+  if why == 'restoring' then
+    -- Its buyers are not all known yet: no grab of the campaign may be judged.
+    out[1] = tonumber(m.remaining)
+    return answer_all(10)
+  end
+  if not taken then
+    return answer_all(5)
+  end
+  if camp.cap then
+    camp.left = camp.cap - taken
+  end
   -- Only the users who may hold an order of the campaign are looked for in its
-  -- vouchers' buyers (a first grab, the most common, costs one call here).
+  -- vouchers' buyers (a first grab, the most common, costs one call here), all of
+  -- them in one call per voucher.
+  camp.units, camp.orders = {}, {}
   local may = redis.call('SMISMEMBER', camp.holders, unpack(users))
-  local looked = {}
+  local looked, who = {}, {}
   for i = 1, n do
     if may[i] == 1 then
       looked[#looked + 1] = i
+      who[#who + 1] = users[i]
     end
   end
-  local taken = 0
   for j = 1, variants do
-    -- The fields this needs only: a state without stock or remaining is none.
-    local f = redis.call('HMGET', KEYS[base + 3 * j - 1], 'stock', 'remaining', 'restoring')
-    local v = {stock = f[1], remaining = f[2], restoring = f[3]}
-    if not v.stock or not v.remaining then
-      return answer_all(5)
-    end
-    if v.restoring == '1' then
-      -- Its buyers are not all known yet: no grab of the campaign may be judged.
-      out[1] = tonumber(m.remaining)
-      return answer_all(10)
-    end
-    taken = taken + tonumber(v.stock) - tonumber(v.remaining)
-    if j ~= number and #looked > 0 then
-      local who = {}
-      for q, i in ipairs(looked) do
-        who[q] = users[i]
-      end
-      local theirs = redis.call('HMGET', KEYS[base + 3 * j], unpack(who))
+    if j ~= camp.number and #looked > 0 then
+      local theirs = redis.call('HMGET', campaign_buyers(camp, j), unpack(who))
       for q, i in ipairs(looked) do
         local order = theirs[q]
         if order then
-          local record = redis.call('HGET', KEYS[base + 3 * j + 1], order)
-          local qty = record and tonumber(string.match(record, '^[^:]*:([^:]*)')) or 1
           local user = users[i]
           if camp.orders[user] == nil then
             camp.orders[user] = {}
@@ -167,14 +162,11 @@ if variants > 0 then
           if not camp.orders[user][order] then
             camp.orders[user][order] = true
             camp.orders[user][#camp.orders[user] + 1] = order
-            camp.units[user] = camp.units[user] + qty
+            camp.units[user] = camp.units[user] + record_qty(redis.call('HGET', campaign_orders(camp, j), order))
           end
         end
       end
     end
-  end
-  if camp.cap then
-    camp.left = camp.cap - taken
   end
 end
 -- The users' rates (theoretical arrival times), read in one call and kept up to date

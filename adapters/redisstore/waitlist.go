@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -45,6 +46,8 @@ const (
 	waitEnded
 	waitNoSale
 	waitRestoring
+	waitCampaignLimit
+	waitCampaignChanged
 )
 
 // Waitlist is a ports.Waitlist kept in Redis beside the sale state of the stock it is
@@ -76,15 +79,26 @@ func (w *Waitlist) Join(ctx context.Context, voucher domain.VoucherID, user doma
 		return 0, fmt.Errorf("join the waitlist: %w: %w", domain.ErrUnavailable, err)
 	}
 	keys := []string{s.keys.Meta(voucher), s.keys.Buyers(voucher), s.keys.Waitlist(voucher), s.keys.Waiting(voucher)}
-	reply, err := waitlistScript.Run(ctx, s.client, keys, user.String(), string(order)).Slice()
-	if err != nil {
-		return 0, fmt.Errorf("join the waitlist: %w: %w", domain.ErrUnavailable, err)
+	var code int64
+	var extra string
+	for {
+		tail, variants, number := s.campaignTail(voucher)
+		reply, err := waitlistScript.Run(ctx, s.client, append(keys, tail...), user.String(), string(order), variants, number).Slice()
+		if err != nil {
+			return 0, fmt.Errorf("join the waitlist: %w: %w", domain.ErrUnavailable, err)
+		}
+		if len(reply) != 2 {
+			return 0, fmt.Errorf("join the waitlist: unexpected reply %v", reply)
+		}
+		code, _ = reply[0].(int64)
+		extra, _ = reply[1].(string)
+		if code != waitCampaignChanged {
+			break
+		}
+		if err := s.learnVariants(voucher, variants, reply[1]); err != nil {
+			return 0, fmt.Errorf("join the waitlist: %w", err)
+		}
 	}
-	if len(reply) != 2 {
-		return 0, fmt.Errorf("join the waitlist: unexpected reply %v", reply)
-	}
-	code, _ := reply[0].(int64)
-	extra, _ := reply[1].(string)
 	switch code {
 	case waitlisted:
 		return strconv.Atoi(extra)
@@ -96,6 +110,14 @@ func (w *Waitlist) Join(ctx context.Context, voucher domain.VoucherID, user doma
 		return 0, domain.ErrEnded
 	case waitNoSale:
 		return 0, domain.ErrNotFound
+	case waitCampaignLimit:
+		if held := strings.Fields(extra); len(held) > 0 {
+			orders := make([]domain.OrderID, len(held))
+			for i, id := range held {
+				orders[i] = domain.OrderID(id)
+			}
+			return 0, &domain.AlreadyPurchasedError{OrderID: orders[0], Orders: orders}
+		}
 	case waitRestoring:
 		return 0, fmt.Errorf("join the waitlist: voucher %s: %w: its sale state is being restored", voucher, domain.ErrUnavailable)
 	}

@@ -67,7 +67,10 @@ type dropRecorder struct {
 	mu      sync.Mutex
 	byVouch map[string][]history.Request
 	unsure  map[int64]bool
-	client  *http.Client
+	// joined are the users who joined a waitlist: a unit handed to them is an order
+	// they learn of by reading their orders, as unsure users do.
+	joined map[int64]bool
+	client *http.Client
 }
 
 // send sends one request and returns its status, its error code and the order id
@@ -107,11 +110,12 @@ func (r *dropRecorder) record(voucher string, req history.Request) {
 
 // driveDrop has users, spread over the instances, each grab one to three random
 // vouchers of sale, cancelling a fifth of what they get and paying a fifth (the rest
-// expires), many at once; every request is recorded.
-func driveDrop(t *testing.T, sale campaignSale, bases []string, tokens func(domain.UserID) string, users int) *dropRecorder {
+// expires), many at once; every request is recorded. With joinEvery > 0, one grab in
+// joinEvery answered sold_out joins that voucher's waitlist.
+func driveDrop(t *testing.T, sale campaignSale, bases []string, tokens func(domain.UserID) string, users, joinEvery int) *dropRecorder {
 	t.Helper()
 	const workers = 48
-	rec := &dropRecorder{byVouch: map[string][]history.Request{}, unsure: map[int64]bool{},
+	rec := &dropRecorder{byVouch: map[string][]history.Request{}, unsure: map[int64]bool{}, joined: map[int64]bool{},
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}}
 	next := make(chan int64)
 	var wg sync.WaitGroup
@@ -127,6 +131,13 @@ func driveDrop(t *testing.T, sale campaignSale, bases []string, tokens func(doma
 					status, code, order := rec.send(http.MethodPost, base+"/api/v1/vouchers/"+v+"/grab", token)
 					rec.record(v, history.Request{Op: history.OpGrab, User: u, Status: status, Code: code, OrderID: order,
 						Call: call, Return: time.Now()})
+					if status == http.StatusConflict && code == "sold_out" && joinEvery > 0 && rng.IntN(joinEvery) == 0 {
+						if st, _, _ := rec.send(http.MethodPost, base+"/api/v1/vouchers/"+v+"/waitlist", token); st == http.StatusAccepted {
+							rec.mu.Lock()
+							rec.joined[u] = true
+							rec.mu.Unlock()
+						}
+					}
 					if status != http.StatusAccepted {
 						continue
 					}
@@ -168,7 +179,7 @@ func campaignUsers(t *testing.T, n int) int {
 
 // checkDrop waits until the drop has settled — every reservation persisted, nothing
 // awaiting payment (each order paid, cancelled, expired or failed) — then asks each
-// user left unsure by a 503 which orders they hold, reads the orders and the stats,
+// user left unsure by a 503, or waiting on a waitlist, which orders they hold, reads the orders and the stats,
 // and runs the campaign's history checker.
 func checkDrop(t *testing.T, fi *fulfillInstance, sale campaignSale, rec *dropRecorder) {
 	t.Helper()
@@ -181,6 +192,12 @@ func checkDrop(t *testing.T, fi *fulfillInstance, sale campaignSale, rec *dropRe
 	for u := range rec.unsure {
 		listed := fi.userOrders(domain.UserID(u))
 		rec.record(sale.vouchers[0], history.Request{Op: history.OpList, User: u, Status: http.StatusOK, Listed: listed})
+	}
+	for u := range rec.joined {
+		if !rec.unsure[u] {
+			listed := fi.userOrders(domain.UserID(u))
+			rec.record(sale.vouchers[0], history.Request{Op: history.OpList, User: u, Status: http.StatusOK, Listed: listed})
+		}
 	}
 	orders := fi.campaignOrders(sale)
 	c := history.Campaign{Vouchers: map[string]history.History{}, Cap: sale.cap, Limit: sale.limit}
@@ -287,8 +304,43 @@ func TestCampaignDropKeepsItsPromises(t *testing.T) {
 	b, c := a.another(), a.another()
 	sale := a.createDrop(20, 150, 2000, 2)
 	rec := driveDrop(t, sale, []string{a.base, b.base, c.base}, func(u domain.UserID) string { return a.token(u, false) },
-		campaignUsers(t, 50_000))
+		campaignUsers(t, 50_000), 0)
 	checkDrop(t, a, sale, rec)
+}
+
+// TestCampaignWaitlistKeepsItsPromises: a drop of four vouchers of 30 units under a
+// cap of 110 and 2 units a user, 3,000 users on three instances, a tenth of those told
+// sold_out joining the voucher's waitlist, while orders are cancelled and expire (a
+// 2 s payment window): units handed on from the waitlists keep every promise the
+// checker holds a drop to (the cap, each voucher's stock, the limit per user across
+// the drop), and some were handed on.
+func TestCampaignWaitlistKeepsItsPromises(t *testing.T) {
+	a := startFulfillInstance(t, "SECKILL_PAYMENT_TIMEOUT=2s", "SECKILL_GRAB_RATE=0")
+	b, c := a.another(), a.another()
+	sale := a.createDrop(4, 30, 110, 2)
+	rec := driveDrop(t, sale, []string{a.base, b.base, c.base}, func(u domain.UserID) string { return a.token(u, false) },
+		3_000, 10)
+	checkDrop(t, a, sale, rec)
+	granted := map[string]bool{}
+	for _, rs := range rec.byVouch {
+		for _, r := range rs {
+			if r.Op == history.OpGrab && r.Status == http.StatusAccepted {
+				granted[r.OrderID] = true
+			}
+		}
+	}
+	handed := 0
+	for _, os := range a.campaignOrders(sale) {
+		for _, o := range os {
+			if !granted[o.ID] {
+				handed++
+			}
+		}
+	}
+	t.Logf("%d units handed on from the waitlists", handed)
+	if handed == 0 {
+		t.Fatal("no unit was handed on from a waitlist: the test did not test them")
+	}
 }
 
 // TestZeroSetupCampaignDropKeepsItsPromises is the drop on the zero-setup mode: one
@@ -297,7 +349,7 @@ func TestZeroSetupCampaignDropKeepsItsPromises(t *testing.T) {
 	fi := startZeroSetup(t, "SECKILL_PAYMENT_TIMEOUT=2s", "SECKILL_GRAB_RATE=0")
 	sale := fi.createDrop(20, 100, 1200, 2)
 	rec := driveDrop(t, sale, []string{fi.base}, func(u domain.UserID) string { return fi.token(u, false) },
-		campaignUsers(t, 20_000))
+		campaignUsers(t, 20_000), 0)
 	checkDrop(t, fi, sale, rec)
 }
 
