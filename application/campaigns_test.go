@@ -91,11 +91,12 @@ func (d drop) mustGrab(t *testing.T, user domain.UserID, v domain.VoucherID, qty
 	return r
 }
 
-// entries returns the audit log's entries of campaign id, oldest first.
+// entries returns the audit log's entries of campaign id itself (not of its
+// vouchers), oldest first.
 func (d drop) entries(id domain.CampaignID) []domain.AuditEntry {
 	var out []domain.AuditEntry
 	for _, e := range d.vouchers.Log.Entries() {
-		if e.CampaignID == id {
+		if e.CampaignID == id && e.VoucherID == 0 {
 			out = append(out, e)
 		}
 	}

@@ -52,9 +52,12 @@ type AuditEntry struct {
 // VoucherAudit returns the entry of a change of a voucher by author: Before and After
 // hold the fields (title, stock, begins_at, ends_at, per_user_limit, paused) that
 // differ between before and after, each side's value; for a new voucher (before nil)
-// After holds every field and Before is nil. At and ID are the log's to set.
+// After holds every field and Before is nil. A campaign's voucher names its campaign
+// too (CampaignID): a change of a variant changes the drop. At and ID are the log's
+// to set.
 func VoucherAudit(action AuditAction, by Author, before *Voucher, after Voucher) AuditEntry {
-	e := AuditEntry{Actor: by.Actor, Action: action, VoucherID: after.ID, RequestID: by.RequestID}
+	campaign, _ := after.ID.Campaign()
+	e := AuditEntry{Actor: by.Actor, Action: action, VoucherID: after.ID, CampaignID: campaign, RequestID: by.RequestID}
 	var b map[string]any
 	if before != nil {
 		b = voucherFields(*before)

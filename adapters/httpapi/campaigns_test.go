@@ -134,7 +134,7 @@ func TestCampaignDropInSizes(t *testing.T) {
 	if first["action"] != "campaign.create" || first["campaign_id"] != id || first["voucher_id"] != nil {
 		t.Fatalf("the campaign's entry: %v", first)
 	}
-	if last := entries[0].(map[string]any); last["action"] != "voucher.create" || last["voucher_id"] != l || last["campaign_id"] != nil {
+	if last := entries[0].(map[string]any); last["action"] != "voucher.create" || last["voucher_id"] != l || last["campaign_id"] != id {
 		t.Fatalf("voucher L's entry: %v", last)
 	}
 }

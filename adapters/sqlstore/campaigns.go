@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -180,7 +181,7 @@ func (s *Campaigns) List(ctx context.Context, q ports.CampaignQuery) ([]domain.C
 // entry (and campaign.updated, WithOutbox), runs u.Commit, keeps u.Receipt's answer
 // and commits. A campaign's vouchers share its window: when the change moves it,
 // every voucher of the campaign takes the new window, its version one more, in the
-// same transaction. A campaign u.Change returns unchanged writes nothing but the
+// same transaction (and each its voucher.updated, WithOutbox). A campaign u.Change returns unchanged writes nothing but the
 // receipt's answer.
 //
 // It returns the campaign as it now is, domain.ErrNotFound, what u.Change or u.Commit
@@ -199,7 +200,8 @@ func (s *Campaigns) Update(ctx context.Context, id domain.CampaignID, u ports.Ca
 			return err
 		}
 		if campaignChanged(before, after) {
-			if after, err = writeCampaignTx(ctx, tx, before, after); err != nil {
+			var moved []domain.Voucher
+			if after, moved, err = writeCampaignTx(ctx, tx, before, after); err != nil {
 				return err
 			}
 			if err := appendTx(ctx, tx, domain.CampaignAudit(u.Action, u.By, &before, after)); err != nil {
@@ -208,6 +210,11 @@ func (s *Campaigns) Update(ctx context.Context, id domain.CampaignID, u ports.Ca
 			events := newOutbox(s.events)
 			if err := events.campaign(domain.EventCampaignUpdated, after); err != nil {
 				return err
+			}
+			for _, v := range moved {
+				if err := events.voucher(domain.EventVoucherUpdated, v); err != nil {
+					return err
+				}
 			}
 			if err := events.writeTx(ctx, tx); err != nil {
 				return err
@@ -237,11 +244,11 @@ func campaignChanged(before, after domain.Campaign) bool {
 // writeCampaignTx writes what an admin sets of after to campaign before.ID (not sold:
 // its vouchers' counters move it), and its version, and when the window moves, the
 // window of each of its vouchers with their versions one more; it returns the row as
-// stored. The cap's CHECK refusing a cap below sold is domain.ErrNotEnoughUnits; the
+// stored and the vouchers it moved, as stored (none when the window stays). The cap's CHECK refusing a cap below sold is domain.ErrNotEnoughUnits; the
 // row is locked, so sold cannot move between the caller's read and this write.
-func writeCampaignTx(ctx context.Context, tx bun.Tx, before, after domain.Campaign) (domain.Campaign, error) {
+func writeCampaignTx(ctx context.Context, tx bun.Tx, before, after domain.Campaign) (domain.Campaign, []domain.Voucher, error) {
 	if after.Cap != nil && *after.Cap < before.Sold {
-		return domain.Campaign{}, domain.ErrNotEnoughUnits
+		return domain.Campaign{}, nil, domain.ErrNotEnoughUnits
 	}
 	var row campaignRow
 	err := tx.NewUpdate().Model(&row).
@@ -255,25 +262,32 @@ func writeCampaignTx(ctx context.Context, tx bun.Tx, before, after domain.Campai
 		Returning(campaignColumns).
 		Scan(ctx)
 	if kind, name := constraintViolation(err); kind == check && name == "campaigns_sold_check" {
-		return domain.Campaign{}, domain.ErrNotEnoughUnits
+		return domain.Campaign{}, nil, domain.ErrNotEnoughUnits
 	}
 	if err != nil {
-		return domain.Campaign{}, campaignCheckError(err)
+		return domain.Campaign{}, nil, campaignCheckError(err)
 	}
 	if before.BeginsAt.Equal(after.BeginsAt) && before.EndsAt.Equal(after.EndsAt) {
-		return row.campaign(), nil
+		return row.campaign(), nil, nil
 	}
 	first, last := variantRange(before.ID)
-	_, err = tx.NewUpdate().Model((*voucherRow)(nil)).
+	var rows []voucherRow
+	err = tx.NewUpdate().Model(&rows).
 		Set("begins_at = ?", after.BeginsAt.UTC()).
 		Set("ends_at = ?", after.EndsAt.UTC()).
 		Set("version = version + 1").
 		Where("v.id BETWEEN ? AND ?", first, last).
-		Exec(ctx)
+		Returning(voucherColumns).
+		Scan(ctx)
 	if err != nil {
-		return domain.Campaign{}, fmt.Errorf("move the window of campaign %s's vouchers: %w", before.ID, voucherCheckError(err))
+		return domain.Campaign{}, nil, fmt.Errorf("move the window of campaign %s's vouchers: %w", before.ID, voucherCheckError(err))
 	}
-	return row.campaign(), nil
+	moved := make([]domain.Voucher, len(rows))
+	for i, r := range rows {
+		moved[i] = r.voucher()
+	}
+	slices.SortFunc(moved, func(a, b domain.Voucher) int { return cmp.Compare(a.ID, b.ID) })
+	return row.campaign(), moved, nil
 }
 
 // variantRange returns the first and the last voucher id a variant of campaign c may

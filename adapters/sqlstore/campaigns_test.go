@@ -453,6 +453,57 @@ func TestCampaignUpdatedEvent(t *testing.T) {
 	}
 }
 
+// TestCampaignEndMoveAnnouncesEachVoucher: WithOutbox, a new end of a campaign writes
+// campaign.updated and, in the same transaction, voucher.updated for each of its
+// vouchers with the window it moved to (their subscribers learn of it as of any
+// voucher's edit); a change that moves no window writes none of the vouchers'.
+func TestCampaignEndMoveAnnouncesEachVoucher(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newCampaignFixture(t)
+	f.campaigns = f.campaigns.WithOutbox()
+	c := f.campaign(t, 2, 0)
+	f.variant(t, c.ID, 5, 1)
+	f.variant(t, c.ID, 3, 1)
+	later := c.EndsAt.Add(time.Hour)
+	after, err := f.campaigns.Update(ctx, c.ID, ports.CampaignUpdate{Action: domain.AuditCampaignUpdate,
+		Change: func(c domain.Campaign) (domain.Campaign, error) { return c.Apply(domain.CampaignEdit{EndsAt: &later}) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends := after.EndsAt
+	ds, err := sqlstore.NewWebhooks(f.db).List(ctx, ports.DeliveryQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var moved []domain.VoucherID
+	campaigns := 0
+	for _, d := range ds {
+		switch {
+		case d.Type == domain.EventCampaignUpdated && d.Campaign != nil && d.Campaign.EndsAt.Equal(ends):
+			campaigns++
+		case d.Type == domain.EventVoucherUpdated && d.Voucher != nil && d.Voucher.EndsAt.Equal(ends) &&
+			d.Voucher.CampaignID == c.ID:
+			moved = append(moved, d.Voucher.ID)
+		default:
+			t.Fatalf("delivery %+v (voucher %+v): want campaign.updated or voucher.updated at the new end", d, d.Voucher)
+		}
+	}
+	slices.Sort(moved)
+	if campaigns != 1 || !slices.Equal(moved, []domain.VoucherID{c.ID.Variant(1), c.ID.Variant(2)}) {
+		t.Fatalf("deliveries = %+v, want one campaign.updated and voucher.updated of both vouchers", ds)
+	}
+
+	title := "renamed"
+	if _, err := f.campaigns.Update(ctx, c.ID, ports.CampaignUpdate{Action: domain.AuditCampaignUpdate,
+		Change: func(c domain.Campaign) (domain.Campaign, error) { return c.Apply(domain.CampaignEdit{Title: &title}) }}); err != nil {
+		t.Fatal(err)
+	}
+	if ds, err = sqlstore.NewWebhooks(f.db).List(ctx, ports.DeliveryQuery{Limit: 10}); err != nil || len(ds) != 4 {
+		t.Fatalf("deliveries after a rename: %d, %v; want one more (campaign.updated)", len(ds), err)
+	}
+}
+
 // wantRefusedBy fails unless err is the database refusing a statement by the CHECK
 // constraint named (on PostgreSQL a check_violation naming it, raised by a CHECK or a
 // trigger's function; on SQLite a CHECK, or the trigger that stands in for one, which
