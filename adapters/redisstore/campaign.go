@@ -115,4 +115,3 @@ func (s *Stock) learnVariants(id domain.VoucherID, variants int, count any) erro
 	s.campaigns.Store(campaign, n)
 	return nil
 }
-

@@ -344,6 +344,16 @@ func liveDrop(id domain.CampaignID, n, stock, capUnits, limit int) (domain.Campa
 	return c, vs
 }
 
+// waitlistDrop warms liveDrop's campaign in a stock of its own, and returns the stock's
+// client, the stock, its waitlists and the campaign's vouchers.
+func waitlistDrop(t *testing.T, id domain.CampaignID, n, stock, capUnits, limit int) (redis.UniversalClient, *redisstore.Stock, *redisstore.Waitlist, []domain.Voucher) {
+	t.Helper()
+	client, s := newStock(t, time.Hour)
+	c, vs := liveDrop(id, n, stock, capUnits, limit)
+	warmDrop(t, client, s, c, vs)
+	return client, s, redisstore.NewWaitlist(s), vs
+}
+
 // liveTake is takeVariant judged by the sale's clock.
 func liveTake(v domain.VoucherID, user domain.UserID, qty int) domain.Reservation {
 	r := takeVariant(v, user, qty)
@@ -358,11 +368,8 @@ func liveTake(v domain.VoucherID, user domain.UserID, qty int) domain.Reservatio
 // its next grab of another voucher is judged against the limit.
 func TestCampaignWaitlistKeepsTheLimit(t *testing.T) {
 	t.Parallel()
-	client, s := newStock(t, time.Hour)
-	w := redisstore.NewWaitlist(s)
+	client, s, w, vs := waitlistDrop(t, 11, 3, 1, 0, 1)
 	ctx := context.Background()
-	c, vs := liveDrop(11, 3, 1, 0, 1)
-	warmDrop(t, client, s, c, vs)
 	v1, v2, v3 := vs[0].ID, vs[1].ID, vs[2].ID
 
 	first := liveTake(v1, 1, 1)
@@ -401,11 +408,8 @@ func TestCampaignWaitlistKeepsTheLimit(t *testing.T) {
 // as it goes to the waitlist.
 func TestCampaignWaitlistKeepsTheCap(t *testing.T) {
 	t.Parallel()
-	client, s := newStock(t, time.Hour)
-	w := redisstore.NewWaitlist(s)
+	client, s, w, vs := waitlistDrop(t, 12, 2, 2, 2, 1)
 	ctx := context.Background()
-	c, vs := liveDrop(12, 2, 2, 2, 1)
-	warmDrop(t, client, s, c, vs)
 	v1 := vs[0]
 
 	first := liveTake(v1.ID, 1, 1)

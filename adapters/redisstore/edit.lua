@@ -42,14 +42,9 @@ end
 if ARGV[7] == 'strict' and m.restoring == '1' then
   return {-3}
 end
-local camp
-local variants = tonumber(ARGV[14])
-if variants > 0 then
-  local why, count
-  camp, why, count = campaign_terms(9, variants, tonumber(ARGV[15]))
-  if why == 'changed' then
-    return {-4, count}
-  end
+local camp, why, count = campaign_terms(9, tonumber(ARGV[14]), tonumber(ARGV[15]))
+if why == 'changed' then
+  return {-4, count}
 end
 local stock, remaining = tonumber(m.stock), tonumber(m.remaining)
 local left = remaining + tonumber(ARGV[1]) - stock
@@ -72,13 +67,11 @@ local given, to = 0, {}
 if left > remaining then
   m.settled = reopened and '0' or m.settled
   local offered = left - remaining
-  if variants > 0 then
-    local taken = camp and campaign_taken(camp)
-    if not taken then
-      offered = 0
-    elseif camp.cap then
-      offered = math.max(0, math.min(offered, camp.cap - taken))
-    end
+  local taken = camp and campaign_taken(camp)
+  if why == 'none' or camp and not taken then
+    offered = 0
+  elseif camp and camp.cap then
+    offered = math.max(0, math.min(offered, camp.cap - taken))
   end
   given, to = hand_off({meta = KEYS[1], buyers = KEYS[2], orders = KEYS[3], stream = KEYS[5],
     waitlist = KEYS[7], waiting = KEYS[8], campaign = camp}, m, offered, ARGV[3], expire, tonumber(ARGV[13]))

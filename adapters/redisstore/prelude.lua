@@ -164,10 +164,13 @@ end
 -- campaign_terms reads the terms of the campaign whose keys start at KEYS[first],
 -- for a caller who believes it holds variants vouchers, from a voucher numbered
 -- number. It returns the campaign {first, variants, limit, cap (nil: none), holders},
--- or nil and why not: 'none' when its terms are not loaded (or not yet with this
--- voucher), 'changed' and the count it holds when that is not variants (the caller
--- calls again with it).
+-- or nil and why not: nil for a voucher in no campaign (variants 0), 'none' when its
+-- terms are not loaded (or not yet with this voucher), 'changed' and the count it
+-- holds when that is not variants (the caller calls again with it).
 local function campaign_terms(first, variants, number)
+  if variants == 0 then
+    return nil
+  end
   local c = redis.call('HMGET', KEYS[first], 'variants', 'limit', 'cap')
   if not c[1] or not c[2] or number > tonumber(c[1]) then
     return nil, 'none'

@@ -29,14 +29,9 @@ if not m then
   -- writing would create a partial hash.
   return {0}
 end
-local camp
-local variants = tonumber(ARGV[8])
-if variants > 0 then
-  local why, count
-  camp, why, count = campaign_terms(8, variants, tonumber(ARGV[9]))
-  if why == 'changed' then
-    return {-1, count}
-  end
+local camp, why, count = campaign_terms(8, tonumber(ARGV[8]), tonumber(ARGV[9]))
+if why == 'changed' then
+  return {-1, count}
 end
 -- The order is closed for good: a restore from a list of live orders read before it
 -- closed must not record it again, whether or not it is held now.
@@ -50,7 +45,7 @@ redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('HDEL', KEYS[3], ARGV[2])
 local units = tonumber(ARGV[3])
 local offered = units
-if variants > 0 and not (camp and campaign_taken(camp)) then
+if why == 'none' or camp and not campaign_taken(camp) then
   offered = 0
 end
 local given, to = hand_off({meta = KEYS[1], buyers = KEYS[2], orders = KEYS[3], stream = KEYS[5],

@@ -32,15 +32,14 @@ local held = redis.call('HGET', KEYS[2], ARGV[1])
 if held then
   return {1, held}
 end
-local variants = tonumber(ARGV[3])
-if variants > 0 then
-  local camp, why, count = campaign_terms(5, variants, tonumber(ARGV[4]))
-  if why == 'changed' then
-    return {7, count}
-  end
-  if not camp then
-    return {4, ''}
-  end
+local camp, why, count = campaign_terms(5, tonumber(ARGV[3]), tonumber(ARGV[4]))
+if why == 'changed' then
+  return {7, count}
+end
+if why == 'none' then
+  return {4, ''}
+end
+if camp then
   local units, orders = campaign_holding(camp, ARGV[1])
   if units >= camp.limit then
     return {6, table.concat(orders, ' ')}

@@ -200,23 +200,7 @@ func (s *Campaigns) Update(ctx context.Context, id domain.CampaignID, u ports.Ca
 			return err
 		}
 		if campaignChanged(before, after) {
-			var moved []domain.Voucher
-			if after, moved, err = writeCampaignTx(ctx, tx, before, after); err != nil {
-				return err
-			}
-			if err := appendTx(ctx, tx, domain.CampaignAudit(u.Action, u.By, &before, after)); err != nil {
-				return err
-			}
-			events := newOutbox(s.events)
-			if err := events.campaign(domain.EventCampaignUpdated, after); err != nil {
-				return err
-			}
-			for _, v := range moved {
-				if err := events.voucher(domain.EventVoucherUpdated, v); err != nil {
-					return err
-				}
-			}
-			if err := events.writeTx(ctx, tx); err != nil {
+			if after, err = s.changeTx(ctx, tx, u, before, after); err != nil {
 				return err
 			}
 		}
@@ -231,6 +215,29 @@ func (s *Campaigns) Update(ctx context.Context, id domain.CampaignID, u ports.Ca
 		return domain.Campaign{}, fmt.Errorf("update campaign %s: %w", id, Classify(err))
 	}
 	return after, nil
+}
+
+// changeTx writes the change of before to after in tx (writeCampaignTx) with its audit
+// entry and, WithOutbox, its events: campaign.updated, and voucher.updated for each
+// voucher whose window it moved. It returns the campaign as stored.
+func (s *Campaigns) changeTx(ctx context.Context, tx bun.Tx, u ports.CampaignUpdate, before, after domain.Campaign) (domain.Campaign, error) {
+	after, moved, err := writeCampaignTx(ctx, tx, before, after)
+	if err != nil {
+		return domain.Campaign{}, err
+	}
+	if err := appendTx(ctx, tx, domain.CampaignAudit(u.Action, u.By, &before, after)); err != nil {
+		return domain.Campaign{}, err
+	}
+	events := newOutbox(s.events)
+	if err := events.campaign(domain.EventCampaignUpdated, after); err != nil {
+		return domain.Campaign{}, err
+	}
+	for _, v := range moved {
+		if err := events.voucher(domain.EventVoucherUpdated, v); err != nil {
+			return domain.Campaign{}, err
+		}
+	}
+	return after, events.writeTx(ctx, tx)
 }
 
 // campaignChanged reports whether after differs from before in what an admin sets or
