@@ -3,6 +3,8 @@ package redisstore
 import (
 	"context"
 	_ "embed"
+	"errors"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -98,4 +100,143 @@ func (s *Stock) RecordReservation(ctx context.Context, p redis.Pipeliner, r doma
 	for _, key := range []string{k.Buyers(r.VoucherID), k.Orders(r.VoucherID), k.Stream(r.VoucherID)} {
 		p.PExpireAt(ctx, key, expire)
 	}
+}
+
+// CampaignWatch is what a WATCH transaction over a grab of a campaign's voucher needs
+// of the campaign: the keys it watches (the campaign's terms and holders, each of its
+// vouchers' meta and buyers — every write that moves the campaign's units taken or a
+// user's units across it changes one of them), and how many vouchers it believed the
+// campaign held when it chose them.
+type CampaignWatch struct {
+	Keys     []string
+	variants int
+}
+
+// WatchCampaign returns what a transaction over a grab of voucher id watches of its
+// campaign, or nil for a voucher in no campaign.
+func (s *Stock) WatchCampaign(id domain.VoucherID) *CampaignWatch {
+	campaign, number := id.Campaign()
+	if campaign == 0 {
+		return nil
+	}
+	n := s.campaignVariants(campaign, number)
+	keys := []string{s.keys.Campaign(campaign), s.keys.CampaignHolders(campaign)}
+	for k := 1; k <= n; k++ {
+		v := campaign.Variant(k)
+		keys = append(keys, s.keys.Meta(v), s.keys.Buyers(v))
+	}
+	return &CampaignWatch{Keys: keys, variants: n}
+}
+
+// ErrCampaignGrew means the campaign holds more vouchers than a CampaignWatch watched:
+// the transaction is to be run again with a new one (WatchCampaign learnt the count).
+var ErrCampaignGrew = errors.New("the campaign holds more vouchers than watched")
+
+// ReadCampaign reads, on c (the transaction's connection, which watches cw.Keys), the
+// campaign's side of user's grab of voucher id, as reserve.lua judges it
+// (campaign_terms, campaign_taken, campaign_holding in prelude.lua): the cap's units
+// left, the per-user limit, and the units and orders user holds of the campaign's
+// other vouchers. ok is false when the campaign has no terms loaded (no sale state);
+// restoring is true while one of its vouchers is being restored. It returns
+// ErrCampaignGrew when the campaign holds more vouchers than cw watched.
+func (s *Stock) ReadCampaign(ctx context.Context, c redis.Cmdable, cw *CampaignWatch, id domain.VoucherID, user domain.UserID) (sale domain.CampaignSale, ok, restoring bool, err error) {
+	campaign, number := id.Campaign()
+	terms, err := c.HMGet(ctx, s.keys.Campaign(campaign), "variants", "limit", "cap").Result()
+	if err != nil {
+		return sale, false, false, err
+	}
+	variants, vok := intField(terms[0])
+	limit, lok := intField(terms[1])
+	if !vok || !lok || number > variants {
+		return sale, false, false, nil
+	}
+	if variants != cw.variants {
+		if err := s.learnVariants(id, cw.variants, strconv.Itoa(variants)); err != nil {
+			return sale, false, false, err
+		}
+		return sale, false, false, ErrCampaignGrew
+	}
+	sale.PerUserLimit = limit
+	u := user.String()
+	pipe := c.Pipeline()
+	metas := make([]*redis.SliceCmd, variants)
+	held := make([]*redis.StringCmd, variants)
+	holder := pipe.SIsMember(ctx, s.keys.CampaignHolders(campaign), u)
+	for k := range variants {
+		v := campaign.Variant(k + 1)
+		metas[k] = pipe.HMGet(ctx, s.keys.Meta(v), "stock", "remaining", "restoring")
+		if k+1 != number {
+			held[k] = pipe.HGet(ctx, s.keys.Buyers(v), u)
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return sale, false, false, err
+	}
+	taken := 0
+	for _, m := range metas {
+		f := m.Val()
+		stock, sok := intField(f[0])
+		remaining, rok := intField(f[1])
+		if !sok || !rok {
+			return sale, false, false, nil
+		}
+		if r, _ := f[2].(string); r == "1" {
+			return sale, true, true, nil
+		}
+		taken += stock - remaining
+	}
+	if capUnits, capped := intField(terms[2]); capped {
+		sale.Capped, sale.CapLeft = true, capUnits-taken
+	}
+	if holder.Val() {
+		if sale.UserUnits, sale.UserOrders, err = s.holdings(ctx, c, campaign, held); err != nil {
+			return sale, false, false, err
+		}
+	}
+	return sale, true, false, nil
+}
+
+// holdings returns the units and the orders held names, the user's buyer entry in
+// each of campaign's vouchers in turn (nil or empty: none in that one), reading each
+// order's record on c.
+func (s *Stock) holdings(ctx context.Context, c redis.Cmdable, campaign domain.CampaignID, held []*redis.StringCmd) (int, []domain.OrderID, error) {
+	units, orders := 0, []domain.OrderID(nil)
+	for k, h := range held {
+		if h == nil || h.Val() == "" {
+			continue
+		}
+		order, v := domain.OrderID(h.Val()), campaign.Variant(k+1)
+		record, err := c.HGet(ctx, s.keys.Orders(v), string(order)).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return 0, nil, err
+		}
+		// As record_qty in prelude.lua: a record missing or unread counts one unit.
+		n := 1
+		if r, err := decodeRecord(order, v, record); err == nil {
+			n = r.Quantity
+		}
+		units += n
+		orders = append(orders, order)
+	}
+	return units, orders, nil
+}
+
+// RecordCampaignHolder queues on p, beside RecordReservation's writes, the user's
+// place among the holders of r's campaign (reserve.lua's SADD), so its grabs of the
+// campaign's other vouchers look for this order; expire is the sale's keys' expiry.
+func (s *Stock) RecordCampaignHolder(ctx context.Context, p redis.Pipeliner, r domain.Reservation, expire time.Time) {
+	campaign, _ := r.VoucherID.Campaign()
+	p.SAdd(ctx, s.keys.CampaignHolders(campaign), r.UserID.String())
+	p.PExpireAt(ctx, s.keys.CampaignHolders(campaign), expire)
+}
+
+// intField reads an HMGET field holding a decimal integer; false when it is absent
+// or not one.
+func intField(v any) (int, bool) {
+	s, ok := v.(string)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s)
+	return n, err == nil
 }

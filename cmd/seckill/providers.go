@@ -298,7 +298,7 @@ func recoverVoucher(vouchers ports.Vouchers, stock ports.Stock, audit ports.Stoc
 }
 
 // createVoucher creates vouchers, those of a campaign too where the strategy keeps
-// campaigns (cstock nil: they answer 409 campaign_unsupported).
+// campaigns (cstock nil, on postgres: they answer 409 campaign_unsupported).
 func createVoucher(vouchers ports.Vouchers, stock ports.Stock, clock ports.Clock, campaigns ports.Campaigns,
 	cstock ports.CampaignStock) *application.CreateVoucher {
 	return application.NewCreateVoucher(vouchers, stock, clock).WithCampaigns(campaigns, cstock)

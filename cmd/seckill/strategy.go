@@ -76,10 +76,11 @@ func configuredStrategy(cfg Common) (StockStrategy, error) {
 var strategySet = wire.NewSet(sqlstock.New, selectStock, selectStockAudit, selectWaitlist, selectEntries, selectCampaignStock)
 
 // selectCampaignStock returns where a campaign's terms are kept beside its vouchers'
-// states: the Redis stock for lua, whose grab script judges a campaign's grab; nil
-// for watch and postgres, which sell no campaign (409 campaign_unsupported).
+// states: the Redis stock for lua, whose grab script judges a campaign's grab, and for
+// watch, whose transaction reads them (watchstock); nil for postgres, which sells no
+// campaign (409 campaign_unsupported).
 func selectCampaignStock(strategy StockStrategy, lua *redisstore.Stock) ports.CampaignStock {
-	if strategy == StrategyLua {
+	if strategy == StrategyLua || strategy == StrategyWatch {
 		return lua
 	}
 	return nil

@@ -64,21 +64,17 @@ func New(s *redisstore.Stock, attempts int) *Stock {
 // domain.ErrEnded, domain.ErrNotFound (no sale state), a *domain.ValidationError
 // (quantity below 1 or above the per-user limit), a *domain.RateLimitedError,
 // domain.ErrPaused, or an error wrapping domain.ErrUnavailable (backlog over
-// Options.MaxBacklog), or domain.ErrCampaignUnsupported for a campaign's voucher
-// (the reserve script sells those). When concurrent writes to the voucher made every one of its
-// attempts fail, it returns an error wrapping domain.ErrUnavailable and has taken
-// nothing: the caller may retry.
+// Options.MaxBacklog); for a campaign's voucher, domain.ErrCampaignSoldOut and an
+// *domain.AlreadyPurchasedError naming the user's orders across the campaign, judged
+// with the campaign's keys watched too (redisstore.Stock.WatchCampaign). When
+// concurrent writes to the voucher (or its campaign) made every one of its attempts
+// fail, it returns an error wrapping domain.ErrUnavailable and has taken nothing: the
+// caller may retry.
 func (w *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
 	if r.Quantity < 1 {
 		return domain.Invalid("quantity", "must be at least 1")
 	}
-	if c, _ := r.VoucherID.Campaign(); c != 0 {
-		// Judging a campaign's grab would watch every voucher of the campaign: not
-		// built; the script strategy sells campaigns.
-		return fmt.Errorf("reserve stock: voucher %s of campaign %s: %w", r.VoucherID, c, domain.ErrCampaignUnsupported)
-	}
 	k := w.Keys()
-	watched := []string{k.Meta(r.VoucherID), k.Buyers(r.VoucherID)}
 	// The user's index first, as on a cluster (redisstore.Stock.IndexGrabs): the
 	// transaction watches the voucher's keys only.
 	if err := w.IndexGrabs(ctx, []domain.Reservation{r}); err != nil {
@@ -87,12 +83,22 @@ func (w *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
 	g := &watchGrab{r: r}
 	for attempt := 1; attempt <= w.attempts; attempt++ {
 		var answer error
+		// A campaign's voucher is judged against every voucher of the campaign too, so
+		// the transaction watches them (as many as the campaign is known to hold).
+		watched := []string{k.Meta(r.VoucherID), k.Buyers(r.VoucherID)}
+		cw := w.WatchCampaign(r.VoucherID)
+		if cw != nil {
+			watched = append(watched, cw.Keys...)
+		}
 		err := w.Client().Watch(ctx, func(tx *redis.Tx) error {
-			return w.attempt(ctx, tx, g, &answer)
+			return w.attempt(ctx, tx, g, cw, &answer)
 		}, watched...)
 		switch {
 		case err == nil:
 			return answer
+		case errors.Is(err, redisstore.ErrCampaignGrew):
+			// The campaign holds more vouchers than were watched: nothing was written;
+			// the next attempt watches them all.
 		case !errors.Is(err, redis.TxFailedErr):
 			return fmt.Errorf("reserve stock: %w", err)
 		case attempt < w.attempts:
@@ -115,7 +121,7 @@ type watchGrab struct {
 }
 
 // attempt is one optimistic transaction on a connection that watches the voucher's
-// meta and buyers. A waiting room's grab is taken with its pass (see read), which the
+// meta and buyers (and, for a campaign's voucher, cw's keys). A waiting room's grab is taken with its pass (see read), which the
 // transaction uses up: the user's member leaves the passes set. It sets *answer to the grab's answer (nil: reserved) and returns
 // nil, or returns an error: redis.TxFailedErr when a watched key changed, so nothing
 // was written and the grab must be judged again. It judges in the order of
@@ -123,7 +129,7 @@ type watchGrab struct {
 // grab rule (domain.Sale.Judge), the backlog — and writes nothing for a refusal. A
 // grab without a time is judged by the sale's clock (Redis's TIME), read with the
 // state.
-func (w *Stock) attempt(ctx context.Context, tx *redis.Tx, g *watchGrab, answer *error) error {
+func (w *Stock) attempt(ctx context.Context, tx *redis.Tx, g *watchGrab, cw *redisstore.CampaignWatch, answer *error) error {
 	m, existing, pass, ok, err := w.read(ctx, tx, g)
 	if err != nil {
 		return err
@@ -138,6 +144,23 @@ func (w *Stock) attempt(ctx context.Context, tx *redis.Tx, g *watchGrab, answer 
 	if m.restoring {
 		*answer = redisstore.RestoringAnswer(r)
 		return nil
+	}
+	// The campaign's side, judged before the rate as reserve.lua judges it: no terms
+	// is no sale state, a voucher of it being restored is restoring.
+	var campaign *domain.CampaignSale
+	if cw != nil {
+		cs, ok, restoring, err := w.ReadCampaign(ctx, tx, cw, r.VoucherID, r.UserID)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			*answer = domain.ErrNotFound
+			return nil
+		case restoring:
+			*answer = redisstore.RestoringAnswer(r)
+			return nil
+		}
+		campaign = &cs
 	}
 	if !g.counted {
 		// On the transaction's own connection: a second one per grab would drain the
@@ -154,7 +177,7 @@ func (w *Stock) attempt(ctx context.Context, tx *redis.Tx, g *watchGrab, answer 
 	}
 	state := domain.Sale{Admission: m.admission, Challenge: m.challenge, Drawn: m.drawn, PassOutstanding: !r.Pass.IsZero() && pass == r.Pass.UnixMilli(),
 		Paused: m.paused, BeginsAt: time.UnixMilli(m.begins), EndsAt: time.UnixMilli(m.ends),
-		PerUserLimit: int(m.limit), Remaining: int(m.remaining)}
+		PerUserLimit: int(m.limit), Remaining: int(m.remaining), Campaign: campaign}
 	if m.settled {
 		// The queue is done with the sale (settle.lua): its window has closed, as the
 		// script judges it.
@@ -178,6 +201,9 @@ func (w *Stock) attempt(ctx context.Context, tx *redis.Tx, g *watchGrab, answer 
 	// ZREM).
 	_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		w.RecordReservation(ctx, p, r, m.admission == domain.AdmissionWaitingRoom, time.UnixMilli(m.expire))
+		if cw != nil {
+			w.RecordCampaignHolder(ctx, p, r, time.UnixMilli(m.expire))
+		}
 		return nil
 	})
 	if err != nil {
