@@ -92,8 +92,8 @@ type CreateCampaign struct {
 	clock     ports.Clock
 }
 
-// NewCreateCampaign returns the use case; stock is nil where the stock strategy keeps
-// no campaign (every creation then answers domain.ErrCampaignUnsupported).
+// NewCreateCampaign returns the use case; stock carries a new campaign's terms to the
+// grab path.
 func NewCreateCampaign(campaigns ports.Campaigns, stock ports.CampaignStock, clock ports.Clock) *CreateCampaign {
 	return &CreateCampaign{campaigns: campaigns, stock: stock, clock: clock}
 }
@@ -101,12 +101,8 @@ func NewCreateCampaign(campaigns ports.Campaigns, stock ports.CampaignStock, clo
 // Handle validates and stores the campaign with its audit entry, then loads its terms
 // for the grab path (a failure there is reported in Warming: the campaign is created
 // all the same, and its terms are loaded with its first voucher). It returns a
-// *domain.ValidationError for a bad command, domain.ErrCampaignUnsupported, or
-// ports.ErrClaimLost.
+// *domain.ValidationError for a bad command, or ports.ErrClaimLost.
 func (uc *CreateCampaign) Handle(ctx context.Context, cmd CreateCampaignCmd) (LiveCampaign, error) {
-	if uc.stock == nil {
-		return LiveCampaign{}, domain.ErrCampaignUnsupported
-	}
 	c := domain.Campaign{
 		Title: cmd.Title, BeginsAt: cmd.BeginsAt.UTC(), EndsAt: cmd.EndsAt.UTC(), PerUserLimit: cmd.PerUserLimit,
 		Cap: cmd.Cap, Admission: cmd.Admission, Challenge: cmd.Challenge, PowDifficulty: cmd.PowDifficulty,
@@ -244,11 +240,8 @@ func NewUpdateCampaign(campaigns ports.Campaigns, vouchers ports.Vouchers, stock
 // window is the campaign's (a voucher whose write fails is carried by the warm-up's
 // heal of stale terms; Warming says so). It returns the campaign as the change left
 // it at one moment, domain.ErrNotFound, a *domain.ValidationError,
-// domain.ErrCampaignUnsupported or ports.ErrClaimLost; on any error nothing changed.
+// or ports.ErrClaimLost; on any error nothing changed.
 func (uc *UpdateCampaign) Handle(ctx context.Context, cmd UpdateCampaignCmd) (LiveCampaign, error) {
-	if uc.cstock == nil {
-		return LiveCampaign{}, domain.ErrCampaignUnsupported
-	}
 	// The campaign is answered as the change left it at now, with its vouchers' units
 	// as read just before (a change of a campaign moves none of them): the answer the
 	// receipt keeps and the one returned are the same, so a retry is answered alike.

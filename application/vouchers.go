@@ -63,9 +63,9 @@ type CreateVoucher struct {
 }
 
 // WithCampaigns lets the use case create a campaign's vouchers, and give the grab
-// path the campaign's new count of vouchers with each. Without it (or with a nil
-// cstock: a stock strategy that keeps no campaign) a voucher asked for in a campaign
-// answers domain.ErrCampaignUnsupported.
+// path the campaign's new count of vouchers with each. Without it the use case knows
+// no campaign: a voucher asked for in one is a *domain.ValidationError (no such
+// campaign).
 func (uc *CreateVoucher) WithCampaigns(campaigns ports.Campaigns, cstock ports.CampaignStock) *CreateVoucher {
 	uc.campaigns, uc.cstock = campaigns, cstock
 	return uc
@@ -152,8 +152,8 @@ func (uc *CreateVoucher) Handle(ctx context.Context, cmd CreateVoucherCmd) (Live
 // numbers it under the campaign's lock), and the campaign, to validate it before it
 // is stored.
 func (uc *CreateVoucher) variant(ctx context.Context, v domain.Voucher, id domain.CampaignID) (domain.Voucher, domain.Campaign, error) {
-	if uc.cstock == nil {
-		return v, domain.Campaign{}, domain.ErrCampaignUnsupported
+	if uc.campaigns == nil {
+		return v, domain.Campaign{}, domain.Invalid("campaign_id", "no such campaign")
 	}
 	c, err := uc.campaigns.Get(ctx, id)
 	if errors.Is(err, domain.ErrNotFound) {

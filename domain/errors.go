@@ -53,10 +53,6 @@ var (
 	ErrEntriesClosed = errors.New("entries closed")
 	// ErrNotSoldOut: a waitlist is joined only while the voucher is sold out.
 	ErrNotSoldOut = errors.New("voucher not sold out")
-	// ErrCampaignUnsupported: the voucher is a campaign's, and the stock strategy
-	// keeps no campaign (only the lua strategy and the zero-setup mode sell one), or
-	// the campaign's voucher has no waitlist.
-	ErrCampaignUnsupported = errors.New("campaign unsupported by the stock strategy")
 	// ErrWaitlistUnsupported: the voucher has no waitlist: it is not first come (a
 	// waiting room or a draw), or the stock strategy keeps none (only the Redis
 	// strategies, lua and watch, hand returned units to one).

@@ -1,19 +1,13 @@
 package httpapi_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/seckill/seckill/adapters/httpapi"
-	"github.com/seckill/seckill/adapters/memory"
-	"github.com/seckill/seckill/adapters/system"
-	"github.com/seckill/seckill/application"
 	"github.com/seckill/seckill/domain"
 )
 
@@ -351,40 +345,5 @@ func TestCampaignWaitlist(t *testing.T) {
 	}
 	if r := a.do(http.MethodPost, "/api/v1/vouchers/"+l+"/grab", user(3), ""); r.Status != http.StatusConflict || r.code() != "already_purchased" {
 		t.Fatalf("user 3, handed S, grabs L: %d %s, want 409 already_purchased", r.Status, r.Raw)
-	}
-}
-
-// TestCampaignsWhereTheStockKeepsNone: a stock strategy that keeps no campaign sells
-// none: creating or changing one, or a voucher in one, answers 409
-// campaign_unsupported.
-func TestCampaignsWhereTheStockKeepsNone(t *testing.T) {
-	t.Parallel()
-	vouchers := memory.NewVouchers()
-	campaigns, stock, clock := memory.NewCampaigns(vouchers), memory.NewStock(), system.Clock{}
-	tokens := httpapi.NewTokens([]byte(secret))
-	e := httpapi.New(httpapi.Options{BodyLimit: "4K", RequestTimeout: time.Second}, httpapi.UseCases{
-		CreateVoucher:  application.NewCreateVoucher(vouchers, stock, clock).WithCampaigns(campaigns, nil),
-		CreateCampaign: application.NewCreateCampaign(campaigns, nil, clock),
-		UpdateCampaign: application.NewUpdateCampaign(campaigns, vouchers, stock, nil, clock, memory.NewChanges()),
-	}, tokens, nil, testLogger(t))
-	admin, err := tokens.Mint(1, true, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range []struct{ method, path, body string }{
-		{http.MethodPost, "/api/v1/campaigns", `{"title":"x","begins_at":"2026-01-01T00:00:00Z","ends_at":"2099-01-01T00:00:00Z","per_user_limit":1}`},
-		{http.MethodPatch, "/api/v1/campaigns/1", `{"cap":3}`},
-		{http.MethodPost, "/api/v1/vouchers", `{"title":"x","stock":1,"campaign_id":"1"}`},
-	} {
-		req := httptest.NewRequest(r.method, r.path, strings.NewReader(r.body))
-		req.Header.Set("Authorization", "Bearer "+admin)
-		req.Header.Set("Content-Type", "application/json")
-		rec := httptest.NewRecorder()
-		e.ServeHTTP(rec, req)
-		checkResponse(t, r.method, r.path, rec.Code, rec.Header(), rec.Body.Bytes())
-		var body struct{ Error struct{ Code string } }
-		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != http.StatusConflict || body.Error.Code != "campaign_unsupported" {
-			t.Errorf("%s %s: %d %s, want 409 campaign_unsupported", r.method, r.path, rec.Code, rec.Body)
-		}
 	}
 }

@@ -179,7 +179,6 @@ var sentinelAnswers = []struct {
 	{domain.ErrRateLimited, http.StatusTooManyRequests, "rate_limited", "too many requests; retry after the time in Retry-After"},
 	{domain.ErrSoldOut, http.StatusConflict, "sold_out", soldOutMessage},
 	{domain.ErrCampaignSoldOut, http.StatusConflict, "campaign_sold_out", "the campaign's cap is reached: none of its units is left, whatever this voucher has"},
-	{domain.ErrCampaignUnsupported, http.StatusConflict, "campaign_unsupported", "this deployment's stock strategy sells no campaigns (it needs SECKILL_STOCK_STRATEGY lua)"},
 	{domain.ErrNotStarted, http.StatusConflict, "not_started", "the sale has not started"},
 	{domain.ErrEnded, http.StatusConflict, "ended", "the sale has ended"},
 	{domain.ErrPaused, http.StatusConflict, "paused", "the sale is paused"},

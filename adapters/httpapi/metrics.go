@@ -21,7 +21,7 @@ import (
 var GrabOutcomes = []string{
 	"reserved", "sold_out", "already_purchased", "not_started", "ended", "paused",
 	"rate_limited", "unavailable", "invalid", "not_found", "unauthorized", "denied",
-	"queue_required", "challenge_required", "campaign_sold_out", "campaign_unsupported",
+	"queue_required", "challenge_required", "campaign_sold_out",
 }
 
 // unmatchedRoute is the route label of a request no route matched: the raw path would
@@ -68,7 +68,7 @@ func NewMetrics(reg *prometheus.Registry) *Metrics {
 		reg: reg,
 		grabs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "seckill_grab_requests_total",
-			Help: "Grab requests answered, by outcome (reserved, sold_out, already_purchased, not_started, ended, paused, rate_limited, unavailable, invalid, not_found, unauthorized, denied, queue_required, challenge_required, campaign_sold_out, campaign_unsupported).",
+			Help: "Grab requests answered, by outcome (reserved, sold_out, already_purchased, not_started, ended, paused, rate_limited, unavailable, invalid, not_found, unauthorized, denied, queue_required, challenge_required, campaign_sold_out).",
 		}, []string{"outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "seckill_http_request_duration_seconds",
@@ -205,7 +205,7 @@ func grabOutcome(c echo.Context, err error) string {
 	}
 	switch code {
 	case "sold_out", "already_purchased", "not_started", "ended", "paused", "rate_limited", "unavailable", "not_found", "unauthorized",
-		"denied", "queue_required", "challenge_required", "campaign_sold_out", "campaign_unsupported":
+		"denied", "queue_required", "challenge_required", "campaign_sold_out":
 		return code
 	case "invalid_request":
 		return "invalid"

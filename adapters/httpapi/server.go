@@ -103,8 +103,8 @@ type Options struct {
 // where its comment says otherwise.
 type UseCases struct {
 	// CreateVoucher creates a campaign's vouchers too ("campaign_id") once given the
-	// campaigns (application.CreateVoucher.WithCampaigns); without them such a
-	// voucher answers 409 campaign_unsupported.
+	// campaigns (application.CreateVoucher.WithCampaigns); without them it knows no
+	// campaign (400 invalid_request).
 	CreateVoucher       *application.CreateVoucher
 	GetVoucher          *application.GetVoucher
 	ListVouchers        *application.ListVouchers
@@ -140,9 +140,7 @@ type UseCases struct {
 	QueueEntrants     *application.QueueEntrants
 	GetQueueStats     *application.GetQueueStats
 	// The campaigns' routes (POST, GET /api/v1/campaigns, GET, PATCH …/{id},
-	// GET …/{id}/stats). Where the stock strategy keeps no campaign, CreateCampaign
-	// and UpdateCampaign are given no ports.CampaignStock and answer 409
-	// campaign_unsupported; the reads work on every strategy.
+	// GET …/{id}/stats).
 	CreateCampaign   *application.CreateCampaign
 	GetCampaign      *application.GetCampaign
 	ListCampaigns    *application.ListCampaigns

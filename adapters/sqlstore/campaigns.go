@@ -320,6 +320,53 @@ func lockCampaign(ctx context.Context, tx bun.Tx, id domain.CampaignID) (campaig
 	return rows[0], nil
 }
 
+// LockCampaign reads campaign id in tx under the lock an update takes (lockCampaign),
+// or returns domain.ErrNotFound. The postgres stock strategy's grab of a campaign's
+// voucher takes it before the voucher's (the order Persist takes them in), so the
+// grabs of a campaign take turns and judge its cap and limits from its rows.
+func LockCampaign(ctx context.Context, tx bun.Tx, id domain.CampaignID) (domain.Campaign, error) {
+	row, err := lockCampaign(ctx, tx, id)
+	if err != nil {
+		return domain.Campaign{}, err
+	}
+	return row.campaign(), nil
+}
+
+// LockUserCampaignUnits locks, on PostgreSQL, user's row of campaign id's units per
+// user (campaign_units, when it exists). The writers that close or store orders take
+// those rows before the campaign's (lockCampaignUnits, then lockCampaigns), so a grab
+// that stores an order of the user takes it first too, then LockCampaign: no two of
+// them wait for each other.
+func LockUserCampaignUnits(ctx context.Context, tx bun.Tx, id domain.CampaignID, user domain.UserID) error {
+	return lockCampaignUnits(ctx, tx, []orderRow{{VoucherID: int64(id.Variant(1)), UserID: int64(user)}})
+}
+
+// CampaignHoldings returns the units and the orders (oldest first) user holds by
+// live orders of campaign id's vouchers other than except, read in tx.
+func CampaignHoldings(ctx context.Context, tx bun.Tx, id domain.CampaignID, user domain.UserID, except domain.VoucherID) (int, []domain.OrderID, error) {
+	first, last := variantRange(id)
+	var rows []struct {
+		ID       string `bun:"id"`
+		Quantity int    `bun:"quantity"`
+	}
+	err := tx.NewSelect().Table("orders").Column("id", "quantity").
+		Where("voucher_id BETWEEN ? AND ?", first, last).
+		Where("voucher_id <> ?", int64(except)).
+		Where("user_id = ?", int64(user)).
+		Where("status IN (?)", bun.List(LiveStatuses)).
+		Order("created_at", "id").
+		Scan(ctx, &rows)
+	if err != nil {
+		return 0, nil, fmt.Errorf("read the user's orders of campaign %s: %w", id, err)
+	}
+	units, orders := 0, make([]domain.OrderID, 0, len(rows))
+	for _, r := range rows {
+		units += r.Quantity
+		orders = append(orders, domain.OrderID(r.ID))
+	}
+	return units, orders, nil
+}
+
 // lockCampaigns locks and reads the campaigns ids that exist, in id order, the order
 // every transaction that locks several takes them in. None locks nothing.
 func lockCampaigns(ctx context.Context, tx bun.Tx, ids []domain.CampaignID) ([]campaignRow, error) {

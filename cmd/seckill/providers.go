@@ -286,19 +286,16 @@ func editVoucher(vouchers ports.Vouchers, stock ports.Stock, recovery *applicati
 }
 
 // recoverVoucher counts each recovery of a voucher's sale state, and loads a
-// campaign's terms with its vouchers' where the strategy keeps campaigns.
+// campaign's terms with its vouchers'.
 func recoverVoucher(vouchers ports.Vouchers, stock ports.Stock, audit ports.StockAudit, ledger ports.OrderAudit,
 	clock ports.Clock, m *metrics, campaigns ports.Campaigns, cstock ports.CampaignStock) *application.RecoverVoucher {
 	uc := application.NewRecoverVoucher(vouchers, stock, audit, ledger, clock)
-	if cstock != nil {
-		uc.WithCampaigns(campaigns, cstock)
-	}
+	uc.WithCampaigns(campaigns, cstock)
 	uc.Observe(m.recovered)
 	return uc
 }
 
-// createVoucher creates vouchers, those of a campaign too where the strategy keeps
-// campaigns (cstock nil, on postgres: they answer 409 campaign_unsupported).
+// createVoucher creates vouchers, those of a campaign too.
 func createVoucher(vouchers ports.Vouchers, stock ports.Stock, clock ports.Clock, campaigns ports.Campaigns,
 	cstock ports.CampaignStock) *application.CreateVoucher {
 	return application.NewCreateVoucher(vouchers, stock, clock).WithCampaigns(campaigns, cstock)

@@ -77,13 +77,13 @@ var strategySet = wire.NewSet(sqlstock.New, selectStock, selectStockAudit, selec
 
 // selectCampaignStock returns where a campaign's terms are kept beside its vouchers'
 // states: the Redis stock for lua, whose grab script judges a campaign's grab, and for
-// watch, whose transaction reads them (watchstock); nil for postgres, which sells no
-// campaign (409 campaign_unsupported).
-func selectCampaignStock(strategy StockStrategy, lua *redisstore.Stock) ports.CampaignStock {
-	if strategy == StrategyLua || strategy == StrategyWatch {
-		return lua
+// watch, whose transaction reads them (watchstock); the database for postgres, whose
+// grab judges a campaign by its rows (sqlstock).
+func selectCampaignStock(strategy StockStrategy, lua *redisstore.Stock, db *sqlstock.Stock) ports.CampaignStock {
+	if strategy == StrategyPostgres {
+		return db
 	}
-	return nil
+	return lua
 }
 
 // selectStock returns the stock port of strategy: the Lua script (lua), the

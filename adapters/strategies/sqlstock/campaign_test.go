@@ -3,6 +3,9 @@ package sqlstock_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,47 +14,116 @@ import (
 	"github.com/seckill/seckill/domain"
 )
 
-// TestStockSellsNoCampaign: the database strategy keeps no campaign's cap nor its
-// per-user limit, so a grab of a campaign's voucher, and a waitlist's or a draw's
-// entry to one, answer ErrCampaignUnsupported and store nothing; a voucher of no
-// campaign sells as before.
-func TestStockSellsNoCampaign(t *testing.T) {
-	t.Parallel()
+// drop creates a campaign on sale from t0 for an hour under capUnits and limit units
+// a user, and a voucher of each of stocks in it; it returns their ids.
+func (f stockFixture) drop(t *testing.T, capUnits, limit int, stocks ...int) []domain.VoucherID {
+	t.Helper()
 	ctx := context.Background()
-	f := newStockFixture(t)
-	c := domain.Campaign{Title: "drop", BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: 2}
+	c := domain.Campaign{Title: "drop", BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: limit, Cap: &capUnits}
 	if err := sqlstore.NewCampaigns(f.db).Create(ctx, &c, domain.Author{}, nil); err != nil {
 		t.Fatalf("Create campaign: %v", err)
 	}
-	v := domain.Voucher{Title: "size 1", Stock: 10, CampaignID: c.ID}
-	if err := f.vouchers.Create(ctx, &v, domain.Author{}, nil); err != nil {
-		t.Fatalf("Create variant: %v", err)
+	ids := make([]domain.VoucherID, len(stocks))
+	for k, stock := range stocks {
+		v := domain.Voucher{Title: "size", Stock: stock, CampaignID: c.ID}
+		if err := f.vouchers.Create(ctx, &v, domain.Author{}, nil); err != nil {
+			t.Fatalf("Create variant: %v", err)
+		}
+		ids[k] = v.ID
 	}
+	return ids
+}
 
-	if err := f.stock.Reserve(ctx, grabAt(1, v.ID, 7, 1, t0.Add(time.Minute))); !errors.Is(err, domain.ErrCampaignUnsupported) {
-		t.Fatalf("Reserve of a campaign's voucher = %v, want ErrCampaignUnsupported", err)
-	}
-	if got := f.sold(t, v.ID); got != 0 {
-		t.Fatalf("sold = %d after a refused grab", got)
-	}
-	if _, err := f.orders.Get(ctx, grabAt(1, v.ID, 7, 1, t0).OrderID); !errors.Is(err, domain.ErrNotFound) {
-		t.Fatalf("the refused grab's order: %v, want ErrNotFound", err)
-	}
-	if _, err := (sqlstock.NoWaitlist{}).Join(ctx, v.ID, 7, "01KB0000000000000000000002"); !errors.Is(err, domain.ErrCampaignUnsupported) {
-		t.Fatalf("Join of a campaign's voucher = %v, want ErrCampaignUnsupported", err)
-	}
-	if _, err := (sqlstock.NoEntries{}).Enter(ctx, v, 7); !errors.Is(err, domain.ErrCampaignUnsupported) {
-		t.Fatalf("Enter of a campaign's voucher = %v, want ErrCampaignUnsupported", err)
-	}
+// TestStockSellsACampaign: a grab of a campaign's voucher is judged by the campaign's
+// rows too — the per-user limit across its vouchers (naming the orders held), a
+// voucher sold out, the cap — and a refused grab stores nothing; the waitlist and the
+// draw stay unsupported on this strategy.
+func TestStockSellsACampaign(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newStockFixture(t)
+	ids := f.drop(t, 3, 2, 2, 5, 5)
+	a, b, c := ids[0], ids[1], ids[2]
+	at := t0.Add(time.Minute)
 
-	plain := f.onSale(t, 10, 1)
-	if err := f.stock.Reserve(ctx, grabAt(3, plain.ID, 7, 1, t0.Add(time.Minute))); err != nil {
-		t.Fatalf("Reserve of a voucher of no campaign: %v", err)
+	for n, g := range []struct {
+		v    domain.VoucherID
+		user int64
+	}{{a, 1}, {b, 1}, {a, 2}} {
+		if err := f.stock.Reserve(ctx, grabAt(n+1, g.v, g.user, 1, at)); err != nil {
+			t.Fatalf("grab %d: %v", n+1, err)
+		}
 	}
-	if _, err := (sqlstock.NoWaitlist{}).Join(ctx, plain.ID, 7, "01KB0000000000000000000004"); !errors.Is(err, domain.ErrWaitlistUnsupported) {
-		t.Fatalf("Join of a voucher of no campaign = %v, want ErrWaitlistUnsupported", err)
+	var held *domain.AlreadyPurchasedError
+	if err := f.stock.Reserve(ctx, grabAt(4, c, 1, 1, at)); !errors.As(err, &held) ||
+		!slices.Equal(held.Orders, []domain.OrderID{grabAt(1, a, 1, 1, at).OrderID, grabAt(2, b, 1, 1, at).OrderID}) {
+		t.Fatalf("user 1's third voucher: %v (%+v), want already purchased naming its two orders", err, held)
 	}
-	if _, err := (sqlstock.NoEntries{}).Enter(ctx, plain, 7); !errors.Is(err, domain.ErrDrawUnsupported) {
-		t.Fatalf("Enter of a voucher of no campaign = %v, want ErrDrawUnsupported", err)
+	if err := f.stock.Reserve(ctx, grabAt(5, a, 3, 1, at)); !errors.Is(err, domain.ErrSoldOut) {
+		t.Fatalf("voucher A, sold out: %v", err)
+	}
+	if err := f.stock.Reserve(ctx, grabAt(6, c, 3, 1, at)); !errors.Is(err, domain.ErrCampaignSoldOut) {
+		t.Fatalf("voucher C at the cap: %v, want campaign sold out", err)
+	}
+	for _, n := range []int{4, 5, 6} {
+		if _, err := f.orders.Get(ctx, grabAt(n, a, 1, 1, at).OrderID); !errors.Is(err, domain.ErrNotFound) {
+			t.Fatalf("refused grab %d's order: %v, want ErrNotFound", n, err)
+		}
+	}
+	if got := f.sold(t, a) + f.sold(t, b) + f.sold(t, c); got != 3 {
+		t.Fatalf("sold %d across the campaign, want its cap 3", got)
+	}
+	if _, err := (sqlstock.NoWaitlist{}).Join(ctx, c, 7, "01KB0000000000000000000099"); !errors.Is(err, domain.ErrWaitlistUnsupported) {
+		t.Fatalf("Join of a campaign's voucher = %v, want ErrWaitlistUnsupported", err)
+	}
+	if _, err := (sqlstock.NoEntries{}).Enter(ctx, domain.Voucher{ID: c}, 7); !errors.Is(err, domain.ErrDrawUnsupported) {
+		t.Fatalf("Enter of a campaign's voucher = %v, want ErrDrawUnsupported", err)
+	}
+}
+
+// TestStockSellsACampaignExactlyUnderConcurrentGrabs: 150 users grab random vouchers
+// of a campaign of three (15 units each, a cap of 30, 2 units a user) at once:
+// exactly the cap is sold, and no user holds more than the limit across it.
+func TestStockSellsACampaignExactlyUnderConcurrentGrabs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newStockFixture(t)
+	ids := f.drop(t, 30, 2, 15, 15, 15)
+	at := t0.Add(time.Minute)
+	var mu sync.Mutex
+	units := map[int64]int{}
+	var wg sync.WaitGroup
+	for u := int64(1); u <= 150; u++ {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(u), 3))
+			for k := range 3 {
+				err := f.stock.Reserve(ctx, grabAt(int(u)*10+k, ids[rng.IntN(len(ids))], u, 1, at))
+				var held *domain.AlreadyPurchasedError
+				switch {
+				case err == nil:
+					mu.Lock()
+					units[u]++
+					mu.Unlock()
+				case errors.As(err, &held), errors.Is(err, domain.ErrSoldOut), errors.Is(err, domain.ErrCampaignSoldOut):
+				default:
+					t.Errorf("user %d: %v", u, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	sum := 0
+	for u, n := range units {
+		if n > 2 {
+			t.Fatalf("user %d holds %d units, over the limit of 2", u, n)
+		}
+		sum += n
+	}
+	sold := 0
+	for _, id := range ids {
+		sold += f.sold(t, id)
+	}
+	if sum != 30 || sold != 30 {
+		t.Fatalf("%d grabs answered reserved, %d sold; want the cap, 30", sum, sold)
 	}
 }

@@ -22,8 +22,9 @@ import (
 )
 
 var (
-	_ ports.Stock      = (*Stock)(nil)
-	_ ports.StockAudit = (*Stock)(nil)
+	_ ports.Stock         = (*Stock)(nil)
+	_ ports.StockAudit    = (*Stock)(nil)
+	_ ports.CampaignStock = (*Stock)(nil)
 )
 
 // Stock is a ports.Stock kept in the database alone: the classic design in which a
@@ -90,12 +91,13 @@ func (s *Stock) Warm(context.Context, domain.Voucher) (ports.WarmOutcome, error)
 // was not used before: the transaction that takes the grab records the pass in
 // used_passes, and a pass found there admits nothing (domain.ErrQueueRequired).
 //
-// A grab of a campaign's voucher answers domain.ErrCampaignUnsupported, touching
-// nothing: this strategy keeps no campaign's cap or per-user limit to judge it by.
+// A grab of a campaign's voucher is judged against the campaign's row too (its cap
+// and sold units, its per-user limit) and the user's live orders of its other
+// vouchers, under the campaign's lock taken before the voucher's: it may answer
+// domain.ErrCampaignSoldOut, or an *domain.AlreadyPurchasedError naming the user's
+// orders across the campaign. The database's triggers back the judgement, as the
+// sold counter's guard backs a voucher's.
 func (s *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
-	if err := campaignUnsupported(r.VoucherID); err != nil {
-		return err
-	}
 	if r.At.IsZero() {
 		r.At = s.clock.Now()
 	}
@@ -122,6 +124,13 @@ func (s *Stock) Reserve(ctx context.Context, r domain.Reservation) error {
 // It returns the grab's answer (nil: reserved), or an error when the transaction must
 // not commit. A refusal writes nothing, so committing it only releases the lock.
 func reserveTx(ctx context.Context, tx bun.Tx, r domain.Reservation) (answer error, err error) {
+	campaign, err := campaignSale(ctx, tx, r)
+	if errors.Is(err, domain.ErrNotFound) {
+		return domain.ErrNotFound, nil
+	}
+	if err != nil {
+		return nil, err
+	}
 	v, err := sqlstore.LockVoucher(ctx, tx, r.VoucherID)
 	if errors.Is(err, domain.ErrNotFound) {
 		return domain.ErrNotFound, nil
@@ -150,7 +159,7 @@ func reserveTx(ctx context.Context, tx bun.Tx, r domain.Reservation) (answer err
 	room := v.Admission == domain.AdmissionWaitingRoom
 	state := domain.Sale{Admission: v.Admission, Challenge: v.Challenge,
 		Paused: v.Paused, BeginsAt: v.BeginsAt, EndsAt: v.EndsAt,
-		PerUserLimit: v.PerUserLimit, Remaining: v.Stock - v.Sold}
+		PerUserLimit: v.PerUserLimit, Remaining: v.Stock - v.Sold, Campaign: campaign}
 	if room && !r.Pass.IsZero() {
 		used, err := tx.NewSelect().Model((*usedPassRow)(nil)).Where("p.voucher_id = ?", int64(r.VoucherID)).
 			Where("p.user_id = ?", int64(r.UserID)).Where("p.expires_ms = ?", r.Pass.UnixMilli()).Exists(ctx)
@@ -175,6 +184,45 @@ func reserveTx(ctx context.Context, tx bun.Tx, r domain.Reservation) (answer err
 	}
 	return nil, nil
 }
+
+// campaignSale locks r's user's units of the campaign of r's voucher and the campaign,
+// and reads its side of the grab
+// (domain.CampaignSale): the cap's units left (its cap minus its sold units, the
+// units its vouchers' live orders hold), its per-user limit, and what r's user holds
+// of its other vouchers. nil for a voucher of no campaign; domain.ErrNotFound when
+// the campaign does not exist.
+func campaignSale(ctx context.Context, tx bun.Tx, r domain.Reservation) (*domain.CampaignSale, error) {
+	id, _ := r.VoucherID.Campaign()
+	if id == 0 {
+		return nil, nil
+	}
+	// The user's units row first, then the campaign's: the order every writer of
+	// orders takes them in (the expiry sweeper, a cancel, Persist).
+	if err := sqlstore.LockUserCampaignUnits(ctx, tx, id, r.UserID); err != nil {
+		return nil, err
+	}
+	c, err := sqlstore.LockCampaign(ctx, tx, id)
+	if err != nil {
+		return nil, err
+	}
+	sale := &domain.CampaignSale{PerUserLimit: c.PerUserLimit}
+	if c.Cap != nil {
+		sale.Capped, sale.CapLeft = true, *c.Cap-c.Sold
+	}
+	if sale.UserUnits, sale.UserOrders, err = sqlstore.CampaignHoldings(ctx, tx, id, r.UserID, r.VoucherID); err != nil {
+		return nil, err
+	}
+	return sale, nil
+}
+
+// WarmCampaign has nothing to load: this strategy judges a campaign's grab by its
+// rows (Reserve), which are its terms.
+func (s *Stock) WarmCampaign(context.Context, domain.Campaign) error { return nil }
+
+// EditCampaign has nothing to carry: the change is the campaign's row, written in the
+// transaction this runs in, whose cap CHECK refuses a cap below the units sold (the
+// units this strategy's live orders hold, every one of them stored at its grab).
+func (s *Stock) EditCampaign(context.Context, domain.Campaign) error { return nil }
 
 // usedPassRow is a row of used_passes: a waiting room's pass that admitted an order.
 type usedPassRow struct {

@@ -8,34 +8,18 @@ import (
 )
 
 // What the postgres stock strategy does not do: its waitlist and its draws' entries
-// answer that they are unsupported, and so does anything of a campaign's voucher.
-
-// campaignUnsupported returns domain.ErrCampaignUnsupported for a voucher of a
-// campaign (its id tells: domain.VoucherID.Campaign), nil for any other. This strategy
-// does not sell campaigns: it keeps no campaign's cap nor per-user limit across its
-// vouchers to judge a grab by.
-func campaignUnsupported(v domain.VoucherID) error {
-	if c, _ := v.Campaign(); c != 0 {
-		return domain.ErrCampaignUnsupported
-	}
-	return nil
-}
+// answer that they are unsupported.
 
 // NoWaitlist is the ports.Waitlist of the postgres stock strategy, which keeps no
 // waitlist: a unit that comes back goes straight back on sale (Stock.Release), so
 // there is nothing to hand to one. Every method but Drop answers
-// domain.ErrWaitlistUnsupported (Join of a campaign's voucher
-// domain.ErrCampaignUnsupported); Drop has nothing to drop.
+// domain.ErrWaitlistUnsupported; Drop has nothing to drop.
 type NoWaitlist struct{}
 
 var _ ports.Waitlist = NoWaitlist{}
 
-// Join answers domain.ErrWaitlistUnsupported, or domain.ErrCampaignUnsupported for a
-// campaign's voucher.
-func (NoWaitlist) Join(_ context.Context, v domain.VoucherID, _ domain.UserID, _ domain.OrderID) (int, error) {
-	if err := campaignUnsupported(v); err != nil {
-		return 0, err
-	}
+// Join answers domain.ErrWaitlistUnsupported.
+func (NoWaitlist) Join(context.Context, domain.VoucherID, domain.UserID, domain.OrderID) (int, error) {
 	return 0, domain.ErrWaitlistUnsupported
 }
 
@@ -58,18 +42,13 @@ func (NoWaitlist) Length(context.Context, domain.VoucherID) (int, error) {
 }
 
 // NoEntries is the ports.Entries of the postgres stock strategy, which runs no draws:
-// every method answers domain.ErrDrawUnsupported (Enter of a campaign's voucher
-// domain.ErrCampaignUnsupported).
+// every method answers domain.ErrDrawUnsupported.
 type NoEntries struct{}
 
 var _ ports.Entries = NoEntries{}
 
-// Enter answers domain.ErrDrawUnsupported, or domain.ErrCampaignUnsupported for a
-// campaign's voucher.
-func (NoEntries) Enter(_ context.Context, v domain.Voucher, _ domain.UserID) (int, error) {
-	if err := campaignUnsupported(v.ID); err != nil {
-		return 0, err
-	}
+// Enter answers domain.ErrDrawUnsupported.
+func (NoEntries) Enter(context.Context, domain.Voucher, domain.UserID) (int, error) {
 	return 0, domain.ErrDrawUnsupported
 }
 
