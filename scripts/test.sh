@@ -83,12 +83,15 @@ start_services
 start_cluster
 # The end-to-end tests in cmd/seckill stop and start the throwaway PostgreSQL to test
 # outages, so they run after the other packages rather than beside them.
+# go test stops a test binary after 10 minutes by default; the end-to-end package runs
+# near that on a busy two-core machine, so every pass gets a budget well inside CI's.
+timeout=${SECKILL_TEST_TIMEOUT:-40m}
 echo "== go test -race (packages)"
-go test -race -count=1 "$@" $(go list ./... | grep -v '/cmd/seckill$')
+go test -race -count=1 -timeout "$timeout" "$@" $(go list ./... | grep -v '/cmd/seckill$')
 # The same repository and HTTP tests again with a SQLite file per test in place of
 # PostgreSQL: the zero-setup mode's database runs the same repositories and migrations.
 echo "== go test -race (packages that use the database, on SQLite)"
-SECKILL_TEST_DATABASE_URL=sqlite go test -race -count=1 "$@" ./adapters/sqlstore ./adapters/strategies/sqlstock ./adapters/httpapi ./adapters/webhook
+SECKILL_TEST_DATABASE_URL=sqlite go test -race -count=1 -timeout "$timeout" "$@" ./adapters/sqlstore ./adapters/strategies/sqlstock ./adapters/httpapi ./adapters/webhook
 # A short run of each fuzz target beyond its committed seed corpus (testdata/fuzz),
 # which the passes above already ran. SECKILL_FUZZTIME lengthens it; 0 skips it.
 # The budget is a count of inputs, not a duration: Go 1.26's fuzz coordinator can
@@ -107,7 +110,7 @@ if [ "$fuzztime" != 0 ]; then
 fi
 echo "== go test -race (end to end: cmd/seckill)"
 # The Sentinel failover test runs in its own pass below, with its servers.
-go test -race -count=1 -skip '^TestSentinelFailover' "$@" ./cmd/seckill
+go test -race -count=1 -timeout "$timeout" -skip '^TestSentinelFailover' "$@" ./cmd/seckill
 # The Redis adapter's and the WATCH strategy's tests, the reference burst, the
 # multi-instance test, the edits racing a sale, the sale's clock told to clients, the
 # orders' export, the event streams across instances, the webhooks through a kill -9,
@@ -115,11 +118,11 @@ go test -race -count=1 -skip '^TestSentinelFailover' "$@" ./cmd/seckill
 # three-master Redis Cluster:
 # the service runs on one Redis server or a cluster.
 echo "== go test -race (on a Redis Cluster: the Redis adapter, the WATCH strategy, the burst, several instances, edits, time, export, events, webhooks, waiting room, waitlist, draw, a drop)"
-SECKILL_TEST_REDIS_URL=cluster go test -race -count=1 "$@" ./adapters/redisstore ./adapters/strategies/watchstock ./adapters/stocktest
-SECKILL_TEST_REDIS_URL=cluster go test -race -count=1 \
+SECKILL_TEST_REDIS_URL=cluster go test -race -count=1 -timeout "$timeout" "$@" ./adapters/redisstore ./adapters/strategies/watchstock ./adapters/stocktest
+SECKILL_TEST_REDIS_URL=cluster go test -race -count=1 -timeout "$timeout" \
 	-run 'TestReferenceBurst|TestFulfillReferenceBurstEndToEnd|TestInstancesShareASaleThroughAKillNine|TestEditRacesASaleOnTwoInstances|TestEditReachesEveryInstance|TestDenyListReachesEveryInstance|TestTimeAndStateByTheSaleClock|TestExportStreamsBesideTheSaleOnPostgres|TestEventsReachStreamsOnEveryInstance|TestWebhooksSurviveKillNine|TestWaitingRoomAdmitsInThePublishedOrder|TestWaitlistWinsReturnedUnitsEndToEnd|TestDrawEndToEnd|TestDrawSurvivesAKillNineOfTheDrawingInstance|TestCampaignDropKeepsItsPromises|TestCampaignWaitlistKeepsItsPromises' "$@" ./cmd/seckill
 
 # A failover: a master, its replica and a Redis Sentinel; the test kills the master.
 echo "== go test -race (Redis Sentinel: a failover under a sale)"
 start_sentinel
-go test -race -count=1 -run '^TestSentinelFailover' "$@" ./cmd/seckill
+go test -race -count=1 -timeout "$timeout" -run '^TestSentinelFailover' "$@" ./cmd/seckill
