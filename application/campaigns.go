@@ -79,6 +79,9 @@ type CreateCampaignCmd struct {
 	Admission     domain.Admission
 	Challenge     domain.ChallengeKind
 	PowDifficulty int
+	// QueueOpensAt and QueueWindow are the waiting room's (zero: the defaults).
+	QueueOpensAt time.Time
+	QueueWindow  int
 	// By is who creates it, for the audit log.
 	By domain.Author
 	// Receipt, when set, keeps the request's answer with the campaign, or neither.
@@ -106,17 +109,10 @@ func (uc *CreateCampaign) Handle(ctx context.Context, cmd CreateCampaignCmd) (Li
 	c := domain.Campaign{
 		Title: cmd.Title, BeginsAt: cmd.BeginsAt.UTC(), EndsAt: cmd.EndsAt.UTC(), PerUserLimit: cmd.PerUserLimit,
 		Cap: cmd.Cap, Admission: cmd.Admission, Challenge: cmd.Challenge, PowDifficulty: cmd.PowDifficulty,
-	}
-	if c.Admission == "" {
-		c.Admission = domain.AdmissionFirstCome
-	}
-	if c.Challenge == "" {
-		c.Challenge = domain.ChallengeNone
-	}
-	if c.Challenge == domain.ChallengePow && c.PowDifficulty == 0 {
-		c.PowDifficulty = domain.DefaultPowDifficulty
+		QueueOpensAt: cmd.QueueOpensAt.UTC(), QueueWindow: cmd.QueueWindow,
 	}
 	now := uc.clock.Now()
+	c = c.WithAdmissionDefaults(now)
 	if err := c.ValidateNew(now); err != nil {
 		return LiveCampaign{}, err
 	}

@@ -35,7 +35,7 @@ const challengeTermsMax = 10_000
 // asks for the voucher's pow_difficulty plus the bits the caller raises it by under
 // load, at most domain.MaxPowDifficulty.
 type IssueChallenge struct {
-	vouchers  ports.Vouchers
+	vouchers  *RoomSales
 	challenge ports.Challenge
 	clock     ports.Clock
 	observe   func(outcome string)
@@ -52,10 +52,11 @@ type challengeTerms struct {
 	read       time.Time
 }
 
-// NewIssueChallenge returns the use case; clock dates what it remembers of each
-// voucher.
-func NewIssueChallenge(vouchers ports.Vouchers, challenge ports.Challenge, clock ports.Clock) *IssueChallenge {
-	return &IssueChallenge{vouchers: vouchers, challenge: challenge, clock: clock, observe: func(string) {},
+// NewIssueChallenge returns the use case: the challenges of the vouchers rooms reads,
+// and of its campaigns' waiting rooms (whose joins ask for the campaign's challenge);
+// clock dates what it remembers of each.
+func NewIssueChallenge(rooms *RoomSales, challenge ports.Challenge, clock ports.Clock) *IssueChallenge {
+	return &IssueChallenge{vouchers: rooms, challenge: challenge, clock: clock, observe: func(string) {},
 		terms: make(map[domain.VoucherID]challengeTerms)}
 }
 

@@ -29,7 +29,7 @@ func TestIssueChallengeAsksTheVouchersDifficultyRaised(t *testing.T) {
 	hard := store(domain.Voucher{Challenge: domain.ChallengePow, PowDifficulty: 31})
 	plain := store(domain.Voucher{Challenge: domain.ChallengeNone})
 	fake := &memory.Challenge{}
-	uc := application.NewIssueChallenge(vouchers, fake, memory.NewClock(now))
+	uc := application.NewIssueChallenge(application.NewRoomSales(vouchers, nil), fake, memory.NewClock(now))
 	var issued int
 	uc.Observe(func(o string) {
 		if o == application.ChallengeIssued {

@@ -75,6 +75,9 @@ type GateOptions struct {
 	Denied *DeniedUsers
 	// PassKey signs the waiting room's passes; a grab's pass is verified with it.
 	PassKey PassKey
+	// Rooms reads the sales of the waiting rooms' joins, campaigns' rooms included;
+	// nil reads vouchers' own rooms only.
+	Rooms *RoomSales
 	// Proofs, when set, verifies (and spends) the proofs requests carry. Without it
 	// nothing is ever proven, and a voucher that asks for a challenge refuses every
 	// grab, join and entry.
@@ -92,11 +95,14 @@ type GateOptions struct {
 //  1. the command: a *domain.ValidationError for ids below 1 (and, at DoorGrab, a
 //     quantity out of 1..domain.MaxQuantity);
 //  2. the user: domain.ErrDenied for a user on the deny list;
-//  3. the voucher, read at every door but the grab's: its error (domain.ErrNotFound),
-//     then the door's admission (domain.ErrNoWaitingRoom, domain.ErrNotDraw, an error
+//  3. the voucher, read at every door but the grab's (at DoorQueue the room's sale:
+//     a voucher's, or a campaign's by its room id, RoomSales): its error
+//     (domain.ErrNotFound), then the door's admission (domain.ErrNoWaitingRoom — for
+//     a campaign's voucher too, whose room is its campaign's —, domain.ErrNotDraw, an error
 //     wrapping domain.ErrWaitlistUnsupported) and window (the queue's: ErrNotStarted
 //     before queue_opens_at, ErrEnded from ends_at);
-//  4. the grab's pass, by its signature alone (domain.VerifyPass's refusals);
+//  4. the grab's pass, by its signature alone (domain.VerifyPass's refusals), for
+//     the room that admits to the voucher (domain.VoucherID.Room);
 //  5. what this instance knows without asking: a grab of a voucher the stock said is
 //     sold out is answered domain.ErrSoldOut (see SoldOut);
 //  6. the proof, last because it asks a store and spends it: at DoorGrab a proof
@@ -109,9 +115,9 @@ type GateOptions struct {
 // (a campaign's, a presale's) is one more step here, at its place in the order.
 type BuyerGate struct {
 	vouchers ports.Vouchers
-	// rooms reads the vouchers of the waiting rooms' joins, which every user of a
-	// queue makes at once, through a cache (roomVoucherAge).
-	rooms   *roomVouchers
+	// rooms reads the sales of the waiting rooms' joins, which every user of a queue
+	// makes at once, through a cache (roomVoucherAge).
+	rooms   *RoomSales
 	clock   ports.Clock
 	denied  *DeniedUsers
 	passKey PassKey
@@ -122,7 +128,11 @@ type BuyerGate struct {
 // NewBuyerGate returns the gate: vouchers are read from vouchers, judged by clock (the
 // sale's).
 func NewBuyerGate(vouchers ports.Vouchers, clock ports.Clock, opts GateOptions) *BuyerGate {
-	return &BuyerGate{vouchers: vouchers, rooms: &roomVouchers{vouchers: vouchers}, clock: clock, denied: opts.Denied,
+	rooms := opts.Rooms
+	if rooms == nil {
+		rooms = NewRoomSales(vouchers, nil)
+	}
+	return &BuyerGate{vouchers: vouchers, rooms: rooms, clock: clock, denied: opts.Denied,
 		passKey: opts.PassKey, proofs: opts.Proofs, soldOut: newSoldOutFlags(opts.SoldOutTTL)}
 }
 
@@ -148,7 +158,8 @@ func (g *BuyerGate) Check(ctx context.Context, cmd BuyerCommand) (Buyer, error) 
 		return Buyer{}, err
 	}
 	if cmd.Pass != "" {
-		p, err := domain.VerifyPass(g.passKey, cmd.Pass, cmd.VoucherID, cmd.UserID, b.Now)
+		// A campaign's voucher is let in by its campaign's room: the pass names that.
+		p, err := domain.VerifyPass(g.passKey, cmd.Pass, cmd.VoucherID.Room(), cmd.UserID, b.Now)
 		if err != nil {
 			return Buyer{}, err
 		}
@@ -192,7 +203,7 @@ func (cmd BuyerCommand) valid() error {
 // the other doors (a draw's entry and a waitlist's join judge by its latest terms).
 func (g *BuyerGate) voucher(ctx context.Context, cmd BuyerCommand) (domain.Voucher, error) {
 	if cmd.Door == DoorQueue {
-		return g.rooms.get(ctx, cmd.VoucherID)
+		return g.rooms.Cached(ctx, cmd.VoucherID)
 	}
 	return g.vouchers.Get(ctx, cmd.VoucherID)
 }
@@ -202,7 +213,7 @@ func admits(door Door, v domain.Voucher, now time.Time) error {
 	switch door {
 	case DoorQueue:
 		switch {
-		case v.Admission != domain.AdmissionWaitingRoom:
+		case !v.OwnRoom():
 			return domain.ErrNoWaitingRoom
 		case now.Before(v.QueueOpensAt):
 			return domain.ErrNotStarted

@@ -11,36 +11,89 @@ import (
 	"github.com/seckill/seckill/ports"
 )
 
-// roomVoucherAge is how long the waiting room's reads keep a voucher read from the
-// store: joins and places, which every user in a queue makes (and its event stream
-// every 500 ms), read the database about once a second per voucher and instance.
+// roomVoucherAge is how long the waiting room's reads keep a room's sale read from
+// the store: joins and places, which every user in a queue makes (and its event
+// stream every 500 ms), read the database about once a second per room and instance.
 const roomVoucherAge = time.Second
 
-// roomVouchers reads vouchers through a cache of roomVoucherAge.
-type roomVouchers struct {
+// RoomSales reads the sale a waiting room admits to, by the room's id: a voucher sold
+// through a room of its own, by the voucher's id, or a campaign's whole drop, by the
+// campaign's room id (domain.CampaignID.Room), as domain.Campaign.Room presents it. The
+// waiting room's use cases read it through a cache of roomVoucherAge (Cached).
+type RoomSales struct {
 	vouchers ports.Vouchers
-	cache    sync.Map // domain.VoucherID -> cachedVoucher
+	// campaigns is nil where there are none: a campaign's room id is then not found.
+	campaigns ports.Campaigns
+	cache     sync.Map // domain.VoucherID -> cachedVoucher
 }
 
-// cachedVoucher is a voucher and when it was read (the host's monotonic clock).
+// NewRoomSales returns the reader; campaigns may be nil.
+func NewRoomSales(vouchers ports.Vouchers, campaigns ports.Campaigns) *RoomSales {
+	return &RoomSales{vouchers: vouchers, campaigns: campaigns}
+}
+
+// cachedVoucher is a room's sale and when it was read (the host's monotonic clock).
 type cachedVoucher struct {
 	v  domain.Voucher
 	at time.Time
 }
 
-// get returns voucher id as read at most roomVoucherAge ago.
-func (r *roomVouchers) get(ctx context.Context, id domain.VoucherID) (domain.Voucher, error) {
+// Get reads the sale of room id as it is now: the voucher id, or the room of the
+// campaign whose room id it is. It returns domain.ErrNotFound when there is none.
+func (r *RoomSales) Get(ctx context.Context, id domain.VoucherID) (domain.Voucher, error) {
+	if c, k := id.Campaign(); c != 0 && k == 0 {
+		if r.campaigns == nil {
+			return domain.Voucher{}, domain.ErrNotFound
+		}
+		camp, err := r.campaigns.Get(ctx, c)
+		if err != nil {
+			return domain.Voucher{}, err
+		}
+		return camp.Room(), nil
+	}
+	return r.vouchers.Get(ctx, id)
+}
+
+// Cached returns the sale of room id as read at most roomVoucherAge ago.
+func (r *RoomSales) Cached(ctx context.Context, id domain.VoucherID) (domain.Voucher, error) {
 	if c, ok := r.cache.Load(id); ok {
 		if c := c.(cachedVoucher); time.Since(c.at) < roomVoucherAge { //nolint:forcetypeassert // only cachedVouchers are stored
 			return c.v, nil
 		}
 	}
-	v, err := r.vouchers.Get(ctx, id)
+	v, err := r.Get(ctx, id)
 	if err != nil {
 		return domain.Voucher{}, err
 	}
 	r.cache.Store(id, cachedVoucher{v: v, at: time.Now()})
 	return v, nil
+}
+
+// Active returns the rooms of the sales active at now (ports.Vouchers.Active): each
+// voucher sold through a room of its own, and the room of each campaign one of whose
+// vouchers is active and admits through a waiting room.
+func (r *RoomSales) Active(ctx context.Context, now time.Time) ([]domain.Voucher, error) {
+	active, err := r.vouchers.Active(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	var rooms []domain.Voucher
+	seen := map[domain.CampaignID]bool{}
+	for _, v := range active {
+		switch {
+		case v.Admission != domain.AdmissionWaitingRoom:
+		case v.CampaignID == 0:
+			rooms = append(rooms, v)
+		case !seen[v.CampaignID]:
+			seen[v.CampaignID] = true
+			room, err := r.Get(ctx, v.CampaignID.Room())
+			if err != nil {
+				return nil, fmt.Errorf("campaign %s: %w", v.CampaignID, err)
+			}
+			rooms = append(rooms, room)
+		}
+	}
+	return rooms, nil
 }
 
 // JoinQueue puts a user in a voucher's waiting room.
@@ -111,9 +164,9 @@ type QueueView struct {
 	WaitKnown bool
 }
 
-// QueueStatus reads a user's place in a voucher's waiting room.
+// QueueStatus reads a user's place in a voucher's (or a campaign's) waiting room.
 type QueueStatus struct {
-	vouchers *roomVouchers
+	vouchers *RoomSales
 	room     ports.WaitingRoom
 	shuffles ports.Shuffles
 	clock    ports.Clock
@@ -123,19 +176,19 @@ type QueueStatus struct {
 }
 
 // NewQueueStatus returns the use case; key signs the passes.
-func NewQueueStatus(vouchers ports.Vouchers, room ports.WaitingRoom, shuffles ports.Shuffles, clock ports.Clock, key PassKey) *QueueStatus {
-	return &QueueStatus{vouchers: &roomVouchers{vouchers: vouchers}, room: room, shuffles: shuffles, clock: clock, key: key}
+func NewQueueStatus(rooms *RoomSales, room ports.WaitingRoom, shuffles ports.Shuffles, clock ports.Clock, key PassKey) *QueueStatus {
+	return &QueueStatus{vouchers: rooms, room: room, shuffles: shuffles, clock: clock, key: key}
 }
 
 // Handle returns user's place in voucher id's waiting room, or domain.ErrNotFound
 // (no such voucher), domain.ErrNotJoined (the user never joined; a
 // domain.ErrNotFound too), or domain.ErrNoWaitingRoom.
 func (uc *QueueStatus) Handle(ctx context.Context, id domain.VoucherID, user domain.UserID) (QueueView, error) {
-	v, err := uc.vouchers.get(ctx, id)
+	v, err := uc.vouchers.Cached(ctx, id)
 	if err != nil {
 		return QueueView{}, err
 	}
-	if v.Admission != domain.AdmissionWaitingRoom {
+	if !v.OwnRoom() {
 		return QueueView{}, domain.ErrNoWaitingRoom
 	}
 	p, err := uc.room.Place(ctx, id, user)
@@ -187,13 +240,13 @@ func (uc *QueueStatus) shuffle(ctx context.Context, id domain.VoucherID) (*domai
 // QueueEntrants reads the entrants of a waiting room's shuffle: with the seed and the
 // digest QueueStatus publishes, anyone recomputes the shuffle and checks it.
 type QueueEntrants struct {
-	vouchers *roomVouchers
+	vouchers *RoomSales
 	shuffles ports.Shuffles
 }
 
 // NewQueueEntrants returns the use case.
-func NewQueueEntrants(vouchers ports.Vouchers, shuffles ports.Shuffles) *QueueEntrants {
-	return &QueueEntrants{vouchers: &roomVouchers{vouchers: vouchers}, shuffles: shuffles}
+func NewQueueEntrants(rooms *RoomSales, shuffles ports.Shuffles) *QueueEntrants {
+	return &QueueEntrants{vouchers: rooms, shuffles: shuffles}
 }
 
 // Handle returns voucher id's shuffle with its entrants, ascending
@@ -201,11 +254,11 @@ func NewQueueEntrants(vouchers ports.Vouchers, shuffles ports.Shuffles) *QueueEn
 // exist and before the shuffle ran, domain.ErrNoWaitingRoom for a voucher sold
 // otherwise.
 func (uc *QueueEntrants) Handle(ctx context.Context, id domain.VoucherID) (domain.SeededShuffle, error) {
-	v, err := uc.vouchers.get(ctx, id)
+	v, err := uc.vouchers.Cached(ctx, id)
 	if err != nil {
 		return domain.SeededShuffle{}, err
 	}
-	if v.Admission != domain.AdmissionWaitingRoom {
+	if !v.OwnRoom() {
 		return domain.SeededShuffle{}, domain.ErrNoWaitingRoom
 	}
 	return uc.shuffles.Get(ctx, id, true)
@@ -250,7 +303,7 @@ type RoomObserver struct {
 // shuffle in the database and installs it in the room; then every instance that runs
 // it lets users in, each step atomic in the store, so several may run at once.
 type AdmitQueues struct {
-	vouchers ports.Vouchers
+	vouchers *RoomSales
 	room     ports.WaitingRoom
 	shuffles ports.Shuffles
 	leases   ports.Leases
@@ -263,7 +316,7 @@ type AdmitQueues struct {
 }
 
 // NewAdmitQueues returns the use case.
-func NewAdmitQueues(vouchers ports.Vouchers, room ports.WaitingRoom, shuffles ports.Shuffles, leases ports.Leases,
+func NewAdmitQueues(rooms *RoomSales, room ports.WaitingRoom, shuffles ports.Shuffles, leases ports.Leases,
 	clock ports.Clock, opts RoomOptions, obs RoomObserver) *AdmitQueues {
 	if opts.LeaseTTL <= 0 {
 		opts.LeaseTTL = DefaultRoomLease
@@ -271,7 +324,7 @@ func NewAdmitQueues(vouchers ports.Vouchers, room ports.WaitingRoom, shuffles po
 	if opts.ListEvery <= 0 {
 		opts.ListEvery = DefaultRoomList
 	}
-	return &AdmitQueues{vouchers: vouchers, room: room, shuffles: shuffles, leases: leases, clock: clock, opts: opts, obs: obs}
+	return &AdmitQueues{vouchers: rooms, room: room, shuffles: shuffles, leases: leases, clock: clock, opts: opts, obs: obs}
 }
 
 // Handle runs one step of every waiting room whose sale is on: the shuffle of a room
@@ -285,12 +338,7 @@ func (uc *AdmitQueues) Handle(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("waiting rooms: %w", err)
 		}
-		uc.list, uc.listedAt = uc.list[:0], now
-		for _, v := range active {
-			if v.Admission == domain.AdmissionWaitingRoom {
-				uc.list = append(uc.list, v)
-			}
-		}
+		uc.list, uc.listedAt = active, now
 	}
 	var errs []error
 	outstanding := 0

@@ -39,7 +39,7 @@ func newRoomFixture(t *testing.T) *roomFixture {
 }
 
 func (f *roomFixture) admitter(holder string, obs application.RoomObserver) *application.AdmitQueues {
-	return application.NewAdmitQueues(f.vouchers, f.room, f.shuffles, f.leases, f.clock, application.RoomOptions{Holder: holder}, obs)
+	return application.NewAdmitQueues(application.NewRoomSales(f.vouchers, nil), f.room, f.shuffles, f.leases, f.clock, application.RoomOptions{Holder: holder}, obs)
 }
 
 func TestAdmitQueuesShufflesOnceSavedBeforeInstalledThenAdmitsWithinTheWindow(t *testing.T) {
@@ -62,7 +62,7 @@ func TestAdmitQueuesShufflesOnceSavedBeforeInstalledThenAdmitsWithinTheWindow(t 
 	if f.room.Closes != 0 {
 		t.Fatal("the room was shuffled before the start")
 	}
-	entrants := application.NewQueueEntrants(f.vouchers, f.shuffles)
+	entrants := application.NewQueueEntrants(application.NewRoomSales(f.vouchers, nil), f.shuffles)
 	if _, err := entrants.Handle(ctx, f.v.ID); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("the entrants before the shuffle: %v, want ErrNotFound", err)
 	}
@@ -98,7 +98,7 @@ func TestAdmitQueuesShufflesOnceSavedBeforeInstalledThenAdmitsWithinTheWindow(t 
 		t.Fatalf("admitted %d, want the window, 3", f.room.Admitted)
 	}
 
-	status := application.NewQueueStatus(f.vouchers, f.room, f.shuffles, f.clock, application.PassKey("k"))
+	status := application.NewQueueStatus(application.NewRoomSales(f.vouchers, nil), f.room, f.shuffles, f.clock, application.PassKey("k"))
 	first, err := status.Handle(ctx, f.v.ID, order[0])
 	check(t, err)
 	if first.Position != 1 || !first.Admitted || first.Pass == "" || first.Shuffle == nil || first.Shuffle.Count != 20 {
@@ -148,7 +148,7 @@ func TestJoinQueueRefusesWhatTheContractRefuses(t *testing.T) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
 	}
-	entrants := application.NewQueueEntrants(f.vouchers, f.shuffles)
+	entrants := application.NewQueueEntrants(application.NewRoomSales(f.vouchers, nil), f.shuffles)
 	if _, err := entrants.Handle(ctx, plain.ID); !errors.Is(err, domain.ErrNoWaitingRoom) {
 		t.Errorf("the entrants of a first-come voucher: %v, want ErrNoWaitingRoom", err)
 	}

@@ -33,14 +33,14 @@ func (s QueueStats) Joined() int64 { return s.Early + s.Late }
 
 // GetQueueStats reads a waiting room's figures for an admin.
 type GetQueueStats struct {
-	vouchers ports.Vouchers
+	vouchers *RoomSales
 	room     ports.WaitingRoom
 	shuffles ports.Shuffles
 }
 
 // NewGetQueueStats returns the use case.
-func NewGetQueueStats(vouchers ports.Vouchers, room ports.WaitingRoom, shuffles ports.Shuffles) *GetQueueStats {
-	return &GetQueueStats{vouchers: vouchers, room: room, shuffles: shuffles}
+func NewGetQueueStats(rooms *RoomSales, room ports.WaitingRoom, shuffles ports.Shuffles) *GetQueueStats {
+	return &GetQueueStats{vouchers: rooms, room: room, shuffles: shuffles}
 }
 
 // Handle returns voucher id's waiting room's figures, or domain.ErrNotFound (no such
@@ -50,7 +50,7 @@ func (uc *GetQueueStats) Handle(ctx context.Context, id domain.VoucherID) (Queue
 	if err != nil {
 		return QueueStats{}, err
 	}
-	if v.Admission != domain.AdmissionWaitingRoom {
+	if !v.OwnRoom() {
 		return QueueStats{}, domain.ErrNoWaitingRoom
 	}
 	f, err := uc.room.Figures(ctx, id)

@@ -16,7 +16,7 @@ import (
 func TestGetQueueStatsFollowsTheRoom(t *testing.T) {
 	ctx := context.Background()
 	f := newRoomFixture(t)
-	stats := application.NewGetQueueStats(f.vouchers, f.room, f.shuffles)
+	stats := application.NewGetQueueStats(application.NewRoomSales(f.vouchers, nil), f.room, f.shuffles)
 	join := application.NewJoinQueue(f.room, application.NewBuyerGate(f.vouchers, f.clock, application.GateOptions{}))
 	read := func(when string) application.QueueStats {
 		t.Helper()

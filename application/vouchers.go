@@ -111,7 +111,7 @@ func (uc *CreateVoucher) Handle(ctx context.Context, cmd CreateVoucherCmd) (Live
 	} else {
 		v = v.WithAdmissionDefaults(now)
 	}
-	if v.Admission.Shuffled() {
+	if v.Admission.Shuffled() && v.Seed == domain.NoSeed {
 		v.Seed = domain.NewSeed()
 	}
 	if err := v.ValidateNew(now); err != nil {

@@ -71,6 +71,13 @@ func NewSeed() Seed {
 	return s
 }
 
+// OwnRoom reports whether v is sold through a waiting room under its own id: a
+// waiting-room voucher outside any campaign, or a campaign's room
+// (Campaign.Room). A campaign's voucher is sold through its campaign's room.
+func (v Voucher) OwnRoom() bool {
+	return v.Admission == AdmissionWaitingRoom && v.ID.Room() == v.ID
+}
+
 // Commitment returns the hex SHA-256 of the voucher's seed, published when joining
 // opens so that the seed revealed after the shuffle can be checked; "" for a voucher
 // without a seed.

@@ -68,7 +68,7 @@ func VoucherAudit(action AuditAction, by Author, before *Voucher, after Voucher)
 
 // CampaignAudit is VoucherAudit for a change of a campaign: the fields title,
 // begins_at, ends_at, per_user_limit and cap (null when none), and at creation its
-// admission and challenge.
+// challenge and waiting room (its settings and the seed's commitment).
 func CampaignAudit(action AuditAction, by Author, before *Campaign, after Campaign) AuditEntry {
 	e := AuditEntry{Actor: by.Actor, Action: action, CampaignID: after.ID, RequestID: by.RequestID}
 	var b map[string]any
@@ -108,6 +108,10 @@ func campaignFields(c Campaign) map[string]any {
 	}
 	if c.Challenge == ChallengePow {
 		f["challenge"], f["pow_difficulty"] = string(c.Challenge), c.PowDifficulty
+	}
+	if c.Admission == AdmissionWaitingRoom {
+		f["admission"], f["commitment"] = string(c.Admission), c.Room().Commitment()
+		f["queue_window"], f["queue_opens_at"] = c.QueueWindow, c.QueueOpensAt.UTC().Format(StampLayout)
 	}
 	return f
 }

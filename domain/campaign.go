@@ -43,8 +43,23 @@ func (id CampaignID) Variant(k int) VoucherID {
 	return VoucherID(variantBase + int64(id)*variantBlock + int64(k))
 }
 
+// Room returns the id a campaign's waiting room goes by: the number 0 of its block,
+// which no voucher takes. The room, its passes and its published shuffle are kept
+// under it as a voucher's are under the voucher's id, on the campaign's Redis slot.
+func (id CampaignID) Room() VoucherID { return id.Variant(0) }
+
+// Room returns the id of the waiting room that admits to voucher id: its campaign's
+// (CampaignID.Room) for a campaign's voucher, its own otherwise. A pass names it.
+func (id VoucherID) Room() VoucherID {
+	if c, _ := id.Campaign(); c != 0 {
+		return c.Room()
+	}
+	return id
+}
+
 // Campaign returns the campaign v belongs to and its number in it (1..MaxVariants),
-// or 0, 0 for a voucher outside any campaign.
+// or 0, 0 for a voucher outside any campaign (and the campaign, 0, for a campaign's
+// room id).
 func (id VoucherID) Campaign() (CampaignID, int) {
 	n := int64(id) - variantBase
 	if n <= 0 {
@@ -75,6 +90,14 @@ type Campaign struct {
 	Challenge ChallengeKind
 	// PowDifficulty is the proof of work's difficulty in bits, with ChallengePow.
 	PowDifficulty int
+	// QueueOpensAt and QueueWindow are the waiting room's, with
+	// AdmissionWaitingRoom: one room for the whole drop (Room).
+	QueueOpensAt time.Time
+	QueueWindow  int
+	// Seed is the secret of the waiting room's shuffle, drawn when the campaign is
+	// created (NoSeed for first come); only its commitment is shown until the
+	// shuffle ran. Its vouchers carry it too.
+	Seed Seed
 	// Version counts the changes of the campaign's terms (cap, per-user limit,
 	// window), as a voucher's does.
 	Version   int64
@@ -104,7 +127,7 @@ func (c Campaign) ValidateNew(now time.Time) error {
 
 // Validate checks the rules a campaign must meet before it is stored. It returns a
 // *ValidationError naming the first field that breaks one. A campaign admits first
-// come: a waiting room or a draw over a whole drop is not built yet.
+// come or through one waiting room; a draw over a whole drop is not built yet.
 func (c Campaign) Validate() error {
 	if err := validateTitle(c.Title); err != nil {
 		return err
@@ -128,14 +151,40 @@ func (c Campaign) Validate() error {
 		return Invalid("cap", "must be at least 1")
 	case c.Cap != nil && *c.Cap > MaxStock*MaxVariants:
 		return Invalid("cap", "must be at most 10000000000")
-	case c.Admission != "" && c.Admission != AdmissionFirstCome:
-		return Invalid("admission", "must be first_come: a campaign's waiting room and draw are not built yet")
+	case c.Admission == AdmissionDraw:
+		return Invalid("admission", "must be first_come or waiting_room: a campaign's draw is not built yet")
 	}
-	return validateChallenge(c.Challenge, c.PowDifficulty)
+	return c.Room().validateAdmission()
+}
+
+// WithAdmissionDefaults returns c with the admission settings it leaves unset filled
+// in as a voucher's are (Voucher.WithAdmissionDefaults), and the seed of a waiting
+// room drawn.
+func (c Campaign) WithAdmissionDefaults(now time.Time) Campaign {
+	r := c.Room().WithAdmissionDefaults(now)
+	c.Admission, c.Challenge, c.PowDifficulty = r.Admission, r.Challenge, r.PowDifficulty
+	c.QueueOpensAt, c.QueueWindow = r.QueueOpensAt, r.QueueWindow
+	if c.Admission.Shuffled() && c.Seed == NoSeed {
+		c.Seed = NewSeed()
+	}
+	return c
+}
+
+// Room returns the campaign's waiting room as the rooms run it: a voucher that sells
+// nothing itself, under the campaign's room id (CampaignID.Room), with the campaign's
+// window, admission, challenge, queue settings and seed. Its pass admits to a grab of
+// any of the campaign's vouchers.
+func (c Campaign) Room() Voucher {
+	return Voucher{
+		ID: c.ID.Room(), CampaignID: c.ID, Title: c.Title, BeginsAt: c.BeginsAt, EndsAt: c.EndsAt,
+		PerUserLimit: c.PerUserLimit, Admission: c.Admission, Challenge: c.Challenge, PowDifficulty: c.PowDifficulty,
+		QueueOpensAt: c.QueueOpensAt, QueueWindow: c.QueueWindow, Seed: c.Seed, Version: c.Version, CreatedAt: c.CreatedAt,
+	}
 }
 
 // Variant returns the voucher v as the campaign's next variant would be stored: the
-// campaign's id, window, admission and challenge, the next variant's id, and, when
+// campaign's id, window, admission, challenge, queue settings and seed, the next
+// variant's id, and, when
 // v asks for none, the campaign's per-user limit (at most v's stock) as its own. It
 // returns a *ValidationError when the campaign is full or v's per-user limit is above
 // the campaign's.
@@ -147,6 +196,7 @@ func (c Campaign) Variant(v Voucher) (Voucher, error) {
 	v.CampaignID = c.ID
 	v.BeginsAt, v.EndsAt = c.BeginsAt, c.EndsAt
 	v.Admission, v.Challenge, v.PowDifficulty = c.Admission, c.Challenge, c.PowDifficulty
+	v.QueueOpensAt, v.QueueWindow, v.Seed, v.EntriesOpenAt = c.QueueOpensAt, c.QueueWindow, c.Seed, time.Time{}
 	if v.PerUserLimit == 0 {
 		v.PerUserLimit = min(c.PerUserLimit, v.Stock)
 	}

@@ -11,6 +11,9 @@ import (
 	"github.com/seckill/seckill/domain"
 )
 
+// campaignsPath is the campaigns' collection; their routes start with it.
+const campaignsPath = "/api/v1/campaigns"
+
 // accessOpen is the only access a campaign has yet: anyone may buy (codes and
 // allowlists are not built).
 const accessOpen = "open"
@@ -29,8 +32,13 @@ type CampaignJSON struct {
 	Admission domain.Admission     `json:"admission"`
 	Challenge domain.ChallengeKind `json:"challenge"`
 	// PowDifficulty is there only with the challenge pow, as a voucher's.
-	PowDifficulty int    `json:"pow_difficulty,omitempty"`
-	Access        string `json:"access"`
+	PowDifficulty int `json:"pow_difficulty,omitempty"`
+	// QueueOpensAt, QueueWindow and Commitment are there only with a waiting room, as
+	// a voucher's: one room for the whole drop (…/campaigns/{id}/queue).
+	QueueOpensAt *stamp `json:"queue_opens_at,omitempty"`
+	QueueWindow  int    `json:"queue_window,omitempty"`
+	Commitment   string `json:"commitment,omitempty"`
+	Access       string `json:"access"`
 	// Vouchers are the ids of its vouchers, in creation order.
 	Vouchers []string `json:"vouchers"`
 }
@@ -50,6 +58,9 @@ func toCampaignJSON(c application.LiveCampaign) CampaignJSON {
 		Admission:     c.Admission,
 		Challenge:     c.Challenge,
 		PowDifficulty: c.PowDifficulty,
+		QueueOpensAt:  optionalStamp(c.QueueOpensAt),
+		QueueWindow:   c.QueueWindow,
+		Commitment:    c.Room().Commitment(),
 		Access:        accessOpen,
 		Vouchers:      make([]string, 0, c.Variants),
 	}
@@ -70,6 +81,8 @@ type createCampaignRequest struct {
 	Admission     *domain.Admission     `json:"admission"`
 	Challenge     *domain.ChallengeKind `json:"challenge"`
 	PowDifficulty *int                  `json:"pow_difficulty"`
+	QueueOpensAt  *time.Time            `json:"queue_opens_at"`
+	QueueWindow   *int                  `json:"queue_window"`
 	Access        *string               `json:"access"`
 }
 
@@ -93,8 +106,19 @@ func (req createCampaignRequest) command() (application.CreateCampaignCmd, error
 	// Given explicitly, a mode is never empty (the use case reads "" as the default).
 	if req.Admission != nil {
 		if cmd.Admission = *req.Admission; cmd.Admission == "" {
-			return application.CreateCampaignCmd{}, domain.Invalid("admission", "must be first_come")
+			return application.CreateCampaignCmd{}, domain.Invalid("admission", "must be first_come or waiting_room")
 		}
+	}
+	if (req.QueueOpensAt != nil || req.QueueWindow != nil) && cmd.Admission != domain.AdmissionWaitingRoom {
+		return application.CreateCampaignCmd{}, domain.Invalid("queue_window", "queue_opens_at and queue_window are only for a waiting room")
+	}
+	if req.QueueWindow != nil {
+		if cmd.QueueWindow = *req.QueueWindow; cmd.QueueWindow == 0 {
+			return application.CreateCampaignCmd{}, domain.Invalid("queue_window", "must be between 1 and 1000000")
+		}
+	}
+	if req.QueueOpensAt != nil {
+		cmd.QueueOpensAt = *req.QueueOpensAt
 	}
 	if req.Challenge != nil {
 		if cmd.Challenge = *req.Challenge; cmd.Challenge == "" {

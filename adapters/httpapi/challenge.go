@@ -45,10 +45,10 @@ type challengeJSON struct {
 	CData      string `json:"cdata,omitempty"`
 }
 
-// issueChallenge answers a fresh challenge for the caller on the voucher: 404
-// not_found for a voucher that asks for none.
+// issueChallenge answers a fresh challenge for the caller on the voucher (or on a
+// campaign's waiting room, for its join): 404 not_found for one that asks for none.
 func (h handlers) issueChallenge(c echo.Context) error {
-	id, err := domain.ParseVoucherID(c.Param("id"))
+	id, err := roomID(c)
 	if err != nil {
 		return err
 	}

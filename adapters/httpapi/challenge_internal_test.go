@@ -58,7 +58,7 @@ func TestProofSpentOnceRefusalCarriesAChallenge(t *testing.T) {
 	door := NewAdmission(AdmissionOptions{MaxInflight: 10})
 	reg := prometheus.NewRegistry()
 	h := handlers{door: door, metrics: NewMetrics(reg), uc: UseCases{
-		IssueChallenge: application.NewIssueChallenge(vouchers, proofs, system.Clock{}),
+		IssueChallenge: application.NewIssueChallenge(application.NewRoomSales(vouchers, nil), proofs, system.Clock{}),
 	}}
 	gate := application.NewBuyerGate(vouchers, system.Clock{}, application.GateOptions{Proofs: application.NewVerifyProof(proofs)})
 	// prove checks a draw's entry of user in v as enterDraw does.

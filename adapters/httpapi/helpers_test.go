@@ -137,7 +137,9 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	passKey := application.NewPassKey([]byte(secret))
 	pow := redisstore.NewProofOfWork(rdb, redisstore.Options{Prefix: prefix}, clock)
 	verifyProof := application.NewVerifyProof(pow)
-	gateOpts := application.GateOptions{SoldOutTTL: time.Minute, Denied: denied, PassKey: passKey, Proofs: verifyProof}
+	campaigns := sqlstore.NewCampaigns(db).WithOutbox()
+	rooms := application.NewRoomSales(vouchers, campaigns)
+	gateOpts := application.GateOptions{SoldOutTTL: time.Minute, Denied: denied, PassKey: passKey, Proofs: verifyProof, Rooms: rooms}
 	if cfg.noDenyList {
 		gateOpts.Denied = nil
 	}
@@ -152,7 +154,6 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	shuffles := sqlstore.NewShuffles(db)
 	joinQueue := application.NewJoinQueue(room, gate)
 	waitlist := redisstore.NewWaitlist(stock)
-	campaigns := sqlstore.NewCampaigns(db).WithOutbox()
 	stats := application.NewGetVoucherStats(vouchers, orders, audit, clock, waitlist)
 	e := httpapi.New(
 		cfg.http,
@@ -179,12 +180,12 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 			JoinWaitlist:        application.NewJoinWaitlist(waitlist, ids, clock, gate),
 			WaitlistPosition:    application.NewWaitlistPosition(waitlist),
 			LeaveWaitlist:       application.NewLeaveWaitlist(waitlist),
-			IssueChallenge:      application.NewIssueChallenge(vouchers, pow, clock),
+			IssueChallenge:      application.NewIssueChallenge(rooms, pow, clock),
 			IssueStreamTicket:   application.NewIssueStreamTicket(tickets, clock),
 			JoinQueue:           joinQueue,
-			QueueStatus:         application.NewQueueStatus(vouchers, room, shuffles, clock, application.NewPassKey([]byte(secret))),
-			QueueEntrants:       application.NewQueueEntrants(vouchers, shuffles),
-			GetQueueStats:       application.NewGetQueueStats(vouchers, room, shuffles),
+			QueueStatus:         application.NewQueueStatus(rooms, room, shuffles, clock, application.NewPassKey([]byte(secret))),
+			QueueEntrants:       application.NewQueueEntrants(rooms, shuffles),
+			GetQueueStats:       application.NewGetQueueStats(rooms, room, shuffles),
 			CreateCampaign:      application.NewCreateCampaign(campaigns, stock, clock),
 			GetCampaign:         application.NewGetCampaign(campaigns, vouchers, stock, clock),
 			ListCampaigns:       application.NewListCampaigns(campaigns, vouchers, stock, clock),
@@ -205,7 +206,7 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	a := &api{t: t, url: srv.URL, denied: denied, passKey: passKey, redis: rdb, stock: stock, vouchers: vouchers, orders: orders, db: db, tokens: tokens, queue: queue, grab: grab, e: e,
 		fulfill: application.NewFulfillOrder(orders, queue, compensate, changes, 5), idempotency: cfg.http.Idempotency, dbURL: dbURL,
 		expire: application.NewExpireOrders(orders, compensate, clock, paymentWindow, changes),
-		rooms: application.NewAdmitQueues(vouchers, room, shuffles, sqlstore.NewLeases(db), clock,
+		rooms: application.NewAdmitQueues(rooms, room, shuffles, sqlstore.NewLeases(db), clock,
 			application.RoomOptions{Holder: "test"}, application.RoomObserver{})}
 	a.admin = a.token(1, true)
 	return a

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -18,8 +19,25 @@ import (
 // eventQueue is the kind of the waiting room's events.
 const eventQueue = "queue"
 
-// queueEventsRoute is the waiting room's event stream.
-const queueEventsRoute = "/api/v1/vouchers/:id/queue/events"
+// queueEventsRoute and campaignQueueEventsRoute are the waiting rooms' event
+// streams: a voucher's, and a campaign's.
+const (
+	queueEventsRoute         = "/api/v1/vouchers/:id/queue/events"
+	campaignQueueEventsRoute = campaignsPath + "/:id/queue/events"
+)
+
+// roomID reads the waiting room a route names: a voucher's (/api/v1/vouchers/{id}/…),
+// or a campaign's, by its room id (/api/v1/campaigns/{id}/…, domain.CampaignID.Room).
+func roomID(c echo.Context) (domain.VoucherID, error) {
+	if strings.HasPrefix(c.Path(), campaignsPath+"/") {
+		id, err := domain.ParseCampaignID(c.Param("id"))
+		if err != nil {
+			return 0, err
+		}
+		return id.Room(), nil
+	}
+	return domain.ParseVoucherID(c.Param("id"))
+}
 
 // QueueEvery is how often a waiting room's stream reads its user's place again: a
 // change (a position learnt, a pass given) reaches the client within it.
@@ -90,7 +108,7 @@ type QueueStatsJSON struct {
 // queueStats answers GET /api/v1/vouchers/{id}/queue/stats (an admin): the waiting
 // room's figures.
 func (h handlers) queueStats(c echo.Context) error {
-	id, err := domain.ParseVoucherID(c.Param("id"))
+	id, err := roomID(c)
 	if err != nil {
 		return err
 	}
@@ -107,7 +125,7 @@ func (h handlers) queueStats(c echo.Context) error {
 // joinQueue answers POST /api/v1/vouchers/{id}/queue: 202 with the caller's place,
 // the same place when it joined already.
 func (h handlers) joinQueue(c echo.Context) error {
-	id, err := domain.ParseVoucherID(c.Param("id"))
+	id, err := roomID(c)
 	if err != nil {
 		return err
 	}
@@ -126,7 +144,7 @@ func (h handlers) joinQueue(c echo.Context) error {
 // queueStatus answers GET /api/v1/vouchers/{id}/queue: the caller's place, or 404
 // when it never joined.
 func (h handlers) queueStatus(c echo.Context) error {
-	id, err := domain.ParseVoucherID(c.Param("id"))
+	id, err := roomID(c)
 	if err != nil {
 		return err
 	}
@@ -141,7 +159,7 @@ func (h handlers) queueStatus(c echo.Context) error {
 // once, then again whenever it changes (read every QueueEvery), until the client
 // leaves. A caller who never joined is answered 404 before the stream starts.
 func (h handlers) queueEvents(c echo.Context) error {
-	id, err := domain.ParseVoucherID(c.Param("id"))
+	id, err := roomID(c)
 	if err != nil {
 		return err
 	}
@@ -178,7 +196,7 @@ func (h handlers) queueEvents(c echo.Context) error {
 // room's shuffle as a draw's are answered (writeEntrants), the bytes whose SHA-256 is
 // the published entrants_digest. Before the shuffle: 404 not_found.
 func (h handlers) queueEntrants(c echo.Context) error {
-	id, err := domain.ParseVoucherID(c.Param("id"))
+	id, err := roomID(c)
 	if err != nil {
 		return err
 	}
@@ -189,15 +207,19 @@ func (h handlers) queueEntrants(c echo.Context) error {
 	return writeEntrants(c, sh.Entrants)
 }
 
-// queueRoutes adds the waiting room's routes through route: join and read behind
-// auth, the stream behind byTicket (a ticket or the Authorization header), the
-// shuffle's entrants behind public (anyone may check the shuffle), the room's figures
-// behind auth and an admin.
+// queueRoutes adds the waiting rooms' routes through route, a voucher's and a
+// campaign's alike: join and read behind auth, the stream behind byTicket (a ticket or
+// the Authorization header), the shuffle's entrants behind public (anyone may check
+// the shuffle), the room's figures behind auth and an admin; and a campaign's
+// challenge, which its room's join asks a proof of (a voucher's is challengeRoute).
 func queueRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc), h handlers,
 	auth, byTicket echo.MiddlewareFunc, public []echo.MiddlewareFunc) {
-	route(http.MethodPost, "/api/v1/vouchers/:id/queue", h.joinQueue, auth)
-	route(http.MethodGet, "/api/v1/vouchers/:id/queue", h.queueStatus, auth)
-	route(http.MethodGet, queueEventsRoute, h.queueEvents, byTicket)
-	route(http.MethodGet, "/api/v1/vouchers/:id/queue/entrants", h.queueEntrants, public...)
-	route(http.MethodGet, "/api/v1/vouchers/:id/queue/stats", h.queueStats, auth, requireAdmin)
+	for _, base := range []string{"/api/v1/vouchers/:id", campaignsPath + "/:id"} {
+		route(http.MethodPost, base+"/queue", h.joinQueue, auth)
+		route(http.MethodGet, base+"/queue", h.queueStatus, auth)
+		route(http.MethodGet, base+"/queue/events", h.queueEvents, byTicket)
+		route(http.MethodGet, base+"/queue/entrants", h.queueEntrants, public...)
+		route(http.MethodGet, base+"/queue/stats", h.queueStats, auth, requireAdmin)
+	}
+	route(http.MethodGet, campaignsPath+"/:id/challenge", h.issueChallenge, auth)
 }

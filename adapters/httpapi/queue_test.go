@@ -98,7 +98,13 @@ func TestQueueJoinsReadsAndAdmits(t *testing.T) {
 // against the OpenAPI document.
 func (a *api) entrants(voucher string) (int, string) {
 	a.t.Helper()
-	path := "/api/v1/vouchers/" + voucher + "/queue/entrants"
+	return a.entrantsAt("/api/v1/vouchers/" + voucher + "/queue/entrants")
+}
+
+// entrantsAt reads the entrants at path (a voucher's or a campaign's room)
+// anonymously, its answer checked against the OpenAPI document.
+func (a *api) entrantsAt(path string) (int, string) {
+	a.t.Helper()
 	res, err := http.Get(a.url + path)
 	if err != nil {
 		a.t.Fatal(err)

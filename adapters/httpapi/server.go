@@ -181,7 +181,8 @@ func globalMiddleware(opts Options, metrics *Metrics, routes func() map[string]b
 			Timeout: opts.RequestTimeout,
 			Skipper: func(c echo.Context) bool {
 				return c.Path() == grabRoute || c.Path() == voucherOrdersRoute && wantsCSV(c.Request()) ||
-					c.Path() == orderEventsRoute || c.Path() == voucherEventsRoute || c.Path() == queueEventsRoute
+					c.Path() == orderEventsRoute || c.Path() == voucherEventsRoute || c.Path() == queueEventsRoute ||
+					c.Path() == campaignQueueEventsRoute
 			},
 		}),
 		strictQuery,
@@ -300,7 +301,7 @@ func voucherRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo
 // behind auth and an admin.
 func campaignRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc), h handlers,
 	adminOnce, publicRead []echo.MiddlewareFunc, auth echo.MiddlewareFunc) {
-	const campaigns = "/api/v1/campaigns"
+	const campaigns = campaignsPath
 	route(http.MethodPost, campaigns, h.createCampaign, adminOnce...)
 	route(http.MethodGet, campaigns, h.listCampaigns, publicRead...)
 	route(http.MethodGet, campaigns+"/:id", h.getCampaign, publicRead...)
@@ -392,7 +393,7 @@ const grabRoute = "/api/v1/vouchers/:id/grab"
 // the orders' CSV export) or compresses itself (/metrics): no gzip middleware there.
 func streamed(path string) bool {
 	switch path {
-	case orderEventsRoute, voucherEventsRoute, queueEventsRoute, voucherOrdersRoute, "/metrics":
+	case orderEventsRoute, voucherEventsRoute, queueEventsRoute, campaignQueueEventsRoute, voucherOrdersRoute, "/metrics":
 		return true
 	}
 	return false

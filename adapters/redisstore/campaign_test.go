@@ -228,8 +228,11 @@ func TestCampaignUnderConcurrentGrabsIsExact(t *testing.T) {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(u), 37))
 			st := instances[u%len(instances)]
-			for range 3 {
+			for i := range 3 {
 				r := takeVariant(vs[rng.IntN(variants)].ID, domain.UserID(u), 1)
+				// Each grab its own order id, as the service mints one per grab: a user
+				// may pick the same voucher twice, after releasing the first order.
+				r.OrderID = domain.OrderID(fmt.Sprintf("%s-%d", r.OrderID, i))
 				err := st.Reserve(ctx, r)
 				switch {
 				case err == nil:

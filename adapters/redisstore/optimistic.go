@@ -95,7 +95,7 @@ func (s *Stock) RecordReservation(ctx context.Context, p redis.Pipeliner, r doma
 	p.HSet(ctx, k.Orders(r.VoucherID), string(r.OrderID), encodeRecord(r))
 	p.XAdd(ctx, &redis.XAddArgs{Stream: k.Stream(r.VoucherID), Values: entryValues(r, traceParent(ctx))})
 	if waitingRoom {
-		p.ZRem(ctx, k.Passes(r.VoucherID), r.UserID.String())
+		p.ZRem(ctx, k.Passes(r.VoucherID.Room()), r.UserID.String())
 	}
 	for _, key := range []string{k.Buyers(r.VoucherID), k.Orders(r.VoucherID), k.Stream(r.VoucherID)} {
 		p.PExpireAt(ctx, key, expire)

@@ -305,3 +305,54 @@ local function hand_off(keys, m, units, ends_ms, expire_ms, window)
   end
   return given, to
 end
+
+-- room_sale reads the sale a waiting room admits to, its keys from KEYS[first] on: a
+-- voucher's sale state (variants 0), or a campaign's terms (Keys.Campaign) then the
+-- sale states of its variants vouchers. It returns the state the room judges by
+-- (fields paused, restoring, begins and ends, as sale_state reads them), the units a
+-- grab could take now (those of vouchers not paused) and the units left at all — for
+-- a campaign summed over its vouchers, at most what its cap leaves; paused only when
+-- every voucher is, restoring while any is. It returns nil when there is no sale
+-- state, and nil, 'changed' and the count when the campaign holds another number of
+-- vouchers than variants (the caller calls again with it).
+local function room_sale(first, variants)
+  if variants == 0 then
+    local m = sale_state(KEYS[first], 'paused', 'restoring')
+    if not m then
+      return nil
+    end
+    local left = tonumber(m.remaining)
+    return m, left, left
+  end
+  local c = redis.call('HMGET', KEYS[first], 'variants', 'cap')
+  if not c[1] then
+    return nil
+  end
+  if tonumber(c[1]) ~= variants then
+    return nil, 'changed', tonumber(c[1])
+  end
+  local out = {paused = '1', restoring = false}
+  local on_sale, left, taken = 0, 0, 0
+  for j = 1, variants do
+    local m = sale_state(KEYS[first + j], 'paused', 'restoring')
+    if not m then
+      return nil
+    end
+    if m.restoring == '1' then
+      out.restoring = '1'
+    end
+    out.begins, out.ends = m.begins, m.ends
+    local remaining = tonumber(m.remaining)
+    taken = taken + tonumber(m.stock) - remaining
+    left = left + remaining
+    if m.paused ~= '1' then
+      out.paused = '0'
+      on_sale = on_sale + remaining
+    end
+  end
+  if c[2] then
+    local cap_left = math.max(tonumber(c[2]) - taken, 0)
+    on_sale, left = math.min(on_sale, cap_left), math.min(left, cap_left)
+  end
+  return out, on_sale, left
+end

@@ -104,7 +104,7 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 	}
 	id := rs[0].VoucherID
 	keys := make([]string, 5, 6+len(rs))
-	keys[0], keys[1], keys[2], keys[3], keys[4] = s.keys.Meta(id), s.keys.Buyers(id), s.keys.Orders(id), s.keys.Stream(id), s.keys.Passes(id)
+	keys[0], keys[1], keys[2], keys[3], keys[4] = s.keys.Meta(id), s.keys.Buyers(id), s.keys.Orders(id), s.keys.Stream(id), s.keys.Passes(id.Room())
 	if s.interval > 0 {
 		keys = append(keys, s.keys.Rates(id))
 	}

@@ -3,8 +3,10 @@ package redisstore
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -47,8 +49,11 @@ const admitMost = 1000
 
 // WaitingRoom is the ports.WaitingRoom on Redis: every key of a voucher's room has the
 // voucher's hash tag (Keys.Room and the keys after it, Keys.Passes), so each step is
-// one script on one node, on a single server and on Redis Cluster alike. The keys
-// expire with the voucher's other keys, at the end of its sale plus the grace.
+// one script on one node, on a single server and on Redis Cluster alike. A campaign's
+// room is kept under its room id (domain.CampaignID.Room), whose keys have the
+// campaign's hash tag, the tag of its terms and its vouchers' keys too: its admission
+// judges the whole drop's units in the same script. The keys expire with the
+// voucher's other keys, at the end of its sale plus the grace.
 type WaitingRoom struct {
 	client redis.UniversalClient
 	keys   Keys
@@ -56,6 +61,10 @@ type WaitingRoom struct {
 	// now is the time the scripts judge by, in Unix ms; 0 (the default) is the sale's
 	// clock (Redis's TIME). Tests set it.
 	now func() int64
+	// variants is how many vouchers each campaign whose room was read holds, as last
+	// learnt (domain.CampaignID -> int): a script told a wrong count answers the true
+	// one, and is run again with it.
+	variants sync.Map
 }
 
 var _ ports.WaitingRoom = (*WaitingRoom)(nil)
@@ -87,14 +96,67 @@ func (w *WaitingRoom) Join(ctx context.Context, v domain.Voucher, user domain.Us
 	return res[0] == 1, nil
 }
 
-// Place reads where user stands in voucher id's room (room_place.lua), or
-// domain.ErrNotFound when user never joined.
+// sale returns the keys room_sale (prelude.lua) reads the sale of room id by, and the
+// count of vouchers to give it: the voucher's meta and 0, or a campaign's terms and
+// its vouchers' metas, as many as this process last learnt it holds (read from Redis
+// the first time; 1 while its terms are not loaded, which room_sale reads as no
+// sale).
+func (w *WaitingRoom) sale(ctx context.Context, id domain.VoucherID) ([]string, int, error) {
+	c, k := id.Campaign()
+	if c == 0 || k != 0 {
+		return []string{w.keys.Meta(id)}, 0, nil
+	}
+	n, ok := w.variants.Load(c)
+	if !ok {
+		count, err := w.client.HGet(ctx, w.keys.Campaign(c), "variants").Int()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, 0, unavailable("read the campaign's terms", err)
+		}
+		n = max(count, 1)
+		w.variants.Store(c, n)
+	}
+	variants := n.(int) //nolint:forcetypeassert // only ints are stored
+	keys := make([]string, 0, 1+variants)
+	keys = append(keys, w.keys.Campaign(c))
+	for j := 1; j <= variants; j++ {
+		keys = append(keys, w.keys.Meta(c.Variant(j)))
+	}
+	return keys, variants, nil
+}
+
+// learn keeps count, a script's answer that room id's campaign holds another number
+// of vouchers than it was told; it reports whether that is news (a count that is not
+// is an error of the caller's, which stops its retries).
+func (w *WaitingRoom) learn(id domain.VoucherID, told int, count int64) bool {
+	c, _ := id.Campaign()
+	if c == 0 || int(count) == told || count < 1 {
+		return false
+	}
+	w.variants.Store(c, int(count))
+	return true
+}
+
+// Place reads where user stands in room id (room_place.lua): a voucher's, or a
+// campaign's by its room id. It returns domain.ErrNotFound when user never joined.
 func (w *WaitingRoom) Place(ctx context.Context, id domain.VoucherID, user domain.UserID) (ports.RoomPlace, error) {
 	k := w.keys
-	keys := []string{k.Room(id), k.RoomEarly(id), k.RoomPlaces(id), k.RoomLate(id), k.Passes(id), k.Meta(id)}
-	res, err := roomPlaceScript.Run(ctx, w.client, keys, user.String(), w.now()).Int64Slice()
-	if err != nil {
-		return ports.RoomPlace{}, unavailable("read the waiting room", err)
+	var res []int64
+	for {
+		sale, variants, err := w.sale(ctx, id)
+		if err != nil {
+			return ports.RoomPlace{}, err
+		}
+		keys := append([]string{k.Room(id), k.RoomEarly(id), k.RoomPlaces(id), k.RoomLate(id), k.Passes(id)}, sale...)
+		res, err = roomPlaceScript.Run(ctx, w.client, keys, user.String(), w.now(), variants).Int64Slice()
+		if err != nil {
+			return ports.RoomPlace{}, unavailable("read the waiting room", err)
+		}
+		if res[0] != 2 {
+			break
+		}
+		if !w.learn(id, variants, res[1]) {
+			return ports.RoomPlace{}, fmt.Errorf("waiting room %s: unexpected count of vouchers %d", id, res[1])
+		}
 	}
 	if res[0] == 0 {
 		return ports.RoomPlace{}, domain.ErrNotFound
@@ -166,13 +228,32 @@ func (w *WaitingRoom) Install(ctx context.Context, v domain.Voucher, order []dom
 }
 
 // Admit lets users in from the front of v's line (room_admit.lua), passing over those
-// who hold an order of v (Keys.Buyers).
+// who hold an order of v (Keys.Buyers) — for a campaign's room (v its Room), those
+// who may hold one of its vouchers (Keys.CampaignHolders), while the drop has units.
 func (w *WaitingRoom) Admit(ctx context.Context, v domain.Voucher, window int, lifetime time.Duration) (ports.Admission, error) {
 	k := w.keys
-	keys := []string{k.Room(v.ID), k.RoomLine(v.ID), k.RoomLateLine(v.ID), k.Passes(v.ID), k.Meta(v.ID), k.Buyers(v.ID)}
-	res, err := roomAdmitScript.Run(ctx, w.client, keys, window, lifetime.Milliseconds(), admitMost, w.expireAt(v), w.now()).Slice()
-	if err != nil {
-		return ports.Admission{}, unavailable("admit from the waiting room", err)
+	before := k.Buyers(v.ID)
+	if c, n := v.ID.Campaign(); c != 0 && n == 0 {
+		before = k.CampaignHolders(c)
+	}
+	var res []any
+	for {
+		sale, variants, err := w.sale(ctx, v.ID)
+		if err != nil {
+			return ports.Admission{}, err
+		}
+		keys := append([]string{k.Room(v.ID), k.RoomLine(v.ID), k.RoomLateLine(v.ID), k.Passes(v.ID), before}, sale...)
+		res, err = roomAdmitScript.Run(ctx, w.client, keys, window, lifetime.Milliseconds(), admitMost, w.expireAt(v), w.now(), variants).Slice()
+		if err != nil {
+			return ports.Admission{}, unavailable("admit from the waiting room", err)
+		}
+		if n, _ := res[0].(int64); n != -1 {
+			break
+		}
+		count, _ := res[1].(int64)
+		if !w.learn(v.ID, variants, count) {
+			return ports.Admission{}, fmt.Errorf("waiting room %s: unexpected count of vouchers %v", v.ID, res[1])
+		}
 	}
 	n, _ := res[0].(int64)
 	outstanding, _ := res[1].(int64)

@@ -1,19 +1,25 @@
--- room_admit: let users in from the front of a voucher's waiting room.
+-- room_admit: let users in from the front of a voucher's or a campaign's waiting room.
 --
 -- KEYS[1] room, KEYS[2] line (shuffled early joiners), KEYS[3] late line, KEYS[4]
--- passes, KEYS[5] meta (the sale state), KEYS[6] buyers (Keys.Buyers).
+-- passes, KEYS[5] those let in before (a voucher's buyers, Keys.Buyers; a campaign's
+-- holders, Keys.CampaignHolders), then the sale the room admits to from KEYS[6] on
+-- (room_sale: a voucher's meta, or a campaign's terms and its vouchers' metas).
 -- ARGV[1] window (the most passes outstanding), ARGV[2] lifetime_ms (of a pass),
 -- ARGV[3] most (users taken from the line by one call at most), ARGV[4]
--- expire_at_ms, ARGV[5] now_ms ('0': sale_now).
--- Nothing happens before the shuffled order is installed (returns {0, -1, 0}).
+-- expire_at_ms, ARGV[5] now_ms ('0': sale_now), ARGV[6] variants (0 for a voucher's
+-- room; for a campaign's, how many vouchers the caller believes it holds).
+-- Nothing happens before the shuffled order is installed (returns {0, -1, 0}), nor
+-- when the campaign holds another number of vouchers (returns {-1, count}: the
+-- caller calls again with it).
 -- Otherwise the expired passes are dropped, then, unless the sale is paused, ended,
 -- not started, being restored or has no sale state, users are popped from the front of
 -- the line (the shuffled ones first, then the late ones) while fewer than window
 -- passes are outstanding and units remain on sale, each given a pass (member the
 -- user, score its expiry) until now + lifetime. A user who holds an order of the
--- voucher (a buyer) is passed over, counted let in but given no pass: a user buys only
--- once let in, so a buyer met in the line was let in before, and the line starts over
--- only when Redis forgot the room (the order is installed again from the database).
+-- voucher (a buyer; of a campaign, one of its holders) is passed over, counted let in
+-- but given no pass: a user buys only once let in, so a buyer met in the line was let
+-- in before, and the line starts over only when Redis forgot the room (the order is
+-- installed again from the database).
 -- The buyers are whole once the sale state is restored, hence no admission while it
 -- is restoring. The admission rate (positions passed a second) is measured over
 -- windows of 5 s.
@@ -30,9 +36,13 @@ local outstanding = redis.call('ZCARD', KEYS[4])
 local window, most = tonumber(ARGV[1]), tonumber(ARGV[3])
 local expires = now + tonumber(ARGV[2])
 local out = {0, outstanding, expires}
-local m = sale_state(KEYS[5], 'paused', 'restoring')
+local variants = tonumber(ARGV[6])
+local m, on_sale, count = room_sale(6, variants)
+if on_sale == 'changed' then
+  return {-1, count}
+end
 local open = m and m.paused ~= '1' and m.restoring ~= '1' and now >= tonumber(m.begins) and now < tonumber(m.ends)
-local remaining = m and tonumber(m.remaining) or 0
+local remaining = m and on_sale or 0
 local n, passed = 0, 0
 while open and outstanding < window and remaining > 0 and passed < most do
   local user = redis.call('LPOP', KEYS[2])
@@ -43,7 +53,13 @@ while open and outstanding < window and remaining > 0 and passed < most do
     break
   end
   passed = passed + 1
-  if redis.call('HEXISTS', KEYS[6], user) == 0 then
+  local before
+  if variants == 0 then
+    before = redis.call('HEXISTS', KEYS[5], user)
+  else
+    before = redis.call('SISMEMBER', KEYS[5], user)
+  end
+  if before == 0 then
     redis.call('ZADD', KEYS[4], expires, user)
     outstanding = outstanding + 1
     n = n + 1

@@ -1,13 +1,15 @@
--- room_place: where a user stands in a voucher's waiting room (O(1)).
+-- room_place: where a user stands in a voucher's or a campaign's waiting room (O(1)
+-- for a voucher's; a campaign's reads each of its vouchers' sale states).
 --
 -- KEYS[1] room, KEYS[2] early joiners, KEYS[3] places, KEYS[4] late joiners,
--- KEYS[5] passes, KEYS[6] meta (the sale state).
--- ARGV[1] user_id, ARGV[2] now_ms ('0': sale_now).
--- Returns {0} when the user never joined, else {1, early, position, admitted,
--- sold_out, pass_expires_ms, rate}: early 1 for an early joiner; position from 1, 0
--- while unknown; admitted how many were let in so far; sold_out 1 when no unit is
--- left on sale; pass_expires_ms 0 without an outstanding pass; rate the admission
--- rate in users per 1000 s (0 unknown).
+-- KEYS[5] passes, then the sale the room admits to from KEYS[6] on (room_sale).
+-- ARGV[1] user_id, ARGV[2] now_ms ('0': sale_now), ARGV[3] variants (as room_admit's).
+-- Returns {0} when the user never joined, {2, count} when the campaign holds another
+-- number of vouchers (the caller calls again with it), else {1, early, position,
+-- admitted, sold_out, pass_expires_ms, rate}: early 1 for an early joiner; position
+-- from 1, 0 while unknown; admitted how many were let in so far; sold_out 1 when no
+-- unit is left on sale; pass_expires_ms 0 without an outstanding pass; rate the
+-- admission rate in users per 1000 s (0 unknown).
 local user = ARGV[1]
 local now = tonumber(ARGV[2])
 if now == 0 then
@@ -38,8 +40,11 @@ if expires and tonumber(expires) > now then
   pass = tonumber(expires)
 end
 local sold = 0
-local remaining = redis.call('HGET', KEYS[6], 'remaining')
-if remaining and tonumber(remaining) <= 0 then
+local m, on_sale, left = room_sale(6, tonumber(ARGV[3]))
+if on_sale == 'changed' then
+  return {2, left}
+end
+if m and left <= 0 then
   sold = 1
 end
 -- The rate: the window being measured once it spans a second, else the last one.

@@ -62,6 +62,9 @@ type campaignRow struct {
 	Admission     string    `bun:"admission"`
 	Challenge     string    `bun:"challenge"`
 	PowDifficulty int       `bun:"pow_difficulty"`
+	QueueOpensAt  time.Time `bun:"queue_opens_at,nullzero"`
+	QueueWindow   int       `bun:"queue_window"`
+	Seed          []byte    `bun:"seed"`
 	Version       int64     `bun:"version"`
 	CreatedAt     time.Time `bun:"created_at"`
 }
@@ -69,7 +72,7 @@ type campaignRow struct {
 // campaignColumns are the columns of campaignRow, for a RETURNING clause scanned into
 // it; unqualified, as SQLite's RETURNING takes no table alias.
 const campaignColumns = "id, title, begins_at, ends_at, per_user_limit, cap, sold, variants, admission, challenge, " +
-	"pow_difficulty, version, created_at"
+	"pow_difficulty, queue_opens_at, queue_window, seed, version, created_at"
 
 func (r campaignRow) campaign() domain.Campaign {
 	c := domain.Campaign{
@@ -83,6 +86,9 @@ func (r campaignRow) campaign() domain.Campaign {
 		Admission:     domain.Admission(r.Admission),
 		Challenge:     domain.ChallengeKind(r.Challenge),
 		PowDifficulty: r.PowDifficulty,
+		QueueOpensAt:  utcOrZero(r.QueueOpensAt),
+		QueueWindow:   r.QueueWindow,
+		Seed:          seedOf(r.Seed),
 		Version:       r.Version,
 		CreatedAt:     r.CreatedAt.UTC(),
 	}
@@ -111,7 +117,12 @@ func (s *Campaigns) Create(ctx context.Context, c *domain.Campaign, by domain.Au
 		Admission:     string(c.Admission),
 		Challenge:     string(c.Challenge),
 		PowDifficulty: c.PowDifficulty,
+		QueueOpensAt:  utcOrZero(c.QueueOpensAt),
+		QueueWindow:   c.QueueWindow,
 		CreatedAt:     now(),
+	}
+	if c.Seed != domain.NoSeed {
+		row.Seed = c.Seed[:]
 	}
 	if row.Admission == "" {
 		row.Admission = string(domain.AdmissionFirstCome)
@@ -122,7 +133,8 @@ func (s *Campaigns) Create(ctx context.Context, c *domain.Campaign, by domain.Au
 	err := s.db.RunInTx(ctx, ReadCommitted, func(ctx context.Context, tx bun.Tx) error {
 		// id, sold, variants and version are the database's to set.
 		_, err := tx.NewInsert().Model(&row).
-			Column("title", "begins_at", "ends_at", "per_user_limit", "cap", "admission", "challenge", "pow_difficulty", "created_at").
+			Column("title", "begins_at", "ends_at", "per_user_limit", "cap", "admission", "challenge", "pow_difficulty",
+				"queue_opens_at", "queue_window", "seed", "created_at").
 			Returning(campaignColumns).
 			Exec(ctx)
 		if err != nil {

@@ -10,8 +10,12 @@ import (
 	"github.com/seckill/seckill/domain"
 )
 
-// campaignsMigration is the migration that adds campaigns.
-const campaignsMigration = "20261210000000_campaigns"
+// campaignsMigration is the migration that adds campaigns, roomsMigration the one
+// that adds their waiting rooms' settings after it.
+const (
+	campaignsMigration = "20261210000000_campaigns"
+	roomsMigration     = "20261211000000_campaign_rooms"
+)
 
 // TestCampaignsMigrateUpAndDown: the campaigns migration applies over a database with
 // vouchers, orders and audit entries, which read back as of no campaign; rolled back,
@@ -36,8 +40,8 @@ func TestCampaignsMigrateUpAndDown(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if got := migrateUp(t, db); !slices.Equal(got, []string{campaignsMigration}) {
-		t.Fatalf("up applied %q, want %s alone", got, campaignsMigration)
+	if got := migrateUp(t, db); !slices.Equal(got, []string{campaignsMigration, roomsMigration}) {
+		t.Fatalf("up applied %q, want %s and %s", got, campaignsMigration, roomsMigration)
 	}
 	f := campaignFixture{orderFixture: orderFixture{db: db, orders: sqlstore.NewOrders(db), vouchers: sqlstore.NewVouchers(db)},
 		campaigns: sqlstore.NewCampaigns(db), log: sqlstore.NewAuditLog(db)}
@@ -49,8 +53,8 @@ func TestCampaignsMigrateUpAndDown(t *testing.T) {
 	f.persisted(t, reserve(2, v.ID, 1, 1), reserve(3, domain.VoucherID(plain), 2, 1))
 	f.wantCampaignConsistent(t, c)
 
-	if got := migrateDown(t, db); !slices.Equal(got, []string{campaignsMigration}) {
-		t.Fatalf("down rolled back %q, want %s alone", got, campaignsMigration)
+	if got := migrateDown(t, db); !slices.Equal(got, []string{roomsMigration, campaignsMigration}) {
+		t.Fatalf("down rolled back %q, want %s and %s", got, roomsMigration, campaignsMigration)
 	}
 	if got := tablesExist(t, db, "campaigns", "campaign_units", "vouchers", "orders"); !slices.Equal(got, []bool{false, false, true, true}) {
 		t.Fatalf("after down, campaigns, campaign_units, vouchers, orders exist: %v", got)
@@ -76,8 +80,8 @@ func TestCampaignsMigrateUpAndDown(t *testing.T) {
 		t.Fatal("audit_log.campaign_id still exists after down")
 	}
 
-	if got := migrateUp(t, db); !slices.Equal(got, []string{campaignsMigration}) {
-		t.Fatalf("up again applied %q, want %s alone", got, campaignsMigration)
+	if got := migrateUp(t, db); !slices.Equal(got, []string{campaignsMigration, roomsMigration}) {
+		t.Fatalf("up again applied %q, want %s and %s", got, campaignsMigration, roomsMigration)
 	}
 	c = f.campaign(t, 2, 0)
 	f.variant(t, c.ID, 10, 1)

@@ -599,3 +599,28 @@ func TestCampaignNet(t *testing.T) {
 		t.Fatalf("a voucher in the scheme: %v", err)
 	}
 }
+
+// TestCampaignWithAWaitingRoomReadsBack: a campaign's waiting room (its settings and
+// seed) is stored and read back, and its vouchers are stored with them.
+func TestCampaignWithAWaitingRoomReadsBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newCampaignFixture(t)
+	c := domain.Campaign{Title: "room", BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: 1,
+		Admission: domain.AdmissionWaitingRoom}
+	c = c.WithAdmissionDefaults(t0.Add(-time.Hour))
+	c.QueueWindow = 7
+	seed := c.Seed
+	if err := f.campaigns.Create(ctx, &c, domain.Author{Actor: "admin"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.campaigns.Get(ctx, c.ID)
+	if err != nil || got.Seed != seed || got.QueueWindow != 7 || !got.QueueOpensAt.Equal(t0.Add(-domain.DefaultQueueLead).Truncate(time.Microsecond)) ||
+		got.Admission != domain.AdmissionWaitingRoom {
+		t.Fatalf("Get = %+v, %v", got, err)
+	}
+	v := f.variant(t, c.ID, 5, 1)
+	if v.Seed != seed || v.QueueWindow != 7 || v.Admission != domain.AdmissionWaitingRoom {
+		t.Fatalf("its voucher %+v", v)
+	}
+}

@@ -162,6 +162,7 @@ var applicationSet = wire.NewSet(
 	application.NewAllowUser,
 	application.NewListDenied,
 	joinQueue,
+	application.NewRoomSales,
 	application.NewQueueStatus,
 	application.NewQueueEntrants,
 	application.NewGetQueueStats,
@@ -222,9 +223,11 @@ var commonSet = wire.NewSet(wire.FieldsOf(new(Config), "Common"))
 
 // gateOptions tune the buyers' gate of every door: the deny list it refuses listed
 // users by, the key it checks the waiting rooms' passes with, the proofs of the sales
-// that ask for one, and the sold-out flags' life.
-func gateOptions(cfg Config, denied *application.DeniedUsers, key application.PassKey, proofs *application.VerifyProof) application.GateOptions {
-	return application.GateOptions{Denied: denied, PassKey: key, Proofs: proofs, SoldOutTTL: cfg.SoldOutTTL}
+// that ask for one, the waiting rooms' sales (campaigns' rooms included), and the
+// sold-out flags' life.
+func gateOptions(cfg Config, denied *application.DeniedUsers, key application.PassKey, proofs *application.VerifyProof,
+	rooms *application.RoomSales) application.GateOptions {
+	return application.GateOptions{Denied: denied, PassKey: key, Proofs: proofs, Rooms: rooms, SoldOutTTL: cfg.SoldOutTTL}
 }
 
 // grabOptions tune the grab path: with the in-process Redis, the wait for each

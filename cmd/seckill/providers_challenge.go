@@ -19,8 +19,8 @@ func challenge(cfg Config, client redis.UniversalClient, clock *redisstore.Clock
 }
 
 // issueChallenge counts every challenge issued.
-func issueChallenge(vouchers ports.Vouchers, challenge ports.Challenge, clock ports.Clock, m *metrics) *application.IssueChallenge {
-	uc := application.NewIssueChallenge(vouchers, challenge, clock)
+func issueChallenge(rooms *application.RoomSales, challenge ports.Challenge, clock ports.Clock, m *metrics) *application.IssueChallenge {
+	uc := application.NewIssueChallenge(rooms, challenge, clock)
 	uc.Observe(m.challenge)
 	return uc
 }

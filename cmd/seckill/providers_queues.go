@@ -18,9 +18,9 @@ func joinQueue(room ports.WaitingRoom, gate *application.BuyerGate, m *metrics) 
 }
 
 // admitQueues runs the waiting rooms, the shuffle's lease held in this worker's name.
-func admitQueues(vouchers ports.Vouchers, room ports.WaitingRoom, shuffles ports.Shuffles, leases ports.Leases,
+func admitQueues(rooms *application.RoomSales, room ports.WaitingRoom, shuffles ports.Shuffles, leases ports.Leases,
 	clock ports.Clock, queue *redisstore.Queue, m *metrics, log *zap.Logger) *application.AdmitQueues {
-	return application.NewAdmitQueues(vouchers, room, shuffles, leases, clock,
+	return application.NewAdmitQueues(rooms, room, shuffles, leases, clock,
 		application.RoomOptions{Holder: queue.Consumer()}, m.roomObserver(log))
 }
 

@@ -80,7 +80,8 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	applicationPassKey := passKey(cfg)
 	portsChallenge := challenge(cfg, universalClient, clock)
 	applicationVerifyProof := verifyProof(portsChallenge, mainMetrics)
-	applicationGateOptions := gateOptions(cfg, deniedUsers, applicationPassKey, applicationVerifyProof)
+	roomSales := application.NewRoomSales(vouchers, campaigns)
+	applicationGateOptions := gateOptions(cfg, deniedUsers, applicationPassKey, applicationVerifyProof, roomSales)
 	buyerGate := application.NewBuyerGate(vouchers, clock, applicationGateOptions)
 	applicationPersistedOrders := persistedOrders(cfg)
 	applicationGrabOptions := grabOptions(applicationPersistedOrders)
@@ -113,14 +114,14 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	enterDraw := application.NewEnterDraw(entries, buyerGate)
 	draws := sqlstore.NewDraws(db)
 	getDraw := application.NewGetDraw(draws, entries, vouchers)
-	applicationIssueChallenge := issueChallenge(vouchers, portsChallenge, clock, mainMetrics)
+	applicationIssueChallenge := issueChallenge(roomSales, portsChallenge, clock, mainMetrics)
 	issueStreamTicket := application.NewIssueStreamTicket(tickets, clock)
 	waitingRoom := redisstore.NewWaitingRoom(universalClient, options)
 	applicationJoinQueue := joinQueue(waitingRoom, buyerGate, mainMetrics)
 	shuffles := sqlstore.NewShuffles(db)
-	queueStatus := application.NewQueueStatus(vouchers, waitingRoom, shuffles, clock, applicationPassKey)
-	queueEntrants := application.NewQueueEntrants(vouchers, shuffles)
-	getQueueStats := application.NewGetQueueStats(vouchers, waitingRoom, shuffles)
+	queueStatus := application.NewQueueStatus(roomSales, waitingRoom, shuffles, clock, applicationPassKey)
+	queueEntrants := application.NewQueueEntrants(roomSales, shuffles)
+	getQueueStats := application.NewGetQueueStats(roomSales, waitingRoom, shuffles)
 	createCampaign := application.NewCreateCampaign(campaigns, campaignStock, clock)
 	getCampaign := application.NewGetCampaign(campaigns, vouchers, portsStock, clock)
 	listCampaigns := application.NewListCampaigns(campaigns, vouchers, portsStock, clock)
@@ -182,7 +183,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		cleanup()
 		return nil, nil, err
 	}
-	applicationAdmitQueues := admitQueues(vouchers, waitingRoom, shuffles, leases, clock, queue, mainMetrics, log)
+	applicationAdmitQueues := admitQueues(roomSales, waitingRoom, shuffles, leases, clock, queue, mainMetrics, log)
 	applicationRunDraws := drawRunner(draws, entries, leases, uliDs, clock, queue, cfg, mainMetrics)
 	mainApp := &app{
 		Redis:       universalClient,

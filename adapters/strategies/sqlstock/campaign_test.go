@@ -18,8 +18,15 @@ import (
 // a user, and a voucher of each of stocks in it; it returns their ids.
 func (f stockFixture) drop(t *testing.T, capUnits, limit int, stocks ...int) []domain.VoucherID {
 	t.Helper()
+	return f.dropAdmitting(t, domain.AdmissionFirstCome, capUnits, limit, stocks...)
+}
+
+// dropAdmitting is drop with the campaign's admission.
+func (f stockFixture) dropAdmitting(t *testing.T, admission domain.Admission, capUnits, limit int, stocks ...int) []domain.VoucherID {
+	t.Helper()
 	ctx := context.Background()
-	c := domain.Campaign{Title: "drop", BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: limit, Cap: &capUnits}
+	c := domain.Campaign{Title: "drop", BeginsAt: t0, EndsAt: t0.Add(time.Hour), PerUserLimit: limit, Cap: &capUnits, Admission: admission}
+	c = c.WithAdmissionDefaults(t0.Add(-time.Hour))
 	if err := sqlstore.NewCampaigns(f.db).Create(ctx, &c, domain.Author{}, nil); err != nil {
 		t.Fatalf("Create campaign: %v", err)
 	}
@@ -125,5 +132,33 @@ func TestStockSellsACampaignExactlyUnderConcurrentGrabs(t *testing.T) {
 	}
 	if sum != 30 || sold != 30 {
 		t.Fatalf("%d grabs answered reserved, %d sold; want the cap, 30", sum, sold)
+	}
+}
+
+// TestStockTakesACampaignsPassOnce: a pass of a campaign's waiting room admits one
+// grab of any of its vouchers: used on one, it admits none on another.
+func TestStockTakesACampaignsPassOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newStockFixture(t)
+	ids := f.dropAdmitting(t, domain.AdmissionWaitingRoom, 10, 2, 5, 5)
+	at := t0.Add(time.Minute)
+	withPass := func(r domain.Reservation, pass time.Time) domain.Reservation { r.Pass = pass; return r }
+	pass := at.Add(time.Minute)
+	if err := f.stock.Reserve(ctx, grabAt(1, ids[0], 1, 1, at)); !errors.Is(err, domain.ErrQueueRequired) {
+		t.Fatalf("a grab with no pass: %v, want %v", err, domain.ErrQueueRequired)
+	}
+	if err := f.stock.Reserve(ctx, withPass(grabAt(2, ids[0], 1, 1, at), pass)); err != nil {
+		t.Fatalf("a grab with the pass: %v", err)
+	}
+	if err := f.stock.Reserve(ctx, withPass(grabAt(3, ids[1], 1, 1, at), pass)); !errors.Is(err, domain.ErrQueueRequired) {
+		t.Fatalf("the pass used again on the other voucher: %v, want %v", err, domain.ErrQueueRequired)
+	}
+	// Another pass of the user's (a later one) admits again, up to the campaign's limit.
+	if err := f.stock.Reserve(ctx, withPass(grabAt(4, ids[1], 1, 1, at), pass.Add(time.Second))); err != nil {
+		t.Fatalf("a grab with a new pass: %v", err)
+	}
+	if got := f.sold(t, ids[0]) + f.sold(t, ids[1]); got != 2 {
+		t.Fatalf("sold %d, want 2", got)
 	}
 }

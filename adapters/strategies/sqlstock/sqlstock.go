@@ -161,7 +161,11 @@ func reserveTx(ctx context.Context, tx bun.Tx, r domain.Reservation) (answer err
 		Paused: v.Paused, BeginsAt: v.BeginsAt, EndsAt: v.EndsAt,
 		PerUserLimit: v.PerUserLimit, Remaining: v.Stock - v.Sold, Campaign: campaign}
 	if room && !r.Pass.IsZero() {
-		used, err := tx.NewSelect().Model((*usedPassRow)(nil)).Where("p.voucher_id = ?", int64(r.VoucherID)).
+		// A campaign's pass is its room's, good for one order of any of its vouchers:
+		// it is looked for under all of them (the campaign's row lock, taken above,
+		// serializes their grabs as a voucher's serializes its own).
+		first, last := passVouchers(r.VoucherID)
+		used, err := tx.NewSelect().Model((*usedPassRow)(nil)).Where("p.voucher_id BETWEEN ? AND ?", first, last).
 			Where("p.user_id = ?", int64(r.UserID)).Where("p.expires_ms = ?", r.Pass.UnixMilli()).Exists(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("look up the pass: %w", err)
@@ -232,6 +236,17 @@ type usedPassRow struct {
 	UserID    int64 `bun:"user_id,pk"`
 	// ExpiresMs is the pass's expiry, Unix ms, as its token carries it.
 	ExpiresMs int64 `bun:"expires_ms,pk"`
+}
+
+// passVouchers returns the range of voucher ids a pass to voucher id may have been used
+// under: the voucher alone, or every voucher of its campaign.
+func passVouchers(id domain.VoucherID) (int64, int64) {
+	room := id.Room()
+	if room == id {
+		return int64(id), int64(id)
+	}
+	c, _ := id.Campaign()
+	return int64(room), int64(c.Variant(domain.MaxVariants))
 }
 
 // usePass records r's pass as used, in the transaction that takes r, and forgets the

@@ -136,3 +136,41 @@ func TestWatchCampaignUnderConcurrentGrabsIsExact(t *testing.T) {
 		t.Fatalf("taken %d by the states, %d by the answers; want the cap, 40", taken, sum)
 	}
 }
+
+// TestWatchReserveTakesACampaignsPassOnce: the pass of a campaign's waiting room
+// (outstanding under the room's id) admits one grab of any of its vouchers, and leaves
+// the room's passes with it.
+func TestWatchReserveTakesACampaignsPassOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	client, w := newWatchStock(t, redisstore.Options{Grace: time.Hour})
+	const id domain.CampaignID = 5
+	c := domain.Campaign{ID: id, Title: "drop", BeginsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour),
+		PerUserLimit: 2, Variants: 2, Admission: domain.AdmissionWaitingRoom, Challenge: domain.ChallengeNone}
+	k := w.Keys()
+	t.Cleanup(func() {
+		if err := client.Unlink(context.Background(), k.Campaign(id), k.CampaignHolders(id), k.Passes(id.Room())).Err(); err != nil {
+			t.Errorf("delete the campaign's keys: %v", err)
+		}
+	})
+	ids := []domain.VoucherID{id.Variant(1), id.Variant(2)}
+	for _, vid := range ids {
+		v := voucher(vid, 5, 2)
+		v.CampaignID, v.Admission = id, domain.AdmissionWaitingRoom
+		warm(t, client, w.Stock, v)
+	}
+	check(t, w.WarmCampaign(ctx, c))
+	pass := now.Add(time.Minute)
+	check(t, client.ZAdd(ctx, k.Passes(id.Room()), redis.Z{Score: float64(pass.UnixMilli()), Member: "1"}).Err())
+	first := grab(ids[0], 1, 1)
+	first.Pass = pass
+	check(t, w.Reserve(ctx, first))
+	again := grab(ids[1], 1, 1)
+	again.OrderID, again.Pass = "o1-again", pass
+	if err := w.Reserve(ctx, again); !errors.Is(err, domain.ErrQueueRequired) {
+		t.Fatalf("the pass used again on the other voucher: %v, want %v", err, domain.ErrQueueRequired)
+	}
+	if n, err := client.ZCard(ctx, k.Passes(id.Room())).Result(); err != nil || n != 0 {
+		t.Fatalf("the room's passes hold %d, %v; want the pass used", n, err)
+	}
+}

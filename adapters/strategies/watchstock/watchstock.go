@@ -235,7 +235,7 @@ func (w *Stock) read(ctx context.Context, tx *redis.Tx, g *watchGrab) (m saleMet
 			clock = p.Time(ctx)
 		}
 		if !g.r.Pass.IsZero() {
-			passed = p.ZScore(ctx, k.Passes(g.r.VoucherID), g.r.UserID.String())
+			passed = p.ZScore(ctx, k.Passes(g.r.VoucherID.Room()), g.r.UserID.String())
 		}
 		return nil
 	})
