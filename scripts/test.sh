@@ -114,13 +114,13 @@ go test -race -count=1 -timeout "$timeout" -skip '^TestSentinelFailover' "$@" ./
 # The Redis adapter's and the WATCH strategy's tests, the reference burst, the
 # multi-instance test, the edits racing a sale, the sale's clock told to clients, the
 # orders' export, the event streams across instances, the webhooks through a kill -9,
-# the waiting room, the waitlist, the draw and a campaign's drop (and its waitlists) once more on a
+# the waiting room, the waitlist, the draw and a campaign's drop (its waitlists, its waiting room) once more on a
 # three-master Redis Cluster:
 # the service runs on one Redis server or a cluster.
 echo "== go test -race (on a Redis Cluster: the Redis adapter, the WATCH strategy, the burst, several instances, edits, time, export, events, webhooks, waiting room, waitlist, draw, a drop)"
 SECKILL_TEST_REDIS_URL=cluster go test -race -count=1 -timeout "$timeout" "$@" ./adapters/redisstore ./adapters/strategies/watchstock ./adapters/stocktest
 SECKILL_TEST_REDIS_URL=cluster go test -race -count=1 -timeout "$timeout" \
-	-run 'TestReferenceBurst|TestFulfillReferenceBurstEndToEnd|TestInstancesShareASaleThroughAKillNine|TestEditRacesASaleOnTwoInstances|TestEditReachesEveryInstance|TestDenyListReachesEveryInstance|TestTimeAndStateByTheSaleClock|TestExportStreamsBesideTheSaleOnPostgres|TestEventsReachStreamsOnEveryInstance|TestWebhooksSurviveKillNine|TestWaitingRoomAdmitsInThePublishedOrder|TestWaitlistWinsReturnedUnitsEndToEnd|TestDrawEndToEnd|TestDrawSurvivesAKillNineOfTheDrawingInstance|TestCampaignDropKeepsItsPromises|TestCampaignWaitlistKeepsItsPromises' "$@" ./cmd/seckill
+	-run 'TestReferenceBurst|TestFulfillReferenceBurstEndToEnd|TestInstancesShareASaleThroughAKillNine|TestEditRacesASaleOnTwoInstances|TestEditReachesEveryInstance|TestDenyListReachesEveryInstance|TestTimeAndStateByTheSaleClock|TestExportStreamsBesideTheSaleOnPostgres|TestEventsReachStreamsOnEveryInstance|TestWebhooksSurviveKillNine|TestWaitingRoomAdmitsInThePublishedOrder|TestWaitlistWinsReturnedUnitsEndToEnd|TestDrawEndToEnd|TestDrawSurvivesAKillNineOfTheDrawingInstance|TestCampaignDropKeepsItsPromises|TestCampaignWaitlistKeepsItsPromises|TestCampaignWaitingRoomKeepsItsPromises' "$@" ./cmd/seckill
 
 # A failover: a master, its replica and a Redis Sentinel; the test kills the master.
 echo "== go test -race (Redis Sentinel: a failover under a sale)"

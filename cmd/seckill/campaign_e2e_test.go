@@ -39,16 +39,24 @@ type campaignSale struct {
 // cap and limit, through in.
 func (in *instance) createDrop(n, stock, capUnits, limit int) campaignSale {
 	in.t.Helper()
-	now := time.Now().UTC()
+	sale, _ := in.createDropWith(n, stock, capUnits, limit, time.Now().UTC().Add(-time.Minute), nil)
+	return sale
+}
+
+// createDropWith is createDrop with the sale beginning at begins and the campaign's
+// members of extra (its admission); it returns the campaign's JSON too.
+func (in *instance) createDropWith(n, stock, capUnits, limit int, begins time.Time, extra map[string]any) (campaignSale, map[string]any) {
+	in.t.Helper()
+	begins = begins.UTC().Truncate(time.Millisecond)
+	ends := time.Now().UTC().Add(time.Hour).Truncate(time.Millisecond)
 	admin := in.token(1, true)
-	status, c := in.call(http.MethodPost, "/api/v1/campaigns", admin, map[string]any{
-		"title": "Sneaker drop", "begins_at": now.Add(-time.Minute).Truncate(time.Millisecond), "ends_at": now.Add(time.Hour).Truncate(time.Millisecond),
-		"per_user_limit": limit, "cap": capUnits,
-	})
+	body := map[string]any{"title": "Sneaker drop", "begins_at": begins, "ends_at": ends, "per_user_limit": limit, "cap": capUnits}
+	maps.Copy(body, extra)
+	status, c := in.call(http.MethodPost, "/api/v1/campaigns", admin, body)
 	if status != http.StatusCreated {
 		in.t.Fatalf("create campaign: %d %v", status, c)
 	}
-	sale := campaignSale{id: c["id"].(string), stock: stock, cap: capUnits, limit: limit, begins: now.Add(-time.Minute), ends: now.Add(time.Hour)}
+	sale := campaignSale{id: c["id"].(string), stock: stock, cap: capUnits, limit: limit, begins: begins, ends: ends}
 	for k := range n {
 		status, v := in.call(http.MethodPost, "/api/v1/vouchers", admin, map[string]any{
 			"title": fmt.Sprintf("Size %d", 36+k), "stock": stock, "campaign_id": sale.id,
@@ -58,7 +66,7 @@ func (in *instance) createDrop(n, stock, capUnits, limit int) campaignSale {
 		}
 		sale.vouchers = append(sale.vouchers, v["id"].(string))
 	}
-	return sale
+	return sale, c
 }
 
 // dropRecorder records a drop's requests, by voucher, as the history checker reads
@@ -76,8 +84,16 @@ type dropRecorder struct {
 // send sends one request and returns its status, its error code and the order id
 // its answer names (a 202's, an already_purchased's, a pay's or cancel's).
 func (r *dropRecorder) send(method, url, token string) (int, string, string) {
+	return r.sendWith(method, url, token, "")
+}
+
+// sendWith is send with a waiting room's pass ("" for none).
+func (r *dropRecorder) sendWith(method, url, token, pass string) (int, string, string) {
 	req, _ := http.NewRequest(method, url, nil)
 	req.Header.Set("Authorization", "Bearer "+token)
+	if pass != "" {
+		req.Header.Set("X-Seckill-Pass", pass)
+	}
 	res, err := r.client.Do(req)
 	if err != nil {
 		return 0, "", ""
@@ -138,21 +154,9 @@ func driveDrop(t *testing.T, sale campaignSale, bases []string, tokens func(doma
 							rec.mu.Unlock()
 						}
 					}
-					if status != http.StatusAccepted {
-						continue
+					if status == http.StatusAccepted {
+						rec.followUp(rng, base, token, v, u, order)
 					}
-					var op history.Op
-					switch rng.IntN(5) {
-					case 0:
-						op = history.OpCancel
-					case 1:
-						op = history.OpPay
-					default:
-						continue
-					}
-					call = time.Now()
-					st, c, _ := rec.send(http.MethodPost, base+"/api/v1/orders/"+order+"/"+string(op), token)
-					rec.record(v, history.Request{Op: op, User: u, OrderID: order, Status: st, Code: c, Call: call, Return: time.Now()})
 				}
 			}
 		})
@@ -163,6 +167,23 @@ func driveDrop(t *testing.T, sale campaignSale, bases []string, tokens func(doma
 	close(next)
 	wg.Wait()
 	return rec
+}
+
+// followUp is what a user does with the order a grab of voucher got: cancel it one
+// time in five, pay it one time in five, else let it expire; recorded.
+func (r *dropRecorder) followUp(rng *rand.Rand, base, token, voucher string, u int64, order string) {
+	var op history.Op
+	switch rng.IntN(5) {
+	case 0:
+		op = history.OpCancel
+	case 1:
+		op = history.OpPay
+	default:
+		return
+	}
+	call := time.Now()
+	st, c, _ := r.send(http.MethodPost, base+"/api/v1/orders/"+order+"/"+string(op), token)
+	r.record(voucher, history.Request{Op: op, User: u, OrderID: order, Status: st, Code: c, Call: call, Return: time.Now()})
 }
 
 // campaignUsers is how many users the drop tests send: SECKILL_CAMPAIGN_USERS, or n.

@@ -110,9 +110,18 @@ func (d *roomDriver) each(users []domain.UserID, fn func(i int, u domain.UserID)
 	}
 }
 
-// place reads u's place in voucher's room through instance i.
+// roomPath returns the path of room: a voucher's id, or "campaigns/<id>" for a
+// campaign's room.
+func roomPath(room string) string {
+	if strings.Contains(room, "/") {
+		return "/api/v1/" + room
+	}
+	return "/api/v1/vouchers/" + room
+}
+
+// place reads u's place in voucher's room (roomPath) through instance i.
 func (d *roomDriver) place(i int, voucher string, u domain.UserID) (map[string]any, error) {
-	status, body, err := d.do(i, http.MethodGet, "/api/v1/vouchers/"+voucher+"/queue", u, nil)
+	status, body, err := d.do(i, http.MethodGet, roomPath(voucher)+"/queue", u, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -122,11 +131,12 @@ func (d *roomDriver) place(i int, voucher string, u domain.UserID) (map[string]a
 	return body, nil
 }
 
-// join puts users in voucher's room, spread over the instances, each answered 202.
+// join puts users in voucher's room (roomPath), spread over the instances, each
+// answered 202.
 func (d *roomDriver) join(voucher string, users []domain.UserID) {
 	d.t.Helper()
 	d.each(users, func(i int, u domain.UserID) error {
-		status, body, err := d.do(i, http.MethodPost, "/api/v1/vouchers/"+voucher+"/queue", u, nil)
+		status, body, err := d.do(i, http.MethodPost, roomPath(voucher)+"/queue", u, nil)
 		if err == nil && status != http.StatusAccepted {
 			err = fmt.Errorf("join of user %d: %d %v", u, status, body)
 		}
@@ -247,11 +257,11 @@ func (d *roomDriver) wantQueueStats(in *fulfillInstance, voucher string, early, 
 	}
 }
 
-// entrants downloads GET …/queue/entrants of voucher, anonymously, from the first
-// instance.
+// entrants downloads GET …/queue/entrants of voucher's room (roomPath), anonymously,
+// from the first instance.
 func (d *roomDriver) entrants(voucher string) string {
 	d.t.Helper()
-	res, err := d.client.Get(d.ins[0].base + "/api/v1/vouchers/" + voucher + "/queue/entrants")
+	res, err := d.client.Get(d.ins[0].base + roomPath(voucher) + "/queue/entrants")
 	if err != nil {
 		d.t.Fatal(err)
 	}
