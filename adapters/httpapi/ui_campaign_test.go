@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"testing"
@@ -49,4 +50,56 @@ func TestUIShowsADropInChromium(t *testing.T) {
 	waitText(t, ctx, grab, "grab")
 	evaluate[bool](t, ctx, fmt.Sprintf(`document.querySelector(%q).click(); true`, grab))
 	waitText(t, ctx, "#action-note", "campaign_sold_out")
+}
+
+// A shopper joins a drop's one waiting room from the live page, in a real headless
+// Chromium: the join from one size's row puts the user in the drop's queue, which
+// every size's row then follows; once let in, the pass grabs another size.
+func TestUIJoinsADropsWaitingRoomInChromium(t *testing.T) {
+	t.Parallel()
+	a := newCampaignAPI(t)
+	now := time.Now().UTC()
+	body, _ := json.Marshal(map[string]any{"title": "Sneakers", "per_user_limit": 1, "begins_at": now.Add(6 * time.Second),
+		"ends_at": now.Add(time.Hour), "admission": "waiting_room", "queue_window": 5, "queue_opens_at": now})
+	r := a.do(http.MethodPost, "/api/v1/campaigns", a.admin, string(body))
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Status, r.Raw)
+	}
+	c := r.Body["id"].(string)
+	v1, v2 := a.createVariant(c, "Size 41", 5), a.createVariant(c, "Size 42", 5)
+	// The waiting rooms' step, as a worker runs it.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+				_ = a.rooms.Handle(context.Background())
+			}
+		}
+	}()
+	ctx := browser(t)
+	navCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(navCtx, chromedp.Navigate(a.url+"/ui/")); err != nil {
+		t.Fatalf("open the page: %v", err)
+	}
+	waitText(t, ctx, fmt.Sprintf(`#campaigns tr[data-campaign-id="%s"] [data-drop-room]`, c), "one waiting room")
+	waitText(t, ctx, fmt.Sprintf(`tr[data-voucher-id="%s"] [data-room]`, v2), "the drop's waiting room")
+	evaluate[bool](t, ctx, fmt.Sprintf(`document.getElementById("token").value = %q;
+		document.getElementById("token-form").requestSubmit(); true`, a.token(78, false)))
+	click(t, ctx, fmt.Sprintf(`tr[data-voucher-id="%s"] button.join`, v1))
+	waitText(t, ctx, "#action-note", "drop "+c+": in the queue")
+	// One place for the drop: the other size's row follows it, and offers the grab
+	// with the pass once the user is let in.
+	click(t, ctx, fmt.Sprintf(`tr[data-voucher-id="%s"] button.grab`, v2))
+	waitText(t, ctx, "#action-note", "grabbed, order ")
+	waitText(t, ctx, "#orders tbody", "Size 42 ("+v2+")")
+	if r := a.do(http.MethodGet, "/api/v1/campaigns/"+c+"/queue", a.token(78, false), ""); r.Status != http.StatusOK ||
+		r.Body["admitted"] != true || r.Body["pass"] != nil {
+		t.Fatalf("the place once the pass grabbed: %d %s", r.Status, r.Raw)
+	}
+	waitText(t, ctx, fmt.Sprintf(`tr[data-voucher-id="%s"] [data-place]`, v1), "let in")
 }

@@ -24,8 +24,9 @@ export function dropOf(v) {
   return el("span", { class: "muted small drop-of", "data-campaign-id": v.campaign_id }, " · drop " + (c ? c.title : v.campaign_id));
 }
 
-// row is one campaign's row: its state, the units left under its cap (or across its
-// vouchers without one), the cap, the limit per person and its vouchers' titles.
+// row is one campaign's row: its state (and whether one waiting room admits to it),
+// the units left under its cap (or across its vouchers without one), the cap, the
+// limit per person and its vouchers' titles.
 function row(c) {
   const [state, countdown] = saleState(c, serverNow());
   const titles = c.vouchers.map((id) => {
@@ -34,7 +35,8 @@ function row(c) {
   });
   return el("tr", { "data-campaign-id": c.id },
     el("td", {}, c.id),
-    el("td", { class: "title" }, c.title),
+    el("td", { class: "title" }, c.title,
+      c.admission === "waiting_room" ? el("span", { class: "muted small", "data-drop-room": c.id }, " · one waiting room") : ""),
     el("td", {}, el("span", { class: "badge " + state }, state), " ", el("span", { class: "countdown muted" }, countdown)),
     el("td", { class: "num remaining" }, String(c.remaining)),
     el("td", { class: "num cap" }, c.cap === null ? "—" : String(c.cap)),

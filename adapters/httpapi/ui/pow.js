@@ -5,12 +5,13 @@
 import { getJSON } from "./api.js";
 import { note } from "./dom.js";
 
-// proofFor fetches a challenge of v for the token's user and solves it ("" when v
-// asks for none).
-export async function proofFor(v) {
+// proofFor fetches a challenge of v (or, given path, of the sale at path: a
+// campaign's, for a join of its waiting room) for the token's user and solves it (""
+// when v asks for none).
+export async function proofFor(v, path = `/api/v1/vouchers/${v.id}`) {
   if (v.challenge !== "pow") return "";
   note(`voucher ${v.id}: proving…`);
-  const c = await getJSON(`/api/v1/vouchers/${v.id}/challenge`, true);
+  const c = await getJSON(`${path}/challenge`, true);
   return solve(c.challenge, c.difficulty);
 }
 

@@ -8,16 +8,37 @@ import { until, serverNow } from "./clock.js";
 import { el } from "./dom.js";
 import { MAX_STATS, S } from "./state.js";
 
+// roomOf names the waiting room that admits to v: a drop's vouchers share their
+// campaign's one room (key "c<campaign id>", …/campaigns/{id}/queue), any other
+// voucher has its own (key its id). The page keeps each room's place, figures and
+// shuffle under its key.
+export function roomOf(v) {
+  if (v.campaign_id) return { key: "c" + v.campaign_id, path: `/api/v1/campaigns/${v.campaign_id}` };
+  return { key: v.id, path: `/api/v1/vouchers/${v.id}` };
+}
+
+// rooms returns the waiting rooms of list's vouchers that keep, one per room, at most
+// MAX_STATS of them: [room, a voucher it admits to].
+export function rooms(list, keep) {
+  const seen = new Map();
+  for (const v of list) {
+    if (v.admission !== "waiting_room" || !keep(v)) continue;
+    const r = roomOf(v);
+    if (!seen.has(r.key)) seen.set(r.key, [r, v]);
+  }
+  return [...seen.values()].slice(0, MAX_STATS);
+}
+
 // readShuffles counts, once for each waiting room of list that began, the entrants
 // of its shuffle (GET …/queue/entrants: public, one id a line; it never changes once
 // published). A room not shuffled yet (404) is asked again at the next read.
 export async function readShuffles(list) {
   const now = serverNow();
-  await Promise.all(list.filter((v) => v.admission === "waiting_room" && !(v.id in S.shuffled) &&
-    now !== null && now >= Date.parse(v.begins_at)).slice(0, MAX_STATS).map(async (v) => {
-    const res = await fetch(`/api/v1/vouchers/${v.id}/queue/entrants`).catch(() => null);
-    if (res && res.ok) S.shuffled[v.id] = (await res.text()).split("\n").filter((line) => line !== "").length;
-  }));
+  await Promise.all(rooms(list, (v) => !(roomOf(v).key in S.shuffled) && now !== null && now >= Date.parse(v.begins_at))
+    .map(async ([r]) => {
+      const res = await fetch(`${r.path}/queue/entrants`).catch(() => null);
+      if (res && res.ok) S.shuffled[r.key] = (await res.text()).split("\n").filter((line) => line !== "").length;
+    }));
 }
 
 // readQueueStats reads, for an admin, the figures of each waiting room among the
@@ -25,11 +46,11 @@ export async function readShuffles(list) {
 // be read keeps the last ones read.
 export async function readQueueStats(list) {
   const fresh = {};
-  await Promise.all(list.slice(0, MAX_STATS).filter((v) => v.admission === "waiting_room").map(async (v) => {
+  await Promise.all(rooms(list.slice(0, MAX_STATS), () => true).map(async ([r]) => {
     try {
-      fresh[v.id] = await getJSON(`/api/v1/vouchers/${v.id}/queue/stats`, true);
+      fresh[r.key] = await getJSON(`${r.path}/queue/stats`, true);
     } catch {
-      if (v.id in S.queues) fresh[v.id] = S.queues[v.id];
+      if (r.key in S.queues) fresh[r.key] = S.queues[r.key];
     }
   }));
   return fresh;
@@ -45,7 +66,7 @@ function short(hex) {
   return el("code", { title: hex }, hex.slice(0, 12) + "…");
 }
 
-// roomState says where v's waiting room stands: its window (passes outstanding at
+// roomState says where v's waiting room (its drop's, for a campaign's voucher) stands: its window (passes outstanding at
 // most), when its queue opens, and, once the sale began, how many joined before the
 // start (shuffled) and the seed — from the token's user's place (GET …/queue) or the
 // admin's figures (GET …/queue/stats), the count else from the shuffle's entrants —
@@ -53,11 +74,12 @@ function short(hex) {
 export function roomState(v) {
   if (v.admission !== "waiting_room") return "";
   const now = serverNow();
-  const parts = [`waiting room · window ${v.queue_window} passes`];
+  const r = roomOf(v);
+  const parts = [(v.campaign_id ? "the drop's waiting room" : "waiting room") + ` · window ${v.queue_window} passes`];
   const opens = v.queue_opens_at ? Date.parse(v.queue_opens_at) : null;
   if (now !== null && opens !== null && now < opens) parts.push(`queue opens ${until(opens, now)}`);
-  const place = S.places[v.id], q = S.queues[v.id];
-  const entrants = known(place && place.entrants, q && q.entrants, S.shuffled[v.id]);
+  const place = S.places[r.key], q = S.queues[r.key];
+  const entrants = known(place && place.entrants, q && q.entrants, S.shuffled[r.key]);
   const seed = known(place && place.seed, q && q.seed);
   const out = el("div", { class: "muted small", "data-room": v.id });
   if (entrants === undefined) {

@@ -8,7 +8,8 @@ import { duration, serverNow, until } from "./clock.js";
 import { button, el, note } from "./dom.js";
 import { proofFor, solve } from "./pow.js";
 import { render } from "./render.js";
-import { MAX_STATS, S } from "./state.js";
+import { roomOf, rooms } from "./room.js";
+import { S } from "./state.js";
 
 // grabCell is what the token's user may do with v, a sale in state.
 export function grabCell(v, state) {
@@ -18,9 +19,10 @@ export function grabCell(v, state) {
 
 // roomCell is what the token's user does in a waiting room: join its queue, then
 // follow its place (position, how many are ahead, the estimated wait) until it is let
-// in, then grab with its pass.
+// in, then grab with its pass. A drop's vouchers share their campaign's room: one
+// join, one place, and the pass grabs one of them.
 function roomCell(v, state) {
-  const p = S.places[v.id];
+  const p = S.places[roomOf(v).key];
   if (p === undefined || p === null) {
     return button("join", v.challenge === "pow" ? "join the queue (proof of work)" : "join the queue", () => joinQueue(v),
       state === "ended" || S.grabbing.has(v.id));
@@ -37,11 +39,11 @@ function roomCell(v, state) {
 // null where the user is not in the queue, the last place where it could not be read.
 export async function readPlaces(list) {
   const fresh = {};
-  await Promise.all(list.filter((v) => v.admission === "waiting_room" && v.state !== "ended").slice(0, MAX_STATS).map(async (v) => {
-    const res = await fetch(`/api/v1/vouchers/${v.id}/queue`, { headers: bearer(), cache: "no-store" }).catch(() => null);
-    if (res && res.ok) fresh[v.id] = await res.json();
-    else if (res && res.status === 404) fresh[v.id] = null;
-    else if (v.id in S.places) fresh[v.id] = S.places[v.id];
+  await Promise.all(rooms(list, (v) => v.state !== "ended").map(async ([r]) => {
+    const res = await fetch(`${r.path}/queue`, { headers: bearer(), cache: "no-store" }).catch(() => null);
+    if (res && res.ok) fresh[r.key] = await res.json();
+    else if (res && res.status === 404) fresh[r.key] = null;
+    else if (r.key in S.places) fresh[r.key] = S.places[r.key];
   }));
   return fresh;
 }
@@ -79,7 +81,8 @@ export function showOrders() {
 async function grab(v) {
   S.grabbing.add(v.id);
   render();
-  const pass = v.admission === "waiting_room" && S.places[v.id] ? S.places[v.id].pass : null;
+  const place = v.admission === "waiting_room" ? S.places[roomOf(v).key] : null;
+  const pass = place ? place.pass : null;
   const send = (proof) => fetch(`/api/v1/vouchers/${v.id}/grab`, { method: "POST",
     headers: bearer(Object.assign({}, proof ? { "X-Seckill-Pow": proof } : {}, pass ? { "X-Seckill-Pass": pass } : {})) });
   try {
@@ -99,17 +102,19 @@ async function grab(v) {
   refresh();
 }
 
-// joinQueue puts the token's user in v's waiting room.
+// joinQueue puts the token's user in v's waiting room (its drop's, for a campaign's
+// voucher: a proof of work there is of the campaign's challenge).
 async function joinQueue(v) {
+  const r = roomOf(v);
   S.grabbing.add(v.id);
   render();
   try {
-    const proof = await proofFor(v);
-    const res = await fetch(`/api/v1/vouchers/${v.id}/queue`, { method: "POST",
+    const proof = await proofFor(v, r.path);
+    const res = await fetch(`${r.path}/queue`, { method: "POST",
       headers: bearer(proof ? { "X-Seckill-Pow": proof } : {}) });
     if (!res.ok) throw await refusal(res);
-    S.places[v.id] = await res.json();
-    note(`voucher ${v.id}: in the queue`);
+    S.places[r.key] = await res.json();
+    note(v.campaign_id ? `drop ${v.campaign_id}: in the queue` : `voucher ${v.id}: in the queue`);
   } catch (e) {
     note(`join ${v.id}: ${e.message}`, true);
   } finally {

@@ -9,9 +9,9 @@ export const S = {
   stats: {}, // voucher id → its last stats answer (admins)
   statsAt: {}, // voucher id → the server's time (Unix ms) its stats answer came
   draws: {}, // draw voucher id → its last GET …/draw answer (anyone may read it)
-  places: {}, // waiting-room voucher id → the token's user's place (GET …/queue), null when not in the queue
-  queues: {}, // waiting-room voucher id → its figures (GET …/queue/stats; admins)
-  shuffled: {}, // waiting-room voucher id → its shuffle's entrants counted from GET …/queue/entrants (never changes)
+  places: {}, // waiting room's key (roomOf: a voucher id, or "c<campaign id>") → the token's user's place (GET …/queue), null when not in the queue
+  queues: {}, // waiting room's key → its figures (GET …/queue/stats; admins)
+  shuffled: {}, // waiting room's key → its shuffle's entrants counted from GET …/queue/entrants (never changes)
   orders: null, // the token's user's newest orders (GET /api/v1/orders), null until read
   refused: "", // why the server refused the token, "" while it does not
   answers: 0, // vouchers shown from an action's answer: a list read before one is stale
