@@ -185,3 +185,73 @@ func waitForPass(client *http.Client, url, token string, lastSold *atomic.Int64)
 	}
 	return "stuck", false
 }
+
+// TestCampaignWaitingRoomPassesOverItsBuyersAfterRedisForgets: the first users let in
+// to a drop's room buy sizes of it; then Redis loses every key (a restart without
+// persistence). The heal restores the drop from the database — its vouchers' orders,
+// and its holders — and installs the room's order again from its start; the window
+// then goes to the next users in line, never to one who holds units of the drop.
+func TestCampaignWaitingRoomPassesOverItsBuyersAfterRedisForgets(t *testing.T) {
+	a := startFulfillInstance(t, "SECKILL_WARM_INTERVAL=1s")
+	d := newRoomDriver(t, a)
+	const window = 5
+	sale, c := a.createDropWith(3, 20, 40, 1, time.Now().UTC().Add(5*time.Second), map[string]any{
+		"admission": "waiting_room", "queue_window": window, "queue_opens_at": time.Now().UTC().Add(-time.Minute),
+	})
+	room := "campaigns/" + sale.id
+	campaign, err := domain.ParseCampaignID(sale.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	early := userRange(1000, 30)
+	d.join(room, early)
+	order := d.published(room, c["commitment"].(string), early[0], early)
+	for i, u := range order[:window] {
+		var pass string
+		testenv.Eventually(t, time.Minute, "a pass for user "+u.String(), func() (bool, string) {
+			body, err := d.place(0, room, u)
+			if err != nil {
+				return false, err.Error()
+			}
+			pass, _ = body["pass"].(string)
+			return pass != "", fmt.Sprint(body)
+		})
+		v := sale.vouchers[i%len(sale.vouchers)]
+		status, body, err := d.do(0, http.MethodPost, "/api/v1/vouchers/"+v+"/grab", u, map[string]string{"X-Seckill-Pass": pass})
+		if err != nil || status != http.StatusAccepted {
+			t.Fatalf("grab of user %d with its pass: %d %v %v", u, status, body, err)
+		}
+	}
+	admin := a.token(1, true)
+	testenv.Eventually(t, time.Minute, "the buyers' orders persisted", func() (bool, string) {
+		status, st := a.call(http.MethodGet, "/api/v1/campaigns/"+sale.id+"/stats", admin, nil)
+		return status == http.StatusOK && st["queued"] == 0.0 && st["awaiting_payment"] == float64(window), fmt.Sprint(status, st)
+	})
+
+	ctx := t.Context()
+	if err := testenv.DeleteKeys(ctx, a.redis, a.keys.Prefix+":*"); err != nil {
+		t.Fatal(err)
+	}
+	passes := a.keys.Passes(campaign.Room())
+	var holders []string
+	testenv.Eventually(t, time.Minute, "a window let in after the heal", func() (bool, string) {
+		var err error
+		holders, err = a.redis.ZRange(ctx, passes, 0, -1).Result()
+		return err == nil && len(holders) == window, fmt.Sprintf("passes held by %v (%v)", holders, err)
+	})
+	want := make([]string, window)
+	for i, u := range order[window : 2*window] {
+		want[i] = u.String()
+	}
+	slices.Sort(holders)
+	slices.Sort(want)
+	if !slices.Equal(holders, want) {
+		t.Fatalf("after the heal passes went to %v, want the next in line %v (the buyers are %v)", holders, want, order[:window])
+	}
+	for i, u := range order[:window] {
+		body, err := d.place(0, room, u)
+		if err != nil || body["position"] != float64(i+1) || body["admitted"] != true || body["pass"] != nil {
+			t.Fatalf("buyer %d after the heal reads %v (%v); want position %d, admitted, no pass", u, body, err, i+1)
+		}
+	}
+}
