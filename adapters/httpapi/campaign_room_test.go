@@ -93,6 +93,14 @@ func TestCampaignWaitingRoom(t *testing.T) {
 	for u := range passes {
 		user = u
 	}
+	// The place is followed on the room's event stream, as a voucher's is.
+	events, res := a.stream(room+"/events", a.token(user, false))
+	if events == nil {
+		t.Fatalf("the room's stream: %d %s", res.Status, res.Raw)
+	}
+	if place := events.decode(events.next(), "queue"); place["admitted"] != true || place["pass"] != passes[user] {
+		t.Fatalf("the stream's first place: %v; want admitted with its pass", place)
+	}
 	for _, u := range joiners {
 		if passes[u] == "" {
 			outside = u
@@ -111,5 +119,8 @@ func TestCampaignWaitingRoom(t *testing.T) {
 	}
 	if r := a.do(http.MethodGet, room, a.token(user, false), ""); r.Status != http.StatusOK || r.Body["pass"] != nil {
 		t.Fatalf("the place once the pass is used: %d %s", r.Status, r.Raw)
+	}
+	if place := events.decode(events.next(), "queue"); place["admitted"] != true || place["pass"] != nil {
+		t.Fatalf("the stream's place once the pass is used: %v", place)
 	}
 }

@@ -67,19 +67,7 @@ func TestUIJoinsADropsWaitingRoomInChromium(t *testing.T) {
 	}
 	c := r.Body["id"].(string)
 	v1, v2 := a.createVariant(c, "Size 41", 5), a.createVariant(c, "Size 42", 5)
-	// The waiting rooms' step, as a worker runs it.
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-				_ = a.rooms.Handle(context.Background())
-			}
-		}
-	}()
+	a.stepRooms()
 	ctx := browser(t)
 	navCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()

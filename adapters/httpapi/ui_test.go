@@ -297,6 +297,23 @@ func click(t *testing.T, ctx context.Context, selector string) {
 	})
 }
 
+// stepRooms runs the waiting rooms' step every 100 ms, as a worker does, until the
+// test ends.
+func (a *api) stepRooms() {
+	stop := make(chan struct{})
+	a.t.Cleanup(func() { close(stop) })
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+				_ = a.rooms.Handle(context.Background())
+			}
+		}
+	}()
+}
+
 // visible tells whether selector matches an element the page displays.
 func visible(t *testing.T, ctx context.Context, selector string) bool {
 	t.Helper()
@@ -498,19 +515,7 @@ func TestUIJoinsAWaitingRoomAndGrabsWithItsPassInChromium(t *testing.T) {
 	if r := a.do(http.MethodPost, "/api/v1/vouchers/"+id+"/queue", a.token(79, false), ""); r.Status != http.StatusAccepted {
 		t.Fatalf("join of user 79: %d %s", r.Status, r.Raw)
 	}
-	// The waiting rooms' step, as a worker runs it.
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-				_ = a.rooms.Handle(context.Background())
-			}
-		}
-	}()
+	a.stepRooms()
 	ctx := browser(t)
 	navCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()

@@ -228,30 +228,5 @@ func TestCampaignWaitingRoomPassesOverItsBuyersAfterRedisForgets(t *testing.T) {
 		return status == http.StatusOK && st["queued"] == 0.0 && st["awaiting_payment"] == float64(window), fmt.Sprint(status, st)
 	})
 
-	ctx := t.Context()
-	if err := testenv.DeleteKeys(ctx, a.redis, a.keys.Prefix+":*"); err != nil {
-		t.Fatal(err)
-	}
-	passes := a.keys.Passes(campaign.Room())
-	var holders []string
-	testenv.Eventually(t, time.Minute, "a window let in after the heal", func() (bool, string) {
-		var err error
-		holders, err = a.redis.ZRange(ctx, passes, 0, -1).Result()
-		return err == nil && len(holders) == window, fmt.Sprintf("passes held by %v (%v)", holders, err)
-	})
-	want := make([]string, window)
-	for i, u := range order[window : 2*window] {
-		want[i] = u.String()
-	}
-	slices.Sort(holders)
-	slices.Sort(want)
-	if !slices.Equal(holders, want) {
-		t.Fatalf("after the heal passes went to %v, want the next in line %v (the buyers are %v)", holders, want, order[:window])
-	}
-	for i, u := range order[:window] {
-		body, err := d.place(0, room, u)
-		if err != nil || body["position"] != float64(i+1) || body["admitted"] != true || body["pass"] != nil {
-			t.Fatalf("buyer %d after the heal reads %v (%v); want position %d, admitted, no pass", u, body, err, i+1)
-		}
-	}
+	d.forgetAndWantTheNextWindow(a, room, campaign.Room(), order, window)
 }

@@ -548,6 +548,16 @@ func TestWaitingRoomPassesOverItsBuyersAfterRedisForgets(t *testing.T) {
 	}
 	a.waitSettled(voucher, window, time.Minute)
 
+	d.forgetAndWantTheNextWindow(a, voucher, vid, order, window)
+}
+
+// forgetAndWantTheNextWindow deletes every key of a's Redis (a restart without
+// persistence) once the first window users of room's published order bought, and
+// waits for the heal to let the next window in: their passes (under the room id roomID)
+// and none of the buyers', who read their positions, admitted, with no pass.
+func (d *roomDriver) forgetAndWantTheNextWindow(a *fulfillInstance, room string, roomID domain.VoucherID, order []domain.UserID, window int) {
+	t := d.t
+	t.Helper()
 	ctx := context.Background()
 	if err := testenv.DeleteKeys(ctx, a.redis, a.keys.Prefix+":*"); err != nil {
 		t.Fatal(err)
@@ -555,7 +565,7 @@ func TestWaitingRoomPassesOverItsBuyersAfterRedisForgets(t *testing.T) {
 	var holders []string
 	testenv.Eventually(t, time.Minute, "a window let in after the heal", func() (bool, string) {
 		var err error
-		holders, err = a.redis.ZRange(ctx, a.keys.Passes(vid), 0, -1).Result()
+		holders, err = a.redis.ZRange(ctx, a.keys.Passes(roomID), 0, -1).Result()
 		return err == nil && len(holders) == window, fmt.Sprintf("passes held by %v (%v)", holders, err)
 	})
 	want := make([]string, window)
@@ -568,7 +578,7 @@ func TestWaitingRoomPassesOverItsBuyersAfterRedisForgets(t *testing.T) {
 		t.Fatalf("after the heal passes went to %v, want the next in line %v (the buyers are %v)", holders, want, order[:window])
 	}
 	for i, u := range order[:window] {
-		body, err := d.place(0, voucher, u)
+		body, err := d.place(0, room, u)
 		if err != nil || body["position"] != float64(i+1) || body["admitted"] != true || body["pass"] != nil {
 			t.Fatalf("buyer %d after the heal reads %v (%v); want position %d, admitted, no pass", u, body, err, i+1)
 		}
