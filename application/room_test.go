@@ -164,3 +164,54 @@ func check(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestRoomSalesReadsACampaignsOneRoom: a campaign sold through a waiting room is one
+// room, under its room id, with the campaign's settings: the active rooms list it
+// once beside a voucher's own, its vouchers have none of their own (a join of one is
+// refused), and its room is joined through the gate; without the campaigns, its room
+// id is not found.
+func TestRoomSalesReadsACampaignsOneRoom(t *testing.T) {
+	ctx := context.Background()
+	f := newRoomFixture(t)
+	campaigns := memory.NewCampaigns(f.vouchers)
+	c := domain.Campaign{Title: "drop", BeginsAt: f.start, EndsAt: f.start.Add(time.Hour), PerUserLimit: 1,
+		Admission: domain.AdmissionWaitingRoom}.WithAdmissionDefaults(f.clock.Now())
+	if err := campaigns.Create(ctx, &c, domain.Author{Actor: "1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var sizes []domain.Voucher
+	for range 2 {
+		v := domain.Voucher{Title: "size", Stock: 5, CampaignID: c.ID}
+		if err := f.vouchers.Create(ctx, &v, domain.Author{Actor: "1"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, v)
+	}
+	rooms := application.NewRoomSales(f.vouchers, campaigns)
+	active, err := rooms.Active(ctx, f.start.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]domain.VoucherID, len(active))
+	for i, v := range active {
+		ids[i] = v.ID
+	}
+	if !slices.Equal(ids, []domain.VoucherID{f.v.ID, c.ID.Room()}) && !slices.Equal(ids, []domain.VoucherID{c.ID.Room(), f.v.ID}) {
+		t.Fatalf("active rooms %v, want the voucher's %s and the campaign's %s once", ids, f.v.ID, c.ID.Room())
+	}
+	room, err := rooms.Get(ctx, c.ID.Room())
+	if err != nil || room.Seed != c.Seed || room.QueueWindow != c.QueueWindow || !room.OwnRoom() {
+		t.Fatalf("the campaign's room: %+v, %v", room, err)
+	}
+	gate := application.NewBuyerGate(f.vouchers, f.clock, application.GateOptions{Rooms: rooms})
+	join := application.NewJoinQueue(f.room, gate)
+	if err := join.Handle(ctx, application.JoinQueueCmd{VoucherID: sizes[0].ID, UserID: 7}); !errors.Is(err, domain.ErrNoWaitingRoom) {
+		t.Fatalf("join of a campaign's voucher's own room: %v, want %v", err, domain.ErrNoWaitingRoom)
+	}
+	if err := join.Handle(ctx, application.JoinQueueCmd{VoucherID: c.ID.Room(), UserID: 7}); err != nil {
+		t.Fatalf("join of the campaign's room: %v", err)
+	}
+	if _, err := application.NewRoomSales(f.vouchers, nil).Get(ctx, c.ID.Room()); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("a campaign's room without the campaigns: %v, want not found", err)
+	}
+}
