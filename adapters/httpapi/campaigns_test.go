@@ -281,6 +281,7 @@ func TestCampaignRefusals(t *testing.T) {
 		{"create with a room opening after the start", http.MethodPost, "/api/v1/campaigns", a.admin, `{"title":"x",` + window + `,"per_user_limit":1,"admission":"waiting_room","queue_opens_at":"2026-02-01T00:00:00Z"}`, http.StatusBadRequest, "invalid_request"},
 		{"join a first-come campaign's queue", http.MethodPost, "/api/v1/campaigns/" + id + "/queue", user, "", http.StatusConflict, "no_waiting_room"},
 		{"join an unknown campaign's queue", http.MethodPost, "/api/v1/campaigns/424242/queue", user, "", http.StatusNotFound, "not_found"},
+		{"a campaign's room id as a voucher's", http.MethodPost, "/api/v1/vouchers/" + campaignRoomID(t, id) + "/queue", user, "", http.StatusNotFound, "not_found"},
 		{"a challenge of a campaign that asks none", http.MethodGet, "/api/v1/campaigns/" + id + "/challenge", user, "", http.StatusNotFound, "not_found"},
 		{"create with a difficulty and no challenge", http.MethodPost, "/api/v1/campaigns", a.admin, `{"title":"x",` + window + `,"per_user_limit":1,"pow_difficulty":4}`, http.StatusBadRequest, "invalid_request"},
 		{"create with a cap of 0", http.MethodPost, "/api/v1/campaigns", a.admin, `{"title":"x",` + window + `,"per_user_limit":1,"cap":0}`, http.StatusBadRequest, "invalid_request"},
@@ -307,6 +308,16 @@ func TestCampaignRefusals(t *testing.T) {
 	if c := a.do(http.MethodGet, "/api/v1/campaigns/"+id, "", ""); fmt.Sprint(c.Body["vouchers"]) != fmt.Sprint([]any{v}) {
 		t.Fatalf("after the refusals the campaign holds %v, want only %s", c.Body["vouchers"], v)
 	}
+}
+
+// campaignRoomID returns the room id of campaign id, in decimal.
+func campaignRoomID(t *testing.T, id string) string {
+	t.Helper()
+	c, err := domain.ParseCampaignID(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Room().String()
 }
 
 // TestCampaignWaitlist: a sold-out voucher of a campaign has a waitlist; a user at the

@@ -36,7 +36,14 @@ func roomID(c echo.Context) (domain.VoucherID, error) {
 		}
 		return id.Room(), nil
 	}
-	return domain.ParseVoucherID(c.Param("id"))
+	id, err := domain.ParseVoucherID(c.Param("id"))
+	if err != nil {
+		return 0, err
+	}
+	if campaign, k := id.Campaign(); campaign != 0 && k == 0 {
+		return 0, domain.ErrNotFound // a campaign's room id: its room is the campaign's path's
+	}
+	return id, nil
 }
 
 // QueueEvery is how often a waiting room's stream reads its user's place again: a

@@ -51,6 +51,14 @@ import (
 // SECKILL_CHAOS_SEEDS=n runs n schedules, one after the other (default 2);
 // SECKILL_CHAOS_DURATION lengthens each sale (default 10s).
 func TestChaosSaleKeepsItsPromises(t *testing.T) {
+	for _, seed := range chaosSeeds(t) {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { chaosSale(t, seed) })
+	}
+}
+
+// chaosSeeds returns the schedules a chaos test runs: SECKILL_CHAOS_SEED alone, or
+// SECKILL_CHAOS_SEEDS (default 2) new ones.
+func chaosSeeds(t *testing.T) []uint64 {
 	n := 2
 	if s := os.Getenv("SECKILL_CHAOS_SEEDS"); s != "" {
 		var err error
@@ -70,15 +78,11 @@ func TestChaosSaleKeepsItsPromises(t *testing.T) {
 		}
 		seeds = []uint64{n}
 	}
-	for _, seed := range seeds {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { chaosSale(t, seed) })
-	}
+	return seeds
 }
 
-// chaosSale runs one sale under the schedule seed makes, and checks its history.
-func chaosSale(t *testing.T, seed uint64) {
-	stopPG, startPG := pgOutage(t)
-	redisPID := redisPIDFile(t)
+// chaosDuration is how long a chaos sale runs: SECKILL_CHAOS_DURATION, or 10 s.
+func chaosDuration(t *testing.T) time.Duration {
 	duration := 10 * time.Second
 	if s := os.Getenv("SECKILL_CHAOS_DURATION"); s != "" {
 		d, err := time.ParseDuration(s)
@@ -87,71 +91,85 @@ func chaosSale(t *testing.T, seed uint64) {
 		}
 		duration = d
 	}
-	t.Logf("chaos seed %d (replay: SECKILL_CHAOS_SEED=%d go test -run TestChaosSaleKeepsItsPromises ./cmd/seckill)", seed, seed)
-	replay := fmt.Sprintf("replay with SECKILL_CHAOS_SEED=%d go test -run TestChaosSaleKeepsItsPromises ./cmd/seckill", seed)
+	return duration
+}
 
-	// Two instances on one Redis and one database; reservations a killed one held are
-	// claimed by the other after 2 s; reconcile judges everything older than 1 s.
-	a := startFulfillInstance(t, "SECKILL_CLAIM_IDLE=2s", "SECKILL_RECONCILE_GRACE=1s", "SECKILL_USER_RATE=0")
-	// They reach Redis and PostgreSQL through proxies the schedule puts network
-	// faults on.
-	redisLink, pgLink := proxyInstance(t, a)
+// chaosRig is a chaos run's two serve processes on one Redis and one database, each
+// reached through proxies the faults act on, and what the faults leave to know.
+type chaosRig struct {
+	t          *testing.T
+	a, b       *fulfillInstance
+	instances  []*fulfillInstance
+	redisLink  *netLink
+	pgLink     *netLink
+	stopPG     string
+	startPG    string
+	redisPID   string
+	aof        aofRedis
+	admin      string
+	bases      sync.Map // instance index → base URL while it runs
+	// unsure are the stretches in which Redis may have been out of reach, and a while
+	// after (an instance's breaker may stay open a while): a cancel answered then may
+	// give its units back later (ReleaseClosed), not before its answer. The fault
+	// schedule writes it; it is read once the schedule ended.
+	unsure                          []history.Interval
+	pgDown, pgStopped, redisStopped atomic.Bool
+}
+
+// newChaosRig starts the two instances: reservations a killed one held are claimed by
+// the other after 2 s; reconcile judges everything older than 1 s. Redis keeps every
+// acknowledged write in its append-only file (the tests after this one get it as it
+// was), and whatever a fault left stopped runs again when the test ends.
+func newChaosRig(t *testing.T) *chaosRig {
+	r := &chaosRig{t: t}
+	r.stopPG, r.startPG = pgOutage(t)
+	r.redisPID = redisPIDFile(t)
+	r.a = startFulfillInstance(t, "SECKILL_CLAIM_IDLE=2s", "SECKILL_RECONCILE_GRACE=1s", "SECKILL_USER_RATE=0")
+	r.redisLink, r.pgLink = proxyInstance(t, r.a)
 	addrB := freeAddr(t)
-	b := &fulfillInstance{instance: &instance{t: t, base: "http://" + addrB,
-		env:  append(append([]string(nil), a.env...), "SECKILL_HTTP_ADDR="+addrB),
-		logs: &syncBuffer{}, tokens: a.tokens, redis: a.redis, keys: a.keys, dbURL: a.dbURL}}
-	b.start()
-	t.Cleanup(b.stop)
-	instances := []*fulfillInstance{a, b}
-
-	const stock, users = 60, 120
-	// The sale ends while buyers still arrive (over 80% of the run), so its end is
-	// judged under the faults, by instances whose clocks may be off.
-	begins := time.Now().Add(-time.Minute)
-	ends := time.Now().Add(duration * 6 / 10)
-	id := a.createSale(stock, 1, begins, ends)
-	admin := a.token(1, true)
-	rec := &recorder{}
-	client := &http.Client{Timeout: 3 * time.Second}
-	ctx, cancel := context.WithTimeout(context.Background(), duration)
-	defer cancel()
-
-	// The faults, one at a time, each healed before the next.
-	var bases sync.Map // instance index → base URL while it runs
-	for i, in := range instances {
-		bases.Store(i, in.base)
+	r.b = &fulfillInstance{instance: &instance{t: t, base: "http://" + addrB,
+		env:  append(append([]string(nil), r.a.env...), "SECKILL_HTTP_ADDR="+addrB),
+		logs: &syncBuffer{}, tokens: r.a.tokens, redis: r.a.redis, keys: r.a.keys, dbURL: r.a.dbURL}}
+	r.b.start()
+	t.Cleanup(r.b.stop)
+	r.instances = []*fulfillInstance{r.a, r.b}
+	for i, in := range r.instances {
+		r.bases.Store(i, in.base)
 	}
-	// Redis keeps every acknowledged write in its append-only file, so a restart loses
-	// nothing; the tests after this one get it as it was.
-	aof := enableAOF(t, a.redis)
+	r.admin = r.a.token(1, true)
+	r.aof = enableAOF(t, r.a.redis)
 	// The snapshot the snapshot fault restores from must not outlive the test: the
 	// restarts of the tests after it come back empty, as they expect.
-	t.Cleanup(func() { _ = os.Remove(filepath.Join(aof.dir, "dump.rdb")) })
-	// Should the test end early, PostgreSQL and Redis run again for the tests after it.
-	var pgDown, pgStopped, redisStopped atomic.Bool
-	// The stretches in which Redis may have been out of reach, and a while after
-	// (an instance's breaker may stay open a while): a cancel answered then may give its
-	// units back later (ReleaseClosed), not before its answer.
-	var unsure []history.Interval
-	redisFault := func(from time.Time) {
-		unsure = append(unsure, history.Interval{From: from, To: time.Now().Add(10 * time.Second)})
-	}
+	t.Cleanup(func() { _ = os.Remove(filepath.Join(r.aof.dir, "dump.rdb")) })
 	t.Cleanup(func() {
-		if redisStopped.Load() {
-			_ = signalPIDFile(redisPID, syscall.SIGCONT)
+		if r.redisStopped.Load() {
+			_ = signalPIDFile(r.redisPID, syscall.SIGCONT)
 		}
-		if pgStopped.Load() {
+		if r.pgStopped.Load() {
 			_ = signalPostgres(syscall.SIGCONT)
 		}
-		if pgDown.Load() {
-			_ = exec.Command(startPG).Run()
+		if r.pgDown.Load() {
+			_ = exec.Command(r.startPG).Run()
 		}
 	})
+	return r
+}
+
+// redisFault records a stretch from from in which Redis may have been out of reach.
+func (r *chaosRig) redisFault(from time.Time) {
+	r.unsure = append(r.unsure, history.Interval{From: from, To: time.Now().Add(10 * time.Second)})
+}
+
+// faults injects the faults of seed's schedule, one at a time, each healed before
+// the next, until ctx ends; the channel then gives nil, or the error that stopped
+// the schedule. The snapshot fault pauses the sale of vouchers (every voucher of a
+// drop) while the grabs since the snapshot are persisted.
+func (r *chaosRig) faults(ctx context.Context, seed uint64, vouchers []string) <-chan error {
 	faults := make(chan error, 1)
 	go func() {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		var log []string
-		defer func() { t.Logf("faults injected: %s", strings.Join(log, ", ")) }()
+		defer func() { r.t.Logf("faults injected: %s", strings.Join(log, ", ")) }()
 		for {
 			select {
 			case <-ctx.Done():
@@ -160,168 +178,142 @@ func chaosSale(t *testing.T, seed uint64) {
 			case <-time.After(time.Duration(300+rng.IntN(700)) * time.Millisecond):
 			}
 			pause := time.Duration(500+rng.IntN(1500)) * time.Millisecond
-			began := time.Now()
-			switch kind := rng.IntN(13); kind {
-			case 0:
-				i := rng.IntN(len(instances))
-				log = append(log, fmt.Sprintf("kill -9 instance %d for %v", i, pause))
-				bases.Delete(i)
-				_ = instances[i].cmd.Process.Kill()
-				_ = instances[i].cmd.Wait()
-				time.Sleep(pause)
-				if err := instances[i].restart(); err != nil {
-					faults <- err
-					return
-				}
-				bases.Store(i, instances[i].base)
-			case 1:
-				log = append(log, fmt.Sprintf("SIGSTOP redis for %v", pause))
-				redisStopped.Store(true)
-				if err := signalPIDFile(redisPID, syscall.SIGSTOP); err != nil {
-					faults <- err
-					return
-				}
-				time.Sleep(pause)
-				if err := signalPIDFile(redisPID, syscall.SIGCONT); err != nil {
-					faults <- err
-					return
-				}
-				redisStopped.Store(false)
-				redisFault(began)
-			case 2:
-				log = append(log, fmt.Sprintf("restart postgres after %v", pause))
-				pgDown.Store(true)
-				if out, err := exec.Command(stopPG).CombinedOutput(); err != nil {
-					faults <- fmt.Errorf("%s: %v\n%s", stopPG, err, out)
-					return
-				}
-				time.Sleep(pause)
-				if out, err := exec.Command(startPG).CombinedOutput(); err != nil {
-					faults <- fmt.Errorf("%s: %v\n%s", startPG, err, out)
-					return
-				}
-				pgDown.Store(false)
-			case 3:
-				log = append(log, fmt.Sprintf("SIGSTOP postgres for %v", pause))
-				pgStopped.Store(true)
-				if err := signalPostgres(syscall.SIGSTOP); err != nil {
-					faults <- err
-					return
-				}
-				time.Sleep(pause)
-				if err := signalPostgres(syscall.SIGCONT); err != nil {
-					faults <- err
-					return
-				}
-				pgStopped.Store(false)
-			case 4:
-				log = append(log, fmt.Sprintf("restart redis from its AOF after %v", pause))
-				if err := aof.restart(pause); err != nil {
-					faults <- err
-					return
-				}
-				redisFault(began)
-			case 5:
-				log = append(log, fmt.Sprintf("restart redis from a snapshot %v old", pause))
-				if err := aof.restartFromSnapshot(pause, snapshotPause{bases: &bases, id: id, admin: admin, rng: rng}); err != nil {
-					faults <- err
-					return
-				}
-				redisFault(began)
-			case 6:
-				i := rng.IntN(len(instances))
-				skew := time.Duration(2+rng.IntN(9)) * time.Second
-				if rng.IntN(2) == 0 {
-					skew = -skew
-				}
-				log = append(log, fmt.Sprintf("restart instance %d with its clock %v off", i, skew))
-				bases.Delete(i)
-				_ = instances[i].cmd.Process.Kill()
-				_ = instances[i].cmd.Wait()
-				instances[i].env = append(instances[i].env, "SECKILL_TEST_CLOCK_SKEW="+skew.String())
-				if err := instances[i].restart(); err != nil {
-					faults <- err
-					return
-				}
-				bases.Store(i, instances[i].base)
-			default: // 7-12: the network to Redis or to PostgreSQL
-				link, to := redisLink, "redis"
-				if kind >= 10 {
-					link, to = pgLink, "postgres"
-				}
-				fault := []string{netLatency, netReset, netPartition}[(kind-7)%3]
-				log = append(log, fmt.Sprintf("%s on the network to %s for %v", fault, to, pause))
-				if err := link.fault(fault, pause); err != nil {
-					faults <- err
-					return
-				}
-				if link == redisLink {
-					redisFault(began)
-				}
+			entry, err := r.fault(rng, pause, vouchers)
+			log = append(log, entry)
+			if err != nil {
+				faults <- err
+				return
 			}
 		}
 	}()
+	return faults
+}
+
+// fault injects one fault, drawn with rng, for pause, and heals it; it returns what
+// it did, and the error that kept it from healing.
+func (r *chaosRig) fault(rng *rand.Rand, pause time.Duration, vouchers []string) (string, error) {
+	began := time.Now()
+	switch kind := rng.IntN(13); kind {
+	case 0:
+		i := rng.IntN(len(r.instances))
+		r.bases.Delete(i)
+		_ = r.instances[i].cmd.Process.Kill()
+		_ = r.instances[i].cmd.Wait()
+		time.Sleep(pause)
+		if err := r.instances[i].restart(); err != nil {
+			return "", err
+		}
+		r.bases.Store(i, r.instances[i].base)
+		return fmt.Sprintf("kill -9 instance %d for %v", i, pause), nil
+	case 1:
+		r.redisStopped.Store(true)
+		if err := signalPIDFile(r.redisPID, syscall.SIGSTOP); err != nil {
+			return "", err
+		}
+		time.Sleep(pause)
+		if err := signalPIDFile(r.redisPID, syscall.SIGCONT); err != nil {
+			return "", err
+		}
+		r.redisStopped.Store(false)
+		r.redisFault(began)
+		return fmt.Sprintf("SIGSTOP redis for %v", pause), nil
+	case 2:
+		r.pgDown.Store(true)
+		if out, err := exec.Command(r.stopPG).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("%s: %v\n%s", r.stopPG, err, out)
+		}
+		time.Sleep(pause)
+		if out, err := exec.Command(r.startPG).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("%s: %v\n%s", r.startPG, err, out)
+		}
+		r.pgDown.Store(false)
+		return fmt.Sprintf("restart postgres after %v", pause), nil
+	case 3:
+		r.pgStopped.Store(true)
+		if err := signalPostgres(syscall.SIGSTOP); err != nil {
+			return "", err
+		}
+		time.Sleep(pause)
+		if err := signalPostgres(syscall.SIGCONT); err != nil {
+			return "", err
+		}
+		r.pgStopped.Store(false)
+		return fmt.Sprintf("SIGSTOP postgres for %v", pause), nil
+	case 4:
+		if err := r.aof.restart(pause); err != nil {
+			return "", err
+		}
+		r.redisFault(began)
+		return fmt.Sprintf("restart redis from its AOF after %v", pause), nil
+	case 5:
+		if err := r.aof.restartFromSnapshot(pause, snapshotPause{bases: &r.bases, ids: vouchers, admin: r.admin, rng: rng}); err != nil {
+			return "", err
+		}
+		r.redisFault(began)
+		return fmt.Sprintf("restart redis from a snapshot %v old", pause), nil
+	case 6:
+		i := rng.IntN(len(r.instances))
+		skew := time.Duration(2+rng.IntN(9)) * time.Second
+		if rng.IntN(2) == 0 {
+			skew = -skew
+		}
+		r.bases.Delete(i)
+		_ = r.instances[i].cmd.Process.Kill()
+		_ = r.instances[i].cmd.Wait()
+		r.instances[i].env = append(r.instances[i].env, "SECKILL_TEST_CLOCK_SKEW="+skew.String())
+		if err := r.instances[i].restart(); err != nil {
+			return "", err
+		}
+		r.bases.Store(i, r.instances[i].base)
+		return fmt.Sprintf("restart instance %d with its clock %v off", i, skew), nil
+	default: // 7-12: the network to Redis or to PostgreSQL
+		link, to := r.redisLink, "redis"
+		if kind >= 10 {
+			link, to = r.pgLink, "postgres"
+		}
+		fault := []string{netLatency, netReset, netPartition}[(kind-7)%3]
+		if err := link.fault(fault, pause); err != nil {
+			return "", err
+		}
+		if link == r.redisLink {
+			r.redisFault(began)
+		}
+		return fmt.Sprintf("%s on the network to %s for %v", fault, to, pause), nil
+	}
+}
+
+// chaosSale runs one sale under the schedule seed makes, and checks its history.
+func chaosSale(t *testing.T, seed uint64) {
+	duration := chaosDuration(t)
+	t.Logf("chaos seed %d (replay: SECKILL_CHAOS_SEED=%d go test -run TestChaosSaleKeepsItsPromises ./cmd/seckill)", seed, seed)
+	replay := fmt.Sprintf("replay with SECKILL_CHAOS_SEED=%d go test -run TestChaosSaleKeepsItsPromises ./cmd/seckill", seed)
+	rig := newChaosRig(t)
+	a, b := rig.a, rig.b
+
+	const stock, users = 60, 120
+	// The sale ends while buyers still arrive (over 80% of the run), so its end is
+	// judged under the faults, by instances whose clocks may be off.
+	begins := time.Now().Add(-time.Minute)
+	ends := time.Now().Add(duration * 6 / 10)
+	id := a.createSale(stock, 1, begins, ends)
+	rec := &recorder{}
+	client := &http.Client{Timeout: 3 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), duration)
+	defer cancel()
+	faults := rig.faults(ctx, seed, []string{id})
+	bases := &rig.bases
 
 	// The buyers: each grabs until it gets an answer that says what happened, then
 	// some pay and some cancel, retrying what a fault cut off.
 	var wg sync.WaitGroup
 	for u := int64(1); u <= users; u++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(seed, uint64(u)+1))
 			token, _ := a.tokens.Mint(domain.UserID(u), false, time.Hour)
-			// Buyers arrive throughout the sale, so its faults meet grabs in flight.
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(time.Duration(rng.Int64N(int64(duration) * 8 / 10))):
-			}
-			send := func(op history.Op, method, path string) chaosRequest {
-				return rec.do(client, op, u, token, method, baseOf(&bases, rng)+path)
-			}
-			// A buyer who cancels may grab again: a new order of the same user.
-			for again := true; again && ctx.Err() == nil; {
-				again = false
-				var order string
-				for ctx.Err() == nil {
-					r := send(history.OpGrab, http.MethodPost, "/api/v1/vouchers/"+id+"/grab")
-					if r.Status == http.StatusAccepted || r.Code == "already_purchased" {
-						order = r.OrderID
-						break
-					}
-					if r.Code == "sold_out" || r.Code == "ended" {
-						return
-					}
-					time.Sleep(time.Duration(50+rng.IntN(200)) * time.Millisecond)
-				}
-				if order == "" {
-					return
-				}
-				op, action := history.OpPay, "/pay"
-				switch p := rng.IntN(10); {
-				case p < 3:
-				case p < 5:
-					op, action = history.OpCancel, "/cancel"
-				default:
-					return
-				}
-				// A queued order answers invalid_state until it is persisted, and so
-				// does one whose first attempt succeeded unanswered: retry until the
-				// run ends.
-				for ctx.Err() == nil {
-					r := send(op, http.MethodPost, "/api/v1/orders/"+order+action)
-					if r.Status == http.StatusOK {
-						again = op == history.OpCancel && rng.IntN(2) == 0
-						break
-					}
-					if r.answered() && r.Code != "invalid_state" && r.Status >= 400 && r.Status < 500 && r.Status != http.StatusTooManyRequests {
-						break
-					}
-					time.Sleep(time.Duration(100+rng.IntN(200)) * time.Millisecond)
-				}
-			}
-		}()
+			chaosBuyer(ctx, rng, duration, func(op history.Op, _, method, path string) chaosRequest {
+				return rec.do(client, op, u, token, method, baseOf(bases, rng)+path)
+			}, func() string { return id }, func(code string) bool { return code == "sold_out" || code == "ended" })
+		})
 	}
 	wg.Wait()
 	if err := <-faults; err != nil {
@@ -376,7 +368,7 @@ func chaosSale(t *testing.T, seed uint64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := history.History{Stock: stock, BeginsAt: begins, EndsAt: ends, Requests: rec.requests(), Settled: settled, Unsure: unsure, Stats: history.Stats{
+	h := history.History{Stock: stock, BeginsAt: begins, EndsAt: ends, Requests: rec.requests(), Settled: settled, Unsure: rig.unsure, Stats: history.Stats{
 		Stock: int(st["stock"]), Remaining: int(st["remaining"]), Queued: int(st["queued"]),
 		AwaitingPayment: int(st["awaiting_payment"]), Paid: int(st["paid"]), Cancelled: int(st["cancelled"]),
 		Expired: int(st["expired"]), Failed: int(st["failed"]), Pending: int64(st["pending"]),
@@ -407,6 +399,61 @@ func chaosSale(t *testing.T, seed uint64) {
 	// sale could have given is named.
 	if err := history.Check(withImpossibleAnswer(h)); err == nil || !strings.Contains(err.Error(), history.SoldOutWhileFree) {
 		t.Fatalf("an impossible answer added to the history is not named: %v\n%s", err, keep())
+	}
+}
+
+// chaosBuyer is one buyer of a chaos run: it arrives some time in the first 80% of
+// duration (so the faults meet grabs in flight), grabs a voucher pick names until an
+// answer says what happened (a 202, already_purchased) or stop says to give up on it,
+// then pays three times in ten, cancels twice in ten (and may grab again: a new
+// order), or lets the order be; a pay or cancel a fault cut off, or one answered
+// invalid_state (the order not persisted yet, or its first attempt succeeded
+// unanswered), is sent again until the run ends. send sends one request about voucher
+// as the buyer and records it.
+func chaosBuyer(ctx context.Context, rng *rand.Rand, duration time.Duration, send func(op history.Op, voucher, method, path string) chaosRequest,
+	pick func() string, stop func(code string) bool) {
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(time.Duration(rng.Int64N(int64(duration) * 8 / 10))):
+	}
+	for again := true; again && ctx.Err() == nil; {
+		again = false
+		var order, voucher string
+		for ctx.Err() == nil {
+			voucher = pick()
+			r := send(history.OpGrab, voucher, http.MethodPost, "/api/v1/vouchers/"+voucher+"/grab")
+			if r.Status == http.StatusAccepted || r.Code == "already_purchased" {
+				order = r.OrderID
+				break
+			}
+			if stop(r.Code) {
+				return
+			}
+			time.Sleep(time.Duration(50+rng.IntN(200)) * time.Millisecond)
+		}
+		if order == "" {
+			return
+		}
+		op, action := history.OpPay, "/pay"
+		switch p := rng.IntN(10); {
+		case p < 3:
+		case p < 5:
+			op, action = history.OpCancel, "/cancel"
+		default:
+			return
+		}
+		for ctx.Err() == nil {
+			r := send(op, voucher, http.MethodPost, "/api/v1/orders/"+order+action)
+			if r.Status == http.StatusOK {
+				again = op == history.OpCancel && rng.IntN(2) == 0
+				break
+			}
+			if r.answered() && r.Code != "invalid_state" && r.Status >= 400 && r.Status < 500 && r.Status != http.StatusTooManyRequests {
+				break
+			}
+			time.Sleep(time.Duration(100+rng.IntN(200)) * time.Millisecond)
+		}
 	}
 }
 
@@ -664,11 +711,11 @@ func (r aofRedis) restart(pause time.Duration) error {
 }
 
 // snapshotPause is what restartFromSnapshot needs to pause the sale while the grabs
-// since the snapshot are persisted: the running instances, the voucher, an admin's
-// token.
+// since the snapshot are persisted: the running instances, the vouchers (a drop's
+// every one), an admin's token.
 type snapshotPause struct {
 	bases *sync.Map
-	id    string
+	ids   []string
 	admin string
 	rng   *rand.Rand
 }
@@ -696,12 +743,22 @@ func (p snapshotPause) adminCall(path string) error {
 	return fmt.Errorf("POST %s: not answered 200 within 30s (last: %s)", path, last)
 }
 
-// settled waits, for at most 30 s, until the voucher's stats say nothing is queued.
+// settled waits, for at most 30 s, until each voucher's stats say nothing is queued.
 func (p snapshotPause) settled() error {
+	for _, id := range p.ids {
+		if err := p.settledOne(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// settledOne waits, for at most 30 s, until voucher id's stats say nothing is queued.
+func (p snapshotPause) settledOne(id string) error {
 	client := &http.Client{Timeout: 3 * time.Second}
 	var last string
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		req, _ := http.NewRequest(http.MethodGet, baseOf(p.bases, p.rng)+"/api/v1/vouchers/"+p.id+"/stats", nil)
+		req, _ := http.NewRequest(http.MethodGet, baseOf(p.bases, p.rng)+"/api/v1/vouchers/"+id+"/stats", nil)
 		req.Header.Set("Authorization", "Bearer "+p.admin)
 		res, err := client.Do(req)
 		if err != nil {
@@ -730,8 +787,10 @@ func (r aofRedis) restartFromSnapshot(pause time.Duration, p snapshotPause) erro
 		return fmt.Errorf("redis save: %v: %s", err, out)
 	}
 	time.Sleep(pause)
-	if err := p.adminCall("/api/v1/vouchers/" + p.id + "/pause"); err != nil {
-		return err
+	for _, id := range p.ids {
+		if err := p.adminCall("/api/v1/vouchers/" + id + "/pause"); err != nil {
+			return err
+		}
 	}
 	if err := p.settled(); err != nil {
 		return err
@@ -764,7 +823,12 @@ func (r aofRedis) restartFromSnapshot(pause time.Duration, p snapshotPause) erro
 			return fmt.Errorf("redis did not write its append-only file again: %v %s", err, info)
 		}
 	}
-	return p.adminCall("/api/v1/vouchers/" + p.id + "/resume")
+	for _, id := range p.ids {
+		if err := p.adminCall("/api/v1/vouchers/" + id + "/resume"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // waitUp waits until Redis answers PING again, for at most 30 s.
