@@ -187,3 +187,42 @@ func TestUsedPassOnASoldOutRoom(t *testing.T) {
 		t.Fatalf("grab without a pass of a sold-out room: %v, want queue required", err)
 	}
 }
+
+// TestGrabVoucherSpendsThePassInTheRoom: with GrabOptions.Passes (a stock that does
+// not use passes up where the room keeps them), a grab that reserved with a pass
+// spends it in the room, freeing its place in the window; a refused one does not.
+func TestGrabVoucherSpendsThePassInTheRoom(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newGateFixture(t, domain.AdmissionWaitingRoom, domain.ChallengeNone, nil)
+	room := memory.NewWaitingRoom(f.clock)
+	v := domain.Voucher{ID: 1}
+	for _, u := range []domain.UserID{7, 8} {
+		if _, err := room.Join(ctx, v, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := room.Install(ctx, v, []domain.UserID{7, 8}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := room.Admit(ctx, v, 2, domain.PassLifetime, nil)
+	if err != nil || len(a.Users) != 2 {
+		t.Fatalf("Admit = %+v, %v", a, err)
+	}
+	grab := application.NewGrabVoucher(f.stock, f.clock, &memory.OrderIDs{}, nil,
+		application.NewBuyerGate(nil, f.clock, application.GateOptions{PassKey: passKey}), application.GrabOptions{Passes: room})
+	token := func(u domain.UserID) string {
+		p := domain.Pass{Voucher: 1, User: u, Expires: a.Expires}
+		f.stock.IssuePass(p)
+		return domain.SignPass(passKey, p)
+	}
+	if _, err := grab.Handle(ctx, application.GrabVoucherCmd{VoucherID: 1, UserID: 7, Quantity: 1, Pass: token(7)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := grab.Handle(ctx, application.GrabVoucherCmd{VoucherID: 1, UserID: 8, Quantity: 99, Pass: token(8)}); err == nil {
+		t.Fatal("a grab of 99 units was taken")
+	}
+	if fig, err := room.Figures(ctx, 1); err != nil || fig.Outstanding != 1 {
+		t.Fatalf("passes outstanding after one grab reserved and one refused: %+v, %v; want 1", fig, err)
+	}
+}

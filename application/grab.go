@@ -29,6 +29,11 @@ type GrabOptions struct {
 	// Persisted, when set, makes every grab wait for its order's commit before it is
 	// answered (for a stock in this process's memory: see PersistedOrders).
 	Persisted *PersistedOrders
+	// Passes, when set, is the waiting rooms' store, for a stock that does not use a
+	// pass up where the rooms keep it (the postgres strategy): a grab that reserved
+	// with a pass then spends it there (ports.WaitingRoom.Spend), so its place in the
+	// room's window frees at once. A Redis stock uses it up in the grab's own step.
+	Passes ports.WaitingRoom
 }
 
 // GrabVoucher is the hot path: it reserves units in one call to the stock, which also
@@ -45,6 +50,7 @@ type GrabVoucher struct {
 	ids      ports.OrderIDs
 	gate     *BuyerGate
 	persist  *PersistedOrders
+	passes   ports.WaitingRoom
 	recovery *RecoverVoucher
 	misses   *missFlights
 }
@@ -54,7 +60,7 @@ type GrabVoucher struct {
 // without one answers domain.ErrNotFound.
 func NewGrabVoucher(stock ports.Stock, clock ports.Clock, ids ports.OrderIDs, recovery *RecoverVoucher, gate *BuyerGate,
 	opts GrabOptions) *GrabVoucher {
-	return &GrabVoucher{stock: stock, clock: clock, ids: ids, gate: gate, persist: opts.Persisted, recovery: recovery,
+	return &GrabVoucher{stock: stock, clock: clock, ids: ids, gate: gate, persist: opts.Persisted, passes: opts.Passes, recovery: recovery,
 		misses: newMissFlights()}
 }
 
@@ -111,6 +117,11 @@ func (uc *GrabVoucher) Handle(ctx context.Context, cmd GrabVoucherCmd) (domain.R
 			uc.gate.SoldOut(cmd.VoucherID, b.Now)
 		}
 		return domain.Reservation{}, err
+	}
+	if uc.passes != nil && !r.Pass.IsZero() {
+		// Best effort: a pass not spent here holds its place in the window until it
+		// expires, and admits nothing more (the stock judged it used).
+		_ = uc.passes.Spend(context.WithoutCancel(ctx), r.VoucherID.Room(), r.UserID, r.Pass)
 	}
 	if committed != nil {
 		if err := uc.persist.wait(ctx, r.OrderID, committed); err != nil {

@@ -25,6 +25,78 @@ type RoomSales struct {
 	// campaigns is nil where there are none: a campaign's room id is then not found.
 	campaigns ports.Campaigns
 	cache     sync.Map // domain.VoucherID -> cachedVoucher
+	// database says the sales' state is the database's rows (WithDatabaseStock);
+	// sales caches what Sale read (domain.VoucherID -> cachedSale).
+	database bool
+	sales    sync.Map
+}
+
+// cachedSale is a room's sale as Sale read it, and when.
+type cachedSale struct {
+	s  ports.RoomSale
+	at time.Time
+}
+
+// WithDatabaseStock makes r tell the waiting rooms each sale as the database holds it
+// (Sale): for the postgres stock strategy, which keeps no sale state beside the
+// rooms in Redis. It returns r.
+func (r *RoomSales) WithDatabaseStock() *RoomSales {
+	r.database = true
+	return r
+}
+
+// Sale returns the sale room admits to as the database holds it at now, read at most
+// roomVoucherAge ago: open while it is on and some voucher of it is not paused, with
+// its units on sale (a campaign's: those of its vouchers not paused, at most what its
+// cap leaves). It returns nil, nil without WithDatabaseStock: the room's store judges
+// the sale itself.
+func (r *RoomSales) Sale(ctx context.Context, room domain.Voucher, now time.Time) (*ports.RoomSale, error) {
+	if !r.database {
+		return nil, nil //nolint:nilnil // the store judges: no figures to give
+	}
+	if c, ok := r.sales.Load(room.ID); ok {
+		if c := c.(cachedSale); time.Since(c.at) < roomVoucherAge { //nolint:forcetypeassert // only cachedSales are stored
+			return r.judged(c.s, room, now), nil
+		}
+	}
+	vs := []domain.Voucher{room}
+	capLeft := -1
+	if c, k := room.ID.Campaign(); c != 0 && k == 0 {
+		camp, err := r.campaigns.Get(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		if vs, err = r.vouchers.List(ctx, ports.VoucherQuery{Campaign: c, Limit: domain.MaxVariants}); err != nil {
+			return nil, err
+		}
+		if camp.Cap != nil {
+			capLeft = max(*camp.Cap-camp.Sold, 0)
+		}
+	} else {
+		v, err := r.vouchers.Get(ctx, room.ID)
+		if err != nil {
+			return nil, err
+		}
+		vs[0] = v
+	}
+	var s ports.RoomSale
+	for _, v := range vs {
+		if !v.Paused {
+			s.Open = true
+			s.OnSale += max(v.Stock-v.Sold, 0)
+		}
+	}
+	if capLeft >= 0 {
+		s.OnSale = min(s.OnSale, capLeft)
+	}
+	r.sales.Store(room.ID, cachedSale{s: s, at: time.Now()})
+	return r.judged(s, room, now), nil
+}
+
+// judged returns s, open only within room's window at now.
+func (r *RoomSales) judged(s ports.RoomSale, room domain.Voucher, now time.Time) *ports.RoomSale {
+	s.Open = s.Open && !now.Before(room.BeginsAt) && now.Before(room.EndsAt)
+	return &s
 }
 
 // NewRoomSales returns the reader; campaigns may be nil.
@@ -199,6 +271,11 @@ func (uc *QueueStatus) Handle(ctx context.Context, id domain.VoucherID, user dom
 		return QueueView{}, err
 	}
 	view := QueueView{Position: p.Position, SoldOut: p.SoldOut, Commitment: v.Commitment()}
+	if sale, err := uc.vouchers.Sale(ctx, v, uc.clock.Now()); err != nil {
+		return QueueView{}, err
+	} else if sale != nil {
+		view.SoldOut = sale.Open && sale.OnSale == 0
+	}
 	if p.Position > 0 {
 		view.Admitted = p.Position <= p.Admitted
 		if !view.Admitted {
@@ -378,7 +455,11 @@ func (uc *AdmitQueues) step(ctx context.Context, v domain.Voucher) (int, error) 
 			return 0, err
 		}
 	}
-	a, err := uc.room.Admit(ctx, v, v.QueueWindow, domain.PassLifetime)
+	sale, err := uc.vouchers.Sale(ctx, v, uc.clock.Now())
+	if err != nil {
+		return 0, err
+	}
+	a, err := uc.room.Admit(ctx, v, v.QueueWindow, domain.PassLifetime, sale)
 	if err != nil {
 		return 0, err
 	}

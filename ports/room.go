@@ -39,8 +39,14 @@ type WaitingRoom interface {
 	// no pass): one met in the line was let in before the store forgot the room,
 	// whose order was installed again. Nothing happens before Install, while the
 	// sale is paused or its state is being restored (so that every order held is
-	// known), or once it ended.
-	Admit(ctx context.Context, v domain.Voucher, window int, lifetime time.Duration) (Admission, error)
+	// known), or once it ended. With sale (nil: the store judges the sale by its own
+	// state) the store judges by sale instead: its state is not the store's to hold.
+	Admit(ctx context.Context, v domain.Voucher, window int, lifetime time.Duration, sale *RoomSale) (Admission, error)
+	// Spend forgets user's pass of room that expires at expires, when it is still
+	// outstanding: a pass an order used that the stock took without the room's store
+	// (the postgres strategy) frees its place in the window at once, not at its
+	// expiry. Another pass of the user's is left as it is.
+	Spend(ctx context.Context, room domain.VoucherID, user domain.UserID, expires time.Time) error
 	// Figures reads voucher id's room's counts, all of one moment, in one round
 	// trip; all zero for a room no one joined.
 	Figures(ctx context.Context, id domain.VoucherID) (RoomFigures, error)
@@ -77,6 +83,14 @@ type RoomPlace struct {
 	PassExpires time.Time
 	// Rate is the measured admission rate, users a second; 0 when unknown.
 	Rate float64
+}
+
+// RoomSale is the sale a waiting room admits to as the database holds it, for a stock
+// strategy that keeps no sale state beside the room (the postgres strategy): Open
+// while it is on (begun, not ended, not paused), OnSale its units on sale.
+type RoomSale struct {
+	Open   bool
+	OnSale int
 }
 
 // Admission is what one Admit did.

@@ -111,13 +111,13 @@ func (r *WaitingRoom) Install(_ context.Context, _ domain.Voucher, order []domai
 }
 
 // Admit gives the next users in line a pass until lifetime from now while fewer than
-// window hold one.
-func (r *WaitingRoom) Admit(_ context.Context, _ domain.Voucher, window int, lifetime time.Duration) (ports.Admission, error) {
+// window hold one (and, given sale, while it is open with units on sale).
+func (r *WaitingRoom) Admit(_ context.Context, _ domain.Voucher, window int, lifetime time.Duration, sale *ports.RoomSale) (ports.Admission, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	a := ports.Admission{Expires: r.clock.Now().Add(lifetime)}
 	line := r.line()
-	for len(r.passes) < window && r.Admitted < len(line) {
+	for len(r.passes) < window && r.Admitted < len(line) && (sale == nil || sale.Open && sale.OnSale > 0) {
 		u := line[r.Admitted]
 		r.passes[u] = a.Expires
 		r.Admitted++
@@ -125,6 +125,16 @@ func (r *WaitingRoom) Admit(_ context.Context, _ domain.Voucher, window int, lif
 	}
 	a.Outstanding = len(r.passes)
 	return a, nil
+}
+
+// Spend forgets user's pass when it expires at expires.
+func (r *WaitingRoom) Spend(_ context.Context, _ domain.VoucherID, user domain.UserID, expires time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e, ok := r.passes[user]; ok && e.Equal(expires) {
+		delete(r.passes, user)
+	}
+	return nil
 }
 
 // Figures counts the room's joiners (the early ones, or the installed order once

@@ -50,7 +50,7 @@ func TestCampaignRoomAdmitsToTheWholeDrop(t *testing.T) {
 	order := []domain.UserID{1, 2, 3, 4, 5, 6, 7, 8}
 	check(t, w.Install(ctx, r, order))
 	*w.at += 10
-	a, err := w.Admit(ctx, r, 3, 3*time.Hour)
+	a, err := w.Admit(ctx, r, 3, 3*time.Hour, nil)
 	check(t, err)
 	if !slices.Equal(a.Users, order[:3]) || a.Outstanding != 3 {
 		t.Fatalf("Admit = %+v; want %v", a, order[:3])
@@ -81,7 +81,7 @@ func TestCampaignRoomAdmitsToTheWholeDrop(t *testing.T) {
 	k := w.keys
 	check(t, w.client.Del(ctx, k.Room(r.ID), k.RoomLine(r.ID), k.Passes(r.ID)).Err())
 	check(t, w.Install(ctx, r, order))
-	a, err = w.Admit(ctx, r, 3, 3*time.Hour)
+	a, err = w.Admit(ctx, r, 3, 3*time.Hour, nil)
 	check(t, err)
 	if want := []domain.UserID{3, 4, 5}; !slices.Equal(a.Users, want) {
 		t.Fatalf("Admit after the room was forgotten = %+v; want %v (1 and 2 hold units)", a, want)
@@ -95,7 +95,7 @@ func TestCampaignRoomAdmitsToTheWholeDrop(t *testing.T) {
 		t.Fatalf("Place(6) once the cap is reached = %+v, %v; want sold out", p, err)
 	}
 	check(t, w.client.ZRem(ctx, k.Passes(r.ID), "4", "5").Err())
-	if a, err := w.Admit(ctx, r, 3, 3*time.Hour); err != nil || len(a.Users) != 0 {
+	if a, err := w.Admit(ctx, r, 3, 3*time.Hour, nil); err != nil || len(a.Users) != 0 {
 		t.Fatalf("Admit once the cap is reached = %+v, %v; want nobody", a, err)
 	}
 }

@@ -29,6 +29,8 @@ var (
 	roomAdmitSrc string
 	//go:embed room_figures.lua
 	roomFiguresSrc string
+	//go:embed room_spend.lua
+	roomSpendSrc string
 
 	roomJoinScript    = newScript(roomJoinSrc)
 	roomCloseScript   = newScript(roomCloseSrc)
@@ -36,6 +38,7 @@ var (
 	roomPlaceScript   = newScript(roomPlaceSrc)
 	roomAdmitScript   = newScript(roomAdmitSrc)
 	roomFiguresScript = newScript(roomFiguresSrc)
+	roomSpendScript   = newScript(roomSpendSrc)
 )
 
 // installChunk is how many users of a shuffled order one install call carries: a
@@ -230,7 +233,9 @@ func (w *WaitingRoom) Install(ctx context.Context, v domain.Voucher, order []dom
 // Admit lets users in from the front of v's line (room_admit.lua), passing over those
 // who hold an order of v (Keys.Buyers) — for a campaign's room (v its Room), those
 // who may hold one of its vouchers (Keys.CampaignHolders), while the drop has units.
-func (w *WaitingRoom) Admit(ctx context.Context, v domain.Voucher, window int, lifetime time.Duration) (ports.Admission, error) {
+// Given sale, the script judges by it rather than by the sale state in Redis (which
+// the postgres strategy does not keep).
+func (w *WaitingRoom) Admit(ctx context.Context, v domain.Voucher, window int, lifetime time.Duration, sale *ports.RoomSale) (ports.Admission, error) {
 	k := w.keys
 	before := k.Buyers(v.ID)
 	if c, n := v.ID.Campaign(); c != 0 && n == 0 {
@@ -238,12 +243,20 @@ func (w *WaitingRoom) Admit(ctx context.Context, v domain.Voucher, window int, l
 	}
 	var res []any
 	for {
-		sale, variants, err := w.sale(ctx, v.ID)
+		saleKeys, variants, err := w.sale(ctx, v.ID)
 		if err != nil {
 			return ports.Admission{}, err
 		}
-		keys := append([]string{k.Room(v.ID), k.RoomLine(v.ID), k.RoomLateLine(v.ID), k.Passes(v.ID), before}, sale...)
-		res, err = roomAdmitScript.Run(ctx, w.client, keys, window, lifetime.Milliseconds(), admitMost, w.expireAt(v), w.now(), variants).Slice()
+		keys := append([]string{k.Room(v.ID), k.RoomLine(v.ID), k.RoomLateLine(v.ID), k.Passes(v.ID), before}, saleKeys...)
+		args := []any{window, lifetime.Milliseconds(), admitMost, w.expireAt(v), w.now(), variants}
+		if sale != nil {
+			open := 0
+			if sale.Open {
+				open = 1
+			}
+			args = append(args, open, sale.OnSale)
+		}
+		res, err = roomAdmitScript.Run(ctx, w.client, keys, args...).Slice()
 		if err != nil {
 			return ports.Admission{}, unavailable("admit from the waiting room", err)
 		}
@@ -268,6 +281,14 @@ func (w *WaitingRoom) Admit(ctx context.Context, v domain.Voucher, window int, l
 		a.Users = append(a.Users, domain.UserID(u))
 	}
 	return a, nil
+}
+
+// Spend forgets user's pass of room when it expires at expires (room_spend.lua).
+func (w *WaitingRoom) Spend(ctx context.Context, room domain.VoucherID, user domain.UserID, expires time.Time) error {
+	if err := roomSpendScript.Run(ctx, w.client, []string{w.keys.Passes(room)}, user.String(), expires.UnixMilli()).Err(); err != nil {
+		return unavailable("spend a waiting room's pass", err)
+	}
+	return nil
 }
 
 // Figures reads voucher id's room's counts (room_figures.lua): one script, whose keys

@@ -7,7 +7,10 @@
 -- ARGV[1] window (the most passes outstanding), ARGV[2] lifetime_ms (of a pass),
 -- ARGV[3] most (users taken from the line by one call at most), ARGV[4]
 -- expire_at_ms, ARGV[5] now_ms ('0': sale_now), ARGV[6] variants (0 for a voucher's
--- room; for a campaign's, how many vouchers the caller believes it holds).
+-- room; for a campaign's, how many vouchers the caller believes it holds), and, for a
+-- sale whose state Redis does not hold (the postgres strategy), ARGV[7] open ('1'
+-- while it is on) and ARGV[8] its units on sale, as the database has them: the sale
+-- is then judged by those, not read.
 -- Nothing happens before the shuffled order is installed (returns {0, -1, 0}), nor
 -- when the campaign holds another number of vouchers (returns {-1, count}: the
 -- caller calls again with it).
@@ -37,12 +40,17 @@ local window, most = tonumber(ARGV[1]), tonumber(ARGV[3])
 local expires = now + tonumber(ARGV[2])
 local out = {0, outstanding, expires}
 local variants = tonumber(ARGV[6])
-local m, on_sale, count = room_sale(6, variants)
-if on_sale == 'changed' then
-  return {-1, count}
+local open, remaining
+if ARGV[7] then
+  open, remaining = ARGV[7] == '1', tonumber(ARGV[8])
+else
+  local m, on_sale, count = room_sale(6, variants)
+  if on_sale == 'changed' then
+    return {-1, count}
+  end
+  open = m and m.paused ~= '1' and m.restoring ~= '1' and now >= tonumber(m.begins) and now < tonumber(m.ends)
+  remaining = m and on_sale or 0
 end
-local open = m and m.paused ~= '1' and m.restoring ~= '1' and now >= tonumber(m.begins) and now < tonumber(m.ends)
-local remaining = m and on_sale or 0
 local n, passed = 0, 0
 while open and outstanding < window and remaining > 0 and passed < most do
   local user = redis.call('LPOP', KEYS[2])

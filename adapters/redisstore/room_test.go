@@ -86,7 +86,7 @@ func TestWaitingRoomShufflesEarlyJoinersThenAdmitsWithinTheWindow(t *testing.T) 
 		t.Fatalf("Join(25) again = %v, %v", e, err)
 	}
 	*at = v.BeginsAt.UnixMilli() + 10
-	if a, err := w.Admit(ctx, v, 5, time.Minute); err != nil || len(a.Users) != 0 || a.Outstanding != -1 {
+	if a, err := w.Admit(ctx, v, 5, time.Minute, nil); err != nil || len(a.Users) != 0 || a.Outstanding != -1 {
 		t.Fatalf("Admit before the install = %+v, %v; want nothing", a, err)
 	}
 	order := []domain.UserID{5, 3, 8, 1, 7, 2, 6, 4}
@@ -105,12 +105,12 @@ func TestWaitingRoomShufflesEarlyJoinersThenAdmitsWithinTheWindow(t *testing.T) 
 	}
 
 	// The window: 5 passes at most outstanding.
-	a, err := w.Admit(ctx, v, 5, time.Minute)
+	a, err := w.Admit(ctx, v, 5, time.Minute, nil)
 	check(t, err)
 	if !slices.Equal(a.Users, order[:5]) || a.Outstanding != 5 || a.Expires.UnixMilli() != *at+60000 {
 		t.Fatalf("Admit = %+v; want %v, 5 outstanding", a, order[:5])
 	}
-	if a, err := w.Admit(ctx, v, 5, time.Minute); err != nil || len(a.Users) != 0 || a.Outstanding != 5 {
+	if a, err := w.Admit(ctx, v, 5, time.Minute, nil); err != nil || len(a.Users) != 0 || a.Outstanding != 5 {
 		t.Fatalf("Admit with the window full = %+v, %v", a, err)
 	}
 	p, err := w.Place(ctx, v.ID, order[0])
@@ -119,12 +119,12 @@ func TestWaitingRoomShufflesEarlyJoinersThenAdmitsWithinTheWindow(t *testing.T) 
 	}
 	// A pass used (the grab removes it) frees a place in the window.
 	check(t, w.client.ZRem(ctx, w.keys.Passes(v.ID), order[0].String()).Err())
-	if a, err := w.Admit(ctx, v, 5, time.Minute); err != nil || !slices.Equal(a.Users, order[5:6]) {
+	if a, err := w.Admit(ctx, v, 5, time.Minute, nil); err != nil || !slices.Equal(a.Users, order[5:6]) {
 		t.Fatalf("Admit after a pass was used = %+v, %v; want %v", a, err, order[5:6])
 	}
 	// Passes expire: the next ones, the shuffled first, then the late in order.
 	*at += 60001
-	a, err = w.Admit(ctx, v, 5, time.Minute)
+	a, err = w.Admit(ctx, v, 5, time.Minute, nil)
 	check(t, err)
 	if want := []domain.UserID{6, 4, 20, 21, 22}; !slices.Equal(a.Users, want) || a.Outstanding != 5 {
 		t.Fatalf("Admit after the passes expired = %+v; want %v", a, want)
@@ -138,7 +138,7 @@ func TestWaitingRoomShufflesEarlyJoinersThenAdmitsWithinTheWindow(t *testing.T) 
 	// Sold out: no one else is let in, and everyone reads it.
 	check(t, w.client.HSet(ctx, w.keys.Meta(v.ID), "remaining", 0).Err())
 	*at += 60001
-	if a, err := w.Admit(ctx, v, 5, time.Minute); err != nil || len(a.Users) != 0 || a.Outstanding != 0 {
+	if a, err := w.Admit(ctx, v, 5, time.Minute, nil); err != nil || len(a.Users) != 0 || a.Outstanding != 0 {
 		t.Fatalf("Admit once sold out = %+v, %v", a, err)
 	}
 	if p, err := w.Place(ctx, v.ID, 29); err != nil || !p.SoldOut || p.Admitted != 11 {
@@ -194,7 +194,7 @@ func TestWaitingRoomPassesOverBuyersAfterRedisForgot(t *testing.T) {
 	}
 	order := []domain.UserID{5, 3, 8, 1, 7, 2, 6, 4}
 	check(t, w.Install(ctx, v, order))
-	a, err := w.Admit(ctx, v, 3, time.Minute)
+	a, err := w.Admit(ctx, v, 3, time.Minute, nil)
 	if err != nil || !slices.Equal(a.Users, order[:3]) {
 		t.Fatalf("Admit = %+v, %v; want %v", a, err, order[:3])
 	}
@@ -224,7 +224,7 @@ func TestWaitingRoomPassesOverBuyersAfterRedisForgot(t *testing.T) {
 		t.Fatalf("Warm after the loss = %v, %v; want restoring", got, err)
 	}
 	check(t, w.Install(ctx, v, order))
-	if a, err := w.Admit(ctx, v, 3, time.Minute); err != nil || len(a.Users) != 0 {
+	if a, err := w.Admit(ctx, v, 3, time.Minute, nil); err != nil || len(a.Users) != 0 {
 		t.Fatalf("Admit while the orders are restored = %+v, %v; want no one", a, err)
 	}
 	restored, err := audit.Restore(ctx, live(bought...)...)
@@ -236,7 +236,7 @@ func TestWaitingRoomPassesOverBuyersAfterRedisForgot(t *testing.T) {
 	}
 	check(t, audit.Restored(ctx, v.ID))
 
-	a, err = w.Admit(ctx, v, 3, time.Minute)
+	a, err = w.Admit(ctx, v, 3, time.Minute, nil)
 	if want := order[2:5]; err != nil || !slices.Equal(a.Users, want) || a.Outstanding != 3 {
 		t.Fatalf("Admit after the heal = %+v, %v; want %v, not the buyers %v", a, err, want, order[:2])
 	}
@@ -298,7 +298,7 @@ func TestWaitingRoomFiguresCountJoinsAdmissionsAndPasses(t *testing.T) {
 	// Let in at the grabs' time (grab judges them at now), so that the grab takes
 	// the pass before it expires.
 	*w.at = now.UnixMilli()
-	a, err := w.Admit(ctx, v, 3, time.Minute)
+	a, err := w.Admit(ctx, v, 3, time.Minute, nil)
 	if err != nil || !slices.Equal(a.Users, order[:3]) {
 		t.Fatalf("Admit = %+v, %v; want %v", a, err, order[:3])
 	}
@@ -309,4 +309,23 @@ func TestWaitingRoomFiguresCountJoinsAdmissionsAndPasses(t *testing.T) {
 	figures("after a grab used a pass", ports.RoomFigures{Early: 4, Late: 2, Admitted: 3, Outstanding: 2})
 	*w.at = a.Expires.UnixMilli()
 	figures("once the passes expired", ports.RoomFigures{Early: 4, Late: 2, Admitted: 3})
+}
+
+func TestWaitingRoomSpendForgetsOnlyThatPass(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := room(t)
+	v := voucher(3, 10, 1)
+	k := w.keys
+	expires := time.UnixMilli(*w.at + 60000)
+	check(t, w.client.ZAdd(ctx, k.Passes(v.ID), redis.Z{Score: float64(expires.UnixMilli()), Member: "7"}).Err())
+	check(t, w.Spend(ctx, v.ID, 7, expires.Add(time.Millisecond)))
+	if n, _ := w.client.ZCard(ctx, k.Passes(v.ID)).Result(); n != 1 {
+		t.Fatalf("another pass's spend forgot the user's: %d passes left", n)
+	}
+	check(t, w.Spend(ctx, v.ID, 8, expires))
+	check(t, w.Spend(ctx, v.ID, 7, expires))
+	if n, _ := w.client.ZCard(ctx, k.Passes(v.ID)).Result(); n != 0 {
+		t.Fatalf("the pass spent is still outstanding: %d passes", n)
+	}
 }

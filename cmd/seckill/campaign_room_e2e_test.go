@@ -230,3 +230,12 @@ func TestCampaignWaitingRoomPassesOverItsBuyersAfterRedisForgets(t *testing.T) {
 
 	d.forgetAndWantTheNextWindow(a, room, campaign.Room(), order, window)
 }
+
+// TestCampaignWaitingRoomOnThePostgresStrategyKeepsItsPromises is the drop's waiting
+// room on the postgres stock strategy, whose sale state is the database's rows: the
+// room (in Redis) admits by the database's figures of the drop (RoomSales.Sale), and
+// the grab with the pass is judged in the database's transaction.
+func TestCampaignWaitingRoomOnThePostgresStrategyKeepsItsPromises(t *testing.T) {
+	a := startFulfillInstance(t, "SECKILL_PAYMENT_TIMEOUT=2s", "SECKILL_GRAB_RATE=0", "SECKILL_STOCK_STRATEGY=postgres")
+	driveCampaignRoom(t, []*fulfillInstance{a, a.another()}, campaignUsers(t, 1_000))
+}

@@ -162,7 +162,7 @@ var applicationSet = wire.NewSet(
 	application.NewAllowUser,
 	application.NewListDenied,
 	joinQueue,
-	application.NewRoomSales,
+	roomSales,
 	application.NewQueueStatus,
 	application.NewQueueEntrants,
 	application.NewGetQueueStats,
@@ -221,6 +221,17 @@ var httpSet = wire.NewSet(
 // commonSet provides the settings shared by every command from serve's.
 var commonSet = wire.NewSet(wire.FieldsOf(new(Config), "Common"))
 
+// roomSales reads the waiting rooms' sales, campaigns' rooms included; on the postgres
+// stock strategy, whose sale state is the database's rows, it tells the rooms each
+// sale as the database holds it (the rooms' Redis keeps no sale state to judge by).
+func roomSales(strategy StockStrategy, vouchers ports.Vouchers, campaigns ports.Campaigns) *application.RoomSales {
+	r := application.NewRoomSales(vouchers, campaigns)
+	if strategy == StrategyPostgres {
+		r.WithDatabaseStock()
+	}
+	return r
+}
+
 // gateOptions tune the buyers' gate of every door: the deny list it refuses listed
 // users by, the key it checks the waiting rooms' passes with, the proofs of the sales
 // that ask for one, the waiting rooms' sales (campaigns' rooms included), and the
@@ -231,9 +242,14 @@ func gateOptions(cfg Config, denied *application.DeniedUsers, key application.Pa
 }
 
 // grabOptions tune the grab path: with the in-process Redis, the wait for each
-// order's commit.
-func grabOptions(persisted *application.PersistedOrders) application.GrabOptions {
-	return application.GrabOptions{Persisted: persisted}
+// order's commit; on the postgres strategy, the spending of the waiting rooms' passes
+// its grabs used.
+func grabOptions(persisted *application.PersistedOrders, strategy StockStrategy, room ports.WaitingRoom) application.GrabOptions {
+	opts := application.GrabOptions{Persisted: persisted}
+	if strategy == StrategyPostgres {
+		opts.Passes = room // the database's grab cannot use the pass up in Redis
+	}
+	return opts
 }
 
 // persistedOrders makes grabs wait for their orders' commit when Redis is this

@@ -584,3 +584,42 @@ func (d *roomDriver) forgetAndWantTheNextWindow(a *fulfillInstance, room string,
 		}
 	}
 }
+
+// TestWaitingRoomOnThePostgresStrategyAdmitsAndSellsOut: on the postgres stock
+// strategy, whose sale state is the database's rows and not Redis's, a voucher's
+// waiting room admits by the database's figures: the first in line are let in and
+// buy with their passes until the stock is gone, and those still waiting then read
+// sold_out.
+func TestWaitingRoomOnThePostgresStrategyAdmitsAndSellsOut(t *testing.T) {
+	a := startFulfillInstance(t, "SECKILL_STOCK_STRATEGY=postgres")
+	d := newRoomDriver(t, a)
+	const stock, window = 6, 3
+	voucher, commitment := a.createRoom(stock, window)
+	early := userRange(2000, 20)
+	d.join(voucher, early)
+	a.startRoom(voucher)
+	order := d.published(voucher, commitment, early[0], early)
+	for _, u := range order[:stock] {
+		var pass string
+		testenv.Eventually(t, time.Minute, "a pass for user "+u.String(), func() (bool, string) {
+			body, err := d.place(0, voucher, u)
+			if err != nil {
+				return false, err.Error()
+			}
+			pass, _ = body["pass"].(string)
+			return pass != "", fmt.Sprint(body)
+		})
+		status, body, err := d.do(0, http.MethodPost, "/api/v1/vouchers/"+voucher+"/grab", u, map[string]string{"X-Seckill-Pass": pass})
+		if err != nil || status != http.StatusAccepted {
+			t.Fatalf("grab of user %d with its pass: %d %v %v", u, status, body, err)
+		}
+	}
+	last := order[len(order)-1]
+	testenv.Eventually(t, time.Minute, "the last in line told sold out", func() (bool, string) {
+		body, err := d.place(0, voucher, last)
+		return err == nil && body["sold_out"] == true && body["admitted"] == false, fmt.Sprint(body, err)
+	})
+	if sold := a.dbSold(voucher); sold != stock {
+		t.Fatalf("sold %d, want %d", sold, stock)
+	}
+}
