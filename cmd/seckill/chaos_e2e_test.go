@@ -97,17 +97,17 @@ func chaosDuration(t *testing.T) time.Duration {
 // chaosRig is a chaos run's two serve processes on one Redis and one database, each
 // reached through proxies the faults act on, and what the faults leave to know.
 type chaosRig struct {
-	t          *testing.T
-	a, b       *fulfillInstance
-	instances  []*fulfillInstance
-	redisLink  *netLink
-	pgLink     *netLink
-	stopPG     string
-	startPG    string
-	redisPID   string
-	aof        aofRedis
-	admin      string
-	bases      sync.Map // instance index → base URL while it runs
+	t         *testing.T
+	a, b      *fulfillInstance
+	instances []*fulfillInstance
+	redisLink *netLink
+	pgLink    *netLink
+	stopPG    string
+	startPG   string
+	redisPID  string
+	aof       aofRedis
+	admin     string
+	bases     sync.Map // instance index → base URL while it runs
 	// unsure are the stretches in which Redis may have been out of reach, and a while
 	// after (an instance's breaker may stay open a while): a cancel answered then may
 	// give its units back later (ReleaseClosed), not before its answer. The fault
