@@ -5,8 +5,9 @@ import (
 	"fmt"
 )
 
-// ErrNoWaitingRoom means the voucher is not sold through a waiting room (its
-// admission is first_come or draw), so it has no queue to join or read.
+// ErrNoWaitingRoom means the sale has no waiting room of its own (its admission is
+// first_come or draw, or it is a campaign's voucher, sold through its campaign's
+// room), so it has no queue to join or read.
 var ErrNoWaitingRoom = errors.New("voucher has no waiting room")
 
 // ErrNotJoined means the user asked for its place in a waiting room it never joined.

@@ -45,7 +45,7 @@ func TestQueueJoinsReadsAndAdmits(t *testing.T) {
 	// A user who never joined is told so (the code stays the contract's not_found);
 	// an unknown voucher is the plain not found.
 	if r := a.do(http.MethodGet, "/api/v1/vouchers/"+room+"/queue", a.token(5, false), ""); r.Status != http.StatusNotFound || r.code() != "not_found" ||
-		!strings.Contains(r.Raw, "you have not joined this voucher's waiting room") {
+		!strings.Contains(r.Raw, "you have not joined this waiting room") {
 		t.Fatalf("the place of a user who never joined: %d %s", r.Status, r.Raw)
 	}
 	if r := a.do(http.MethodGet, "/api/v1/vouchers/999999/queue", a.token(5, false), ""); r.Status != http.StatusNotFound || strings.Contains(r.Raw, "joined") {

@@ -207,20 +207,7 @@ func TestCampaignWaitingRoomPassesOverItsBuyersAfterRedisForgets(t *testing.T) {
 	d.join(room, early)
 	order := d.published(room, c["commitment"].(string), early[0], early)
 	for i, u := range order[:window] {
-		var pass string
-		testenv.Eventually(t, time.Minute, "a pass for user "+u.String(), func() (bool, string) {
-			body, err := d.place(0, room, u)
-			if err != nil {
-				return false, err.Error()
-			}
-			pass, _ = body["pass"].(string)
-			return pass != "", fmt.Sprint(body)
-		})
-		v := sale.vouchers[i%len(sale.vouchers)]
-		status, body, err := d.do(0, http.MethodPost, "/api/v1/vouchers/"+v+"/grab", u, map[string]string{"X-Seckill-Pass": pass})
-		if err != nil || status != http.StatusAccepted {
-			t.Fatalf("grab of user %d with its pass: %d %v %v", u, status, body, err)
-		}
+		d.grabWithPass(room, sale.vouchers[i%len(sale.vouchers)], u)
 	}
 	admin := a.token(1, true)
 	testenv.Eventually(t, time.Minute, "the buyers' orders persisted", func() (bool, string) {

@@ -532,23 +532,31 @@ func TestWaitingRoomPassesOverItsBuyersAfterRedisForgets(t *testing.T) {
 	a.startRoom(voucher)
 	order := d.published(voucher, commitment, early[0], early)
 	for _, u := range order[:window] {
-		var pass string
-		testenv.Eventually(t, time.Minute, "a pass for user "+u.String(), func() (bool, string) {
-			body, err := d.place(0, voucher, u)
-			if err != nil {
-				return false, err.Error()
-			}
-			pass, _ = body["pass"].(string)
-			return pass != "", fmt.Sprint(body)
-		})
-		status, body, err := d.do(0, http.MethodPost, "/api/v1/vouchers/"+voucher+"/grab", u, map[string]string{"X-Seckill-Pass": pass})
-		if err != nil || status != http.StatusAccepted {
-			t.Fatalf("grab of user %d with its pass: %d %v %v", u, status, body, err)
-		}
+		d.grabWithPass(voucher, voucher, u)
 	}
 	a.waitSettled(voucher, window, time.Minute)
 
 	d.forgetAndWantTheNextWindow(a, voucher, vid, order, window)
+}
+
+// grabWithPass waits until u is let in to room (roomPath) and grabs voucher with its
+// pass, which must be answered 202.
+func (d *roomDriver) grabWithPass(room, voucher string, u domain.UserID) {
+	t := d.t
+	t.Helper()
+	var pass string
+	testenv.Eventually(t, time.Minute, "a pass for user "+u.String(), func() (bool, string) {
+		body, err := d.place(0, room, u)
+		if err != nil {
+			return false, err.Error()
+		}
+		pass, _ = body["pass"].(string)
+		return pass != "", fmt.Sprint(body)
+	})
+	status, body, err := d.do(0, http.MethodPost, "/api/v1/vouchers/"+voucher+"/grab", u, map[string]string{"X-Seckill-Pass": pass})
+	if err != nil || status != http.StatusAccepted {
+		t.Fatalf("grab of user %d with its pass: %d %v %v", u, status, body, err)
+	}
 }
 
 // forgetAndWantTheNextWindow deletes every key of a's Redis (a restart without
@@ -600,19 +608,7 @@ func TestWaitingRoomOnThePostgresStrategyAdmitsAndSellsOut(t *testing.T) {
 	a.startRoom(voucher)
 	order := d.published(voucher, commitment, early[0], early)
 	for _, u := range order[:stock] {
-		var pass string
-		testenv.Eventually(t, time.Minute, "a pass for user "+u.String(), func() (bool, string) {
-			body, err := d.place(0, voucher, u)
-			if err != nil {
-				return false, err.Error()
-			}
-			pass, _ = body["pass"].(string)
-			return pass != "", fmt.Sprint(body)
-		})
-		status, body, err := d.do(0, http.MethodPost, "/api/v1/vouchers/"+voucher+"/grab", u, map[string]string{"X-Seckill-Pass": pass})
-		if err != nil || status != http.StatusAccepted {
-			t.Fatalf("grab of user %d with its pass: %d %v %v", u, status, body, err)
-		}
+		d.grabWithPass(voucher, voucher, u)
 	}
 	last := order[len(order)-1]
 	testenv.Eventually(t, time.Minute, "the last in line told sold out", func() (bool, string) {
