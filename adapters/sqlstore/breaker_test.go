@@ -40,10 +40,17 @@ func guarded(t *testing.T, opts sqlstore.GuardOptions) (*bun.DB, *sqlstore.Vouch
 	}
 	l := testenv.NewLink(t, u.Host)
 	u.Host = l.Addr()
-	db, err := sqlstore.OpenGuarded(ctx, u.String(), opts)
-	if err != nil {
-		t.Fatalf("open guarded: %v", err)
-	}
+	// The first connection is the set-up's, not what the test is about: under the
+	// short ConnectTimeout a busy machine may miss it once, so it is tried again.
+	var db *bun.DB
+	testenv.Eventually(t, testenv.Patience, "the guarded database opened", func() (bool, string) {
+		var err error
+		db, err = sqlstore.OpenGuarded(ctx, u.String(), opts)
+		if err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
 	// Closed before testenv drops the database, and before the link goes.
 	t.Cleanup(func() { _ = db.Close() })
 	return db, sqlstore.NewVouchers(db), l
