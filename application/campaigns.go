@@ -82,6 +82,8 @@ type CreateCampaignCmd struct {
 	// QueueOpensAt and QueueWindow are the waiting room's (zero: the defaults).
 	QueueOpensAt time.Time
 	QueueWindow  int
+	// EntriesOpenAt is when the draw takes entries (zero: from now).
+	EntriesOpenAt time.Time
 	// By is who creates it, for the audit log.
 	By domain.Author
 	// Receipt, when set, keeps the request's answer with the campaign, or neither.
@@ -109,7 +111,7 @@ func (uc *CreateCampaign) Handle(ctx context.Context, cmd CreateCampaignCmd) (Li
 	c := domain.Campaign{
 		Title: cmd.Title, BeginsAt: cmd.BeginsAt.UTC(), EndsAt: cmd.EndsAt.UTC(), PerUserLimit: cmd.PerUserLimit,
 		Cap: cmd.Cap, Admission: cmd.Admission, Challenge: cmd.Challenge, PowDifficulty: cmd.PowDifficulty,
-		QueueOpensAt: cmd.QueueOpensAt.UTC(), QueueWindow: cmd.QueueWindow,
+		QueueOpensAt: cmd.QueueOpensAt.UTC(), QueueWindow: cmd.QueueWindow, EntriesOpenAt: cmd.EntriesOpenAt.UTC(),
 	}
 	now := uc.clock.Now()
 	c = c.WithAdmissionDefaults(now)

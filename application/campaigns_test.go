@@ -156,7 +156,7 @@ func TestCreateCampaign(t *testing.T) {
 		"no limit":     {Title: "x", BeginsAt: t0, EndsAt: t0.Add(time.Hour)},
 		"ended":        {Title: "x", BeginsAt: t0.Add(-2 * time.Hour), EndsAt: t0.Add(-time.Hour), PerUserLimit: 1},
 		"cap 0":        {Title: "x", BeginsAt: t0, EndsAt: t0.Add(2 * time.Hour), PerUserLimit: 1, Cap: units(0)},
-		"draw":         {Title: "x", BeginsAt: t0, EndsAt: t0.Add(2 * time.Hour), PerUserLimit: 1, Admission: domain.AdmissionDraw},
+		"draw begun":   {Title: "x", BeginsAt: t0, EndsAt: t0.Add(2 * time.Hour), PerUserLimit: 1, Admission: domain.AdmissionDraw},
 		"queue window": {Title: "x", BeginsAt: t0, EndsAt: t0.Add(2 * time.Hour), PerUserLimit: 1, Admission: domain.AdmissionWaitingRoom, QueueWindow: -1},
 	} {
 		if _, err := d.create.Handle(ctx, cmd); !errors.Is(err, domain.ErrInvalid) {

@@ -11,22 +11,26 @@ import (
 )
 
 // EnterDraw is the use case of a draw's entry: a user enters a draw voucher from its
-// entries_open_at until its begins_at, once however often it asks.
+// entries_open_at until its begins_at, once however often it asks; or a campaign's
+// draw (a drop's), naming the voucher it chooses, its latest choice standing.
 type EnterDraw struct {
 	entries ports.Entries
 	gate    *BuyerGate
 }
 
 // NewEnterDraw returns the use case: entries keeps the entries, gate checks each
-// entrant (DoorDraw).
+// entrant (DoorDraw) and reads the vouchers a drop's entrant chooses from.
 func NewEnterDraw(entries ports.Entries, gate *BuyerGate) *EnterDraw {
 	return &EnterDraw{entries: entries, gate: gate}
 }
 
-// EnterDrawCmd is one user's entry in a voucher's draw.
+// EnterDrawCmd is one user's entry in a voucher's draw, or in a campaign's (VoucherID
+// the campaign's room id, domain.CampaignID.Room).
 type EnterDrawCmd struct {
 	VoucherID domain.VoucherID
 	UserID    domain.UserID
+	// Choice is the voucher a campaign's entrant chooses; 0 for a voucher's draw.
+	Choice domain.VoucherID
 	// Proof is the client's solution of the voucher's challenge; "" for none.
 	Proof string
 }
@@ -37,13 +41,29 @@ type EnterDrawCmd struct {
 // admission mode), domain.ErrChallengeRequired (a voucher that asks for a challenge,
 // without a valid proof, which it spends); then the entries: domain.ErrNotStarted
 // (before entries_open_at), domain.ErrEntriesClosed (from begins_at),
-// domain.ErrDrawUnsupported, or an error wrapping domain.ErrUnavailable.
+// domain.ErrDrawUnsupported, or an error wrapping domain.ErrUnavailable. A
+// campaign's entry without a choice, or choosing a voucher not of the campaign,
+// answers a *domain.ValidationError naming voucher_id, before the gate.
 func (uc *EnterDraw) Handle(ctx context.Context, cmd EnterDrawCmd) (int, error) {
+	camp, drop := cmd.VoucherID.CampaignRoom()
+	if drop {
+		if c, k := cmd.Choice.Campaign(); c != camp || k == 0 {
+			return 0, domain.Invalid("voucher_id", "must be the id of a voucher of this campaign")
+		}
+	}
 	b, err := uc.gate.Check(ctx, BuyerCommand{Door: DoorDraw, VoucherID: cmd.VoucherID, UserID: cmd.UserID, Proof: cmd.Proof})
 	if err != nil {
 		return 0, err
 	}
-	return uc.entries.Enter(ctx, b.Voucher, cmd.UserID)
+	if !drop {
+		return uc.entries.Enter(ctx, b.Voucher, cmd.UserID)
+	}
+	if _, err := uc.gate.rooms.Cached(ctx, cmd.Choice); errors.Is(err, domain.ErrNotFound) {
+		return 0, domain.Invalid("voucher_id", "must be the id of a voucher of this campaign")
+	} else if err != nil {
+		return 0, err
+	}
+	return uc.entries.EnterDrop(ctx, b.Voucher, cmd.UserID, cmd.Choice)
 }
 
 // DrawState is what GET …/draw publishes: the commitment always, the entrants so far
@@ -58,27 +78,29 @@ type DrawState struct {
 
 // GetDraw is the use case of a draw's public record.
 type GetDraw struct {
-	draws    ports.Draws
-	entries  ports.Entries
-	vouchers ports.Vouchers
+	draws   ports.Draws
+	entries ports.Entries
+	rooms   *RoomSales
 }
 
-// NewGetDraw returns the use case.
-func NewGetDraw(draws ports.Draws, entries ports.Entries, vouchers ports.Vouchers) *GetDraw {
-	return &GetDraw{draws: draws, entries: entries, vouchers: vouchers}
+// NewGetDraw returns the use case; rooms reads the draw's sale (a voucher's, or a
+// campaign's by its room id).
+func NewGetDraw(draws ports.Draws, entries ports.Entries, rooms *RoomSales) *GetDraw {
+	return &GetDraw{draws: draws, entries: entries, rooms: rooms}
 }
 
-// Handle returns voucher's draw state: domain.ErrNotFound for an unknown voucher,
-// domain.ErrNotDraw for one of another mode. Before the draw the entrants are counted
-// in the entries (domain.ErrDrawUnsupported or an error wrapping
-// domain.ErrUnavailable when they cannot be); after it everything comes from the
-// recorded draw.
+// Handle returns voucher's draw state (a campaign's, by its room id):
+// domain.ErrNotFound for an unknown voucher or campaign, domain.ErrNotDraw for one of
+// another mode, or a campaign's voucher (drawn in its campaign's draw). Before the
+// draw the entrants are counted in the entries (domain.ErrDrawUnsupported or an error
+// wrapping domain.ErrUnavailable when they cannot be); after it everything comes from
+// the recorded draw.
 func (uc *GetDraw) Handle(ctx context.Context, voucher domain.VoucherID) (DrawState, error) {
-	v, err := uc.vouchers.Get(ctx, voucher)
+	v, err := uc.rooms.Get(ctx, voucher)
 	if err != nil {
 		return DrawState{}, err
 	}
-	if v.Admission != domain.AdmissionDraw {
+	if v.Admission != domain.AdmissionDraw || v.ID.Room() != v.ID {
 		return DrawState{}, domain.ErrNotDraw
 	}
 	st := DrawState{Voucher: v, Commitment: v.Commitment()}
@@ -86,7 +108,7 @@ func (uc *GetDraw) Handle(ctx context.Context, voucher domain.VoucherID) (DrawSt
 	switch {
 	case err == nil:
 		st.Draw, st.Entrants = &d, len(d.Entrants)
-		st.Winners = d.Order()[:d.Winners]
+		st.Winners = d.WinnerIDs()
 		return st, nil
 	case !errors.Is(err, domain.ErrNotFound):
 		return DrawState{}, err
@@ -135,21 +157,24 @@ type RunDraws struct {
 	leases  ports.Leases
 	ids     ports.OrderIDs
 	clock   ports.Clock
+	rooms   *RoomSales
 	holder  string
 	opts    DrawOptions
 	obs     DrawObserver
 }
 
-// NewRunDraws returns the use case; holder names this instance in the lease.
+// NewRunDraws returns the use case; rooms reads a campaign's draw's vouchers, holder
+// names this instance in the lease.
 func NewRunDraws(draws ports.Draws, entries ports.Entries, leases ports.Leases, ids ports.OrderIDs, clock ports.Clock,
-	holder string, opts DrawOptions, obs DrawObserver) *RunDraws {
+	rooms *RoomSales, holder string, opts DrawOptions, obs DrawObserver) *RunDraws {
 	if opts.Batch <= 0 {
 		opts.Batch = 1000
 	}
 	if opts.Lease <= 0 {
 		opts.Lease = 15 * time.Second
 	}
-	return &RunDraws{draws: draws, entries: entries, leases: leases, ids: ids, clock: clock, holder: holder, opts: opts, obs: obs}
+	return &RunDraws{draws: draws, entries: entries, leases: leases, ids: ids, clock: clock, rooms: rooms, holder: holder,
+		opts: opts, obs: obs}
 }
 
 // errLeaseLost stops a draw whose lease another instance took.
@@ -159,6 +184,12 @@ var errLeaseLost = errors.New("the draws' lease passed to another instance")
 // this instance holds (or takes) the lease, and returns how many it finished. It keeps
 // the lease between rounds while it finds draws to run and gives it up when it finds
 // none. It is not safe for concurrent use (one loop calls it).
+//
+// A campaign's draw (a drop's, pending as the campaign's room) is recorded as a
+// voucher's is (domain.NewDropDraw: the entrants with their choices, walked against
+// the vouchers' stocks and the cap as they stand then), and carried out as one part
+// per voucher (domain.Draw.DropSteps), each taken on that voucher's sale state; the
+// vouchers open to grabs together once every part is taken (ports.Entries.Take).
 func (uc *RunDraws) Handle(ctx context.Context) (int, error) {
 	pending, err := uc.draws.Pending(ctx, uc.clock.Now())
 	if err != nil || len(pending) == 0 {
@@ -166,14 +197,11 @@ func (uc *RunDraws) Handle(ctx context.Context) (int, error) {
 	}
 	var todo []domain.Voucher
 	for _, v := range pending {
-		_, drawn, err := uc.entries.Progress(ctx, v.ID)
-		if errors.Is(err, domain.ErrNotFound) || errors.Is(err, domain.ErrDrawUnsupported) {
-			continue // its sale state is not loaded yet (the warm-up loads it), or no draws run here
-		}
+		undone, err := uc.undone(ctx, v)
 		if err != nil {
 			return 0, err
 		}
-		if !drawn {
+		if undone {
 			todo = append(todo, v)
 		}
 	}
@@ -199,6 +227,31 @@ func (uc *RunDraws) Handle(ctx context.Context) (int, error) {
 	return done, nil
 }
 
+// undone reports whether v's draw (a campaign's, by its room) is still to be carried
+// out: some of its steps not taken, on sale state loaded (the warm-up loads it).
+func (uc *RunDraws) undone(ctx context.Context, v domain.Voucher) (bool, error) {
+	ids := []domain.VoucherID{v.ID}
+	if c, ok := v.ID.CampaignRoom(); ok {
+		camp, _, err := uc.rooms.Drop(ctx, c)
+		if err != nil {
+			return false, err
+		}
+		ids = camp.VoucherIDs()
+	}
+	undone := false
+	for _, id := range ids {
+		_, drawn, err := uc.entries.Progress(ctx, id)
+		if errors.Is(err, domain.ErrNotFound) || errors.Is(err, domain.ErrDrawUnsupported) {
+			return false, nil // its sale state is not loaded yet, or no draws run here
+		}
+		if err != nil {
+			return false, err
+		}
+		undone = undone || !drawn
+	}
+	return undone, nil
+}
+
 // renew takes or renews the lease.
 func (uc *RunDraws) renew(ctx context.Context) (bool, error) {
 	_, ok, err := uc.leases.Acquire(ctx, drawLease, uc.holder, uc.opts.Lease)
@@ -213,22 +266,65 @@ func (uc *RunDraws) run(ctx context.Context, v domain.Voucher) error {
 	start := time.Now()
 	d, err := uc.draws.Get(ctx, v.ID)
 	if errors.Is(err, domain.ErrNotFound) {
-		entrants, err := uc.entries.Close(ctx, v)
+		d, err = uc.record(ctx, v)
 		if errors.Is(err, domain.ErrNotStarted) {
 			return nil // this host's clock runs ahead of the sale's: next round
 		}
-		if err != nil {
-			return err
-		}
-		d, err = uc.draws.Record(ctx, domain.NewDraw(v, entrants, uc.clock.Now()))
-		if err != nil {
-			return err
-		}
-	} else if err != nil {
+	}
+	if err != nil {
 		return err
 	}
-	steps := domain.DrawSteps(d.Order(), d.Winners)
-	taken, drawn, err := uc.entries.Progress(ctx, v.ID)
+	if d.Drop == nil {
+		if err := uc.carry(ctx, d, v.ID, domain.DrawSteps(d.Order(), d.Winners), nil); err != nil {
+			return err
+		}
+	} else {
+		parts := d.DropSteps()
+		c, _ := v.ID.Campaign()
+		for k := range d.Drop.Units {
+			id := c.Variant(k + 1)
+			if err := uc.carry(ctx, d, id, parts[id].Steps, parts[id].Places); err != nil {
+				return err
+			}
+		}
+	}
+	if uc.obs.Drawn != nil {
+		uc.obs.Drawn(len(d.Entrants), d.Winners, time.Since(start))
+	}
+	return nil
+}
+
+// record closes v's entries and records its draw: a voucher's, or a campaign's (v
+// its room) walked against its vouchers and cap as they stand now.
+func (uc *RunDraws) record(ctx context.Context, v domain.Voucher) (domain.Draw, error) {
+	c, drop := v.ID.CampaignRoom()
+	if !drop {
+		entrants, err := uc.entries.Close(ctx, v)
+		if err != nil {
+			return domain.Draw{}, err
+		}
+		return uc.draws.Record(ctx, domain.NewDraw(v, entrants, uc.clock.Now()))
+	}
+	entries, err := uc.entries.CloseDrop(ctx, v)
+	if err != nil {
+		return domain.Draw{}, err
+	}
+	camp, variants, err := uc.rooms.Drop(ctx, c)
+	if err != nil {
+		return domain.Draw{}, err
+	}
+	return uc.draws.Record(ctx, domain.NewDropDraw(camp, variants, entries, uc.clock.Now()))
+}
+
+// carry takes steps, draw d's steps on voucher id, from where id's progress stands,
+// a batch at a time. Step i's order id is derived from d's step key of places[i]
+// (i itself when places is nil). A voucher whose sale state is not loaded is left for
+// a later round.
+func (uc *RunDraws) carry(ctx context.Context, d domain.Draw, id domain.VoucherID, steps []domain.DrawStep, places []int) error {
+	taken, drawn, err := uc.entries.Progress(ctx, id)
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil
+	}
 	if err != nil || drawn {
 		return err
 	}
@@ -237,14 +333,18 @@ func (uc *RunDraws) run(ctx context.Context, v domain.Voucher) error {
 		batch := steps[taken:end]
 		orders := make([]domain.OrderID, len(batch))
 		for i := range orders {
-			orders[i] = uc.ids.DerivedOrderID(d.At, d.StepKey(taken+i))
+			place := taken + i
+			if places != nil {
+				place = places[place]
+			}
+			orders[i] = uc.ids.DerivedOrderID(d.At, d.StepKey(place))
 		}
-		next, _, err := uc.entries.Take(ctx, v.ID, taken, len(steps), batch, orders)
+		next, _, err := uc.entries.Take(ctx, id, taken, len(steps), batch, orders)
 		if err != nil {
 			return err
 		}
 		if next >= len(steps) {
-			break
+			return nil
 		}
 		taken = next
 		if ok, err := uc.renew(ctx); err != nil {
@@ -253,8 +353,4 @@ func (uc *RunDraws) run(ctx context.Context, v domain.Voucher) error {
 			return errLeaseLost
 		}
 	}
-	if uc.obs.Drawn != nil {
-		uc.obs.Drawn(len(d.Entrants), d.Winners, time.Since(start))
-	}
-	return nil
 }

@@ -95,10 +95,11 @@ type GateOptions struct {
 //  1. the command: a *domain.ValidationError for ids below 1 (and, at DoorGrab, a
 //     quantity out of 1..domain.MaxQuantity);
 //  2. the user: domain.ErrDenied for a user on the deny list;
-//  3. the voucher, read at every door but the grab's (at DoorQueue the room's sale:
-//     a voucher's, or a campaign's by its room id, RoomSales): its error
+//  3. the voucher, read at every door but the grab's (at DoorQueue and DoorDraw the
+//     room's sale: a voucher's, or a campaign's by its room id, RoomSales): its error
 //     (domain.ErrNotFound), then the door's admission (domain.ErrNoWaitingRoom — for
-//     a campaign's voucher too, whose room is its campaign's —, domain.ErrNotDraw, an error
+//     a campaign's voucher too, whose room is its campaign's —, domain.ErrNotDraw —
+//     for a campaign's voucher too, drawn in its campaign's draw —, an error
 //     wrapping domain.ErrWaitlistUnsupported) and window (the queue's: ErrNotStarted
 //     before queue_opens_at, ErrEnded from ends_at);
 //  4. the grab's pass, by its signature alone (domain.VerifyPass's refusals), for
@@ -199,10 +200,12 @@ func (cmd BuyerCommand) valid() error {
 	return nil
 }
 
-// voucher reads the voucher of cmd: through the cache at DoorQueue, from the store at
-// the other doors (a draw's entry and a waitlist's join judge by its latest terms).
+// voucher reads the voucher of cmd: through the rooms' cache at DoorQueue and
+// DoorDraw, whose users come all at once before a sale (a campaign's room or draw by
+// its room id), from the store at the others (a waitlist's join judges by its latest
+// terms).
 func (g *BuyerGate) voucher(ctx context.Context, cmd BuyerCommand) (domain.Voucher, error) {
-	if cmd.Door == DoorQueue {
+	if cmd.Door == DoorQueue || cmd.Door == DoorDraw {
 		return g.rooms.Cached(ctx, cmd.VoucherID)
 	}
 	return g.vouchers.Get(ctx, cmd.VoucherID)
@@ -221,7 +224,8 @@ func admits(door Door, v domain.Voucher, now time.Time) error {
 			return domain.ErrEnded
 		}
 	case DoorDraw:
-		if v.Admission != domain.AdmissionDraw {
+		// A campaign's voucher is drawn in its campaign's draw, entered there.
+		if v.Admission != domain.AdmissionDraw || v.ID.Room() != v.ID {
 			return domain.ErrNotDraw
 		}
 	case DoorWaitlist:

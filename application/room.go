@@ -61,7 +61,7 @@ func (r *RoomSales) Sale(ctx context.Context, room domain.Voucher, now time.Time
 	}
 	vs := []domain.Voucher{room}
 	capLeft := -1
-	if c, k := room.ID.Campaign(); c != 0 && k == 0 {
+	if c, ok := room.ID.CampaignRoom(); ok {
 		camp, err := r.campaigns.Get(ctx, c)
 		if err != nil {
 			return nil, err
@@ -113,7 +113,7 @@ type cachedVoucher struct {
 // Get reads the sale of room id as it is now: the voucher id, or the room of the
 // campaign whose room id it is. It returns domain.ErrNotFound when there is none.
 func (r *RoomSales) Get(ctx context.Context, id domain.VoucherID) (domain.Voucher, error) {
-	if c, k := id.Campaign(); c != 0 && k == 0 {
+	if c, ok := id.CampaignRoom(); ok {
 		if r.campaigns == nil {
 			return domain.Voucher{}, domain.ErrNotFound
 		}
@@ -124,6 +124,24 @@ func (r *RoomSales) Get(ctx context.Context, id domain.VoucherID) (domain.Vouche
 		return camp.Room(), nil
 	}
 	return r.vouchers.Get(ctx, id)
+}
+
+// Drop reads campaign c and its vouchers as they are now (a drop's draw is walked
+// against them): domain.ErrNotFound for an unknown campaign, or where there are no
+// campaigns.
+func (r *RoomSales) Drop(ctx context.Context, c domain.CampaignID) (domain.Campaign, []domain.Voucher, error) {
+	if r.campaigns == nil {
+		return domain.Campaign{}, nil, domain.ErrNotFound
+	}
+	camp, err := r.campaigns.Get(ctx, c)
+	if err != nil {
+		return domain.Campaign{}, nil, err
+	}
+	vs, err := r.vouchers.List(ctx, ports.VoucherQuery{Campaign: c, Limit: domain.MaxVariants})
+	if err != nil {
+		return domain.Campaign{}, nil, err
+	}
+	return camp, vs, nil
 }
 
 // Cached returns the sale of room id as read at most roomVoucherAge ago.

@@ -57,6 +57,13 @@ func (id VoucherID) Room() VoucherID {
 	return id
 }
 
+// CampaignRoom returns the campaign whose room id id is (CampaignID.Room), and true;
+// 0 and false for any other id.
+func (id VoucherID) CampaignRoom() (CampaignID, bool) {
+	c, k := id.Campaign()
+	return c, c != 0 && k == 0
+}
+
 // Campaign returns the campaign v belongs to and its number in it (1..MaxVariants),
 // or 0, 0 for a voucher outside any campaign (and the campaign, 0, for a campaign's
 // room id).
@@ -94,9 +101,12 @@ type Campaign struct {
 	// AdmissionWaitingRoom: one room for the whole drop (Room).
 	QueueOpensAt time.Time
 	QueueWindow  int
-	// Seed is the secret of the waiting room's shuffle, drawn when the campaign is
-	// created (NoSeed for first come); only its commitment is shown until the
-	// shuffle ran. Its vouchers carry it too.
+	// EntriesOpenAt is when the draw starts taking entries, with AdmissionDraw: one
+	// draw for the whole drop (DropDraw), each entry naming the voucher chosen.
+	EntriesOpenAt time.Time
+	// Seed is the secret of the waiting room's or the draw's shuffle, drawn when the
+	// campaign is created (NoSeed for first come); only its commitment is shown until
+	// the shuffle ran. Its vouchers carry it too.
 	Seed Seed
 	// Version counts the changes of the campaign's terms (cap, per-user limit,
 	// window), as a voucher's does.
@@ -122,12 +132,15 @@ func (c Campaign) ValidateNew(now time.Time) error {
 	if !c.EndsAt.After(now) {
 		return Invalid("ends_at", "must be in the future")
 	}
+	if c.Admission == AdmissionDraw && !c.BeginsAt.After(now) {
+		return Invalid("begins_at", "must be in the future for a draw (it is drawn then)")
+	}
 	return nil
 }
 
 // Validate checks the rules a campaign must meet before it is stored. It returns a
 // *ValidationError naming the first field that breaks one. A campaign admits first
-// come or through one waiting room; a draw over a whole drop is not built yet.
+// come, through one waiting room or by one draw, as a voucher does.
 func (c Campaign) Validate() error {
 	if err := validateTitle(c.Title); err != nil {
 		return err
@@ -151,10 +164,13 @@ func (c Campaign) Validate() error {
 		return Invalid("cap", "must be at least 1")
 	case c.Cap != nil && *c.Cap > MaxStock*MaxVariants:
 		return Invalid("cap", "must be at most 10000000000")
-	case c.Admission == AdmissionDraw:
-		return Invalid("admission", "must be first_come or waiting_room: a campaign's draw is not built yet")
 	}
-	return c.Room().validateAdmission()
+	// The room's admission rules are a voucher's, but for the per-user limit: a
+	// campaign's spans its vouchers (a draw's winner may buy another of them first
+	// come after the draw), each of which a draw holds to 1.
+	room := c.Room()
+	room.PerUserLimit = 1
+	return room.validateAdmission()
 }
 
 // WithAdmissionDefaults returns c with the admission settings it leaves unset filled
@@ -163,7 +179,7 @@ func (c Campaign) Validate() error {
 func (c Campaign) WithAdmissionDefaults(now time.Time) Campaign {
 	r := c.Room().WithAdmissionDefaults(now)
 	c.Admission, c.Challenge, c.PowDifficulty = r.Admission, r.Challenge, r.PowDifficulty
-	c.QueueOpensAt, c.QueueWindow = r.QueueOpensAt, r.QueueWindow
+	c.QueueOpensAt, c.QueueWindow, c.EntriesOpenAt = r.QueueOpensAt, r.QueueWindow, r.EntriesOpenAt
 	if c.Admission.Shuffled() && c.Seed == NoSeed {
 		c.Seed = NewSeed()
 	}
@@ -178,14 +194,16 @@ func (c Campaign) Room() Voucher {
 	return Voucher{
 		ID: c.ID.Room(), CampaignID: c.ID, Title: c.Title, BeginsAt: c.BeginsAt, EndsAt: c.EndsAt,
 		PerUserLimit: c.PerUserLimit, Admission: c.Admission, Challenge: c.Challenge, PowDifficulty: c.PowDifficulty,
-		QueueOpensAt: c.QueueOpensAt, QueueWindow: c.QueueWindow, Seed: c.Seed, Version: c.Version, CreatedAt: c.CreatedAt,
+		QueueOpensAt: c.QueueOpensAt, QueueWindow: c.QueueWindow, EntriesOpenAt: c.EntriesOpenAt, Seed: c.Seed,
+		Version: c.Version, CreatedAt: c.CreatedAt,
 	}
 }
 
 // Variant returns the voucher v as the campaign's next variant would be stored: the
 // campaign's id, window, admission, challenge, queue settings and seed, the next
 // variant's id, and, when
-// v asks for none, the campaign's per-user limit (at most v's stock) as its own. It
+// v asks for none, the campaign's per-user limit (at most v's stock; 1 in a draw) as
+// its own. It
 // returns a *ValidationError when the campaign is full or v's per-user limit is above
 // the campaign's.
 func (c Campaign) Variant(v Voucher) (Voucher, error) {
@@ -196,9 +214,12 @@ func (c Campaign) Variant(v Voucher) (Voucher, error) {
 	v.CampaignID = c.ID
 	v.BeginsAt, v.EndsAt = c.BeginsAt, c.EndsAt
 	v.Admission, v.Challenge, v.PowDifficulty = c.Admission, c.Challenge, c.PowDifficulty
-	v.QueueOpensAt, v.QueueWindow, v.Seed, v.EntriesOpenAt = c.QueueOpensAt, c.QueueWindow, c.Seed, time.Time{}
+	v.QueueOpensAt, v.QueueWindow, v.Seed, v.EntriesOpenAt = c.QueueOpensAt, c.QueueWindow, c.Seed, c.EntriesOpenAt
 	if v.PerUserLimit == 0 {
 		v.PerUserLimit = min(c.PerUserLimit, v.Stock)
+		if c.Admission == AdmissionDraw {
+			v.PerUserLimit = 1 // one unit per winner, as any draw's
+		}
 	}
 	if v.PerUserLimit > c.PerUserLimit {
 		return Voucher{}, Invalid("per_user_limit", "must not exceed the campaign's per_user_limit")

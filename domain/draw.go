@@ -22,10 +22,28 @@ var (
 // shuffle (the seed, the entrants, their digest, and when it was drawn, At) and how
 // many of the shuffled entrants win an order: the first Winners of Order(). The rest
 // of Order(), in order, is the backfill: each unit a winner's order gives back goes
-// to the next of them.
+// to the next of them. A campaign's draw (Drop set, NewDropDraw) has Winners winners
+// too, those Won marks, each of the voucher it chose.
 type Draw struct {
 	SeededShuffle
 	Winners int
+	// Drop is nil for a voucher's draw.
+	Drop *Drop
+}
+
+// WinnerIDs returns the draw's winners in the order of the shuffle.
+func (d Draw) WinnerIDs() []UserID {
+	order := d.Order()
+	if d.Drop == nil {
+		return order[:d.Winners]
+	}
+	winners := make([]UserID, 0, d.Winners)
+	for i, won := range d.Won() {
+		if won {
+			winners = append(winners, order[i])
+		}
+	}
+	return winners
 }
 
 // NewDraw draws v: entrants (in any order, each once) shuffled by v's seed

@@ -33,12 +33,15 @@ type CampaignJSON struct {
 	Challenge domain.ChallengeKind `json:"challenge"`
 	// PowDifficulty is there only with the challenge pow, as a voucher's.
 	PowDifficulty int `json:"pow_difficulty,omitempty"`
-	// QueueOpensAt, QueueWindow and Commitment are there only with a waiting room, as
-	// a voucher's: one room for the whole drop (…/campaigns/{id}/queue).
-	QueueOpensAt *stamp `json:"queue_opens_at,omitempty"`
-	QueueWindow  int    `json:"queue_window,omitempty"`
-	Commitment   string `json:"commitment,omitempty"`
-	Access       string `json:"access"`
+	// QueueOpensAt and QueueWindow are there only with a waiting room, as a
+	// voucher's: one room for the whole drop (…/campaigns/{id}/queue); EntriesOpenAt
+	// only with a draw: one draw for the whole drop (…/campaigns/{id}/entries); the
+	// Commitment with either.
+	QueueOpensAt  *stamp `json:"queue_opens_at,omitempty"`
+	QueueWindow   int    `json:"queue_window,omitempty"`
+	EntriesOpenAt *stamp `json:"entries_open_at,omitempty"`
+	Commitment    string `json:"commitment,omitempty"`
+	Access        string `json:"access"`
 	// Vouchers are the ids of its vouchers, in creation order.
 	Vouchers []string `json:"vouchers"`
 }
@@ -60,6 +63,7 @@ func toCampaignJSON(c application.LiveCampaign) CampaignJSON {
 		PowDifficulty: c.PowDifficulty,
 		QueueOpensAt:  optionalStamp(c.QueueOpensAt),
 		QueueWindow:   c.QueueWindow,
+		EntriesOpenAt: optionalStamp(c.EntriesOpenAt),
 		Commitment:    c.Room().Commitment(),
 		Access:        accessOpen,
 		Vouchers:      make([]string, 0, c.Variants),
@@ -83,6 +87,7 @@ type createCampaignRequest struct {
 	PowDifficulty *int                  `json:"pow_difficulty"`
 	QueueOpensAt  *time.Time            `json:"queue_opens_at"`
 	QueueWindow   *int                  `json:"queue_window"`
+	EntriesOpenAt *time.Time            `json:"entries_open_at"`
 	Access        *string               `json:"access"`
 }
 
@@ -106,11 +111,17 @@ func (req createCampaignRequest) command() (application.CreateCampaignCmd, error
 	// Given explicitly, a mode is never empty (the use case reads "" as the default).
 	if req.Admission != nil {
 		if cmd.Admission = *req.Admission; cmd.Admission == "" {
-			return application.CreateCampaignCmd{}, domain.Invalid("admission", "must be first_come or waiting_room")
+			return application.CreateCampaignCmd{}, domain.Invalid("admission", "must be first_come, waiting_room or draw")
 		}
 	}
 	if (req.QueueOpensAt != nil || req.QueueWindow != nil) && cmd.Admission != domain.AdmissionWaitingRoom {
 		return application.CreateCampaignCmd{}, domain.Invalid("queue_window", "queue_opens_at and queue_window are only for a waiting room")
+	}
+	if req.EntriesOpenAt != nil {
+		if cmd.Admission != domain.AdmissionDraw {
+			return application.CreateCampaignCmd{}, domain.Invalid("entries_open_at", "is only for a draw")
+		}
+		cmd.EntriesOpenAt = *req.EntriesOpenAt
 	}
 	if req.QueueWindow != nil {
 		if cmd.QueueWindow = *req.QueueWindow; cmd.QueueWindow == 0 {

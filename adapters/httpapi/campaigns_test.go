@@ -276,7 +276,7 @@ func TestCampaignRefusals(t *testing.T) {
 		{"create as a user", http.MethodPost, "/api/v1/campaigns", user, `{}`, http.StatusForbidden, "forbidden"},
 		{"create without a limit", http.MethodPost, "/api/v1/campaigns", a.admin, `{"title":"x",` + window + `}`, http.StatusBadRequest, "invalid_request"},
 		{"create with access by code", http.MethodPost, "/api/v1/campaigns", a.admin, `{"title":"x",` + window + `,"per_user_limit":1,"access":"code"}`, http.StatusBadRequest, "invalid_request"},
-		{"create with a draw", http.MethodPost, "/api/v1/campaigns", a.admin, `{"title":"x",` + window + `,"per_user_limit":1,"admission":"draw"}`, http.StatusBadRequest, "invalid_request"},
+		{"create a draw that has begun", http.MethodPost, "/api/v1/campaigns", a.admin, `{"title":"x",` + window + `,"per_user_limit":1,"admission":"draw"}`, http.StatusBadRequest, "invalid_request"},
 		{"create with a queue window and no room", http.MethodPost, "/api/v1/campaigns", a.admin, `{"title":"x",` + window + `,"per_user_limit":1,"queue_window":5}`, http.StatusBadRequest, "invalid_request"},
 		{"create with a room opening after the start", http.MethodPost, "/api/v1/campaigns", a.admin, `{"title":"x",` + window + `,"per_user_limit":1,"admission":"waiting_room","queue_opens_at":"2026-02-01T00:00:00Z"}`, http.StatusBadRequest, "invalid_request"},
 		{"join a first-come campaign's queue", http.MethodPost, "/api/v1/campaigns/" + id + "/queue", user, "", http.StatusConflict, "no_waiting_room"},

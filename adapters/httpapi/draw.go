@@ -11,12 +11,12 @@ import (
 	"github.com/seckill/seckill/domain"
 )
 
-// The paths of a draw: POST enters it, GET …/draw reads its public record, GET
-// …/draw/entrants its sorted entrants.
+// The paths of a draw, under a voucher's path or a campaign's: POST …/entries enters
+// it, GET …/draw reads its public record, GET …/draw/entrants its sorted entrants.
 const (
-	entriesRoute      = "/api/v1/vouchers/:id/entries"
-	drawRoute         = "/api/v1/vouchers/:id/draw"
-	drawEntrantsRoute = "/api/v1/vouchers/:id/draw/entrants"
+	entriesPath      = "/entries"
+	drawPath         = "/draw"
+	drawEntrantsPath = "/draw/entrants"
 )
 
 // entryJSON answers an entry: the number of entrants so far.
@@ -37,30 +37,49 @@ type drawJSON struct {
 	Winners        []string `json:"winners"`
 }
 
+// dropEntryRequest is the body of a campaign's entry: the voucher chosen.
+type dropEntryRequest struct {
+	VoucherID *string `json:"voucher_id"`
+}
+
 // enterDraw enters the caller in a draw voucher and answers 202, again 202 for a user
 // who entered already; a voucher with a challenge asks for a proof first
-// (X-Seckill-Pow; refused with a fresh challenge, withChallenge). The body, when sent, is an empty object.
+// (X-Seckill-Pow; refused with a fresh challenge, withChallenge). The body, when sent,
+// is an empty object. A campaign's entry (…/campaigns/{id}/entries) names the voucher
+// chosen, {"voucher_id"}; entering again changes the choice.
 func (h handlers) enterDraw(c echo.Context) error {
-	id, err := domain.ParseVoucherID(c.Param("id"))
+	id, err := roomID(c)
 	if err != nil {
 		return err
 	}
-	var req struct{}
-	if err := decodeJSON(c, &req, true); err != nil {
-		return err
+	cmd := application.EnterDrawCmd{VoucherID: id, UserID: principal(c).User, Proof: c.Request().Header.Get(PowHeader)}
+	if _, drop := id.CampaignRoom(); !drop {
+		var req struct{}
+		if err := decodeJSON(c, &req, true); err != nil {
+			return err
+		}
+	} else {
+		var req dropEntryRequest
+		if err := decodeJSON(c, &req, false); err != nil {
+			return err
+		}
+		if req.VoucherID == nil {
+			return domain.Invalid("voucher_id", "is required")
+		}
+		if cmd.Choice, err = domain.ParseVoucherID(*req.VoucherID); err != nil {
+			return domain.Invalid("voucher_id", "must be the id of a voucher of this campaign")
+		}
 	}
-	user := principal(c).User
-	n, err := h.uc.EnterDraw.Handle(c.Request().Context(), application.EnterDrawCmd{VoucherID: id, UserID: user,
-		Proof: c.Request().Header.Get(PowHeader)})
+	n, err := h.uc.EnterDraw.Handle(c.Request().Context(), cmd)
 	if err != nil {
-		return h.withChallenge(c, id, user, err)
+		return h.withChallenge(c, id, cmd.UserID, err)
 	}
 	return c.JSON(http.StatusAccepted, entryJSON{Entrants: n})
 }
 
-// getDraw answers a draw voucher's public record.
+// getDraw answers a draw's public record, a voucher's or a campaign's.
 func (h handlers) getDraw(c echo.Context) error {
-	id, err := domain.ParseVoucherID(c.Param("id"))
+	id, err := roomID(c)
 	if err != nil {
 		return err
 	}
@@ -82,9 +101,10 @@ func (h handlers) getDraw(c echo.Context) error {
 
 // drawEntrants answers a drawn voucher's entrants as text, sorted ascending, one
 // decimal id per line, each ending in "\n": the bytes whose SHA-256 is the draw's
-// entrants_digest. Before the draw: 404 not_found.
+// entrants_digest; a campaign's, one "user_id,voucher_id" per line. Before the draw:
+// 404 not_found.
 func (h handlers) drawEntrants(c echo.Context) error {
-	id, err := domain.ParseVoucherID(c.Param("id"))
+	id, err := roomID(c)
 	if err != nil {
 		return err
 	}
@@ -95,6 +115,11 @@ func (h handlers) drawEntrants(c echo.Context) error {
 	if st.Draw == nil {
 		return domain.ErrNotFound
 	}
+	if drop := st.Draw.Drop; drop != nil {
+		return writeLines(c, len(st.Draw.Entrants), func(buf []byte, i int) []byte {
+			return domain.AppendDropEntrant(buf, st.Draw.Entrants[i], drop.Choices[i])
+		})
+	}
 	return writeEntrants(c, st.Draw.Entrants)
 }
 
@@ -102,14 +127,21 @@ func (h handlers) drawEntrants(c echo.Context) error {
 // waiting room's) sorted ascending, as text: one decimal id per line, each ending in
 // "\n" — the bytes whose SHA-256 domain.EntrantsDigest returns.
 func writeEntrants(c echo.Context, sorted []domain.UserID) error {
+	return writeLines(c, len(sorted), func(buf []byte, i int) []byte {
+		buf = strconv.AppendInt(buf, int64(sorted[i]), 10)
+		return append(buf, '\n')
+	})
+}
+
+// writeLines answers 200 with n lines of text, line i appended to a buffer by line.
+func writeLines(c echo.Context, n int, line func(buf []byte, i int) []byte) error {
 	res := c.Response()
 	res.Header().Set(echo.HeaderContentType, "text/plain; charset=utf-8")
 	res.WriteHeader(http.StatusOK)
 	w := bufio.NewWriter(res)
-	buf := make([]byte, 0, 24)
-	for _, u := range sorted {
-		buf = strconv.AppendInt(buf[:0], int64(u), 10)
-		buf = append(buf, '\n')
+	buf := make([]byte, 0, 48)
+	for i := range n {
+		buf = line(buf[:0], i)
 		if _, err := w.Write(buf); err != nil {
 			return nil //nolint:nilerr // the client went away: nothing left to answer
 		}

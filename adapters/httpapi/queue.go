@@ -40,7 +40,7 @@ func roomID(c echo.Context) (domain.VoucherID, error) {
 	if err != nil {
 		return 0, err
 	}
-	if campaign, k := id.Campaign(); campaign != 0 && k == 0 {
+	if _, room := id.CampaignRoom(); room {
 		return 0, domain.ErrNotFound // a campaign's room id: its room is the campaign's path's
 	}
 	return id, nil

@@ -331,13 +331,16 @@ func orderRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo.M
 	route(http.MethodPost, "/api/v1/orders/:id/cancel", h.cancelOrder, userOnce...)
 }
 
-// drawRoutes adds the routes of a draw through route: the entry behind userOnce (a
-// user, Idempotency-Key kept), the draw's public reads behind public.
+// drawRoutes adds the routes of a draw through route, a voucher's and a campaign's
+// alike: the entry behind userOnce (a user, Idempotency-Key kept), the draw's public
+// reads behind public.
 func drawRoutes(route func(method, path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc), h handlers,
 	userOnce []echo.MiddlewareFunc, public []echo.MiddlewareFunc) {
-	route(http.MethodPost, entriesRoute, h.enterDraw, userOnce...)
-	route(http.MethodGet, drawRoute, h.getDraw, public...)
-	route(http.MethodGet, drawEntrantsRoute, h.drawEntrants, public...)
+	for _, base := range []string{"/api/v1/vouchers/:id", campaignsPath + "/:id"} {
+		route(http.MethodPost, base+entriesPath, h.enterDraw, userOnce...)
+		route(http.MethodGet, base+drawPath, h.getDraw, public...)
+		route(http.MethodGet, base+drawEntrantsPath, h.drawEntrants, public...)
+	}
 }
 
 // denyListRoutes adds the deny list's routes through route: the writes behind

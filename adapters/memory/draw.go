@@ -54,19 +54,22 @@ func (f *Draws) Pending(context.Context, time.Time) ([]domain.Voucher, error) {
 	return f.PendingVouchers, nil
 }
 
-// Entries is an in-memory ports.Entries of one draw: its entrants, the steps taken,
-// the orders reserved (each user's, counted) and the backfill. Its entries are open
-// until Close, whatever the clock; Take refuses steps of a draw its Draws has not
-// recorded.
+// Entries is an in-memory ports.Entries of one draw — a voucher's, or a campaign's,
+// whose vouchers' parts it counts apart: its entrants, the steps taken, the orders
+// reserved (each user's, counted) and the backfill. Its entries are open until Close,
+// whatever the clock; Take refuses steps of a draw its Draws has not recorded.
 type Entries struct {
 	mu    sync.Mutex
 	draws *Draws
-	// Entrants are the users entered.
+	// Entrants are the users entered; Chose the voucher each chose (EnterDrop).
 	Entrants map[domain.UserID]bool
+	Chose    map[domain.UserID]domain.VoucherID
 	closed   bool
-	// Taken counts the steps taken; Drawn is set once all were.
+	// Taken counts the steps taken; Drawn is set once all were. A campaign's
+	// vouchers count theirs in Parts.
 	Taken int
 	Drawn bool
+	Parts map[domain.VoucherID]*Part
 	// Reserved counts the orders each winner was reserved; Backfill lists the others,
 	// in the order their steps were taken.
 	Reserved map[domain.UserID]int
@@ -79,9 +82,53 @@ type Entries struct {
 
 var _ ports.Entries = (*Entries)(nil)
 
+// Part is the progress of a campaign's voucher's part of the campaign's draw.
+type Part struct {
+	Taken int
+	Drawn bool
+}
+
 // NewEntries returns the entries of a draw recorded in draws.
 func NewEntries(draws *Draws) *Entries {
-	return &Entries{draws: draws, Entrants: map[domain.UserID]bool{}, Reserved: map[domain.UserID]int{}}
+	return &Entries{draws: draws, Entrants: map[domain.UserID]bool{}, Chose: map[domain.UserID]domain.VoucherID{},
+		Parts: map[domain.VoucherID]*Part{}, Reserved: map[domain.UserID]int{}}
+}
+
+// EnterDrop enters u choosing choice (the latest choice stands), or answers
+// domain.ErrEntriesClosed after Close.
+func (f *Entries) EnterDrop(_ context.Context, _ domain.Voucher, u domain.UserID, choice domain.VoucherID) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return 0, domain.ErrEntriesClosed
+	}
+	f.Entrants[u] = true
+	f.Chose[u] = choice
+	return len(f.Entrants), nil
+}
+
+// CloseDrop closes the entries and returns the entrants with their choices.
+func (f *Entries) CloseDrop(context.Context, domain.Voucher) ([]domain.DropEntry, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	out := make([]domain.DropEntry, 0, len(f.Chose))
+	for u, v := range f.Chose {
+		out = append(out, domain.DropEntry{User: u, Choice: v})
+	}
+	return out, nil
+}
+
+// part returns the progress of voucher id: its own Part for a campaign's voucher,
+// else the draw's.
+func (f *Entries) part(id domain.VoucherID) *Part {
+	if c, _ := id.Campaign(); c == 0 {
+		return &Part{Taken: f.Taken, Drawn: f.Drawn}
+	}
+	if f.Parts[id] == nil {
+		f.Parts[id] = &Part{}
+	}
+	return f.Parts[id]
 }
 
 // Enter enters u, or answers domain.ErrEntriesClosed after Close.
@@ -114,16 +161,17 @@ func (f *Entries) Close(context.Context, domain.Voucher) ([]domain.UserID, error
 	return out, nil
 }
 
-// Progress returns the steps taken, and whether all were.
-func (f *Entries) Progress(context.Context, domain.VoucherID) (int, bool, error) {
+// Progress returns the steps of id taken, and whether all were.
+func (f *Entries) Progress(_ context.Context, id domain.VoucherID) (int, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.Taken, f.Drawn, nil
+	p := f.part(id)
+	return p.Taken, p.Drawn, nil
 }
 
 // Take takes steps from step from on, as ports.Entries.Take does.
 func (f *Entries) Take(ctx context.Context, id domain.VoucherID, from, total int, steps []domain.DrawStep, _ []domain.OrderID) (int, int, error) {
-	if _, err := f.draws.Get(ctx, id); err != nil {
+	if _, err := f.draws.Get(ctx, id.Room()); err != nil {
 		return 0, 0, fmt.Errorf("the steps of voucher %s's draw taken before it was recorded: %w", id, err)
 	}
 	f.mu.Lock()
@@ -132,8 +180,9 @@ func (f *Entries) Take(ctx context.Context, id domain.VoucherID, from, total int
 		return 0, 0, domain.ErrUnavailable
 	}
 	f.calls++
-	if from != f.Taken || f.Drawn {
-		return f.Taken, 0, nil
+	p := f.part(id)
+	if from != p.Taken || p.Drawn {
+		return p.Taken, 0, nil
 	}
 	n := 0
 	for _, st := range steps {
@@ -144,7 +193,9 @@ func (f *Entries) Take(ctx context.Context, id domain.VoucherID, from, total int
 			f.Backfill = append(f.Backfill, st.User)
 		}
 	}
-	f.Taken = from + len(steps)
-	f.Drawn = f.Taken >= total
-	return f.Taken, n, nil
+	p.Taken, p.Drawn = from+len(steps), from+len(steps) >= total
+	if c, _ := id.Campaign(); c == 0 {
+		f.Taken, f.Drawn = p.Taken, p.Drawn
+	}
+	return p.Taken, n, nil
 }

@@ -105,8 +105,8 @@ func (w *WaitingRoom) Join(ctx context.Context, v domain.Voucher, user domain.Us
 // the first time; 1 while its terms are not loaded, which room_sale reads as no
 // sale).
 func (w *WaitingRoom) sale(ctx context.Context, id domain.VoucherID) ([]string, int, error) {
-	c, k := id.Campaign()
-	if c == 0 || k != 0 {
+	c, ok := id.CampaignRoom()
+	if !ok {
 		return []string{w.keys.Meta(id)}, 0, nil
 	}
 	n, ok := w.variants.Load(c)

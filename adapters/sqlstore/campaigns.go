@@ -64,6 +64,7 @@ type campaignRow struct {
 	PowDifficulty int       `bun:"pow_difficulty"`
 	QueueOpensAt  time.Time `bun:"queue_opens_at,nullzero"`
 	QueueWindow   int       `bun:"queue_window"`
+	EntriesOpenAt time.Time `bun:"entries_open_at,nullzero"`
 	Seed          []byte    `bun:"seed"`
 	Version       int64     `bun:"version"`
 	CreatedAt     time.Time `bun:"created_at"`
@@ -72,7 +73,7 @@ type campaignRow struct {
 // campaignColumns are the columns of campaignRow, for a RETURNING clause scanned into
 // it; unqualified, as SQLite's RETURNING takes no table alias.
 const campaignColumns = "id, title, begins_at, ends_at, per_user_limit, cap, sold, variants, admission, challenge, " +
-	"pow_difficulty, queue_opens_at, queue_window, seed, version, created_at"
+	"pow_difficulty, queue_opens_at, queue_window, entries_open_at, seed, version, created_at"
 
 func (r campaignRow) campaign() domain.Campaign {
 	c := domain.Campaign{
@@ -88,6 +89,7 @@ func (r campaignRow) campaign() domain.Campaign {
 		PowDifficulty: r.PowDifficulty,
 		QueueOpensAt:  utcOrZero(r.QueueOpensAt),
 		QueueWindow:   r.QueueWindow,
+		EntriesOpenAt: utcOrZero(r.EntriesOpenAt),
 		Seed:          seedOf(r.Seed),
 		Version:       r.Version,
 		CreatedAt:     r.CreatedAt.UTC(),
@@ -119,6 +121,7 @@ func (s *Campaigns) Create(ctx context.Context, c *domain.Campaign, by domain.Au
 		PowDifficulty: c.PowDifficulty,
 		QueueOpensAt:  utcOrZero(c.QueueOpensAt),
 		QueueWindow:   c.QueueWindow,
+		EntriesOpenAt: utcOrZero(c.EntriesOpenAt),
 		CreatedAt:     now(),
 	}
 	if c.Seed != domain.NoSeed {
@@ -134,7 +137,7 @@ func (s *Campaigns) Create(ctx context.Context, c *domain.Campaign, by domain.Au
 		// id, sold, variants and version are the database's to set.
 		_, err := tx.NewInsert().Model(&row).
 			Column("title", "begins_at", "ends_at", "per_user_limit", "cap", "admission", "challenge", "pow_difficulty",
-				"queue_opens_at", "queue_window", "seed", "created_at").
+				"queue_opens_at", "queue_window", "entries_open_at", "seed", "created_at").
 			Returning(campaignColumns).
 			Exec(ctx)
 		if err != nil {

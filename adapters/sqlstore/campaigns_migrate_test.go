@@ -11,10 +11,11 @@ import (
 )
 
 // campaignsMigration is the migration that adds campaigns, roomsMigration the one
-// that adds their waiting rooms' settings after it.
+// that adds their waiting rooms' settings after it, drawsMigration their draws'.
 const (
 	campaignsMigration = "20261210000000_campaigns"
 	roomsMigration     = "20261211000000_campaign_rooms"
+	drawsMigration     = "20261212000000_drop_draws"
 )
 
 // TestCampaignsMigrateUpAndDown: the campaigns migration applies over a database with
@@ -40,8 +41,8 @@ func TestCampaignsMigrateUpAndDown(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if got := migrateUp(t, db); !slices.Equal(got, []string{campaignsMigration, roomsMigration}) {
-		t.Fatalf("up applied %q, want %s and %s", got, campaignsMigration, roomsMigration)
+	if got := migrateUp(t, db); !slices.Equal(got, []string{campaignsMigration, roomsMigration, drawsMigration}) {
+		t.Fatalf("up applied %q, want %s, %s and %s", got, campaignsMigration, roomsMigration, drawsMigration)
 	}
 	f := campaignFixture{orderFixture: orderFixture{db: db, orders: sqlstore.NewOrders(db), vouchers: sqlstore.NewVouchers(db)},
 		campaigns: sqlstore.NewCampaigns(db), log: sqlstore.NewAuditLog(db)}
@@ -53,11 +54,11 @@ func TestCampaignsMigrateUpAndDown(t *testing.T) {
 	f.persisted(t, reserve(2, v.ID, 1, 1), reserve(3, domain.VoucherID(plain), 2, 1))
 	f.wantCampaignConsistent(t, c)
 
-	if got := migrateDown(t, db); !slices.Equal(got, []string{roomsMigration, campaignsMigration}) {
-		t.Fatalf("down rolled back %q, want %s and %s", got, roomsMigration, campaignsMigration)
+	if got := migrateDown(t, db); !slices.Equal(got, []string{drawsMigration, roomsMigration, campaignsMigration}) {
+		t.Fatalf("down rolled back %q, want %s, %s and %s", got, drawsMigration, roomsMigration, campaignsMigration)
 	}
-	if got := tablesExist(t, db, "campaigns", "campaign_units", "vouchers", "orders"); !slices.Equal(got, []bool{false, false, true, true}) {
-		t.Fatalf("after down, campaigns, campaign_units, vouchers, orders exist: %v", got)
+	if got := tablesExist(t, db, "campaigns", "campaign_units", "drop_draws", "vouchers", "orders"); !slices.Equal(got, []bool{false, false, false, true, true}) {
+		t.Fatalf("after down, campaigns, campaign_units, drop_draws, vouchers, orders exist: %v", got)
 	}
 	var ids []int64
 	if err := db.NewRaw("SELECT id FROM vouchers").Scan(ctx, &ids); err != nil {
@@ -80,8 +81,8 @@ func TestCampaignsMigrateUpAndDown(t *testing.T) {
 		t.Fatal("audit_log.campaign_id still exists after down")
 	}
 
-	if got := migrateUp(t, db); !slices.Equal(got, []string{campaignsMigration, roomsMigration}) {
-		t.Fatalf("up again applied %q, want %s and %s", got, campaignsMigration, roomsMigration)
+	if got := migrateUp(t, db); !slices.Equal(got, []string{campaignsMigration, roomsMigration, drawsMigration}) {
+		t.Fatalf("up again applied %q, want %s, %s and %s", got, campaignsMigration, roomsMigration, drawsMigration)
 	}
 	c = f.campaign(t, 2, 0)
 	f.variant(t, c.ID, 10, 1)

@@ -24,11 +24,12 @@ func admitQueues(rooms *application.RoomSales, room ports.WaitingRoom, shuffles 
 		application.RoomOptions{Holder: queue.Consumer()}, m.roomObserver(log))
 }
 
-// drawRunner runs the draws on the instance holding their lease (named by its consumer
-// name), a batch per Redis call, each draw carried out counted in the metrics.
+// drawRunner runs the draws (campaigns' too, read through rooms) on the instance
+// holding their lease (named by its consumer name), a batch per Redis call, each draw
+// carried out counted in the metrics.
 func drawRunner(draws ports.Draws, entries ports.Entries, leases ports.Leases, ids ports.OrderIDs, clock ports.Clock,
-	queue *redisstore.Queue, cfg Config, m *metrics) *application.RunDraws {
-	return application.NewRunDraws(draws, entries, leases, ids, clock, queue.Consumer(),
+	rooms *application.RoomSales, queue *redisstore.Queue, cfg Config, m *metrics) *application.RunDraws {
+	return application.NewRunDraws(draws, entries, leases, ids, clock, rooms, queue.Consumer(),
 		application.DrawOptions{Batch: cfg.DrawBatch, Lease: cfg.DrawLease},
 		application.DrawObserver{Drawn: m.drawn})
 }

@@ -114,7 +114,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 	entries := selectEntries(stockStrategy, stock)
 	enterDraw := application.NewEnterDraw(entries, buyerGate)
 	draws := sqlstore.NewDraws(db)
-	getDraw := application.NewGetDraw(draws, entries, vouchers)
+	getDraw := application.NewGetDraw(draws, entries, applicationRoomSales)
 	applicationIssueChallenge := issueChallenge(applicationRoomSales, portsChallenge, clock, mainMetrics)
 	issueStreamTicket := application.NewIssueStreamTicket(tickets, clock)
 	applicationJoinQueue := joinQueue(waitingRoom, buyerGate, mainMetrics)
@@ -184,7 +184,7 @@ func buildApp(ctx context.Context, cfg Config, log *zap.Logger) (*app, func(), e
 		return nil, nil, err
 	}
 	applicationAdmitQueues := admitQueues(applicationRoomSales, waitingRoom, shuffles, leases, clock, queue, mainMetrics, log)
-	applicationRunDraws := drawRunner(draws, entries, leases, uliDs, clock, queue, cfg, mainMetrics)
+	applicationRunDraws := drawRunner(draws, entries, leases, uliDs, clock, applicationRoomSales, queue, cfg, mainMetrics)
 	mainApp := &app{
 		Redis:       universalClient,
 		Restarts:    restarts,

@@ -52,6 +52,16 @@ func (NoEntries) Enter(context.Context, domain.Voucher, domain.UserID) (int, err
 	return 0, domain.ErrDrawUnsupported
 }
 
+// EnterDrop answers domain.ErrDrawUnsupported.
+func (NoEntries) EnterDrop(context.Context, domain.Voucher, domain.UserID, domain.VoucherID) (int, error) {
+	return 0, domain.ErrDrawUnsupported
+}
+
+// CloseDrop answers domain.ErrDrawUnsupported.
+func (NoEntries) CloseDrop(context.Context, domain.Voucher) ([]domain.DropEntry, error) {
+	return nil, domain.ErrDrawUnsupported
+}
+
 // Count answers domain.ErrDrawUnsupported.
 func (NoEntries) Count(context.Context, domain.VoucherID) (int, error) {
 	return 0, domain.ErrDrawUnsupported
