@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -229,6 +231,12 @@ type publishedDrop struct {
 	winners  []domain.UserID
 }
 
+// choiceOf returns the voucher u chose, as the draw published it.
+func (p publishedDrop) choiceOf(u domain.UserID) string {
+	i, _ := slices.BinarySearch(p.entrants, u)
+	return p.choices[i]
+}
+
 // waitForDropDraw waits until campaign id's draw has run, then reads and checks what
 // it publishes.
 func (in *instance) waitForDropDraw(id, commitment string) publishedDrop {
@@ -274,4 +282,176 @@ func (in *instance) waitForDropDraw(id, commitment string) publishedDrop {
 		p.winners = append(p.winners, u)
 	}
 	return p
+}
+
+// createDrawDrop creates a drop of n vouchers of stock units under cap, sold by one
+// draw whose entries are open now and whose sale begins at begins, and enters users
+// directly in Redis (user → the voucher chosen: users[i] chooses voucher i % n). It
+// returns the drop and the campaign's commitment.
+func (fi *fulfillInstance) createDrawDrop(n, stock, capUnits int, begins time.Time, users []domain.UserID) (campaignSale, string) {
+	fi.t.Helper()
+	sale, c := fi.createDropWith(n, stock, capUnits, 2, begins, map[string]any{
+		"admission": "draw", "entries_open_at": time.Now().UTC().Add(-time.Minute),
+	})
+	id, err := domain.ParseCampaignID(sale.id)
+	if err != nil {
+		fi.t.Fatal(err)
+	}
+	fields := make([]any, 0, 2*len(users))
+	for i, u := range users {
+		fields = append(fields, u.String(), sale.vouchers[i%n])
+	}
+	if err := fi.redis.HSet(context.Background(), fi.keys.Entries(id.Room()), fields...).Err(); err != nil {
+		fi.t.Fatal(err)
+	}
+	return sale, c["commitment"].(string)
+}
+
+// wantDropServedOnce checks what a drop's draw left in the database: no entrant was
+// served twice (one order at most, whatever its status), each order is of the
+// voucher its user chose, and live orders are exactly live (the cap's units not
+// given back).
+func (fi *fulfillInstance) wantDropServedOnce(sale campaignSale, p publishedDrop, live int) {
+	fi.t.Helper()
+	chose := map[int64]string{}
+	for i, u := range p.entrants {
+		chose[int64(u)] = p.choices[i]
+	}
+	served := map[int64]int{}
+	alive := 0
+	for v, os := range fi.campaignOrders(sale) {
+		for _, o := range os {
+			served[o.User]++
+			if chose[o.User] != v {
+				fi.t.Errorf("user %d holds order %s of voucher %s; it chose %q", o.User, o.ID, v, chose[o.User])
+			}
+			if o.Status == "awaiting_payment" {
+				alive++
+			}
+		}
+	}
+	for u, n := range served {
+		if n > 1 {
+			fi.t.Errorf("user %d was served %d times by one draw", u, n)
+		}
+	}
+	if alive != live {
+		fi.t.Errorf("%d orders awaiting payment, want %d", alive, live)
+	}
+}
+
+// TestDropDrawResumesAfterRedisForgets: a drop's draw of 2 vouchers × 3 units under a
+// cap of 4 among 20 entrants is carried out; a winner cancels (its unit goes to the
+// next who chose its voucher), then Redis restarts empty. The heal restores the
+// vouchers' orders and the campaign's holders from the database; another winner
+// cancels before the draw is carried out again (the test holds the draws' lease
+// meanwhile). Carried out again, the draw passes over everyone it served and gives
+// the units that came back to the backfill: 4 live orders, nobody served twice, the
+// cap never passed.
+func TestDropDrawResumesAfterRedisForgets(t *testing.T) {
+	stopRedis, startRedis := redisOutage(t)
+	fi := startFulfillInstance(t, "SECKILL_DRAW_LEASE=2s", "SECKILL_WARM_INTERVAL=1s")
+	ctx := context.Background()
+	sale, commitment := fi.createDrawDrop(2, 3, 4, time.Now().Add(3*time.Second), userRange(1000, 20))
+	p := fi.waitForDropDraw(sale.id, commitment)
+	if len(p.winners) != 4 {
+		t.Fatalf("%d winners, want the cap's 4", len(p.winners))
+	}
+	won := make([]string, len(p.winners))
+	for i, w := range p.winners {
+		won[i] = fi.orderOf(w, p.choiceOf(w), "awaiting_payment")
+	}
+	fi.cancelOrder(p.winners[0], won[0])
+	testenv.Eventually(t, 60*time.Second, "the unit handed to the backfill", func() (bool, string) {
+		orders := 0
+		for _, os := range fi.campaignOrders(sale) {
+			orders += len(os)
+		}
+		return orders == 5, fmt.Sprintf("%d orders", orders)
+	})
+
+	release := fi.holdDrawsLease()
+	for _, script := range []string{stopRedis, startRedis} {
+		if out, err := exec.Command(script).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", script, err, out)
+		}
+	}
+	testenv.Eventually(t, 60*time.Second, "the drop's sale state healed from the database", func() (bool, string) {
+		buyers := 0
+		for _, v := range sale.vouchers {
+			id := fi.voucherID(v)
+			vals, err := fi.redis.HMGet(ctx, fi.keys.Meta(id), "stock", "restoring").Result()
+			if err != nil || vals[0] == nil || vals[1] == "1" {
+				return false, fmt.Sprintf("voucher %s: %v %v", v, vals, err)
+			}
+			n, _ := fi.redis.HLen(ctx, fi.keys.Buyers(id)).Result()
+			buyers += int(n)
+		}
+		return buyers == 4, fmt.Sprintf("%d buyers", buyers)
+	})
+	for _, v := range sale.vouchers {
+		if drawn, _ := fi.redis.HGet(ctx, fi.keys.Meta(fi.voucherID(v)), "drawn").Result(); drawn == "1" {
+			t.Fatal("the healed sale state says the draw was carried out; the test needs it carried out again")
+		}
+	}
+	fi.cancelOrder(p.winners[1], won[1])
+	release()
+	testenv.Eventually(t, 60*time.Second, "the draw carried out again", func() (bool, string) {
+		for _, v := range sale.vouchers {
+			if drawn, err := fi.redis.HGet(ctx, fi.keys.Meta(fi.voucherID(v)), "drawn").Result(); drawn != "1" {
+				return false, fmt.Sprintf("voucher %s: drawn %q %v", v, drawn, err)
+			}
+		}
+		return true, ""
+	})
+	testenv.Eventually(t, 60*time.Second, "every unit served persisted", func() (bool, string) {
+		orders := 0
+		for _, os := range fi.campaignOrders(sale) {
+			orders += len(os)
+		}
+		return orders == 6, fmt.Sprintf("%d orders, want 6: 4 winners and 2 units handed on", orders)
+	})
+	fi.wantDropServedOnce(sale, p, 4)
+}
+
+// TestDropDrawSurvivesAKillNineOfTheDrawingInstance kills the instance carrying out a
+// drop's draw (3 vouchers of 700 units under a cap of 1,500, 3,000 entrants; one step
+// per Redis call, so it takes seconds) mid-draw; another instance takes the lease
+// over and finishes the same draw: every winner has exactly one order, of its choice,
+// and nobody else has one.
+func TestDropDrawSurvivesAKillNineOfTheDrawingInstance(t *testing.T) {
+	env := []string{"SECKILL_DRAW_BATCH=1", "SECKILL_DRAW_LEASE=2s", "SECKILL_CLAIM_IDLE=1s"}
+	a := startFulfillInstance(t, env...)
+	ctx := context.Background()
+	sale, commitment := a.createDrawDrop(3, 700, 1500, time.Now().Add(3*time.Second), userRange(1000, 3000))
+	first := a.voucherID(sale.vouchers[0])
+	testenv.Eventually(t, 60*time.Second, "the draw under way", func() (bool, string) {
+		next, err := a.redis.HGet(ctx, a.keys.Meta(first), "draw_next").Int()
+		return err == nil && next > 500, fmt.Sprintf("draw_next %d %v", next, err)
+	})
+	a.kill()
+	b := a.another(env...)
+	p := b.waitForDropDraw(sale.id, commitment)
+	if len(p.winners) != 1500 {
+		t.Fatalf("%d winners, want the cap's 1500", len(p.winners))
+	}
+	testenv.Eventually(t, 2*testenv.Patience, "every winner's order persisted", func() (bool, string) {
+		orders := 0
+		for _, os := range b.campaignOrders(sale) {
+			orders += len(os)
+		}
+		return orders >= 1500, fmt.Sprintf("%d orders", orders)
+	})
+	b.wantDropServedOnce(sale, p, 1500)
+	winners := map[int64]bool{}
+	for _, w := range p.winners {
+		winners[int64(w)] = true
+	}
+	for _, os := range b.campaignOrders(sale) {
+		for _, o := range os {
+			if !winners[o.User] {
+				t.Fatalf("user %d holds order %s but did not win", o.User, o.ID)
+			}
+		}
+	}
 }

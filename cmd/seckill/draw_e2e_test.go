@@ -272,22 +272,7 @@ func TestDrawResumesAfterRedisForgets(t *testing.T) {
 	fi.orderOf(order[6], id, "awaiting_payment")
 
 	// Hold the draws' lease, so the draw is carried out again only when the test says.
-	db, err := fi.openStore(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	testenv.Eventually(t, 60*time.Second, "the test holds the draws' lease", func() (bool, string) {
-		res, err := db.NewRaw(`INSERT INTO leases (name, holder, expires_at) VALUES ('draws', 'test', ?)
-ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
-WHERE leases.expires_at <= ? OR leases.holder = excluded.holder`, time.Now().Add(time.Hour), time.Now()).Exec(ctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		n, _ := res.RowsAffected()
-		return n == 1, "held by the instance"
-	})
-
+	release := fi.holdDrawsLease()
 	for _, script := range []string{stopRedis, startRedis} {
 		if out, err := exec.Command(script).CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v\n%s", script, err, out)
@@ -305,9 +290,7 @@ WHERE leases.expires_at <= ? OR leases.holder = excluded.holder`, time.Now().Add
 		t.Fatal("the healed sale state says the draw was carried out; the test needs it carried out again")
 	}
 	fi.cancelOrder(order[4], won[4])
-	if _, err := db.NewRaw("UPDATE leases SET expires_at = ? WHERE name = 'draws' AND holder = 'test'", time.Now().Add(-time.Second)).Exec(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	testenv.Eventually(t, 60*time.Second, "the draw carried out again", func() (bool, string) {
 		drawn, err := fi.redis.HGet(ctx, fi.keys.Meta(vid), "drawn").Result()
 		return drawn == "1", fmt.Sprintf("drawn %q %v", drawn, err)
@@ -340,6 +323,35 @@ WHERE leases.expires_at <= ? OR leases.holder = excluded.holder`, time.Now().Add
 	}
 	if n, _ := fi.redis.ZCard(ctx, fi.keys.Waitlist(vid)).Result(); n != 12 {
 		t.Errorf("backfill of %d after the draw was carried out again, want the 12 not served", n)
+	}
+}
+
+// holdDrawsLease takes the draws' lease in the test's name for an hour, once the
+// instances holding it let it go, so no draw is carried out until the test calls the
+// function it returns, which gives the lease up.
+func (fi *fulfillInstance) holdDrawsLease() func() {
+	fi.t.Helper()
+	ctx := context.Background()
+	db, err := fi.openStore(ctx)
+	if err != nil {
+		fi.t.Fatal(err)
+	}
+	testenv.Eventually(fi.t, 60*time.Second, "the test holds the draws' lease", func() (bool, string) {
+		res, err := db.NewRaw(`INSERT INTO leases (name, holder, expires_at) VALUES ('draws', 'test', ?)
+ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
+WHERE leases.expires_at <= ? OR leases.holder = excluded.holder`, time.Now().Add(time.Hour), time.Now()).Exec(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		n, _ := res.RowsAffected()
+		return n == 1, "held by the instance"
+	})
+	return func() {
+		fi.t.Helper()
+		defer db.Close()
+		if _, err := db.NewRaw("UPDATE leases SET expires_at = ? WHERE name = 'draws' AND holder = 'test'", time.Now().Add(-time.Second)).Exec(ctx); err != nil {
+			fi.t.Fatal(err)
+		}
 	}
 }
 
