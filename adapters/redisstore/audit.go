@@ -357,7 +357,7 @@ func (a *Audit) Restoring(ctx context.Context, id domain.VoucherID) error {
 
 // markRestoring runs restoringScript: 1 marked, 2 marked already, 0 no sale state.
 func (a *Audit) markRestoring(ctx context.Context, id domain.VoucherID) (int, error) {
-	return restoringScript.Run(ctx, a.client, []string{a.keys.Meta(id)}).Int()
+	return restoringScript.Run(ctx, a.client, a.keys.withCampaign(id, a.keys.Meta(id))).Int()
 }
 
 // Restored marks voucher id's sale state whole (it clears the "restoring" flag Warm

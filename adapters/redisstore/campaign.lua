@@ -34,6 +34,7 @@ elseif held[1] and tonumber(held[2] or '0') >= version then
   -- Never lower the number of vouchers, whatever the version says.
   if tonumber(held[1]) < variants then
     redis.call('HSET', KEYS[1], 'variants', variants)
+    redis.call('HDEL', KEYS[1], 'taken') -- summed over the vouchers counted before
   end
   return 0
 end
@@ -41,6 +42,7 @@ if held[1] and tonumber(held[1]) > variants then
   variants = tonumber(held[1])
 end
 redis.call('HSET', KEYS[1], 'limit', ARGV[3], 'variants', variants, 'version', version, 'expire', ARGV[6])
+redis.call('HDEL', KEYS[1], 'taken') -- summed again by the next grab (campaign_taken)
 if cap == '' then
   redis.call('HDEL', KEYS[1], 'cap')
 else

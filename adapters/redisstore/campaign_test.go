@@ -297,10 +297,73 @@ func TestCampaignUnderConcurrentGrabsIsExact(t *testing.T) {
 		// 3,000 users asking for up to 6,000 units of 500: the cap is reached.
 		t.Errorf("only %d units held under a cap of %d, with demand far above it", total, capUnits)
 	}
+	// The units taken the campaign keeps (campaign_taken in prelude.lua), moved by
+	// every grab and release, are the sum of its vouchers' taken.
+	if taken, err := client.HGet(ctx, s.Keys().Campaign(c.ID), "taken").Int(); err != nil || taken != total {
+		t.Errorf("the campaign keeps %d units taken (%v), its vouchers hold %d", taken, err, total)
+	}
 	for u, n := range perUser {
 		if n > limit {
 			t.Errorf("user %s holds %d units of the campaign, limit %d", u, n, limit)
 		}
+	}
+}
+
+// TestCampaignKeepsItsUnitsTakenExact: the units taken a campaign keeps for its grabs
+// follow every change of its vouchers' units — a grab, a release, an edit of a
+// voucher's stock — and are deleted, in the same step, by a change that rebuilds a
+// voucher's state (restoring, a recount, a voucher's state loaded again) or the
+// vouchers counted (a campaign's terms written): the next grab sums them again, and a
+// voucher restoring holds the campaign's grabs (503) whatever was kept.
+func TestCampaignKeepsItsUnitsTakenExact(t *testing.T) {
+	client, s := newStock(t, time.Hour)
+	ctx := context.Background()
+	c, vs := drop(13, 2, 5, 8, 3)
+	warmDrop(t, client, s, c, vs)
+	key := s.Keys().Campaign(c.ID)
+	kept := func() (int, bool) {
+		n, err := client.HGet(ctx, key, "taken").Int()
+		return n, err == nil
+	}
+	check(t, s.Reserve(ctx, takeVariant(vs[0].ID, 1, 2)))
+	if n, ok := kept(); !ok || n != 2 {
+		t.Fatalf("kept after a grab of 2: %d, %v", n, ok)
+	}
+	check(t, s.Reserve(ctx, takeVariant(vs[1].ID, 2, 3)))
+	ok, err := s.Release(ctx, domain.Order{ID: takeVariant(vs[0].ID, 1, 2).OrderID, VoucherID: vs[0].ID, UserID: 1, Quantity: 2})
+	if err != nil || !ok {
+		t.Fatalf("release: %v, %v", ok, err)
+	}
+	if n, ok := kept(); !ok || n != 3 {
+		t.Fatalf("kept after a release of 2: %d, %v", n, ok)
+	}
+	// An edit that takes 2 units of voucher 2's 5 away (3 held, 0 left stays 0).
+	edited := vs[1]
+	edited.Stock, edited.Version = 3, 1
+	if _, err := s.Edit(ctx, edited, ports.EditHeld); err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := kept(); !ok || n != 3 {
+		t.Fatalf("kept after an edit that takes only units not taken: %d, %v", n, ok)
+	}
+	a := redisstore.NewAudit(client, redisstore.Options{Prefix: s.Keys().Prefix})
+	check(t, a.Restoring(ctx, vs[0].ID))
+	if n, ok := kept(); ok {
+		t.Fatalf("kept while a voucher restores: %d", n)
+	}
+	if err := s.Reserve(ctx, takeVariant(vs[1].ID, 3, 1)); !errors.Is(err, domain.ErrUnavailable) {
+		t.Fatalf("a grab of another voucher while one restores: %v, want unavailable", err)
+	}
+	check(t, a.Restored(ctx, vs[0].ID))
+	check(t, s.Reserve(ctx, takeVariant(vs[0].ID, 3, 1)))
+	if n, ok := kept(); !ok || n != 4 {
+		t.Fatalf("kept once summed again after the restore: %d, %v", n, ok)
+	}
+	check(t, s.WarmCampaign(ctx, c))
+	c.Version++
+	check(t, s.WarmCampaign(ctx, c))
+	if n, ok := kept(); ok {
+		t.Fatalf("kept after the campaign's terms were written: %d", n)
 	}
 }
 

@@ -158,6 +158,9 @@ end
 if reserved > 0 or handed > 0 then
   redis.call('HSET', KEYS[1], 'remaining', remaining)
   redis.call('HINCRBY', KEYS[1], 'gen', 1)
+  if camp then
+    campaign_took(camp, reserved + handed)
+  end
 end
 if reserved > 0 then
   redis.call('HINCRBY', KEYS[1], 'queued', reserved)

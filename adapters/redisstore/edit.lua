@@ -78,6 +78,9 @@ if left > remaining then
 end
 redis.call('HSET', KEYS[1], 'stock', ARGV[1], 'remaining', left - given, 'begins', ARGV[2], 'ends', ARGV[3],
   'limit', ARGV[4], 'expire', expire, 'version', ARGV[6], 'admission', ARGV[11], 'challenge', ARGV[12])
+if camp then
+  campaign_took(camp, (tonumber(ARGV[1]) - (left - given)) - (stock - remaining))
+end
 if left ~= remaining then
   -- 'gen' counts the changes of the remaining and held units (see reserve.lua).
   redis.call('HINCRBY', KEYS[1], 'gen', 1)

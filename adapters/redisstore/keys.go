@@ -146,6 +146,17 @@ func (k Keys) Campaign(id domain.CampaignID) string {
 	return k.prefix() + ":{c" + id.String() + "}:campaign"
 }
 
+// withCampaign returns keys followed by the key of voucher id's campaign's terms
+// (Campaign) for a campaign's voucher, by keys alone for any other voucher: what a
+// script that rebuilds or rewrites a voucher's units takes to delete the campaign's
+// kept units taken (campaign_taken in prelude.lua).
+func (k Keys) withCampaign(id domain.VoucherID, keys ...string) []string {
+	if c, n := id.Campaign(); c != 0 && n > 0 {
+		return append(keys, k.Campaign(c))
+	}
+	return keys
+}
+
 // CampaignHolders returns the key of the set of the users who may hold an order of
 // one of the campaign's vouchers: every user the grab script or a restore records as
 // a buyer of one of them is added, and none is removed, so a user not in it holds

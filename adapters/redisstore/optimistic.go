@@ -89,6 +89,11 @@ func (s *Stock) RecordReservation(ctx context.Context, p redis.Pipeliner, r doma
 	}
 	p.HIncrBy(ctx, k.Meta(r.VoucherID), "remaining", -int64(r.Quantity))
 	p.HIncrBy(ctx, k.Meta(r.VoucherID), "gen", 1)
+	if c, n := r.VoucherID.Campaign(); c != 0 && n > 0 {
+		// The campaign's kept units taken (campaign_taken in prelude.lua) are summed
+		// again by the next script that needs them.
+		p.HDel(ctx, k.Campaign(c), "taken")
+	}
 	p.HIncrBy(ctx, k.Meta(r.VoucherID), tallyUnits, int64(r.Quantity))
 	p.HIncrBy(ctx, k.Meta(r.VoucherID), tallyEntries, 1)
 	p.HSet(ctx, k.Buyers(r.VoucherID), r.UserID.String(), string(r.OrderID))

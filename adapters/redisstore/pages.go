@@ -148,7 +148,7 @@ func (a *Audit) recountPaged(ctx context.Context, id domain.VoucherID) (left int
 		if err != nil {
 			return 0, err
 		}
-		left, err := recountScript.Run(ctx, a.client, []string{a.keys.Meta(id)}, channel, id.String(), flag, held, gen).Int()
+		left, err := recountScript.Run(ctx, a.client, a.keys.withCampaign(id, a.keys.Meta(id)), channel, id.String(), flag, held, gen).Int()
 		if err != nil {
 			return 0, err
 		}

@@ -201,8 +201,20 @@ end
 
 -- campaign_taken returns the units camp's vouchers hold taken (stock minus
 -- remaining, summed), or nil and why not: 'none' when one has no sale state,
--- 'restoring' while one is being restored (its buyers are not all known yet).
+-- 'restoring' while one is being restored (its buyers are not all known yet). The sum
+-- is kept in the campaign's terms (field 'taken'), so a grab reads one field instead
+-- of every voucher's state: summed here when absent and left there, moved by every
+-- script that changes a counted voucher's stock or remaining units in the same step
+-- (campaign_took: reserve, release, draw, edit), and deleted, in the same step, by
+-- whatever changes them otherwise or rebuilds a voucher's state (warm, restoring,
+-- recount, the WATCH strategy's grab, campaign.lua's change of the vouchers counted).
+-- It is never left while a voucher restores: restoring.lua deletes it as it marks
+-- one, and this sum is not kept while one is marked.
 local function campaign_taken(camp)
+  local kept = redis.call('HGET', KEYS[camp.first], 'taken')
+  if kept then
+    return tonumber(kept)
+  end
   local taken = 0
   for j = 1, camp.variants do
     local f = redis.call('HMGET', campaign_meta(camp, j), 'stock', 'remaining', 'restoring')
@@ -214,7 +226,17 @@ local function campaign_taken(camp)
     end
     taken = taken + tonumber(f[1]) - tonumber(f[2])
   end
+  redis.call('HSET', KEYS[camp.first], 'taken', taken)
   return taken
+end
+
+-- campaign_took moves the units camp's vouchers hold taken, where they are kept (see
+-- campaign_taken), by delta: what a script took (positive) or gave back (negative)
+-- of a counted voucher's units, after it read them.
+local function campaign_took(camp, delta)
+  if delta ~= 0 and redis.call('HEXISTS', KEYS[camp.first], 'taken') == 1 then
+    redis.call('HINCRBY', KEYS[camp.first], 'taken', delta)
+  end
 end
 
 -- campaign_holding returns the units user holds of camp's vouchers other than its

@@ -4,7 +4,9 @@
 -- and the write lands on the state it was counted from. Announce a restock when that
 -- raised the remaining units.
 --
--- KEYS[1] meta (one voucher).
+-- KEYS[1] meta (one voucher), then for a campaign's voucher KEYS[2] its campaign's
+-- terms, whose kept units taken (campaign_taken in prelude.lua) are deleted when the
+-- remaining units change.
 -- ARGV[1] restock channel, ARGV[2] voucher_id (the message), ARGV[3] sharded ('1':
 -- SPUBLISH, as on Redis Cluster; '0': PUBLISH), ARGV[4] the units held, as counted,
 -- ARGV[5] the 'gen' read before counting.
@@ -31,6 +33,9 @@ end
 if left ~= tonumber(m.remaining) then
   redis.call('HSET', KEYS[1], 'remaining', left)
   redis.call('HINCRBY', KEYS[1], 'gen', 1)
+  if KEYS[2] then
+    redis.call('HDEL', KEYS[2], 'taken')
+  end
 end
 -- More units on sale than before: announce it, as a release does.
 if left > (tonumber(m.remaining) or 0) then

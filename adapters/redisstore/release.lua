@@ -52,6 +52,9 @@ local given, to = hand_off({meta = KEYS[1], buyers = KEYS[2], orders = KEYS[3], 
   waitlist = KEYS[6], waiting = KEYS[7], campaign = camp}, m, offered, m.ends, m.expire, tonumber(ARGV[7]))
 redis.call('HINCRBY', KEYS[1], 'remaining', units - given)
 redis.call('HINCRBY', KEYS[1], 'gen', 1)
+if camp then
+  campaign_took(camp, given - units)
+end
 -- Units are back on sale: tell every instance, so they drop their sold-out flag. Only
 -- a release that put units back on sale publishes, so each release announces once.
 -- On Redis Cluster the channel is the voucher's own, on its shard (SPUBLISH).

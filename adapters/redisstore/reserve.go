@@ -31,6 +31,7 @@ const (
 	campaignSoldOut
 	campaignChanged
 	campaignLimit
+	campaignKeysNeeded
 )
 
 // reserveScript judges a batch of grabs of one voucher in order and takes each one
@@ -97,8 +98,16 @@ func (s *Stock) ReserveBatch(ctx context.Context, rs []domain.Reservation) ([]er
 }
 
 // reserveBatch judges rs in one call; tps, when not nil, holds each grab's W3C
-// traceparent ("" when untraced) for its stream entry.
+// traceparent ("" when untraced) for its stream entry. A campaign's voucher's batch
+// is sent lean first — the campaign's terms and holders without its vouchers' keys,
+// which a batch of first grabs judged by the units taken the campaign keeps does not
+// read — and again with them when the script asks for them.
 func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps []string) (batchReply, error) {
+	return s.reserveJudged(ctx, rs, tps, true)
+}
+
+// reserveJudged is reserveBatch, lean or not.
+func (s *Stock) reserveJudged(ctx context.Context, rs []domain.Reservation, tps []string, lean bool) (batchReply, error) {
 	if len(rs) == 0 {
 		return batchReply{remaining: -1}, nil
 	}
@@ -116,7 +125,11 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 	}
 	campaign, number := id.Campaign()
 	variants := s.campaignVariants(campaign, number)
-	args, err := s.reserveArgs(rs, tps, indexTTL, variants, number)
+	told := variants
+	if lean {
+		told = -variants
+	}
+	args, err := s.reserveArgs(rs, tps, indexTTL, told, number)
 	if err != nil {
 		return batchReply{}, err
 	}
@@ -128,7 +141,10 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 		// Each user's index first: then every reservation has its entry.
 		return batchReply{}, fmt.Errorf("reserve stock: %w", err)
 	}
-	if variants > 0 {
+	switch {
+	case variants > 0 && lean:
+		keys = append(keys, s.keys.Campaign(campaign), s.keys.CampaignHolders(campaign))
+	case variants > 0:
 		keys = append(keys, s.campaignKeys(campaign, variants)...)
 	}
 	// A grab that found no heal under way (Reserve) may still reach a server that
@@ -158,7 +174,10 @@ func (s *Stock) reserveBatch(ctx context.Context, rs []domain.Reservation, tps [
 		if err != nil {
 			return batchReply{}, err
 		}
-		return s.reserveBatch(ctx, rs, tps)
+		return s.reserveJudged(ctx, rs, tps, lean)
+	}
+	if code, _ := reply[1].(int64); code == campaignKeysNeeded && lean {
+		return s.reserveJudged(ctx, rs, tps, false)
 	}
 	for i, r := range rs {
 		code, ok := reply[1+2*i].(int64)

@@ -12,7 +12,9 @@
 -- i's user (Keys.UserOrders; r is 1 with a rate limit, else 0), then, for a campaign's
 -- voucher (ARGV[8] = c > 0), the campaign's keys last: its terms (Keys.Campaign), its
 -- holders (Keys.CampaignHolders), then the meta, buyers and orders of each of its c
--- vouchers in turn.
+-- vouchers in turn — or, lean (ARGV[8] = -c), its terms and holders alone: enough
+-- while the campaign keeps its units taken and no user of the batch is among its
+-- holders (the first grab of each, the most common), else answered 16.
 -- ARGV[1] voucher_id, ARGV[2] rate_interval_ms (0: no limit), ARGV[3] rate_tolerance_ms,
 -- ARGV[4] max_backlog (0: none), ARGV[5] group, ARGV[6] index_ttl_ms (0: the caller
 -- wrote the users' index itself, as on Redis Cluster, where a user's index lives in
@@ -36,7 +38,8 @@
 -- units left for it, 14 the campaign holds another number of vouchers than ARGV[8]
 -- (extra: that number; nothing judged: call again with it), 15 over the campaign's
 -- per-user limit (extra: the orders the user holds of the campaign, space
--- separated); extra is '' where it says nothing. A grab a waiting room admits uses its pass up: its member leaves the
+-- separated), 16 a lean call needs the campaign's vouchers' keys (nothing judged:
+-- call again with them); extra is '' where it says nothing. A grab a waiting room admits uses its pass up: its member leaves the
 -- passes set in the same step. A sale the queue has settled
 -- (settle.lua: ended by the sale's clock, every entry persisted) answers ended to
 -- every grab, so no entry is appended that no worker would read.
@@ -44,11 +47,12 @@ local m = sale_state(KEYS[1], 'paused', 'restoring', 'settled', 'admission', 'ch
 local n = (#ARGV - 9) / 7
 local window = tonumber(ARGV[7])
 local out = {-1}
--- answer_all answers every grab of the batch with code, nothing taken.
-local function answer_all(code)
+-- answer_all answers every grab of the batch with code (and extra, '' when nil),
+-- nothing taken.
+local function answer_all(code, extra)
   for _ = 1, n do
     out[#out + 1] = code
-    out[#out + 1] = ''
+    out[#out + 1] = extra or ''
   end
   return out
 end
@@ -109,19 +113,27 @@ local held = redis.call('HMGET', KEYS[2], unpack(users))
 -- holds for the whole batch, kept up to date as it takes.
 local camp
 local variants = tonumber(ARGV[8])
+local lean = variants < 0
+if lean then
+  variants = -variants
+end
 if variants > 0 then
   local why, count
-  camp, why, count = campaign_terms(#KEYS - 3 * variants - 1, variants, tonumber(ARGV[9]))
+  local first = #KEYS - 3 * variants - 1
+  if lean then
+    first = #KEYS - 1
+  end
+  camp, why, count = campaign_terms(first, variants, tonumber(ARGV[9]))
   if why == 'changed' then
     out[1] = tonumber(m.remaining)
-    for _ = 1, n do
-      out[#out + 1] = 14
-      out[#out + 1] = count
-    end
-    return out
+    return answer_all(14, count)
   end
   if not camp then
     return answer_all(5)
+  end
+  if lean and redis.call('HEXISTS', KEYS[first], 'taken') == 0 then
+    out[1] = tonumber(m.remaining)
+    return answer_all(16)
   end
   local taken
   taken, why = campaign_taken(camp)
@@ -147,6 +159,10 @@ if variants > 0 then
       looked[#looked + 1] = i
       who[#who + 1] = users[i]
     end
+  end
+  if lean and #looked > 0 then
+    out[1] = tonumber(m.remaining)
+    return answer_all(16)
   end
   for j = 1, variants do
     if j ~= camp.number and #looked > 0 then
@@ -312,6 +328,9 @@ if #buyers > 0 then
   -- reads the orders hash a page at a time can tell whether it read one moment.
   redis.call('HSET', KEYS[1], 'remaining', remaining)
   redis.call('HINCRBY', KEYS[1], 'gen', 1)
+  if camp then
+    campaign_took(camp, tonumber(m.remaining) - remaining)
+  end
   -- The tally of entries not yet acknowledged (see tally.go).
   redis.call('HINCRBY', KEYS[1], 'queued', tonumber(m.remaining) - remaining)
   redis.call('HINCRBY', KEYS[1], 'queued_entries', #buyers / 2)

@@ -40,7 +40,7 @@ func (s *Stock) Warm(ctx context.Context, v domain.Voucher) (ports.WarmOutcome, 
 	// Live orders hold units: their reservations must be restored before grabs are
 	// taken, so the state is loaded "restoring" until Audit.Restored.
 	restoring := luaFlag(v.Sold > 0)
-	loaded, err := warmScript.Run(ctx, s.client, []string{s.keys.Meta(v.ID), s.keys.Stream(v.ID)},
+	loaded, err := warmScript.Run(ctx, s.client, s.keys.withCampaign(v.ID, s.keys.Meta(v.ID), s.keys.Stream(v.ID)),
 		v.Stock, left, v.BeginsAt.UnixMilli(), v.EndsAt.UnixMilli(), v.PerUserLimit,
 		v.EndsAt.Add(s.grace).UnixMilli(), s.group, luaFlag(v.Paused), restoring, v.Version,
 		string(admissionOf(v)), string(challengeOf(v))).Int()

@@ -1,7 +1,9 @@
 -- warm: load a voucher's sale state unless it is there, and on every warm-up make sure
 -- the stream and its consumer group exist.
 --
--- KEYS[1] meta, KEYS[2] stream (one voucher, one hash tag).
+-- KEYS[1] meta, KEYS[2] stream (one voucher, one hash tag), then for a campaign's
+-- voucher KEYS[3] its campaign's terms, whose kept units taken (campaign_taken in
+-- prelude.lua) are deleted when a state is loaded.
 -- ARGV[1] stock, ARGV[2] remaining, ARGV[3] begins_ms, ARGV[4] ends_ms,
 -- ARGV[5] per_user_limit, ARGV[6] expire_at_ms, ARGV[7] group, ARGV[8] paused ('1' or
 -- '0'), ARGV[9] restoring ('1': load the state "restoring", see below), ARGV[10] the
@@ -41,6 +43,9 @@ if not state then
     redis.call('HSET', KEYS[1], 'restoring', '1')
   end
   redis.call('PEXPIREAT', KEYS[1], ARGV[6])
+  if KEYS[3] then
+    redis.call('HDEL', KEYS[3], 'taken')
+  end
   loaded = 1
 else
   if state.admission ~= ARGV[11] or state.challenge ~= ARGV[12] then
