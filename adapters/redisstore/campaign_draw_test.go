@@ -25,26 +25,11 @@ func drawDrop(id domain.CampaignID, n, stock, capUnits, limit int) (domain.Campa
 	return c, vs
 }
 
-// takePart takes every step of voucher id's part of d, in batches of batch, each step
-// with order id d<user>; it returns the orders reserved.
+// takePart takes every step of voucher id's part of d (takeSteps); it returns the
+// orders reserved.
 func takePart(t testing.TB, e *redisstore.Entries, d domain.Draw, id domain.VoucherID, batch int) int {
 	t.Helper()
-	steps := d.DropSteps()[id].Steps
-	taken, reserved := 0, 0
-	for {
-		end := min(taken+batch, len(steps))
-		orders := make([]domain.OrderID, end-taken)
-		for i, st := range steps[taken:end] {
-			orders[i] = domain.OrderID("d" + st.User.String())
-		}
-		next, n, err := e.Take(context.Background(), id, taken, len(steps), steps[taken:end], orders)
-		check(t, err)
-		reserved += n
-		if next >= len(steps) {
-			return reserved
-		}
-		taken = next
-	}
+	return takeSteps(t, e, id, d.DropSteps()[id].Steps, batch)
 }
 
 // TestDropEntriesKeepTheLatestChoice: a campaign's entries are one per user under its

@@ -39,7 +39,13 @@ func cleanupEntries(t testing.TB, client redis.UniversalClient, s *redisstore.St
 // does, each step with order id d<user>; it returns the orders reserved.
 func carry(t testing.TB, e *redisstore.Entries, d domain.Draw, batch int) int {
 	t.Helper()
-	steps := domain.DrawSteps(d.Order(), d.Winners)
+	return takeSteps(t, e, d.Voucher, domain.DrawSteps(d.Order(), d.Winners), batch)
+}
+
+// takeSteps takes steps on voucher id in batches of batch, each step with order id
+// d<user>; it returns the orders reserved.
+func takeSteps(t testing.TB, e *redisstore.Entries, id domain.VoucherID, steps []domain.DrawStep, batch int) int {
+	t.Helper()
 	taken, reserved := 0, 0
 	for {
 		end := min(taken+batch, len(steps))
@@ -47,7 +53,7 @@ func carry(t testing.TB, e *redisstore.Entries, d domain.Draw, batch int) int {
 		for i, st := range steps[taken:end] {
 			orders[i] = domain.OrderID("d" + st.User.String())
 		}
-		next, n, err := e.Take(context.Background(), d.Voucher, taken, len(steps), steps[taken:end], orders)
+		next, n, err := e.Take(context.Background(), id, taken, len(steps), steps[taken:end], orders)
 		check(t, err)
 		reserved += n
 		if next >= len(steps) {

@@ -48,30 +48,8 @@ type publishedDraw struct {
 // publishes.
 func (in *instance) waitForDraw(id string) publishedDraw {
 	in.t.Helper()
-	var d map[string]any
-	testenv.Eventually(in.t, 60*time.Second, "the draw has run", func() (bool, string) {
-		var status int
-		status, d = in.call(http.MethodGet, "/api/v1/vouchers/"+id+"/draw", "", nil)
-		return status == http.StatusOK && d["seed"] != nil, fmt.Sprintf("%d %v", status, d)
-	})
-	raw, err := hex.DecodeString(d["seed"].(string))
-	if err != nil || len(raw) != domain.SeedSize {
-		in.t.Fatalf("seed %v: %v", d["seed"], err)
-	}
-	var p publishedDraw
-	copy(p.seed[:], raw)
-	if sum := sha256.Sum256(raw); hex.EncodeToString(sum[:]) != d["commitment"] {
-		in.t.Fatalf("the seed's SHA-256 is not the commitment: %v", d)
-	}
-	res, err := http.Get(in.base + "/api/v1/vouchers/" + id + "/draw/entrants")
-	if err != nil {
-		in.t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	_ = res.Body.Close()
-	if sum := sha256.Sum256(body); res.StatusCode != http.StatusOK || hex.EncodeToString(sum[:]) != d["entrants_digest"] {
-		in.t.Fatalf("entrants: %d, digest %x, published %v", res.StatusCode, sum, d["entrants_digest"])
-	}
+	seed, d, body := in.readDraw("/api/v1/vouchers/"+id, "")
+	p := publishedDraw{seed: seed}
 	for _, line := range strings.Split(strings.TrimSuffix(string(body), "\n"), "\n") {
 		if line == "" {
 			continue
@@ -85,15 +63,55 @@ func (in *instance) waitForDraw(id string) publishedDraw {
 	if int(d["entrants"].(float64)) != len(p.entrants) {
 		in.t.Fatalf("entrants %v, listed %d", d["entrants"], len(p.entrants))
 	}
-	for _, w := range d["winners"].([]any) {
-		u, _ := domain.ParseUserID(w.(string))
-		p.winners = append(p.winners, u)
-	}
+	p.winners = winnersOf(d)
 	// Anyone's check: the winners are the first of the shuffle by the published seed.
 	if order := domain.Shuffle(p.seed, p.entrants); !slices.Equal(p.winners, order[:len(p.winners)]) {
 		in.t.Fatalf("winners %v are not the first of the recomputed permutation %v", p.winners, order)
 	}
 	return p
+}
+
+// readDraw waits until the draw at base (a voucher's or a campaign's path) has run,
+// then reads its record and its entrants' file, and checks them as anyone would: the
+// seed hashes to the commitment (to commitment too, when not ""), the file to
+// entrants_digest. It returns the seed, the record and the file.
+func (in *instance) readDraw(base, commitment string) (domain.Seed, map[string]any, []byte) {
+	in.t.Helper()
+	var d map[string]any
+	testenv.Eventually(in.t, 2*testenv.Patience, "the draw has run", func() (bool, string) {
+		var status int
+		status, d = in.call(http.MethodGet, base+"/draw", "", nil)
+		return status == http.StatusOK && d["seed"] != nil, fmt.Sprintf("%d %v", status, d)
+	})
+	raw, err := hex.DecodeString(d["seed"].(string))
+	if err != nil || len(raw) != domain.SeedSize {
+		in.t.Fatalf("seed %v: %v", d["seed"], err)
+	}
+	var seed domain.Seed
+	copy(seed[:], raw)
+	if sum := sha256.Sum256(raw); hex.EncodeToString(sum[:]) != d["commitment"] || commitment != "" && d["commitment"] != commitment {
+		in.t.Fatalf("the seed's SHA-256 is not the commitment %q: %v", commitment, d)
+	}
+	res, err := http.Get(in.base + base + "/draw/entrants")
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if sum := sha256.Sum256(body); res.StatusCode != http.StatusOK || hex.EncodeToString(sum[:]) != d["entrants_digest"] {
+		in.t.Fatalf("entrants: %d, digest %x, published %v", res.StatusCode, sum, d["entrants_digest"])
+	}
+	return seed, d, body
+}
+
+// winnersOf reads the winners of a draw's record d.
+func winnersOf(d map[string]any) []domain.UserID {
+	var winners []domain.UserID
+	for _, w := range d["winners"].([]any) {
+		u, _ := domain.ParseUserID(w.(string))
+		winners = append(winners, u)
+	}
+	return winners
 }
 
 // orderOf waits until user holds an order of voucher id with status and returns its id.
