@@ -62,6 +62,8 @@ type api struct {
 	passKey application.PassKey
 	// rooms runs the waiting rooms' step (shuffle, admission), as a worker does.
 	rooms *application.AdmitQueues
+	// draws runs the draws whose sale has begun (a voucher's, a drop's), as a worker does.
+	draws *application.RunDraws
 }
 
 // setup is what a test may adjust before newAPI wires the API. Every limit is off by
@@ -155,6 +157,8 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 	joinQueue := application.NewJoinQueue(room, gate)
 	waitlist := redisstore.NewWaitlist(stock)
 	stats := application.NewGetVoucherStats(vouchers, orders, audit, clock, waitlist)
+	entries := redisstore.NewEntries(stock)
+	draws := sqlstore.NewDraws(db)
 	e := httpapi.New(
 		cfg.http,
 		httpapi.UseCases{
@@ -191,6 +195,8 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 			ListCampaigns:       application.NewListCampaigns(campaigns, vouchers, stock, clock),
 			UpdateCampaign:      application.NewUpdateCampaign(campaigns, vouchers, stock, stock, clock, changes),
 			GetCampaignStats:    application.NewGetCampaignStats(campaigns, stats),
+			EnterDraw:           application.NewEnterDraw(entries, gate),
+			GetDraw:             application.NewGetDraw(draws, entries, rooms),
 		},
 		tokens,
 		[]httpapi.Check{
@@ -207,7 +213,9 @@ func newAPI(t testing.TB, opts ...func(*setup)) *api {
 		fulfill: application.NewFulfillOrder(orders, queue, compensate, changes, 5), idempotency: cfg.http.Idempotency, dbURL: dbURL,
 		expire: application.NewExpireOrders(orders, compensate, clock, paymentWindow, changes),
 		rooms: application.NewAdmitQueues(rooms, room, shuffles, sqlstore.NewLeases(db), clock,
-			application.RoomOptions{Holder: "test"}, application.RoomObserver{})}
+			application.RoomOptions{Holder: "test"}, application.RoomObserver{}),
+		draws: application.NewRunDraws(draws, entries, sqlstore.NewLeases(db), ids, clock, rooms, "test",
+			application.DrawOptions{}, application.DrawObserver{})}
 	a.admin = a.token(1, true)
 	return a
 }

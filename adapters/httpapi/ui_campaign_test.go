@@ -91,3 +91,54 @@ func TestUIJoinsADropsWaitingRoomInChromium(t *testing.T) {
 	}
 	waitText(t, ctx, fmt.Sprintf(`tr[data-voucher-id="%s"] [data-place]`, v1), "let in")
 }
+
+// A shopper enters a drop's one draw from the live page, in a real headless Chromium:
+// the drops table marks the drop as sold by one draw and counts its entrants, the
+// enter button of one size's row enters the draw choosing that size, the other size's
+// changes the choice; once drawn, the drops table tells how many entered and won, the
+// shopper's orders list the size chosen last, and so do the published entrants.
+func TestUIEntersADropsDrawInChromium(t *testing.T) {
+	t.Parallel()
+	a := newCampaignAPI(t)
+	ctx := browser(t)
+	navCtx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(navCtx, chromedp.Navigate(a.url+"/ui/")); err != nil {
+		t.Fatalf("open the page: %v", err)
+	}
+	// Signed in first, the page reads every second: the drop shows at once.
+	evaluate[bool](t, ctx, fmt.Sprintf(`document.getElementById("token").value = %q;
+		document.getElementById("token-form").requestSubmit(); true`, a.token(78, false)))
+	waitText(t, ctx, "#who-text", "signed in as user 78")
+
+	// The entries close at begins_at: the steps before it wait on a page already open.
+	now := time.Now().UTC()
+	body, _ := json.Marshal(map[string]any{"title": "Sneakers", "per_user_limit": 1, "begins_at": now.Add(25 * time.Second),
+		"ends_at": now.Add(time.Hour), "admission": "draw", "entries_open_at": now.Add(-time.Minute)})
+	r := a.do(http.MethodPost, "/api/v1/campaigns", a.admin, string(body))
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Status, r.Raw)
+	}
+	c := r.Body["id"].(string)
+	v1, v2 := a.createVariant(c, "Size 41", 5), a.createVariant(c, "Size 42", 5)
+	drop := fmt.Sprintf(`#campaigns tr[data-campaign-id="%s"]`, c)
+	waitText(t, ctx, drop+" [data-drop-draw]", "one draw")
+	waitText(t, ctx, drop+` [data-draw="entries"]`, "draw: 0 entered")
+	waitText(t, ctx, fmt.Sprintf(`tr[data-voucher-id="%s"] [data-draw]`, v2), "the drop's draw")
+
+	click(t, ctx, fmt.Sprintf(`tr[data-voucher-id="%s"] button.enter`, v1))
+	waitText(t, ctx, "#action-note", "drop "+c+": entered, choosing Size 41")
+	waitText(t, ctx, drop+` [data-draw="entries"]`, "draw: 1 entered")
+	waitText(t, ctx, fmt.Sprintf(`tr[data-voucher-id="%s"] button.enter`, v1), "entered: your choice")
+	click(t, ctx, fmt.Sprintf(`tr[data-voucher-id="%s"] button.enter`, v2))
+	waitText(t, ctx, "#action-note", "drop "+c+": entered, choosing Size 42")
+	waitText(t, ctx, fmt.Sprintf(`tr[data-voucher-id="%s"] [data-draw="entries"]`, v1), "the drop's draw · 1 entered")
+
+	a.stepDraws()
+	waitText(t, ctx, drop+` [data-draw="drawn"]`, "1 entered · 1 won · seed")
+	waitText(t, ctx, fmt.Sprintf(`tr[data-voucher-id="%s"] [data-draw="drawn"]`, v2), "the drop's draw · drawn")
+	waitText(t, ctx, "#orders tbody", "Size 42 ("+v2+")")
+	if got, want := a.entrantsOf(c), fmt.Sprintf("78,%s\n", v2); got != want {
+		t.Fatalf("the published entrants %q; want %q", got, want)
+	}
+}

@@ -13,7 +13,9 @@
 // as it moves, then the grab with its pass; with a proof of work solved by the page
 // when the sale asks for one (pow.js) — and lists the user's newest orders. Anyone
 // sees where a waiting room's queue and a draw stand (room.js), and the drops: each
-// campaign's units left under its cap and its vouchers (drops.js).
+// campaign's units left under its cap, its vouchers and, for a drop sold by one draw,
+// where the draw stands (drops.js); a shopper enters a drop's draw from the row of the
+// voucher it chooses.
 
 import { forgetAdmin, readStats, refreshMetrics, submitEdit } from "./admin.js";
 import { getJSON, keepToken, role } from "./api.js";
@@ -22,7 +24,7 @@ import { measureClock, serverNow } from "./clock.js";
 import { note, setStatus } from "./dom.js";
 import { readCampaigns } from "./drops.js";
 import { render } from "./render.js";
-import { readDraws, readQueueStats, readShuffles } from "./room.js";
+import { readDraws, readDropDraws, readQueueStats, readShuffles } from "./room.js";
 import { readOrders, readPlaces } from "./shopper.js";
 import { S } from "./state.js";
 import { follow, showFollowed, streamsDown, streamsLive } from "./streams.js";
@@ -54,7 +56,8 @@ async function load() {
   });
   sample(read);
   const who = role();
-  const [draws, , campaigns] = await Promise.all([readDraws(read), readShuffles(read), readCampaigns()]);
+  const [draws, , [campaigns, dropDraws]] = await Promise.all([readDraws(read), readShuffles(read),
+    readCampaigns().then(async (cs) => [cs, await readDropDraws(cs)])]);
   let places = {}, orders = S.orders, stats = S.stats, statsAt = S.statsAt, queues = S.queues;
   if (who === "user") {
     [places, orders] = await Promise.all([readPlaces(read),
@@ -64,7 +67,7 @@ async function load() {
     refreshMetrics().catch((e) => { document.getElementById("admin-note").textContent = e.message; });
   }
   if (seen !== S.answers || who !== role()) return; // read before an action's answer, or for another token
-  Object.assign(S, { vouchers: read, stats, statsAt, queues, draws, places, orders, campaigns });
+  Object.assign(S, { vouchers: read, stats, statsAt, queues, draws, dropDraws, places, orders, campaigns });
   S.allFollowed = follow(read);
   showFollowed();
   render();
@@ -89,6 +92,7 @@ export function refresh() {
 function forget() {
   forgetAdmin();
   S.places = {};
+  S.entered = {};
   S.orders = null;
   S.refused = "";
   document.getElementById("admin-note").textContent = "";

@@ -1,6 +1,7 @@
 // The list of sales as the page last knew it, drawn for whoever's token is kept: an
 // admin gets each sale's actions and, under it, its units by state and its chart; a
-// shopper its grab (or queue) and its orders; no token, the sales only.
+// shopper its grab (or queue, or a drop's draw entry) and its orders; no token, the
+// sales only.
 
 import { actions, counts } from "./admin.js";
 import { claims, role } from "./api.js";

@@ -1,7 +1,8 @@
 // Where a waiting room's queue and a draw stand, told under the voucher's title to
 // anyone: a room's window and, once the sale began, its shuffle (how many joined
 // before the start, the seed); to an admin, the room's figures too (joined, admitted,
-// waiting, passes outstanding); a draw's entrants, its seed and its winners.
+// waiting, passes outstanding); a draw's entrants, its seed and its winners (a drop's
+// vouchers share their campaign's one draw).
 
 import { getJSON } from "./api.js";
 import { until, serverNow } from "./clock.js";
@@ -102,23 +103,45 @@ function queueFigures(q) {
     ` of ${q.window}`);
 }
 
-// drawState says where a draw voucher's draw stands: its entrants so far, or, once
-// drawn, when, by which seed (its first hex digits; the whole is in GET …/draw) and how
-// many won. Nothing for a voucher of another mode.
-export function drawState(v) {
-  const d = S.draws[v.id];
-  if (v.admission !== "draw" || !d) return "";
-  if (!d.seed) return el("div", { class: "muted small", "data-draw": "entries" }, `draw: ${d.entrants} entered`);
+// drawLine lays out where draw d (a GET …/draw answer) stands, led by label when
+// given: its entrants so far, or, once drawn, when, by which seed (its first hex
+// digits; the whole is in GET …/draw) and how many won. Its data-draw says which.
+export function drawLine(d, label = "") {
+  const lead = label ? label + " · " : "";
+  if (!d.seed) return el("div", { class: "muted small", "data-draw": "entries" }, `${lead || "draw: "}${d.entrants} entered`);
   return el("div", { class: "muted small", "data-draw": "drawn" },
-    `drawn ${new Date(d.drawn_at).toLocaleTimeString()} · ${d.entrants} entered · ${d.winners.length} won · seed `, short(d.seed));
+    `${lead}drawn ${new Date(d.drawn_at).toLocaleTimeString()} · ${d.entrants} entered · ${d.winners.length} won · seed `,
+    short(d.seed));
 }
 
-// readDraws reads the draw of each draw voucher of list (anyone may).
+// drawState says where a draw voucher's draw stands (drawLine): its own, or, for a
+// drop's voucher, its drop's one draw, which hands out every voucher of the drop.
+// Nothing for a voucher of another mode.
+export function drawState(v) {
+  if (v.admission !== "draw") return "";
+  if (!v.campaign_id) return S.draws[v.id] ? drawLine(S.draws[v.id]) : "";
+  const d = S.dropDraws[v.campaign_id];
+  return d ? drawLine(d, "the drop's draw") : el("div", { class: "muted small", "data-draw": "drop" }, "the drop's draw");
+}
+
+// readDraws reads the draw of each draw voucher of list outside a drop (anyone may); a
+// drop's vouchers are drawn in their campaign's draw (readDropDraws).
 export async function readDraws(list) {
   const fresh = {};
-  await Promise.all(list.filter((v) => v.admission === "draw").slice(0, MAX_STATS).map(async (v) => {
+  await Promise.all(list.filter((v) => v.admission === "draw" && !v.campaign_id).slice(0, MAX_STATS).map(async (v) => {
     const res = await fetch(`/api/v1/vouchers/${v.id}/draw`, { cache: "no-store" }).catch(() => null);
     if (res && res.ok) fresh[v.id] = await res.json();
+  }));
+  return fresh;
+}
+
+// readDropDraws reads the one draw of each drop of campaigns sold by a draw (anyone
+// may): campaign id → its GET …/campaigns/{id}/draw answer.
+export async function readDropDraws(campaigns) {
+  const fresh = {};
+  await Promise.all(campaigns.filter((c) => c.admission === "draw").slice(0, MAX_STATS).map(async (c) => {
+    const res = await fetch(`/api/v1/campaigns/${c.id}/draw`, { cache: "no-store" }).catch(() => null);
+    if (res && res.ok) fresh[c.id] = await res.json();
   }));
   return fresh;
 }

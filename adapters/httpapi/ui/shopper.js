@@ -1,6 +1,7 @@
 // The shopper's page: a grab of each live sale as the token's user — in a waiting
-// room, a join of its queue, its place as it moves, then the grab with its pass — and
-// the user's newest orders.
+// room, a join of its queue, its place as it moves, then the grab with its pass; in a
+// drop sold by one draw, an entry choosing a voucher while entries are open — and the
+// user's newest orders.
 
 import { bearer, getJSON, refusal } from "./api.js";
 import { refresh } from "./app.js";
@@ -14,6 +15,7 @@ import { S } from "./state.js";
 // grabCell is what the token's user may do with v, a sale in state.
 export function grabCell(v, state) {
   if (v.admission === "waiting_room") return roomCell(v, state);
+  if (v.admission === "draw" && v.campaign_id && state === "upcoming") return entryCell(v);
   return button("grab", v.challenge === "pow" ? "grab (proof of work)" : "grab", () => grab(v), state !== "live" || S.grabbing.has(v.id));
 }
 
@@ -33,6 +35,21 @@ function roomCell(v, state) {
   else if (p.admitted) text = "let in; your pass was used or expired";
   else if (p.estimated_wait_seconds !== null && p.estimated_wait_seconds !== undefined) text += `, about ${duration(p.estimated_wait_seconds * 1000)}`;
   return el("span", { class: "muted small", "data-place": p.admitted ? "admitted" : "waiting" }, text);
+}
+
+// entryCell is what the token's user does in a drop's draw before the sale begins:
+// once its entries open, enter it choosing v, or, entered, choose v instead (the
+// latest choice stands); the choice made from this page is marked on its row. From
+// the start the drop's vouchers are grabbed as any (the draw's winners hold orders).
+function entryCell(v) {
+  const now = serverNow();
+  const c = S.campaigns.find((c) => c.id === v.campaign_id);
+  const at = (c && c.entries_open_at) || v.entries_open_at;
+  const opens = at ? Date.parse(at) : null;
+  if (opens !== null && now !== null && now < opens) return el("span", { class: "muted small" }, `entries open ${until(opens, now)}`);
+  const chosen = S.entered[v.campaign_id];
+  if (chosen === v.id) return button("enter", "entered: your choice", () => enterDraw(v), true);
+  return button("enter", chosen ? "choose this instead" : "enter the draw", () => enterDraw(v), S.grabbing.has(v.id));
 }
 
 // readPlaces reads the token's user's place in each waiting room of list not ended:
@@ -96,6 +113,28 @@ async function grab(v) {
     note(`voucher ${v.id}: grabbed, order ${order.order_id} (${order.status})`);
   } catch (e) {
     note(`grab ${v.id}: ${e.message}`, true);
+  } finally {
+    S.grabbing.delete(v.id);
+  }
+  refresh();
+}
+
+// enterDraw enters the token's user in v's drop's draw choosing v (entering again
+// changes the choice), with a proof of the campaign's challenge when it asks for one.
+async function enterDraw(v) {
+  const path = `/api/v1/campaigns/${v.campaign_id}`;
+  S.grabbing.add(v.id);
+  render();
+  try {
+    const proof = await proofFor(v, path);
+    const res = await fetch(`${path}/entries`, { method: "POST", body: JSON.stringify({ voucher_id: v.id }),
+      headers: bearer(Object.assign({ "Content-Type": "application/json" }, proof ? { "X-Seckill-Pow": proof } : {})) });
+    if (!res.ok) throw await refusal(res);
+    const entry = await res.json();
+    S.entered[v.campaign_id] = v.id;
+    note(`drop ${v.campaign_id}: entered, choosing ${v.title} (${entry.entrants} entered so far)`);
+  } catch (e) {
+    note(`enter ${v.id}: ${e.message}`, true);
   } finally {
     S.grabbing.delete(v.id);
   }

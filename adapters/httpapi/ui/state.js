@@ -9,6 +9,8 @@ export const S = {
   stats: {}, // voucher id → its last stats answer (admins)
   statsAt: {}, // voucher id → the server's time (Unix ms) its stats answer came
   draws: {}, // draw voucher id → its last GET …/draw answer (anyone may read it)
+  dropDraws: {}, // draw campaign id → its last GET …/campaigns/{id}/draw answer (anyone may read it)
+  entered: {}, // draw campaign id → the voucher the token's user last chose in its draw from this page
   places: {}, // waiting room's key (roomOf: a voucher id, or "c<campaign id>") → the token's user's place (GET …/queue), null when not in the queue
   queues: {}, // waiting room's key → its figures (GET …/queue/stats; admins)
   shuffled: {}, // waiting room's key → its shuffle's entrants counted from GET …/queue/entrants (never changes)
