@@ -161,6 +161,9 @@ type RunDraws struct {
 	holder  string
 	opts    DrawOptions
 	obs     DrawObserver
+	// drops keeps the vouchers of each drop whose draw was pending (its sale begun: it
+	// takes no voucher more), so a round reads them once.
+	drops map[domain.CampaignID][]domain.VoucherID
 }
 
 // NewRunDraws returns the use case; rooms reads a campaign's draw's vouchers, holder
@@ -174,7 +177,7 @@ func NewRunDraws(draws ports.Draws, entries ports.Entries, leases ports.Leases, 
 		opts.Lease = 15 * time.Second
 	}
 	return &RunDraws{draws: draws, entries: entries, leases: leases, ids: ids, clock: clock, rooms: rooms, holder: holder,
-		opts: opts, obs: obs}
+		opts: opts, obs: obs, drops: map[domain.CampaignID][]domain.VoucherID{}}
 }
 
 // errLeaseLost stops a draw whose lease another instance took.
@@ -232,11 +235,14 @@ func (uc *RunDraws) Handle(ctx context.Context) (int, error) {
 func (uc *RunDraws) undone(ctx context.Context, v domain.Voucher) (bool, error) {
 	ids := []domain.VoucherID{v.ID}
 	if c, ok := v.ID.CampaignRoom(); ok {
-		camp, _, err := uc.rooms.Drop(ctx, c)
-		if err != nil {
-			return false, err
+		if ids, ok = uc.drops[c]; !ok {
+			camp, _, err := uc.rooms.Drop(ctx, c)
+			if err != nil {
+				return false, err
+			}
+			ids = camp.VoucherIDs()
+			uc.drops[c] = ids
 		}
-		ids = camp.VoucherIDs()
 	}
 	undone := false
 	for _, id := range ids {
