@@ -168,8 +168,6 @@ func (s *Stock) reserveJudged(ctx context.Context, rs []domain.Reservation, tps 
 	if len(reply) != 1+2*len(rs) {
 		return batchReply{}, fmt.Errorf("reserve stock: unexpected reply %v", reply)
 	}
-	left, _ := reply[0].(int64)
-	out := batchReply{errs: make([]error, len(rs)), remaining: int(left)}
 	if again, err := s.campaignGrew(reply, id, variants); again || err != nil {
 		if err != nil {
 			return batchReply{}, err
@@ -179,6 +177,15 @@ func (s *Stock) reserveJudged(ctx context.Context, rs []domain.Reservation, tps 
 	if code, _ := reply[1].(int64); code == campaignKeysNeeded && lean {
 		return s.reserveJudged(ctx, rs, tps, false)
 	}
+	return s.outcomes(rs, reply, acked), nil
+}
+
+// outcomes reads reserveScript's reply to the batch rs, confirmed by acked replicas:
+// the units left, then each grab's outcome (reserveOutcome), a reservation too few
+// replicas confirmed answered as unavailable.
+func (s *Stock) outcomes(rs []domain.Reservation, reply []any, acked int) batchReply {
+	left, _ := reply[0].(int64)
+	out := batchReply{errs: make([]error, len(rs)), remaining: int(left)}
 	for i, r := range rs {
 		code, ok := reply[1+2*i].(int64)
 		extra, _ := reply[2+2*i].(string)
@@ -191,7 +198,7 @@ func (s *Stock) reserveJudged(ctx context.Context, rs []domain.Reservation, tps 
 				r.OrderID, domain.ErrUnavailable, acked, s.minReplicas, s.replicaTimeout)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // reserveArgs returns reserveScript's ARGV for the batch rs of one voucher (reserve.lua
