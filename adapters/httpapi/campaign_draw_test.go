@@ -140,18 +140,7 @@ func TestCampaignDraw(t *testing.T) {
 
 // stepDraws runs the draws' step every 100 ms, as a worker does, until the test ends.
 func (a *api) stepDraws() {
-	stop := make(chan struct{})
-	a.t.Cleanup(func() { close(stop) })
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-				_, _ = a.draws.Handle(context.Background())
-			}
-		}
-	}()
+	a.every(func() { _, _ = a.draws.Handle(context.Background()) })
 }
 
 // waitForDrawOf waits, generously, until campaign id's draw has run (the draws

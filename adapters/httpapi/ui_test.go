@@ -300,6 +300,11 @@ func click(t *testing.T, ctx context.Context, selector string) {
 // stepRooms runs the waiting rooms' step every 100 ms, as a worker does, until the
 // test ends.
 func (a *api) stepRooms() {
+	a.every(func() { _ = a.rooms.Handle(context.Background()) })
+}
+
+// every runs step every 100 ms, as a worker's loop does, until the test ends.
+func (a *api) every(step func()) {
 	stop := make(chan struct{})
 	a.t.Cleanup(func() { close(stop) })
 	go func() {
@@ -308,7 +313,7 @@ func (a *api) stepRooms() {
 			case <-stop:
 				return
 			case <-time.After(100 * time.Millisecond):
-				_ = a.rooms.Handle(context.Background())
+				step()
 			}
 		}
 	}()
